@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: MIT
+# libknitting - the one entry point. This Makefile is also the configure
+# step: arch and feature probes are $(shell ...) lines below.
+#
+#   make                 library, static test build, tools
+#   make demo            build and run the demo
+#   make check           every test suite, one summary line at the end
+#   make check-unit | check-api | check-stress | check-cross | check-model |
+#        check-fuzz | check-ffi | abi-check | man-check
+#   make SANITIZE=thread|address check    everything under a sanitizer
+#   make install DESTDIR=... prefix=...
+#   V=1                  show commands
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+VERSION_MAJOR := 0
+VERSION_MINOR := 1
+VERSION_PATCH := 0
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+SONAME := libknitting.so.$(VERSION_MAJOR)
+
+prefix ?= /usr/local
+libdir ?= $(prefix)/lib
+includedir ?= $(prefix)/include
+mandir ?= $(prefix)/share/man
+bindir ?= $(prefix)/bin
+DESTDIR ?=
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CC := gcc
+CXX := g++
+
+# ---- probes ----------------------------------------------------------------
+ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
+HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo 1)
+MULTIARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
+
+# ---- configuration -----------------------------------------------------------
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+B := build
+SAN_FLAGS :=
+else ifeq ($(SANITIZE),thread)
+B := build/tsan
+# TSan cannot see inline asm: the sanitized build runs on the builtins layer.
+SAN_FLAGS := -fsanitize=thread -DKNIT_USE_CC_BUILTINS=1
+else ifeq ($(SANITIZE),address)
+B := build/asan
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+$(error SANITIZE must be thread or address)
+endif
+ifeq ($(KNIT_USE_CC_BUILTINS),1)
+SAN_FLAGS += -DKNIT_USE_CC_BUILTINS=1
+endif
+
+OPT ?= -O2
+WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
+CPPFLAGS_ALL := -I. -Iinclude -D_GNU_SOURCE
+CFLAGS_ALL := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS)
+# No libstdc++ at run time: no exceptions, no RTTI, no guarded statics.
+CXXFLAGS_ALL := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti \
+	-fno-threadsafe-statics -fvisibility=hidden -fvisibility-inlines-hidden \
+	-fno-plt $(SAN_FLAGS)
+LIB_LDLIBS := -lurcu-common -lpthread
+
+# ---- library ------------------------------------------------------------------
+LIB_SRCS := $(sort $(wildcard src/*.cpp))
+LIB_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj/%.o)
+LIB_SO := $(B)/lib/$(SONAME)
+LIB_LINK := $(B)/lib/libknitting.so
+LIB_TEST_A := $(B)/lib/libknitting-test.a
+DEPFILES := $(LIB_OBJS:.o=.d)
+
+all: $(LIB_LINK) $(LIB_TEST_A) tools
+
+$(B)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX   $<")
+	$(Q)$(CXX) $(CPPFLAGS_ALL) $(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+
+# Linked with gcc, not g++, and with -z defs: any libstdc++ symbol the C++
+# code pulls in fails the link instead of sneaking in at run time.
+$(LIB_SO): $(LIB_OBJS) abi/libknitting.map
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)$(CC) -shared $(SAN_FLAGS) -Wl,-soname,$(SONAME) \
+		-Wl,--version-script=abi/libknitting.map -Wl,-z,defs -Wl,-z,now \
+		-Wl,--as-needed -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
+
+$(LIB_LINK): $(LIB_SO)
+	$(Q)ln -sf $(SONAME) $@
+
+$(LIB_TEST_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+-include $(DEPFILES)
+
+# ---- tools ----------------------------------------------------------------------
+TOOLS :=
+tools: $(TOOLS)
+
+# ---- dependencies ---------------------------------------------------------------
+deps:
+	$(Q)sh tools/deps.sh
+
+# ---- tests ----------------------------------------------------------------------
+RES := $(B)/results
+RUN := tests/run.sh $(RES)
+SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1))
+TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
+TEST_CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
+# White-box tests link the static build of src/ and may call knit__ internals.
+WHITEBOX_LIBS := $(LIB_TEST_A) $(LIB_LDLIBS) -lstdc++ -lm
+
+# unit (cmocka): one program per tests/unit/test_*.c(pp); tests/unit/common/ is
+# linked into each.
+UNIT_COMMON := $(wildcard tests/unit/common/*.c tests/unit/common/*.cpp)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/test_*.cpp))
+UNIT_BINS := $(patsubst tests/unit/%,$(B)/tests/unit/%,$(basename $(UNIT_SRCS)))
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST  $@")
+	$(Q)$(CC) $(TEST_CFLAGS) $< $(filter %.c,$(UNIT_COMMON)) -o $@ -lcmocka $(WHITEBOX_LIBS)
+$(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST  $@")
+	$(Q)$(CXX) $(TEST_CXXFLAGS) $< $(UNIT_COMMON) -o $@ -lcmocka $(WHITEBOX_LIBS)
+
+check-unit: $(UNIT_BINS)
+	$(Q)$(RUN) --clear unit
+	$(Q)for t in $(UNIT_BINS); do $(RUN) unit $$(basename $$t) -- $$t; done
+	$(Q)$(call SUMMARY,0)
+
+# api (Criterion): black-box against the shared library.
+API_SRCS := $(sort $(wildcard tests/api/test_*.c))
+API_BINS := $(patsubst tests/api/%.c,$(B)/tests/api/%,$(API_SRCS))
+API_HELPERS := $(wildcard tests/api/helpers/*.c)
+$(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST  $@")
+	$(Q)$(CC) $(TEST_CFLAGS) $< $(API_HELPERS) -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lcriterion -lpthread -lm
+
+check-api: $(API_BINS)
+	$(Q)$(RUN) --clear api
+	$(Q)for t in $(API_BINS); do $(RUN) api $$(basename $$t) -- $$t --jobs=1 -q; done
+	$(Q)$(call SUMMARY,0)
+
+# stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
+STRESS_SRCS := $(sort $(wildcard tests/stress/*.c tests/stress/*.cpp))
+STRESS_BINS := $(patsubst tests/stress/%,$(B)/tests/stress/%,$(basename $(STRESS_SRCS)))
+$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST  $@")
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ $(WHITEBOX_LIBS)
+$(B)/tests/stress/%: tests/stress/%.cpp $(LIB_TEST_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST  $@")
+	$(Q)$(CXX) $(TEST_CXXFLAGS) $< -o $@ $(WHITEBOX_LIBS)
+
+check-stress: $(STRESS_BINS)
+	$(Q)$(RUN) --clear stress
+	$(Q)for t in $(STRESS_BINS); do $(RUN) stress $$(basename $$t) -- $$t; done
+	$(Q)$(call SUMMARY,0)
+
+# examples: programs against the shared library; demo.c is `make demo`.
+EXAMPLE_SRCS := $(sort $(wildcard tests/examples/*.c))
+EXAMPLE_BINS := $(patsubst tests/examples/%.c,$(B)/tests/examples/%,$(EXAMPLE_SRCS))
+$(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $@")
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
+
+check-examples: $(EXAMPLE_BINS)
+	$(Q)$(RUN) --clear examples
+	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) examples $$(basename $$t) -- $$t; done
+	$(Q)$(call SUMMARY,0)
+
+# model: every tests/model/*.pml checked exhaustively by spin.
+MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
+check-model:
+	$(Q)$(RUN) --clear model
+	$(Q)for m in $(MODEL_SRCS); do $(RUN) model $$(basename $$m .pml) -- tests/model/check.sh $$m $(B)/model; done
+	$(Q)$(call SUMMARY,0)
+
+# fuzz (libFuzzer, clang): each tests/fuzz/fuzz_*.cpp for a bounded time.
+FUZZ_SECONDS ?= 30
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_BINS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(FUZZ_SRCS))
+FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-exceptions -fno-rtti \
+	-fno-sanitize-recover=all $(CPPFLAGS_ALL) -Itests
+build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ  $@")
+	$(Q)clang++ $(FUZZ_FLAGS) $< $(LIB_SRCS) -o $@ $(LIB_LDLIBS)
+
+check-fuzz: $(FUZZ_BINS)
+	$(Q)$(RUN) --clear fuzz
+	$(Q)for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+		$(RUN) fuzz $$n -- $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+	$(Q)$(call SUMMARY,0)
+
+# cross: arch/ (and the protocol code) for aarch64 and riscv64 under qemu-user.
+CROSS_TARGETS := aarch64:aarch64-linux-gnu-gcc:: aarch64-lse:aarch64-linux-gnu-gcc:-march=armv8.1-a:max \
+	riscv64:riscv64-linux-gnu-gcc::
+CROSS_SRCS := $(sort $(wildcard tests/cross/test_*.c))
+check-cross:
+	$(Q)$(RUN) --clear cross
+	$(Q)for spec in $(CROSS_TARGETS); do \
+		IFS=: read -r name cc march cpu <<< "$$spec"; \
+		arch=$${name%%-*}; \
+		for src in $(CROSS_SRCS); do \
+			t=$$(basename $$src .c); out=build/cross/$$name/$$t; mkdir -p build/cross/$$name; \
+			$(RUN) cross $$name-$$t -- tests/cross/build-and-run.sh "$$cc" "$$march" "$$cpu" "$$arch" $$src $$out; \
+		done; \
+	done
+	$(Q)$(call SUMMARY,0)
+
+# ffi: foreign callers drive the shared library.
+FFI_SRCS := $(sort $(wildcard tests/ffi/test_*.py))
+check-ffi: $(LIB_LINK)
+	$(Q)$(RUN) --clear ffi
+	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) ffi $$(basename $$t .py) -- python3 $$t; done
+	$(Q)$(call SUMMARY,0)
+
+# abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++.
+abi-check: $(LIB_LINK)
+	$(Q)$(RUN) --clear abi
+	$(Q)$(RUN) abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
+	$(Q)$(call SUMMARY,0)
+
+# man-check: every exported function has a page; every page is mandoc-clean.
+man-check: $(LIB_LINK)
+	$(Q)$(RUN) --clear man
+	$(Q)$(RUN) man pages -- man/check.sh $(LIB_SO)
+	$(Q)$(call SUMMARY,0)
+
+CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
+	check-cross check-ffi abi-check man-check
+
+check: deps
+	$(Q)rm -rf $(RES) && mkdir -p $(RES)
+	$(Q)st=0; $(MAKE) --no-print-directory -k $(CHECK_SUITES) KNIT_SUMMARY=0 || st=$$?; \
+		tests/summary.sh $(RES) $$st
+
+# ---- demo --------------------------------------------------------------------------
+demo: deps $(B)/tests/examples/demo
+	$(Q)$(B)/tests/examples/demo
+
+# ---- install -----------------------------------------------------------------------
+install: $(LIB_LINK)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
+	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
+	install -m 644 include/knitting.h $(DESTDIR)$(includedir)/knitting.h
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' \
+		-e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
+		abi/knitting.pc.in > $(DESTDIR)$(libdir)/pkgconfig/knitting.pc
+	for s in 3 7 8; do if ls man/man$$s/*.$$s >/dev/null 2>&1; then \
+		install -d $(DESTDIR)$(mandir)/man$$s; cp -P man/man$$s/*.$$s $(DESTDIR)$(mandir)/man$$s/; fi; done
+
+clean:
+	rm -rf build
+
+.PHONY: all tools deps check demo install clean abi-check man-check $(CHECK_SUITES)
+.DELETE_ON_ERROR:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# abi/check-exports.sh LIB MAP
+# The shared library exports exactly the functions the version script lists,
+# all knit_*, none C++ (no _Z symbol defined or needed), and does not need
+# libstdc++ at run time.
+set -eu
+lib=$1 map=$2
+fail=0
+needed=$(readelf -d "$lib" | awk '/NEEDED/ { gsub(/[\[\]]/, "", $5); print $5 }')
+echo "NEEDED: $(echo $needed)"
+if echo "$needed" | grep -q 'libstdc++'; then
+	echo "FAIL: $lib needs libstdc++"; fail=1
+fi
+if ldd "$lib" | grep -q 'libstdc++'; then
+	echo "FAIL: ldd shows libstdc++"; fail=1
+fi
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sed 's/@.*//' | sort -u)
+listed=$(sed -n '/global:/,/local:/p' "$map" | grep -oE '^[[:space:]]*knit_[a-z0-9_]+' | sed 's/^[[:space:]]*//' | sort -u)
+extra=$(comm -23 <(echo "$exported") <(echo "$listed"))
+missing=$(comm -13 <(echo "$exported") <(echo "$listed"))
+if [ -n "$extra" ]; then echo "FAIL: exported but not in $map:"; echo "$extra"; fail=1; fi
+if [ -n "$missing" ]; then echo "FAIL: in $map but not exported:"; echo "$missing"; fail=1; fi
+if echo "$exported" | grep -qv '^knit_'; then echo "FAIL: non-knit_ export"; fail=1; fi
+cxx=$(nm -D "$lib" | awk '{ print $NF }' | grep '^_Z' || true)
+if [ -n "$cxx" ]; then echo "FAIL: C++ symbols cross the ABI:"; echo "$cxx"; fail=1; fi
+echo "exports: $(echo $exported)"
+exit $fail

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/aarch64/syscall.h - raw system calls with `svc #0`: number in x8,
+ * arguments in x0..x5, result (or -errno) in x0. errno is never touched.
+ */
+#ifndef KNIT_ARCH_H_INSIDE
+#error "include arch/arch.h, not arch/aarch64/syscall.h"
+#endif
+#ifndef KNIT_ARCH_AARCH64_SYSCALL_H
+#define KNIT_ARCH_AARCH64_SYSCALL_H
+
+#define KNIT_HAVE_RAW_SYSCALL 1
+
+static inline long knit_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a1;
+	register long x1 __asm__("x1") = a2;
+	register long x2 __asm__("x2") = a3;
+	register long x3 __asm__("x3") = a4;
+	register long x4 __asm__("x4") = a5;
+	register long x5 __asm__("x5") = a6;
+	__asm__ __volatile__("svc #0"
+			     : "+r"(x0)
+			     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			     : "memory", "cc");
+	return x0;
+}
+
+#endif /* KNIT_ARCH_AARCH64_SYSCALL_H */

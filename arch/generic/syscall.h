@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/generic/syscall.h - system calls through libc's syscall(3) when the
+ * architecture has no raw entry, and the typed wrappers every caller uses.
+ *
+ * Every wrapper returns a non-negative result or -errno and leaves errno as it
+ * found it (the libc fallback saves and restores it), so callers have exactly
+ * one error channel.
+ */
+#ifndef KNIT_ARCH_H_INSIDE
+#error "include arch/arch.h, not arch/generic/syscall.h"
+#endif
+#ifndef KNIT_ARCH_GENERIC_SYSCALL_H
+#define KNIT_ARCH_GENERIC_SYSCALL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef KNIT_HAVE_RAW_SYSCALL
+static inline long knit_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	int saved = errno;
+	long ret = syscall(nr, a1, a2, a3, a4, a5, a6);
+	if (ret == -1) {
+		ret = -(long)errno;
+	}
+	errno = saved;
+	return ret;
+}
+#endif
+
+static inline long knit_syscall0(long nr) { return knit_syscall6(nr, 0, 0, 0, 0, 0, 0); }
+static inline long knit_syscall1(long nr, long a1) { return knit_syscall6(nr, a1, 0, 0, 0, 0, 0); }
+static inline long knit_syscall2(long nr, long a1, long a2)
+{
+	return knit_syscall6(nr, a1, a2, 0, 0, 0, 0);
+}
+static inline long knit_syscall3(long nr, long a1, long a2, long a3)
+{
+	return knit_syscall6(nr, a1, a2, a3, 0, 0, 0);
+}
+static inline long knit_syscall4(long nr, long a1, long a2, long a3, long a4)
+{
+	return knit_syscall6(nr, a1, a2, a3, a4, 0, 0);
+}
+
+/* Numbers that older libc headers may not name (same on all 64-bit arches
+ * that use the generic table, and on x86-64 which adopted them). */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+/* eventfd2(2): returns the fd or -errno. */
+static inline int knit_sys_eventfd2(unsigned initval, int flags)
+{
+	return (int)knit_syscall2(SYS_eventfd2, (long)initval, (long)flags);
+}
+
+/* memfd_create(2): returns the fd or -errno. */
+static inline int knit_sys_memfd_create(const char *name, unsigned flags)
+{
+	return (int)knit_syscall2(SYS_memfd_create, (long)name, (long)flags);
+}
+
+/* pidfd_open(2): returns the fd or -errno (-ENOSYS before Linux 5.3). */
+static inline int knit_sys_pidfd_open(int pid, unsigned flags)
+{
+	return (int)knit_syscall2(SYS_pidfd_open, (long)pid, (long)flags);
+}
+
+/* mmap(2): returns the address, or -errno cast to a pointer; test with
+ * knit_sys_mmap_failed(). */
+static inline void *knit_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
+{
+	return (void *)knit_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
+}
+static inline int knit_sys_mmap_failed(const void *p)
+{
+	return (uintptr_t)p > (uintptr_t)-4096;
+}
+static inline int knit_sys_munmap(void *addr, size_t len)
+{
+	return (int)knit_syscall2(SYS_munmap, (long)addr, (long)len);
+}
+static inline int knit_sys_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)knit_syscall3(SYS_mprotect, (long)addr, (long)len, prot);
+}
+static inline int knit_sys_close(int fd) { return (int)knit_syscall1(SYS_close, fd); }
+static inline long knit_sys_read(int fd, void *buf, size_t n)
+{
+	return knit_syscall3(SYS_read, fd, (long)buf, (long)n);
+}
+static inline long knit_sys_write(int fd, const void *buf, size_t n)
+{
+	return knit_syscall3(SYS_write, fd, (long)buf, (long)n);
+}
+static inline int knit_sys_ftruncate(int fd, long len)
+{
+	return (int)knit_syscall2(SYS_ftruncate, fd, len);
+}
+static inline int knit_sys_gettid(void) { return (int)knit_syscall0(SYS_gettid); }
+
+#endif /* KNIT_ARCH_GENERIC_SYSCALL_H */
