@@ -112,7 +112,9 @@ deps:
 	$(Q)sh tools/deps.sh
 
 # ---- tests ----------------------------------------------------------------------
-RES := $(B)/results
+RES ?= $(B)/results
+# Suites run under a sanitizer are recorded as e.g. "thread-unit".
+SP := $(if $(SANITIZE),$(SANITIZE)-,)
 RUN := tests/run.sh $(RES)
 SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1))
 TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
@@ -125,18 +127,18 @@ WHITEBOX_LIBS := $(LIB_TEST_A) $(LIB_LDLIBS) -lstdc++ -lm
 UNIT_COMMON := $(wildcard tests/unit/common/*.c tests/unit/common/*.cpp)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/test_*.cpp))
 UNIT_BINS := $(patsubst tests/unit/%,$(B)/tests/unit/%,$(basename $(UNIT_SRCS)))
-$(B)/tests/unit/%: tests/unit/%.c $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< $(filter %.c,$(UNIT_COMMON)) -o $@ -lcmocka $(WHITEBOX_LIBS)
-$(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h)
+$(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $< $(UNIT_COMMON) -o $@ -lcmocka $(WHITEBOX_LIBS)
 
 check-unit: $(UNIT_BINS)
-	$(Q)$(RUN) --clear unit
-	$(Q)for t in $(UNIT_BINS); do $(RUN) unit $$(basename $$t) -- $$t; done
+	$(Q)$(RUN) --clear $(SP)unit
+	$(Q)for t in $(UNIT_BINS); do $(RUN) $(SP)unit $$(basename $$t) -- $$t; done
 	$(Q)$(call SUMMARY,0)
 
 # api (Criterion): black-box against the shared library.
@@ -149,8 +151,8 @@ $(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(
 	$(Q)$(CC) $(TEST_CFLAGS) $< $(API_HELPERS) -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lcriterion -lpthread -lm
 
 check-api: $(API_BINS)
-	$(Q)$(RUN) --clear api
-	$(Q)for t in $(API_BINS); do $(RUN) api $$(basename $$t) -- $$t --jobs=1 -q; done
+	$(Q)$(RUN) --clear $(SP)api
+	$(Q)for t in $(API_BINS); do $(RUN) $(SP)api $$(basename $$t) -- $$t --jobs=1 -q; done
 	$(Q)$(call SUMMARY,0)
 
 # stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
@@ -166,8 +168,8 @@ $(B)/tests/stress/%: tests/stress/%.cpp $(LIB_TEST_A)
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $< -o $@ $(WHITEBOX_LIBS)
 
 check-stress: $(STRESS_BINS)
-	$(Q)$(RUN) --clear stress
-	$(Q)for t in $(STRESS_BINS); do $(RUN) stress $$(basename $$t) -- $$t; done
+	$(Q)$(RUN) --clear $(SP)stress
+	$(Q)for t in $(STRESS_BINS); do $(RUN) $(SP)stress $$(basename $$t) -- $$t; done
 	$(Q)$(call SUMMARY,0)
 
 # examples: programs against the shared library; demo.c is `make demo`.
@@ -179,15 +181,15 @@ $(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
 
 check-examples: $(EXAMPLE_BINS)
-	$(Q)$(RUN) --clear examples
-	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) examples $$(basename $$t) -- $$t; done
+	$(Q)$(RUN) --clear $(SP)examples
+	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) $(SP)examples $$(basename $$t) -- $$t; done
 	$(Q)$(call SUMMARY,0)
 
 # model: every tests/model/*.pml checked exhaustively by spin.
 MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
 check-model:
-	$(Q)$(RUN) --clear model
-	$(Q)for m in $(MODEL_SRCS); do $(RUN) model $$(basename $$m .pml) -- tests/model/check.sh $$m $(B)/model; done
+	$(Q)$(RUN) --clear $(SP)model
+	$(Q)for m in $(MODEL_SRCS); do $(RUN) $(SP)model $$(basename $$m .pml) -- tests/model/check.sh $$m $(B)/model; done
 	$(Q)$(call SUMMARY,0)
 
 # fuzz (libFuzzer, clang): each tests/fuzz/fuzz_*.cpp for a bounded time.
@@ -196,15 +198,18 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(FUZZ_SRCS))
 FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-exceptions -fno-rtti \
 	-fno-sanitize-recover=all $(CPPFLAGS_ALL) -Itests
+# src/cxxrt.cpp is left out: its malloc-based operator delete would free
+# libFuzzer's own operator-new allocations (ASan: alloc-dealloc-mismatch).
 build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ  $@")
-	$(Q)clang++ $(FUZZ_FLAGS) $< $(LIB_SRCS) -o $@ $(LIB_LDLIBS)
+	$(Q)clang++ $(FUZZ_FLAGS) $< $(filter-out src/cxxrt.cpp,$(LIB_SRCS)) -o $@ $(LIB_LDLIBS)
 
 check-fuzz: $(FUZZ_BINS)
-	$(Q)$(RUN) --clear fuzz
+	$(Q)$(RUN) --clear $(SP)fuzz
 	$(Q)for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		$(RUN) fuzz $$n -- $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		$(RUN) $(SP)fuzz $$n -- $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix=build/fuzz/$$n- \
 		build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 	$(Q)$(call SUMMARY,0)
 
@@ -213,13 +218,13 @@ CROSS_TARGETS := aarch64:aarch64-linux-gnu-gcc:: aarch64-lse:aarch64-linux-gnu-g
 	riscv64:riscv64-linux-gnu-gcc::
 CROSS_SRCS := $(sort $(wildcard tests/cross/test_*.c))
 check-cross:
-	$(Q)$(RUN) --clear cross
+	$(Q)$(RUN) --clear $(SP)cross
 	$(Q)for spec in $(CROSS_TARGETS); do \
 		IFS=: read -r name cc march cpu <<< "$$spec"; \
 		arch=$${name%%-*}; \
 		for src in $(CROSS_SRCS); do \
 			t=$$(basename $$src .c); out=build/cross/$$name/$$t; mkdir -p build/cross/$$name; \
-			$(RUN) cross $$name-$$t -- tests/cross/build-and-run.sh "$$cc" "$$march" "$$cpu" "$$arch" $$src $$out; \
+			$(RUN) $(SP)cross $$name-$$t -- tests/cross/build-and-run.sh "$$cc" "$$march" "$$cpu" "$$arch" $$src $$out; \
 		done; \
 	done
 	$(Q)$(call SUMMARY,0)
@@ -227,24 +232,34 @@ check-cross:
 # ffi: foreign callers drive the shared library.
 FFI_SRCS := $(sort $(wildcard tests/ffi/test_*.py))
 check-ffi: $(LIB_LINK)
-	$(Q)$(RUN) --clear ffi
-	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) ffi $$(basename $$t .py) -- python3 $$t; done
+	$(Q)$(RUN) --clear $(SP)ffi
+	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) $(SP)ffi $$(basename $$t .py) -- python3 $$t; done
 	$(Q)$(call SUMMARY,0)
 
 # abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++.
 abi-check: $(LIB_LINK)
-	$(Q)$(RUN) --clear abi
-	$(Q)$(RUN) abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
+	$(Q)$(RUN) --clear $(SP)abi
+	$(Q)$(RUN) $(SP)abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
 	$(Q)$(call SUMMARY,0)
 
 # man-check: every exported function has a page; every page is mandoc-clean.
 man-check: $(LIB_LINK)
-	$(Q)$(RUN) --clear man
-	$(Q)$(RUN) man pages -- man/check.sh $(LIB_SO)
+	$(Q)$(RUN) --clear $(SP)man
+	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
 	$(Q)$(call SUMMARY,0)
 
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
-	check-cross check-ffi abi-check man-check
+	check-cross check-ffi abi-check man-check check-sanitizers
+
+# The concurrency tests again under ThreadSanitizer (builtins layer), and the
+# white-box and API tests under ASan+UBSan, recorded in the same results.
+check-sanitizers:
+	$(Q)st=0; \
+	$(MAKE) --no-print-directory -k SANITIZE=thread RES=$(abspath $(RES)) KNIT_SUMMARY=0 \
+		check-unit check-stress || st=1; \
+	$(MAKE) --no-print-directory -k SANITIZE=address RES=$(abspath $(RES)) KNIT_SUMMARY=0 \
+		check-unit check-api || st=1; \
+	$(call SUMMARY,$$st)
 
 check: deps
 	$(Q)rm -rf $(RES) && mkdir -p $(RES)

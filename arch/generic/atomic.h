@@ -208,6 +208,20 @@ KNIT__GEN_VOID(xor, 64, acq_rel, __ATOMIC_ACQ_REL)
 #ifndef KNIT_HAVE_COMPILER_BARRIER
 static inline void knit_compiler_barrier(void) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 #endif
+/*
+ * GCC (11+) refuses __atomic_thread_fence under -fsanitize=thread with a
+ * -Wtsan warning, which -Werror turns into a failed SANITIZE=thread build.
+ * The fence still does its job on the hardware; ThreadSanitizer simply does
+ * not model stand-alone fences, so it cannot see a release/acquire edge made
+ * of fences plus relaxed accesses. Data handed over that way must itself be
+ * accessed atomically (as everything in libknitting is) or TSan may report a
+ * false race.
+ */
+#if defined(__SANITIZE_THREAD__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#define KNIT__TSAN_FENCE_PRAGMA 1
+#endif
 #ifndef KNIT_HAVE_FENCE_ACQUIRE
 static inline void knit_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 #endif
@@ -216,6 +230,10 @@ static inline void knit_fence_release(void) { __atomic_thread_fence(__ATOMIC_REL
 #endif
 #ifndef KNIT_HAVE_FENCE_SEQ_CST
 static inline void knit_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
+#ifdef KNIT__TSAN_FENCE_PRAGMA
+#pragma GCC diagnostic pop
+#undef KNIT__TSAN_FENCE_PRAGMA
 #endif
 #ifndef KNIT_HAVE_CPU_RELAX
 /* No portable spin hint: a compiler barrier keeps the loop from collapsing. */
