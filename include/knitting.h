@@ -56,6 +56,35 @@ enum knit_error {
 	KNIT_ERROR_MAX_ = 16
 };
 
+/*
+ * A tagged value: a task's argument or result. Flat so every FFI can build
+ * one. Scalars travel inside the queue slot; bytes, strings and error
+ * messages up to a few hundred bytes travel in the slot's inline area, longer
+ * ones in the pool's payload arena. Bytes handed to the library are copied
+ * before the call returns; bytes the library hands out are owned by it and
+ * stay valid for the documented lifetime (until knit_completion_release for
+ * a result, until the task function returns for an argument).
+ */
+typedef enum knit_value_type {
+	KNIT_VALUE_NONE = 0,   /* no value */
+	KNIT_VALUE_BOOL = 1,   /* i64 is 0 or 1 */
+	KNIT_VALUE_I64 = 2,    /* i64 */
+	KNIT_VALUE_F64 = 3,    /* f64 */
+	KNIT_VALUE_BYTES = 4,  /* data, len: opaque bytes */
+	KNIT_VALUE_STRING = 5, /* data, len: UTF-8 text, len excludes the NUL that
+				  the library always appends to strings it hands out */
+	KNIT_VALUE_ERROR = 6   /* code: the task's error code; data, len: message */
+} knit_value_type_t;
+
+typedef struct knit_value {
+	uint32_t type;    /* knit_value_type_t */
+	int32_t code;     /* KNIT_VALUE_ERROR only: a task-defined code */
+	int64_t i64;      /* KNIT_VALUE_BOOL, KNIT_VALUE_I64 */
+	double f64;       /* KNIT_VALUE_F64 */
+	const void *data; /* KNIT_VALUE_BYTES, _STRING, _ERROR */
+	size_t len;       /* bytes at data */
+} knit_value_t;
+
 /* The library's version as KNIT_VERSION_NUMBER would spell it. */
 KNIT_API uint32_t knit_version(void);
 

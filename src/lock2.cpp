@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+// src/lock2.cpp - the lock2 producer and consumer endpoints (see lock2.h for
+// the protocol and the fence-pairing table P1..P3 / C1..C3 cited below, and
+// layout.h for where every word lives).
+#include "src/common.h"
+
+#include "src/lock2.h"
+
+namespace knit::detail
+{
+
+static inline uint32_t lane_bit(uint32_t lane)
+{
+	return 1u << lane;
+}
+static inline uint32_t highest_lane(uint32_t mask)
+{
+	return 31u - (uint32_t)__builtin_clz(mask);
+}
+
+static bool arena_shared_ok(const ArenaShared &a)
+{
+	return a.pa != nullptr && a.pb != nullptr && a.table != nullptr && a.base != nullptr &&
+	       arena_capacity_ok(a.capacity) && ((uintptr_t)a.base % kArenaGranule) == 0;
+}
+
+static bool lock_base_ok(const uint8_t *lock)
+{
+	return lock != nullptr && ((uintptr_t)lock % 64) == 0;
+}
+
+ArenaShared lock_arena_shared(uint8_t *lock, uint8_t *arena_data, uint64_t capacity)
+{
+	ArenaShared s;
+	s.pa = word_at(lock, kLockOffPA);
+	s.pb = word_at(lock, kLockOffPB);
+	s.table = word_at(lock, kLockOffTable);
+	s.base = arena_data;
+	s.capacity = capacity;
+	return s;
+}
+
+// ---- producer -------------------------------------------------------------------
+
+int LockProducer::attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max)
+{
+	if (!lock_base_ok(lock) || !arena_shared_ok(arena) || per_call_max == 0)
+		return -KNIT_EINVAL;
+	lock_ = lock;
+	a_ = word_at(lock, kLockOffA);
+	b_ = word_at(lock, kLockOffB);
+	shared_ = arena;
+	per_call_max_ = per_call_max;
+	// We are A's only writer: a previous producer over this memory stored it,
+	// and whoever handed the lock to us ordered that before this call.
+	published_ = knit_load_relaxed_32(a_);
+	// P2: pairs with the consumer's release store of B in retire() (C3).
+	shadow_ = load_retired();
+	staged_ = 0;
+	// +1: a string or error message of exactly per_call_max bytes carries a NUL.
+	arena_.init(arena, per_call_max + 1);
+	return 0;
+}
+
+uint32_t LockProducer::load_retired()
+{
+	// P2: acquire, pairs with the release store of B in LockConsumer::retire()
+	// (C3): the consumer's reads of the slot and its arena free happen before
+	// we overwrite the lane.
+	return knit_load_acquire_32(b_);
+}
+
+int LockProducer::pick_lane()
+{
+	uint32_t free = free_cached();
+	if (free == 0) {
+		// Refresh only when the cached free set is exhausted (lock2.md 2.3):
+		// a stale shadow can only hide free lanes, never show a busy one.
+		shadow_ = load_retired();
+		free = free_cached();
+		if (free == 0)
+			return -KNIT_EAGAIN;
+	}
+	return (int)highest_lane(free);
+}
+
+void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *line)
+{
+	line->task = head.task;
+	line->flags = head.flags;
+	line->ticket = head.ticket;
+	line->generation = head.generation;
+	line->status = head.status;
+	line->deadline = head.deadline_ns;
+	// The lane is ours (free as of an acquire load of B, not staged): plain
+	// stores, published by the release store of A in flush() (P1).
+	memcpy(lock_ + lock_task_offset(lane), line, sizeof *line);
+}
+
+int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
+{
+	if (lock_ == nullptr)
+		return -KNIT_EINVAL;
+	// Never-publishable values fail first, whatever the queue's state.
+	int rc = codec_check(value, per_call_max_);
+	if (rc != 0)
+		return rc;
+	int lane = pick_lane();
+	if (lane < 0)
+		return lane;
+	TaskLine line;
+	rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, &line);
+	if (rc != 0)
+		return rc; // nothing allocated; the lane stays free
+	write_task((uint32_t)lane, head, &line);
+	staged_ |= lane_bit((uint32_t)lane);
+	return lane;
+}
+
+uint32_t LockProducer::flush()
+{
+	const uint32_t mask = staged_;
+	if (mask == 0)
+		return 0;
+	published_ ^= mask;
+	// P1: release, pairs with the consumer's acquire load of A in pending()
+	// / decode() (C1): slot, inline area, arena bytes and arena table/PA of
+	// every staged lane are visible before any of them reads as pending.
+	knit_store_release_32(a_, published_);
+	staged_ = 0;
+	return mask;
+}
+
+int LockProducer::publish(const FrameHead &head, const knit_value_t &value)
+{
+	int lane = stage(head, value);
+	flush();
+	return lane;
+}
+
+int LockProducer::reserve(uint32_t n, Reservation *r)
+{
+	if (lock_ == nullptr || r == nullptr || r->live)
+		return -KNIT_EINVAL;
+	if (n > per_call_max_ || n == 0xFFFFFFFFu)
+		return -KNIT_ETOOBIG;
+	uint32_t slot, off;
+	// One hidden byte for the NUL in case the payload is published as text.
+	int rc = arena_.alloc(n + 1, &slot, &off);
+	if (rc != 0)
+		return rc;
+	r->data = arena_.at(off);
+	r->capacity = n;
+	r->slot = slot;
+	r->offset = off;
+	r->live = 1;
+	return 0;
+}
+
+int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
+                                 Reservation *r)
+{
+	if (lock_ == nullptr || r == nullptr || !r->live || len > r->capacity ||
+	    !codec_has_bytes(type))
+		return -KNIT_EINVAL;
+	int lane = pick_lane();
+	if (lane < 0)
+		return lane; // reservation kept
+	arena_.shrink(r->slot, (uint32_t)codec_stored_bytes(type, len));
+	TaskLine line;
+	int rc = codec_encode_arena(type, code, len, r->slot, r->offset, r->data, &line);
+	if (rc != 0)
+		return rc; // unreachable: type checked above
+	write_task((uint32_t)lane, head, &line);
+	staged_ |= lane_bit((uint32_t)lane);
+	r->live = 0;
+	return lane;
+}
+
+int LockProducer::publish_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
+                                   Reservation *r)
+{
+	int lane = stage_reserved(head, type, code, len, r);
+	flush();
+	return lane;
+}
+
+void LockProducer::cancel(Reservation *r)
+{
+	if (lock_ == nullptr || r == nullptr || !r->live)
+		return;
+	arena_.rollback(r->slot);
+	r->live = 0;
+}
+
+uint32_t LockProducer::refresh()
+{
+	if (lock_ == nullptr)
+		return 0;
+	shadow_ = load_retired();
+	return free_cached();
+}
+
+bool LockProducer::idle()
+{
+	if (lock_ == nullptr)
+		return true;
+	shadow_ = load_retired();
+	return staged_ == 0 && shadow_ == published_;
+}
+
+// ---- consumer -------------------------------------------------------------------
+
+int LockConsumer::attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits)
+{
+	if (!lock_base_ok(lock) || !arena_shared_ok(arena))
+		return -KNIT_EINVAL;
+	lock_ = lock;
+	a_ = word_at(lock, kLockOffA);
+	b_ = word_at(lock, kLockOffB);
+	shared_ = arena;
+	limits_ = limits;
+	// We are B's only writer (see LockProducer::attach for A).
+	mirror_ = knit_load_relaxed_32(b_);
+	cursor_ = kLanes;
+	seen_ = 0;
+	taken_ = 0;
+	held_ = 0;
+	memset(lane_slot_, 0xFF, sizeof lane_slot_);
+	return 0;
+}
+
+uint32_t LockConsumer::pending()
+{
+	if (lock_ == nullptr)
+		return 0;
+	// C1: acquire, pairs with the producer's release store of A in flush()
+	// (P1). Never cached: the consumer must see A fresh (lock2.md 2.3, S5).
+	seen_ = knit_load_acquire_32(a_) ^ mirror_;
+	return seen_ & ~taken_;
+}
+
+int LockConsumer::next_lane(uint32_t *snapshot)
+{
+	const uint32_t snap = *snapshot;
+	if (snap == 0)
+		return -1;
+	const uint32_t below = cursor_ >= kLanes ? snap : snap & (lane_bit(cursor_) - 1u);
+	const uint32_t lane = highest_lane(below != 0 ? below : snap);
+	*snapshot = snap & ~lane_bit(lane);
+	cursor_ = lane;
+	return (int)lane;
+}
+
+int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
+{
+	memset(head, 0, sizeof *head);
+	memset(view, 0, sizeof *view);
+	if (lock_ == nullptr || lane >= kLanes)
+		return -KNIT_EINVAL;
+	const uint32_t bit = lane_bit(lane);
+	if ((seen_ & bit) == 0) {
+		// C1 again: acquire, pairs with the release store of A (P1).
+		seen_ = knit_load_acquire_32(a_) ^ mirror_;
+	}
+	if ((seen_ & bit) == 0 || (taken_ & bit) != 0)
+		return -KNIT_EINVAL;
+	taken_ |= bit; // from here on the lane is retired whatever we find
+
+	// One private snapshot of the task line: every check below and every use
+	// after it sees the same words, whatever a hostile peer writes meanwhile.
+	TaskLine snap;
+	memcpy(&snap, lock_ + lock_task_offset(lane), sizeof snap);
+	head->task = snap.task;
+	head->flags = snap.flags;
+	head->ticket = snap.ticket;
+	head->generation = snap.generation;
+	head->status = snap.status;
+	head->deadline_ns = snap.deadline;
+
+	uint32_t fault = 0;
+	if (snap.task >= limits_.task_count)
+		fault |= kFaultTask;
+	if (snap.ticket >= limits_.ticket_count)
+		fault |= kFaultTicket;
+	if ((snap.flags & ~limits_.flags_mask) != 0)
+		fault |= kFaultFlags;
+	if (snap.status > 0 || snap.status <= -(int32_t)KNIT_ERROR_MAX_)
+		fault |= kFaultStatus;
+
+	uint32_t slot = kNoArenaSlot;
+	if (codec_decode(snap, lock_ + lock_inline_offset(lane), shared_, held_, view, &slot) != 0)
+		fault |= kFaultValue;
+	if (slot != kNoArenaSlot) {
+		// A valid, live arena allocation: ours to free on release, even if
+		// the head is bad (otherwise a bad head would leak arena space).
+		lane_slot_[lane] = (uint8_t)slot;
+		held_ |= lane_bit(slot);
+	}
+	head->fault = fault;
+	if (fault != 0) {
+		memset(view, 0, sizeof *view);
+		return -KNIT_EPROTO;
+	}
+	return 0;
+}
+
+void LockConsumer::release(uint32_t lane)
+{
+	if (lock_ == nullptr || lane >= kLanes)
+		return;
+	const uint32_t slot = lane_slot_[lane];
+	if (slot >= kArenaSlots)
+		return;
+	// C3 (first half): arena_free is an atomic XOR on PB with release order,
+	// pairing with the arena producer's acquire load of PB before it reuses
+	// the range: our copy-out happens before the overwrite.
+	arena_free(shared_, slot);
+	held_ &= ~lane_bit(slot);
+	lane_slot_[lane] = 0xFF;
+}
+
+uint32_t LockConsumer::retire(uint32_t mask)
+{
+	mask &= taken_;
+	if (mask == 0)
+		return 0;
+	for (uint32_t m = mask; m != 0; m &= m - 1)
+		release((uint32_t)__builtin_ctz(m));
+	mirror_ ^= mask;
+	// C3: release, pairs with the producer's acquire load of B in
+	// LockProducer::load_retired() (P2): every read of these slots (and the
+	// arena frees above) happens before the producer rewrites them.
+	knit_store_release_32(b_, mirror_);
+	taken_ &= ~mask;
+	seen_ &= ~mask;
+	return mask;
+}
+
+} // namespace knit::detail

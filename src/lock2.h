@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+// src/lock2.h - the lock2 sector protocol: a one-directional 32-lane queue
+// between one producer and one consumer, over memory that may be shared with
+// another process (the same bytes mapped at different addresses: everything
+// is an offset from the lock base, see src/layout.h for the layout table).
+//
+// Protocol (reference/lock2.md section 2): lane i is free when bit i of A
+// (producer's publish word) equals bit i of B (consumer's ack word), in
+// flight when they differ. The producer writes slot i, then flips bit i of A
+// with one release store (several lanes per store with stage()+flush()). The
+// consumer loads A with acquire (never cached), takes pending lanes in
+// descending round-robin order, copies out, frees arena slots, then flips
+// their bits of B with one release store. The producer keeps a possibly stale
+// shadow of B and refreshes it only when its cached free set is empty: a
+// stale B can only make a lane look busy, never a busy lane look free.
+//
+// Order: the producer fills the highest free lane and the consumer walks
+// pending lanes downwards from its cursor, so delivery is FIFO in the common
+// case but NOT guaranteed: after a shadow refresh a lane published later can
+// be taken before one published earlier. What is guaranteed: every frame is
+// delivered exactly once, and at most 31 frames published after a frame can
+// be delivered before it (32 lanes). Callers needing order use the ticket.
+//
+// Endpoints are separate types: LockProducer cannot consume, LockConsumer
+// cannot publish. Each endpoint is used by one thread at a time. attach()
+// loads the current shared words into the private mirrors, so endpoints can
+// be re-created over used memory: a re-attached producer must be the only
+// producer, and (arena.h) its arena must be quiescent (PA == PB: no arena
+// payload in flight) because the arena's private allocation table is not in
+// shared memory; inline and scalar frames may be in flight.
+//
+// Fence pairing (every non-relaxed access of this module):
+//
+//  edge                                   this side                  pairs with
+//  -------------------------------------  -------------------------  ---------------------------
+//  P1 slot + arena writes -> publish      store_release(A) flush()   C1
+//  C1 pending() sees a published lane     load_acquire(A)            P1
+//  C2 arena slot live check (PA ^ PB)     arena_check (arena.h A2)   arena alloc's release of PA
+//                                                                    (A1), also ordered by P1
+//  C3 copy-out + arena free -> retire     arena_free: XOR(PB) rel.;  P2 (B), arena alloc's
+//                                         store_release(B) retire()  acquire load of PB
+//  P2 shadow refresh before reusing lane  load_acquire(B)            C3
+//  P3 idle(): everything retired          load_acquire(B)            C3
+//
+// Stealing (a later issue) replaces B with the XOR of per-consumer ACK words:
+// the producer's free-set computation is LockProducer::load_retired(), the one
+// function a steal producer swaps (see its comment). Nothing else in the
+// producer depends on there being a single consumer.
+#ifndef KNIT_SRC_LOCK2_H
+#define KNIT_SRC_LOCK2_H
+
+#include "knitting.h"
+
+#include "src/arena.h"
+#include "src/codec.h"
+#include "src/common.h"
+#include "src/layout.h"
+
+namespace knit::detail
+{
+
+// The header of a frame: everything but the value. Travels in the task line.
+struct FrameHead {
+	uint32_t task;        // request: task index; response: echoed
+	uint32_t flags;       // meta / flags; consumer rejects bits outside its mask
+	uint32_t ticket;      // issuer's ticket-table index; consumer checks < limit
+	uint32_t generation;  // ticket generation (ABA guard); any value
+	int32_t status;       // 0 or a negative KNIT_E* code (> -KNIT_ERROR_MAX_)
+	uint64_t deadline_ns; // absolute CLOCK_MONOTONIC ns, 0 = none; any value
+	uint32_t fault;       // decode output only (producer ignores it): 0, or the
+	                      // kFault* bits that made decode return -KNIT_EPROTO
+};
+
+// FrameHead::fault bits set by LockConsumer::decode.
+inline constexpr uint32_t kFaultTask = 1u << 0;   // task >= task_count
+inline constexpr uint32_t kFaultTicket = 1u << 1; // ticket >= ticket_count
+inline constexpr uint32_t kFaultFlags = 1u << 2;  // flags outside flags_mask
+inline constexpr uint32_t kFaultStatus = 1u << 3; // status not 0 / -KNIT_E*
+inline constexpr uint32_t kFaultValue = 1u << 4;  // value words or payload bounds bad
+// Ids a runtime may act on (fail that ticket with -KNIT_EPROTO) only when none
+// of these is set; with any of them set the frame can only be counted.
+inline constexpr uint32_t kFaultIds = kFaultTask | kFaultTicket;
+
+// Limits the consumer validates the head against (exclusive upper bounds; a
+// zero count accepts nothing).
+struct ConsumerLimits {
+	uint32_t task_count;   // task < task_count
+	uint32_t ticket_count; // ticket < ticket_count
+	uint32_t flags_mask;   // (flags & ~flags_mask) == 0
+};
+
+// An ArenaShared over a lock's PA/PB/table words and an arena data range.
+// lock: base of the lock (21248 fixed bytes, layout.h); arena_data: base of its
+// arena data range (64-aligned, capacity bytes, arena_capacity_ok(capacity)).
+ArenaShared lock_arena_shared(uint8_t *lock, uint8_t *arena_data, uint64_t capacity);
+
+// A zero-copy arena reservation (LockProducer::reserve). data/capacity are for
+// the caller to fill; the rest is the producer's bookkeeping.
+struct Reservation {
+	uint8_t *data;     // capacity writable bytes in the arena
+	uint32_t capacity; // as requested
+	uint32_t slot;     // arena allocator slot
+	uint32_t offset;   // arena offset of data
+	uint32_t live;     // 1 between reserve and publish/cancel
+};
+
+// ---- producer endpoint --------------------------------------------------------
+class LockProducer
+{
+      public:
+	// Attach to the lock at `lock` (layout.h) with its arena. The mirrors of
+	// A (published) and B (shadow) are loaded from shared memory, not assumed
+	// zero. per_call_max: largest payload (bytes, excluding a string's NUL)
+	// one value may have. Returns 0 or -KNIT_EINVAL (NULL lock, misaligned,
+	// arena capacity not arena_capacity_ok, per_call_max 0).
+	int attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
+
+	// Write one frame into a free lane (the highest free one) without
+	// publishing it; flush() publishes every staged lane with one store.
+	// Returns the lane (0..31), or -KNIT_EAGAIN (no free lane, or no arena
+	// room right now: nothing written, nothing leaked; retry later),
+	// -KNIT_ETOOBIG (value longer than per_call_max or than the arena: never
+	// publishable), -KNIT_EINVAL (malformed value, not attached).
+	int stage(const FrameHead &head, const knit_value_t &value);
+
+	// Publish every staged lane with ONE release store of A. Returns the mask
+	// of lanes published (0 if none was staged; then nothing is stored).
+	uint32_t flush();
+
+	// stage() then flush(). The flush happens whatever stage() returned, so
+	// lanes staged before are published too and nothing is left staged.
+	// Same returns as stage().
+	int publish(const FrameHead &head, const knit_value_t &value);
+
+	// Zero-copy: reserve n payload bytes in the arena (plus one hidden byte
+	// for a string's NUL) for the caller to fill in place. Returns 0,
+	// -KNIT_ETOOBIG (n > per_call_max or larger than the arena),
+	// -KNIT_EAGAIN (no arena room now), -KNIT_EINVAL (r NULL, r live).
+	int reserve(uint32_t n, Reservation *r);
+
+	// Stage a frame whose value is the first len bytes of a reservation, as
+	// BYTES, STRING or ERROR (code), with no second copy. On success the
+	// reservation is consumed (r->live = 0; the arena tail past len is
+	// returned) and the lane is returned. -KNIT_EAGAIN: no free lane, the
+	// reservation is kept (retry or cancel). -KNIT_EINVAL: r not live, len >
+	// capacity, type without bytes.
+	int stage_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
+	                   Reservation *r);
+	// stage_reserved() then flush() (flushes whatever stage_reserved returned).
+	int publish_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
+	                     Reservation *r);
+	// Give a live reservation back to the arena (no-op if not live).
+	void cancel(Reservation *r);
+
+	// Lanes free as far as the cached shadow knows (no shared load).
+	uint32_t free_cached() const { return ~(published_ ^ shadow_) & ~staged_; }
+	// Refresh the shadow (acquire load of B) and return the free set.
+	uint32_t refresh();
+	// Lanes staged and not yet flushed.
+	uint32_t staged() const { return staged_; }
+	// True when every published lane has been retired (fresh load of B) and
+	// nothing is staged: the lock is quiescent.
+	bool idle();
+	// The mirror of A (what this producer last stored).
+	uint32_t published() const { return published_; }
+	// The shared A word, for futex waits/wakes by the runtime (doorbell).
+	uint32_t *publish_word() const { return a_; }
+
+      private:
+	// The free-set seam: the word whose bits say "retired". Single consumer:
+	// an acquire load of B. A steal producer replaces this with the XOR of
+	// every consumer's ACK word (acquire loads; a torn multi-word read is safe:
+	// lock2.md 3.3). Only called when the cached free set is empty (2.3).
+	uint32_t load_retired();
+	int pick_lane();
+	void write_task(uint32_t lane, const FrameHead &head, TaskLine *line);
+
+	uint8_t *lock_ = nullptr;
+	uint32_t *a_ = nullptr;
+	uint32_t *b_ = nullptr;
+	ArenaShared shared_{};
+	ArenaProducer arena_;
+	uint64_t per_call_max_ = 0;
+	uint32_t published_ = 0; // LastLocal: mirror of A
+	uint32_t shadow_ = 0;    // workerShadow: possibly stale copy of B
+	uint32_t staged_ = 0;    // written, not yet published
+};
+
+// ---- consumer endpoint --------------------------------------------------------
+class LockConsumer
+{
+      public:
+	// Attach to the lock at `lock` with its arena (same ArenaShared geometry
+	// as the producer's, over this process's mapping). The mirror of B is
+	// loaded from shared memory; lanes already in flight are pending.
+	// Returns 0 or -KNIT_EINVAL.
+	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits);
+
+	// Lanes published and not yet taken: a fresh acquire load of A, XOR the
+	// mirror of B, minus lanes decoded since the last retire. Never cached.
+	uint32_t pending();
+
+	// Pop the next lane of a pending() snapshot in the original's descending
+	// round-robin order (highest lane strictly below the previous one taken,
+	// else the highest): clears it from *snapshot and returns it, or -1 when
+	// *snapshot is 0. The cursor persists across passes.
+	int next_lane(uint32_t *snapshot);
+
+	// Validate and view lane `lane` (which must be in flight). Copies the task
+	// line once into private memory, checks the head against the limits and
+	// the value against the slot/arena bounds. Returns 0 with *head and *view
+	// (view bytes valid until release/retire of the lane), or -KNIT_EPROTO
+	// with head->fault saying what was wrong (*view = NONE), or -KNIT_EINVAL
+	// (lane > 31, not in flight, or already taken: a caller bug). Either way
+	// (except EINVAL) the lane is now taken and must be retired.
+	int decode(uint32_t lane, FrameHead *head, knit_value_t *view);
+
+	// Free the lane's arena allocation (if its frame had one) once the caller
+	// has copied the payload out. Idempotent; retire() does it too.
+	void release(uint32_t lane);
+
+	// Retire the taken lanes of mask (others are ignored) with ONE release
+	// store of B, releasing any arena allocation still held. Returns the mask
+	// actually retired.
+	uint32_t retire(uint32_t mask);
+	// retire(taken()).
+	uint32_t retire_taken() { return retire(taken_); }
+	// Lanes decoded and not yet retired.
+	uint32_t taken() const { return taken_; }
+	// The shared A word, for futex waits (wait while A == published mirror).
+	uint32_t *publish_word() const { return a_; }
+	// The consumer's mirror of B (== A exactly when everything is drained).
+	uint32_t retired_mirror() const { return mirror_; }
+
+	// One pass: snapshot pending(), and for each lane in round-robin order
+	// call fn(lane, rc, head, view) with decode's result, then release the
+	// lane; finally retire the whole pass with one store of B. Returns the
+	// number of lanes consumed.
+	template <typename F> uint32_t drain(F &&fn)
+	{
+		uint32_t snap = pending();
+		uint32_t n = 0;
+		int lane;
+		while ((lane = next_lane(&snap)) >= 0) {
+			FrameHead head;
+			knit_value_t view;
+			int rc = decode((uint32_t)lane, &head, &view);
+			fn((uint32_t)lane, rc, head, view);
+			release((uint32_t)lane);
+			n++;
+		}
+		retire_taken();
+		return n;
+	}
+
+      private:
+	uint8_t *lock_ = nullptr;
+	uint32_t *a_ = nullptr;
+	uint32_t *b_ = nullptr;
+	ArenaShared shared_{};
+	ConsumerLimits limits_{};
+	uint32_t mirror_ = 0;       // LastWorker: mirror of B
+	uint32_t cursor_ = kLanes;  // lastTake; kLanes = none yet
+	uint32_t seen_ = 0;         // in flight as of the last acquire load of A
+	uint32_t taken_ = 0;        // decoded, not retired
+	uint32_t held_ = 0;         // arena slots held by taken lanes
+	uint8_t lane_slot_[kLanes]; // arena slot held by each lane, 0xFF = none
+};
+
+} // namespace knit::detail
+
+#endif

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+// tests/stress/lock2_procs.cpp - lock2_threads.cpp across a process boundary:
+// the parent produces into the request lock of a lane block (layout.h) that
+// lives in a sealed memfd (region_create kMemfd); a forked child maps the
+// same memfd a second time with region_map_fd(), unmaps the mapping it
+// inherited (so any absolute pointer left in shared memory would fault), and
+// consumes at that different address, verifying every frame exactly as the
+// thread test does (exactly once, bounded reordering, length, checksum). The
+// child then reports its totals as one frame on the lane block's return lock,
+// with the roles reversed, and the parent checks them against its own.
+//
+// Frames: 10,000,000 natively, 200,000 under ThreadSanitizer/ASan.
+// KNIT_STRESS_SCALE (a positive number, default 1) multiplies that count.
+// Waiting: bounded spin then sched_yield; the parent also watches the child
+// (waitpid WNOHANG) so a crashed child fails the test instead of hanging it.
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/layout.h"
+#include "src/lock2.h"
+#include "src/region.h"
+
+using namespace knit::detail;
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+namespace
+{
+
+constexpr uint64_t kArenaCap = 256u << 10; // small: "arena full" backpressure happens
+constexpr uint32_t kMaxPayload = 64u << 10;
+
+uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+// What frame seq carries, derived from seq alone so both sides agree.
+struct Shape {
+	uint32_t type;
+	uint32_t len;
+	bool in_place; // published through reserve()/publish_reserved()
+};
+
+Shape shape_of(uint64_t seq)
+{
+	uint64_t r = mix(seq);
+	uint32_t cls = (uint32_t)(r % 1000);
+	uint32_t len_r = (uint32_t)(r >> 20);
+	Shape s{};
+	s.type = (r >> 40) & 1 ? KNIT_VALUE_BYTES : KNIT_VALUE_STRING;
+	if (cls < 150) {
+		s.type = KNIT_VALUE_I64;
+	} else if (cls < 850) {
+		s.len = len_r % 512;
+	} else if (cls < 970) {
+		s.len = 512 + len_r % 3585;
+	} else {
+		s.len = 4097 + len_r % (kMaxPayload - 4096);
+	}
+	s.in_place = s.type != KNIT_VALUE_I64 && s.len > 512 && ((r >> 50) & 1);
+	return s;
+}
+
+// Payload bytes of frame seq (text never contains a 0 byte). Each word is
+// computed independently (no serial chain) so it stays cheap at 64 KiB.
+void fill_payload(uint64_t seq, uint8_t *p, uint32_t len)
+{
+	const uint64_t k = mix(seq ^ 0xA5A5A5A5u);
+	uint32_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = (k ^ ((uint64_t)i * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+		w ^= w >> 32;
+		w |= 0x0101010101010101ull;
+		memcpy(p + i, &w, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (uint8_t)(0x41 + (i & 15));
+}
+
+// 64-bit checksum of every byte, four independent chains per 32 bytes.
+uint64_t checksum(const uint8_t *p, size_t len)
+{
+	const uint64_t m = 0x100000001b3ull;
+	uint64_t h0 = 0xcbf29ce484222325ull ^ len, h1 = 1, h2 = 2, h3 = 3;
+	size_t i = 0;
+	for (; i + 32 <= len; i += 32) {
+		uint64_t w[4];
+		memcpy(w, p + i, 32);
+		h0 = (h0 ^ w[0]) * m;
+		h1 = (h1 ^ w[1]) * m;
+		h2 = (h2 ^ w[2]) * m;
+		h3 = (h3 ^ w[3]) * m;
+	}
+	uint64_t h = h0 ^ (h1 * 3) ^ (h2 * 5) ^ (h3 * 7);
+	for (; i < len; i++)
+		h = (h ^ p[i]) * m;
+	return h ^ (h >> 29);
+}
+
+double now_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// Bounded spin, then yield: never an unbounded busy loop on 2 cores.
+struct Backoff {
+	uint32_t n = 0;
+	void wait()
+	{
+		if (++n < 64) {
+			knit_cpu_relax();
+		} else {
+			sched_yield();
+		}
+	}
+	void reset() { n = 0; }
+};
+
+constexpr uint64_t kRetArenaCap = 64u << 10;
+
+struct Summary {
+	uint64_t delivered, sum, out_of_order, errors;
+	uint64_t child_base, parent_base; // the two mapping addresses, for the report
+};
+
+struct Lane {
+	uint8_t *base;
+	uint8_t *req;
+	uint8_t *ret;
+	ArenaShared req_arena, ret_arena;
+};
+
+Lane lane_at(uint8_t *base)
+{
+	Lane l;
+	l.base = base;
+	l.req = base + kLaneOffReqLock;
+	l.ret = base + kLaneOffRetLock;
+	l.req_arena = lock_arena_shared(l.req, base + lane_req_arena_offset(), kArenaCap);
+	l.ret_arena =
+	    lock_arena_shared(l.ret, base + lane_ret_arena_offset(kArenaCap), kRetArenaCap);
+	return l;
+}
+
+uint64_t block_bytes()
+{
+	return lane_block_bytes(kArenaCap, kRetArenaCap);
+}
+
+int child_main(Region *inherited, uint64_t frames)
+{
+	Region mine;
+	int rc = region_map_fd(inherited->fd, block_bytes(), &mine);
+	if (rc != 0) {
+		fprintf(stderr, "child: region_map_fd %d\n", rc);
+		return 1;
+	}
+	const uint64_t parent_base = (uint64_t)(uintptr_t)inherited->base;
+	if (mine.base == inherited->base) {
+		fprintf(stderr, "child: second mapping at the same address\n");
+		return 1;
+	}
+	// Drop the inherited mapping: from here on only our own addresses work.
+	knit_sys_munmap(inherited->base, inherited->size);
+	Lane l = lane_at(mine.base);
+
+	LockConsumer c;
+	if (c.attach(l.req, l.req_arena, ConsumerLimits{kMaxPayload + 1, 0xFFFFFFFFu, 0}) != 0)
+		return 1;
+	uint8_t *done = (uint8_t *)calloc(frames / 8 + 1, 1);
+	uint64_t lowest = 0, delivered = 0, sum = 0, ooo = 0, errors = 0;
+	Backoff bo;
+	while (delivered < frames && errors == 0) {
+		uint32_t n = c.drain([&](uint32_t, int rc2, const FrameHead &h,
+		                         const knit_value_t &v) {
+			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
+			if (rc2 != 0 || seq >= frames || (done[seq / 8] >> (seq % 8)) & 1) {
+				fprintf(stderr, "child: rc %d fault %#x seq %" PRIu64 "\n", rc2,
+				        h.fault, seq);
+				errors++;
+				return;
+			}
+			if (seq >= lowest + 32) {
+				fprintf(stderr,
+				        "child: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
+				        seq, lowest);
+				errors++;
+			}
+			if (seq != lowest)
+				ooo++;
+			done[seq / 8] |= (uint8_t)(1u << (seq % 8));
+			while (lowest < frames && (done[lowest / 8] >> (lowest % 8)) & 1)
+				lowest++;
+			Shape sh = shape_of(seq);
+			uint64_t ck = 0;
+			if (sh.type == KNIT_VALUE_I64) {
+				if (v.type != KNIT_VALUE_I64 || v.i64 != (int64_t)mix(seq))
+					errors++;
+				ck = (uint64_t)v.i64;
+			} else {
+				if (v.type != sh.type || v.len != sh.len || h.task != sh.len)
+					errors++;
+				const uint8_t *p = (const uint8_t *)v.data;
+				if (p < mine.base || p + v.len > mine.base + mine.size)
+					errors++; // a view outside our own mapping
+				ck = checksum(p, v.len);
+			}
+			if (ck != h.deadline_ns) {
+				fprintf(stderr, "child: checksum mismatch at seq %" PRIu64 "\n",
+				        seq);
+				errors++;
+			}
+			sum += ck;
+			delivered++;
+		});
+		if (n == 0)
+			bo.wait();
+		else
+			bo.reset();
+	}
+	free(done);
+
+	// Report on the return lock, producer side this time.
+	LockProducer p;
+	if (p.attach(l.ret, l.ret_arena, sizeof(Summary)) != 0)
+		return 1;
+	Summary s{delivered, sum, ooo, errors, (uint64_t)(uintptr_t)mine.base, parent_base};
+	knit_value_t v{};
+	v.type = KNIT_VALUE_BYTES;
+	v.data = &s;
+	v.len = sizeof s;
+	FrameHead h{};
+	h.ticket = 1;
+	while ((rc = p.publish(h, v)) == -KNIT_EAGAIN)
+		bo.wait();
+	if (rc < 0)
+		return 1;
+	// Stay mapped until the parent has read it (it retires the lane).
+	while (!p.idle())
+		bo.wait();
+	region_destroy(&mine);
+	return errors == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main()
+{
+	double scale = 1.0;
+	if (const char *e = getenv("KNIT_STRESS_SCALE"))
+		scale = strtod(e, nullptr);
+	if (!(scale > 0))
+		scale = 1.0;
+	uint64_t frames = (uint64_t)((SANITIZED ? 200000.0 : 10000000.0) * scale);
+	if (frames == 0)
+		frames = 1;
+
+	Region region;
+	int rc = region_create(RegionKind::kMemfd, block_bytes(), "lock2_procs", &region);
+	if (rc != 0) {
+		printf("SKIP: memfd region_create failed (%d)\n", rc);
+		return 77;
+	}
+	double t0 = now_s();
+	pid_t pid = fork();
+	if (pid < 0) {
+		printf("SKIP: fork failed\n");
+		return 77;
+	}
+	if (pid == 0)
+		_exit(child_main(&region, frames));
+
+	Lane l = lane_at(region.base);
+	LockProducer p;
+	if (p.attach(l.req, l.req_arena, kMaxPayload) != 0) {
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	uint8_t *buf = (uint8_t *)malloc(kMaxPayload);
+	Backoff bo;
+	uint64_t sum = 0, lane_full = 0, arena_full = 0;
+	uint32_t batch = 0, batch_max = 1;
+	int status = 0;
+	bool child_gone = false;
+	auto child_dead = [&]() {
+		if (!child_gone && waitpid(pid, &status, WNOHANG) == pid)
+			child_gone = true;
+		return child_gone;
+	};
+	bool ok = true;
+	for (uint64_t seq = 0; seq < frames;) {
+		Shape sh = shape_of(seq);
+		FrameHead h{};
+		h.task = sh.len;
+		h.ticket = (uint32_t)seq;
+		h.generation = (uint32_t)(seq >> 32);
+		uint64_t ck = 0;
+		if (sh.type == KNIT_VALUE_I64) {
+			knit_value_t v{};
+			v.type = KNIT_VALUE_I64;
+			v.i64 = (int64_t)mix(seq);
+			ck = (uint64_t)v.i64;
+			h.deadline_ns = ck;
+			rc = p.stage(h, v);
+		} else if (sh.in_place) {
+			Reservation r{};
+			rc = p.reserve(sh.len, &r);
+			if (rc == 0) {
+				fill_payload(seq, r.data, sh.len);
+				ck = checksum(r.data, sh.len);
+				h.deadline_ns = ck;
+				rc = p.stage_reserved(h, sh.type, 0, sh.len, &r);
+				if (rc < 0)
+					p.cancel(&r);
+			}
+		} else {
+			fill_payload(seq, buf, sh.len);
+			ck = checksum(buf, sh.len);
+			h.deadline_ns = ck;
+			knit_value_t v{};
+			v.type = sh.type;
+			v.data = buf;
+			v.len = sh.len;
+			rc = p.stage(h, v);
+		}
+		if (rc >= 0) {
+			sum += ck;
+			seq++;
+			bo.reset();
+			if (++batch >= batch_max) {
+				p.flush();
+				batch = 0;
+				batch_max = 1 + (uint32_t)(mix(seq * 7) % 8);
+			}
+			continue;
+		}
+		if (rc != -KNIT_EAGAIN) {
+			fprintf(stderr, "parent: seq %" PRIu64 " rc %d\n", seq, rc);
+			ok = false;
+			break;
+		}
+		p.flush();
+		batch = 0;
+		if (p.free_cached() == 0)
+			lane_full++;
+		else
+			arena_full++;
+		if ((lane_full + arena_full) % 1024 == 0 && child_dead()) {
+			fprintf(stderr, "parent: child died early\n");
+			ok = false;
+			break;
+		}
+		bo.wait();
+	}
+	p.flush();
+	free(buf);
+
+	// The child's summary on the return lock.
+	Summary s{};
+	bool got = false;
+	if (ok) {
+		LockConsumer c;
+		c.attach(l.ret, l.ret_arena, ConsumerLimits{1, 2, 0});
+		uint64_t spins = 0;
+		while (!got && !(++spins % 1024 == 0 && child_dead())) {
+			uint32_t n = c.drain([&](uint32_t, int rc2, const FrameHead &,
+			                         const knit_value_t &v) {
+				if (rc2 == 0 && v.type == KNIT_VALUE_BYTES && v.len == sizeof s) {
+					memcpy(&s, v.data, sizeof s);
+					got = true;
+				}
+			});
+			if (n == 0)
+				bo.wait();
+		}
+	}
+	if (!child_gone)
+		waitpid(pid, &status, 0);
+	double dt = now_s() - t0;
+	ok = ok && got && WIFEXITED(status) && WEXITSTATUS(status) == 0 && s.errors == 0 &&
+	     s.delivered == frames && s.sum == sum &&
+	     s.parent_base == (uint64_t)(uintptr_t)region.base && s.child_base != s.parent_base;
+	uint32_t a = *word_at(l.req, kLockOffA), b = *word_at(l.req, kLockOffB);
+	uint32_t live = *word_at(l.req, kLockOffPA) ^ *word_at(l.req, kLockOffPB);
+	ok = ok && a == b && live == 0;
+	printf("lock2_procs: %" PRIu64 " frames in %.2f s = %.2f M frames/s (parent map %#" PRIx64
+	       ", child map %#" PRIx64 "); out of order %" PRIu64
+	       "; producer waits: lane full %" PRIu64 ", arena full %" PRIu64 "\n",
+	       s.delivered, dt, (double)s.delivered / dt / 1e6, (uint64_t)(uintptr_t)region.base,
+	       s.child_base, s.out_of_order, lane_full, arena_full);
+	if (!ok)
+		printf("FAIL: got %d child status %#x errors %" PRIu64 " delivered %" PRIu64
+		       "/%" PRIu64 " sums %#" PRIx64 "/%#" PRIx64 " A %#x B %#x arena live %#x\n",
+		       got, status, s.errors, s.delivered, frames, s.sum, sum, a, b, live);
+	region_destroy(&region);
+	return ok ? 0 : 1;
+}
