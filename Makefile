@@ -240,6 +240,7 @@ check-ffi: $(LIB_LINK)
 abi-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)abi
 	$(Q)$(RUN) $(SP)abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
+	$(Q)$(RUN) $(SP)abi header -- abi/check-header.sh
 	$(Q)$(call SUMMARY,0)
 
 # man-check: every exported function has a page; every page is mandoc-clean.

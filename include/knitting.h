@@ -52,7 +52,7 @@ enum knit_error {
 	KNIT_ESYSTEM = 12,   /* the operating system refused (thread, mmap, futex) */
 	KNIT_EVERSION = 13,  /* a struct's size field is not one this library knows */
 	KNIT_ENOTFOUND = 14, /* no such ticket (already completed or never issued) */
-	KNIT_EBUSY = 15,     /* the object is in use (e.g. destroy while running) */
+	KNIT_EBUSY = 15,     /* the object is in use; reserved, no function returns it yet */
 	KNIT_ERROR_MAX_ = 16
 };
 
@@ -84,6 +84,228 @@ typedef struct knit_value {
 	const void *data; /* KNIT_VALUE_BYTES, _STRING, _ERROR */
 	size_t len;       /* bytes at data */
 } knit_value_t;
+
+/* ------------------------------------------------------------------------ */
+/* Handles and tasks                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct knit_pool knit_pool_t; /* opaque */
+typedef struct knit_ctx knit_ctx_t;   /* opaque: a running task's context */
+
+/* Identifies one enqueued call; never 0, never reused within a pool. */
+typedef uint64_t knit_ticket_t;
+
+/* Passed where a zero would otherwise mean "use the default" but a real zero
+ * is wanted (e.g. spin_us = KNIT_ZERO: never spin). */
+#define KNIT_ZERO UINT32_MAX
+
+/*
+ * A task: a named C function run by a worker. It reads `arg` (valid until it
+ * returns) and fills `ret` (preset to KNIT_VALUE_NONE). Bytes that `ret`
+ * points to must stay valid until the function returns; the worker copies
+ * them then (or, when they were obtained from knit_ctx_alloc(), ships them
+ * without a copy). Return 0 on success. Any other return value completes the
+ * call with status -KNIT_ETASK; the result is then `ret` if the task made it
+ * a KNIT_VALUE_ERROR, else an error value whose code is the returned value.
+ */
+typedef int (*knit_task_fn)(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret);
+
+enum knit_task_flags {
+	KNIT_TASK_ABORTABLE = 1u << 0 /* calls get an abort bit (knit_ctx_aborted) */
+};
+
+typedef struct knit_task {
+	const char *name;    /* unique, non-empty; the pool copies it */
+	knit_task_fn fn;     /* must not be NULL */
+	uint32_t timeout_ms; /* default per-call timeout; 0 = none */
+	uint32_t flags;      /* knit_task_flags */
+} knit_task_t;
+
+/* ------------------------------------------------------------------------ */
+/* Pool options (zero-initialise, set size, set what you need)               */
+/* ------------------------------------------------------------------------ */
+
+enum knit_topology {
+	KNIT_TOPOLOGY_AUTO = 0,  /* steal for 2..31 workers with no balancer and no
+				    inline lane, lanes otherwise */
+	KNIT_TOPOLOGY_LANES = 1, /* one request queue per worker */
+	KNIT_TOPOLOGY_STEAL = 2  /* one shared submit queue all workers claim from */
+};
+
+enum knit_balancer {
+	KNIT_BALANCE_DEFAULT = 0, /* round robin */
+	KNIT_BALANCE_ROUND_ROBIN = 1,
+	KNIT_BALANCE_FIRST_IDLE = 2,          /* first lane with nothing in flight,
+						 else round robin */
+	KNIT_BALANCE_RANDOM = 3,
+	KNIT_BALANCE_FIRST_IDLE_OR_RANDOM = 4 /* first idle lane, else random */
+};
+
+enum knit_inline_lane {
+	KNIT_INLINE_OFF = 0,
+	KNIT_INLINE_FIRST = 1, /* the host lane comes first in the balancer's rotation */
+	KNIT_INLINE_LAST = 2   /* the host lane comes last in the rotation; either way
+				  its index (stats, knit_ctx_lane) is `workers` */
+};
+
+enum knit_doorbell {
+	KNIT_DOORBELL_DEFAULT = 0, /* on */
+	KNIT_DOORBELL_ON = 1,
+	KNIT_DOORBELL_OFF = 2      /* waiting polls with a bounded sleep ladder */
+};
+
+#define KNIT_MAX_WORKERS 64
+
+typedef struct knit_pool_options {
+	uint32_t size;               /* sizeof(knit_pool_options_t) */
+	uint32_t workers;            /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
+	uint32_t topology;           /* enum knit_topology */
+	uint32_t balancer;           /* enum knit_balancer (lanes topology) */
+	uint32_t inline_lane;        /* enum knit_inline_lane */
+	uint32_t inline_batch;       /* inline tasks run per dispatcher pass; 0 = 1 */
+	uint32_t steal_region_lanes; /* lanes per steal claim; 0 = widest allowed */
+	uint32_t stall_free_loops;   /* fruitless reap passes before sleeping;
+					0 = 1 with the doorbell, 128 without */
+	uint32_t max_backoff_ms;     /* doorbell off: longest sleep between polls; 0 = 10 */
+	uint32_t doorbell;           /* enum knit_doorbell */
+	uint32_t spin_us;            /* worker spin before parking; 0 = 50 with one
+					worker, none with more; KNIT_ZERO = none */
+	uint32_t park_ms;            /* worker park watchdog; 0 = 1000 */
+	uint32_t abort_capacity;     /* abort bits for abortable calls; 0 = 258 */
+	uint32_t hard_timeout_ms;    /* 0 = none; see knit_pool_create(3) */
+	uint32_t max_pending;        /* calls waiting for a free slot before
+					knit_enqueue fails with -KNIT_EAGAIN; 0 = 65536 */
+	uint32_t reserved0;          /* must be 0 */
+	uint64_t payload_max_bytes;  /* arena size per queue direction per lane;
+					0 = 64 MiB; reserved, committed on use */
+	uint64_t payload_initial_bytes; /* arena bytes committed at creation; 0 = none */
+	uint64_t max_payload_bytes;  /* per-call payload cap; 0 = payload_max_bytes / 8;
+					at most payload_max_bytes / 8 */
+} knit_pool_options_t;
+
+/* ------------------------------------------------------------------------ */
+/* Per-call options and completions                                          */
+/* ------------------------------------------------------------------------ */
+
+enum knit_call_flags {
+	KNIT_CALL_ABORTABLE = 1u << 0, /* give this call an abort bit */
+	KNIT_CALL_LANE = 1u << 1,      /* run on `lane` (lanes topology) */
+	KNIT_CALL_NO_TIMEOUT = 1u << 2 /* ignore the task's default timeout */
+};
+
+typedef struct knit_call_options {
+	uint32_t size;       /* sizeof(knit_call_options_t) */
+	uint32_t flags;      /* knit_call_flags */
+	uint32_t timeout_ms; /* 0 = the task's default */
+	uint32_t lane;       /* with KNIT_CALL_LANE */
+} knit_call_options_t;
+
+typedef struct knit_completion {
+	knit_ticket_t ticket;
+	void *user_data;     /* as given to knit_enqueue */
+	int32_t status;      /* 0, or -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_ECANCELED,
+				-KNIT_ECLOSED, -KNIT_ECRASHED, -KNIT_ETOOBIG,
+				-KNIT_EPROTO */
+	uint32_t task;       /* task id */
+	knit_value_t result; /* status 0: the result; -KNIT_ETASK: an error value;
+				else KNIT_VALUE_NONE */
+	uint64_t reserved[2]; /* library use */
+} knit_completion_t;
+
+enum knit_cancel_flags {
+	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
+	KNIT_CANCEL_SIGNAL = 1u << 1 /* only raise the task's abort bit */
+};
+
+enum knit_stop_flags {
+	KNIT_STOP_DRAIN = 1u << 0, /* finish every call already enqueued */
+	KNIT_STOP_CANCEL = 1u << 1 /* complete waiting calls with -KNIT_ECLOSED */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct knit_lane_stats {
+	uint64_t calls;             /* calls this lane ran */
+	uint64_t parks;             /* times the worker went to sleep */
+	uint64_t wakes_sent;        /* futex wakes the host sent it */
+	uint64_t wakes_received;    /* times it woke because it was rung */
+	uint64_t watchdog_expiries; /* times it woke only because park_ms passed */
+	uint64_t spins;             /* idle spin rounds that found work */
+	uint64_t doorbell_rings;    /* times it rang the host's doorbell */
+	uint64_t steal_claims;      /* regions claimed (steal topology) */
+	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
+	uint64_t reserved[3];
+} knit_lane_stats_t;
+
+typedef struct knit_pool_stats {
+	uint32_t size;               /* in: sizeof(knit_pool_stats_t) */
+	uint32_t lanes;              /* out: lanes filled in below */
+	uint32_t topology;           /* out: enum knit_topology actually used */
+	uint32_t workers;            /* out: worker threads */
+	uint64_t enqueued;           /* calls accepted */
+	uint64_t completed;          /* completions handed out */
+	uint64_t pending;            /* calls not yet completed */
+	uint64_t backlog;            /* calls waiting for a free slot now */
+	uint64_t backlog_high_water; /* most ever waiting at once */
+	uint64_t doorbell_arms;      /* times a waiting host armed the doorbell */
+	uint64_t doorbell_wakes;     /* times it was woken by a ring */
+	uint64_t inline_calls;       /* calls run on the inline lane */
+	uint64_t reserved[4];
+	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
+} knit_pool_stats_t;
+
+/* ------------------------------------------------------------------------ */
+/* Functions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Create a pool running `ntasks` tasks (sorted by name: task ids are indexes
+ * in name order). opts may be NULL. */
+KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
+			      size_t ntasks, knit_pool_t **out);
+
+/* Id of the task named `name`, or -KNIT_ENOTASK. */
+KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name);
+
+/* Enqueue a call. Thread-safe. arg may be NULL (KNIT_VALUE_NONE). */
+KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+			  void *user_data, knit_ticket_t *ticket);
+KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+			     void *user_data, const knit_call_options_t *opts,
+			     knit_ticket_t *ticket);
+
+/* Reap up to max completions. timeout_ns: 0 = poll, < 0 = wait until at
+ * least one arrives (or the pool is stopped and drained). Returns the count. */
+KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
+			   int64_t timeout_ns);
+
+/* Free what a completion's result owns; the completion is then empty. */
+KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c);
+
+/* An eventfd, readable while completions are waiting. Owned by the pool. */
+KNIT_API int knit_completion_fd(knit_pool_t *pool);
+
+/* One synchronous round trip. Returns 0 when *out holds the completion (look
+ * at out->status), or a negative code when the call could not be made. */
+KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+		       knit_completion_t *out, int64_t timeout_ns);
+
+KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags);
+
+/* Stop with acknowledgement from every worker. */
+KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns);
+
+/* Stop (cancelling) if needed, join the workers, free everything. */
+KNIT_API int knit_pool_destroy(knit_pool_t *pool);
+
+KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size);
+
+/* Worker side: only valid inside a task function, on its own ctx. */
+KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx);
+KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx);
+KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size);
+KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx);
 
 /* The library's version as KNIT_VERSION_NUMBER would spell it. */
 KNIT_API uint32_t knit_version(void);

@@ -31,7 +31,7 @@ const char *const error_text[KNIT_ERROR_MAX_] = {
 extern "C" KNIT_API const char *knit_strerror(int code)
 {
 	if (code < 0)
-		code = -code;
+		code = code < -KNIT_ERROR_MAX_ ? KNIT_ERROR_MAX_ : -code; // never negate INT_MIN
 	if (code >= KNIT_ERROR_MAX_)
 		return "unknown error";
 	return error_text[code];

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# abi/check-header.sh - the public header compiles on its own as every C and
+# C++ dialect a user might pick, with every warning an error.
+set -eu
+hdr=include/knitting.h
+fail=0
+for std in c99 c11 c17 gnu11; do
+	if ! gcc -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c "$hdr"; then
+		echo "FAIL: $hdr as C ($std)"; fail=1
+	fi
+done
+for std in c++11 c++17 c++20; do
+	if ! g++ -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ "$hdr"; then
+		echo "FAIL: $hdr as C++ ($std)"; fail=1
+	fi
+done
+if command -v clang >/dev/null 2>&1; then
+	clang -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c "$hdr" || { echo "FAIL: clang C99"; fail=1; }
+	clang++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ "$hdr" || { echo "FAIL: clang C++11"; fail=1; }
+fi
+[ $fail -eq 0 ] && echo "header ok: C99/C11/C17/gnu11, C++11/17/20 (gcc, clang)"
+exit $fail

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+// src/api.cpp - the host-side entries of the C ABI: enqueue, complete, call,
+// cancel, stop, the completion eventfd and completion release. Argument
+// checks come first and never touch the pool's state; every accepted call
+// ends in exactly one completion (see dispatch.cpp for how).
+#include "src/common.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+
+#include "src/pool.h"
+
+using namespace knit::detail;
+
+namespace {
+
+struct EnqueueArgs {
+	uint32_t task;
+	const knit_value_t *arg;
+	void *user_data;
+	uint32_t flags; // CallFlag
+	uint32_t pin_lane;
+	bool abortable;
+	int64_t deadline_ns; // 0 = none
+};
+
+int check_value(const knit_value_t &v, uint64_t cap)
+{
+	if (v.type > KNIT_VALUE_ERROR)
+		return -KNIT_EINVAL;
+	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
+		return -KNIT_EINVAL;
+	return codec_check(v, cap);
+}
+
+int64_t deadline_after_ms(uint32_t ms) { return knit_now_ns() + (int64_t)ms * 1000000; }
+
+// Enqueue a validated call. On success *out_call (if non-null) is the record
+// (still holding kHoldUser) and *ticket its ticket.
+int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticket)
+{
+	knit_value_t arg;
+	memset(&arg, 0, sizeof arg);
+	if (a.arg != nullptr)
+		arg = *a.arg;
+	int rc = check_value(arg, p->cfg.max_payload_bytes);
+	if (rc != 0)
+		return rc;
+	if (knit_load_relaxed_32(&p->closed))
+		return -KNIT_ECLOSED;
+
+	// Copy the bytes before anything else (the caller's buffer is theirs
+	// again when we return).
+	uint8_t *buf = nullptr;
+	if (codec_has_bytes(arg.type) && arg.len > 0) {
+		buf = static_cast<uint8_t *>(malloc(arg.len + 1));
+		if (buf == nullptr)
+			return -KNIT_ENOMEM;
+		memcpy(buf, arg.data, arg.len);
+		buf[arg.len] = 0;
+		arg.data = buf;
+	} else if (codec_has_bytes(arg.type)) {
+		arg.data = "";
+	}
+	if (arg.type != KNIT_VALUE_ERROR)
+		arg.code = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (knit_load_relaxed_32(&p->closed)) {
+		pthread_mutex_unlock(&p->mu);
+		free(buf);
+		return -KNIT_ECLOSED;
+	}
+	int err = 0;
+	Call *c = p->tickets.alloc(&err);
+	if (c == nullptr) {
+		pthread_mutex_unlock(&p->mu);
+		free(buf);
+		return err;
+	}
+	if (a.abortable) {
+		c->abort_bit = abort_alloc_locked(p);
+		if (c->abort_bit < 0) {
+			c->holds = 0;
+			p->tickets.free(c);
+			pthread_mutex_unlock(&p->mu);
+			free(buf);
+			return -KNIT_EAGAIN;
+		}
+	}
+	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
+	c->task = a.task;
+	c->flags = a.flags;
+	c->pin_lane = a.pin_lane;
+	c->deadline_ns = a.deadline_ns;
+	c->user_data = a.user_data;
+	c->arg = arg;
+	c->arg_buf = buf;
+	const knit_ticket_t t = ticket_of(c);
+	// acq_rel (under mu, like the stop's store of closed): pairs with the
+	// acquire loads of outstanding in drained_ready() / knit_complete():
+	// a stop that set closed after us sees this call outstanding.
+	knit_add_acq_rel_64(&p->outstanding, 1);
+	pthread_mutex_unlock(&p->mu);
+
+	bool placed_direct = false, queued = false, over = false;
+	if (dispatch_trylock(p)) {
+		dispatch_flush_backlog(p);
+		if (p->pb_head == nullptr) {
+			placed_direct = dispatch_place_new(p, c);
+			// An inline-lane call keeps its host-queue hold until it runs.
+			if (placed_direct && c->lane != kNoLane && c->lane >= p->nworkers)
+				queued = true;
+		}
+		if (!placed_direct) {
+			uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
+			if (old >= p->cfg.max_pending) {
+				knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+				over = true;
+			} else {
+				dispatch_backlog_append(p, c);
+				queued = true;
+			}
+		}
+		dispatch_unlock(p);
+	} else {
+		uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
+		if (old >= p->cfg.max_pending) {
+			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+			over = true;
+		} else {
+			queued = true;
+			cds_wfcq_node_init(&c->qnode);
+			// Release: pairs with the dispatcher's acquire load of pub after
+			// it dequeues the node (dispatch_flush_backlog).
+			knit_store_release_32(&c->pub, 1);
+			cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
+			// Pairs with the fence in dispatch_unlock() after the release:
+			// either the holder sees our node or our try-lock succeeds.
+			knit_fence_seq_cst();
+			if (dispatch_trylock(p)) {
+				dispatch_flush_backlog(p);
+				dispatch_unlock(p);
+			}
+		}
+	}
+	if (queued && !over)
+		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+
+	pthread_mutex_lock(&p->mu);
+	if (over) {
+		// Never reachable by anyone else: undo it completely.
+		abort_release_locked(p, c);
+		// acq_rel: pairs with the acquire loads of outstanding (as above).
+		knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+		c->holds = 0;
+		free(c->arg_buf);
+		c->arg_buf = nullptr;
+		p->tickets.free(c);
+		pthread_mutex_unlock(&p->mu);
+		return -KNIT_EAGAIN;
+	}
+	uint32_t drop = kHoldEnqueue;
+	if (!queued)
+		drop |= kHoldHostQueue;
+	if (a.deadline_ns != 0 && !c->completed) {
+		p->heap.push(c);
+		Call *top = p->heap.top();
+		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
+				      top ? (uint64_t)top->deadline_ns : 0);
+	}
+	if (out_call != nullptr)
+		*out_call = c; // kHoldUser keeps it ours
+	call_unhold_locked(p, c, drop);
+	pthread_mutex_unlock(&p->mu);
+	knit_add_relaxed_64(&p->st_enqueued, 1);
+	// A sleeping host may have planned to wake later than our deadline.
+	if (a.deadline_ns != 0 && knit_load_relaxed_32(&p->host_waiters) != 0)
+		host_event(p, false);
+	if (ticket != nullptr)
+		*ticket = t;
+	return 0;
+}
+
+int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *user_data,
+	       const knit_call_options_t *opts, uint32_t flags, Call **out_call, knit_ticket_t *ticket,
+	       int64_t timeout_ns)
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (task >= p->ntasks)
+		return -KNIT_ENOTASK;
+	knit_call_options_t o;
+	memset(&o, 0, sizeof o);
+	if (opts != nullptr) {
+		if (opts->size == 0 || opts->size > sizeof o)
+			return -KNIT_EVERSION;
+		memcpy(&o, opts, opts->size);
+	}
+	const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
+	if ((o.flags & ~known) != 0)
+		return -KNIT_EINVAL;
+	EnqueueArgs a;
+	memset(&a, 0, sizeof a);
+	a.task = task;
+	a.arg = arg;
+	a.user_data = user_data;
+	a.flags = flags;
+	if (o.flags & KNIT_CALL_LANE) {
+		if (o.lane >= p->nworkers)
+			return -KNIT_EINVAL;
+		a.flags |= kCallPinned;
+		a.pin_lane = o.lane;
+	}
+	a.abortable = (o.flags & KNIT_CALL_ABORTABLE) || (p->tasks[task].flags & KNIT_TASK_ABORTABLE);
+	if (timeout_ns > 0)
+		a.deadline_ns = knit_now_ns() + timeout_ns;
+	else if (o.flags & KNIT_CALL_NO_TIMEOUT)
+		a.deadline_ns = 0;
+	else if (o.timeout_ms != 0)
+		a.deadline_ns = deadline_after_ms(o.timeout_ms);
+	else if (p->tasks[task].timeout_ms != 0)
+		a.deadline_ns = deadline_after_ms(p->tasks[task].timeout_ms);
+	return enqueue(p, a, out_call, ticket);
+}
+
+// ---- readiness predicates for host_wait ----------------------------------------------
+
+bool complete_ready(Pool *p, void *)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	return knit_load_relaxed_32(&p->closed) && knit_load_relaxed_64(&p->outstanding) == 0;
+}
+
+bool call_ready(Pool *, void *arg)
+{
+	// Acquire: pairs with the release store of done in call_complete_locked().
+	return knit_load_acquire_32(&static_cast<Call *>(arg)->done) != 0;
+}
+
+bool drained_ready(Pool *p, void *)
+{
+	return knit_load_acquire_64(&p->outstanding) == 0;
+}
+
+// Move a completed record into *out (the bytes change owner) and drop the
+// user hold (under mu).
+void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
+{
+	memset(out, 0, sizeof *out);
+	out->ticket = ticket_of(c);
+	out->user_data = c->user_data;
+	out->status = c->status;
+	out->task = c->task;
+	out->result = c->result;
+	out->reserved[0] = (uint64_t)(uintptr_t)c->result_buf;
+	c->result_buf = nullptr;
+	memset(&c->result, 0, sizeof c->result);
+	call_unhold_locked(p, c, kHoldUser);
+	knit_add_relaxed_64(&p->st_completed, 1);
+}
+
+int deliver(Pool *p, knit_completion_t *out, unsigned max)
+{
+	if (knit_load_relaxed_32(&p->cq_count) == 0)
+		return 0;
+	unsigned n = 0;
+	pthread_mutex_lock(&p->mu);
+	while (n < max && p->cq_head != nullptr) {
+		Call *c = p->cq_head;
+		p->cq_head = c->cq_next;
+		if (p->cq_head == nullptr)
+			p->cq_tail = nullptr;
+		knit_fetch_add_relaxed_32(&p->cq_count, (uint32_t)-1);
+		hand_out_locked(p, c, &out[n]);
+		n++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return (int)n;
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+				     void *user_data, knit_ticket_t *ticket)
+{
+	return enqueue_ex(pool, task, arg, user_data, nullptr, 0, nullptr, ticket, 0);
+}
+
+extern "C" KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+					void *user_data, const knit_call_options_t *opts,
+					knit_ticket_t *ticket)
+{
+	return enqueue_ex(pool, task, arg, user_data, opts, 0, nullptr, ticket, 0);
+}
+
+extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
+				      int64_t timeout_ns)
+{
+	if (pool == nullptr || out == nullptr || max == 0)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	for (;;) {
+		int n = deliver(p, out, max);
+		if (n > 0)
+			return n;
+		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
+		    knit_load_relaxed_32(&p->cq_count) == 0)
+			return -KNIT_ECLOSED;
+		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0))
+			return deliver(p, out, max);
+		if (timeout_ns == 0)
+			return deliver(p, out, max);
+	}
+}
+
+extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c)
+{
+	if (pool == nullptr || c == nullptr)
+		return -KNIT_EINVAL;
+	void *owned = (void *)(uintptr_t)c->reserved[0];
+	c->reserved[0] = 0;
+	free(owned);
+	memset(&c->result, 0, sizeof c->result);
+	c->result.type = KNIT_VALUE_NONE;
+	return 0;
+}
+
+extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	pthread_mutex_lock(&p->mu);
+	if (p->efd < 0) {
+		int fd = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (fd < 0) {
+			pthread_mutex_unlock(&p->mu);
+			return -KNIT_ESYSTEM;
+		}
+		p->efd = fd;
+		// Release: pairs with the acquire loads of efd_on by the workers
+		// and host_event(): the fd number is visible with the flag.
+		knit_store_release_32(&p->efd_on, 1);
+	}
+	const int fd = p->efd;
+	pthread_mutex_unlock(&p->mu);
+	// Results may already wait (queued, or published and not reaped yet).
+	if (knit_load_relaxed_32(&p->cq_count) != 0 || knit_load_relaxed_64(&p->outstanding) != 0) {
+		uint64_t one = 1;
+		(void)knit_sys_write(fd, &one, sizeof one);
+	}
+	return fd;
+}
+
+extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+				  knit_completion_t *out, int64_t timeout_ns)
+{
+	if (out == nullptr)
+		return -KNIT_EINVAL;
+	Call *c = nullptr;
+	knit_ticket_t t = 0;
+	int rc = enqueue_ex(pool, task, arg, nullptr, nullptr, kCallPrivate, &c, &t, timeout_ns);
+	if (rc != 0)
+		return rc;
+	Pool *p = &pool->p;
+	host_wait(p, call_ready, c, -1, false);
+	pthread_mutex_lock(&p->mu);
+	hand_out_locked(p, c, out);
+	pthread_mutex_unlock(&p->mu);
+	out->ticket = t;
+	return 0;
+}
+
+extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags)
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	if (flags != KNIT_CANCEL_NOW && flags != KNIT_CANCEL_SIGNAL)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	const uint32_t index = (uint32_t)ticket;
+	const uint32_t gen = (uint32_t)(ticket >> 32);
+	Call *c = gen != 0 ? p->tickets.lookup(index) : nullptr;
+	if (c == nullptr)
+		return -KNIT_ENOTFOUND;
+	pthread_mutex_lock(&p->mu);
+	if (!c->live || c->gen != gen || c->completed || (c->flags & kCallPrivate)) {
+		pthread_mutex_unlock(&p->mu);
+		return -KNIT_ENOTFOUND;
+	}
+	if (flags == KNIT_CANCEL_SIGNAL) {
+		if (c->abort_bit < 0) {
+			pthread_mutex_unlock(&p->mu);
+			return -KNIT_EINVAL;
+		}
+		const uint32_t b = (uint32_t)c->abort_bit;
+		// Release: pairs with the worker's acquire load in knit_ctx_aborted().
+		knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	call_complete_locked(p, c, -KNIT_ECANCELED, none, nullptr);
+	pthread_mutex_unlock(&p->mu);
+	host_event(p, true);
+	return 0;
+}
+
+extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns)
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	if ((flags & ~(uint32_t)(KNIT_STOP_DRAIN | KNIT_STOP_CANCEL)) != 0 ||
+	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->closed, 1);
+	pthread_mutex_unlock(&p->mu);
+	host_event(p, true); // waiters re-evaluate (enqueue is closed now)
+
+	if (flags == KNIT_STOP_CANCEL) {
+		cancel_all(p);
+	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
+		// DRAIN: run passes until every accepted call completed.
+		if (!host_wait(p, drained_ready, nullptr, deadline, false))
+			return -KNIT_ETIMEDOUT;
+	}
+	request_worker_stop(p);
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		for (;;) {
+			// Acquire: pairs with the worker's release store of
+			// ACKNOWLEDGED in acknowledge_stop().
+			uint32_t s = knit_load_acquire_32(l->stop);
+			if (s == kStopAcknowledged)
+				break;
+			if (deadline >= 0 && knit_now_ns() >= deadline)
+				return -KNIT_ETIMEDOUT;
+			knit_futex_wait(l->stop, s, deadline, p->futex_shared);
+		}
+	}
+	host_event(p, true);
+	return 0;
+}

@@ -1,0 +1,927 @@
+// SPDX-License-Identifier: MIT
+// src/dispatch.cpp - the host dispatcher: placing calls into lanes (the
+// balancers), the bounded multi-producer backlog, reaping results, deadline
+// expiry, the hard timeout, the inline lane, completions, and the waiting
+// ladder with the doorbell.
+//
+// The dispatcher is a try-lock: any host thread that gets it runs a pass;
+// nobody ever waits for it. The holder owns the request-lock producers, the
+// return-lock consumers, the private backlog list and the inline FIFO.
+//
+// No lost wake, host -> worker (lane_wake): the host publishes into lane i
+// (release store of A), then a seq_cst fence, then loads `parked`; the worker
+// stores `parked`, fences, then re-checks A before it futex-waits on its wake
+// sequence (worker.cpp park()). One of the two sees the other's store.
+//
+// No lost ring, worker -> host (the doorbell): a waiting host arms
+// (store armed = 1), fences, re-checks every return lock's A against what was
+// last reaped, and only then futex-waits on the doorbell sequence it read
+// before arming; a worker publishes results (release store of A), fences,
+// loads armed and, if set, CASes it 1 -> 0 (one ring per burst), bumps the
+// sequence and wakes. Host-side events (completions produced by another host
+// thread, inline work left behind, stop, a new deadline) bump the same
+// sequence through host_event(), which pairs its fence with the sleeper's.
+#include "src/common.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "src/pool.h"
+
+namespace knit::detail {
+
+namespace {
+
+Call *call_of_node(cds_wfcq_node *n)
+{
+	return reinterpret_cast<Call *>(reinterpret_cast<uint8_t *>(n) - offsetof(Call, qnode));
+}
+
+uint64_t rng_next(Pool *p)
+{
+	// xorshift64*: dispatcher-private state.
+	uint64_t x = p->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	p->rng = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+void update_earliest_locked(Pool *p)
+{
+	Call *t = p->heap.top();
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
+			      t ? (uint64_t)t->deadline_ns : 0);
+}
+
+int64_t earliest_deadline(Pool *p)
+{
+	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+}
+
+} // namespace
+
+void backlog_hw_update(Pool *p, uint64_t now_count)
+{
+	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
+	while (now_count > hw) {
+		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
+		if (seen == hw)
+			break;
+		hw = seen;
+	}
+}
+
+namespace {
+
+void efd_write(Pool *p)
+{
+	uint64_t one = 1;
+	(void)knit_sys_write(p->efd, &one, sizeof one);
+}
+
+// ---- placement ---------------------------------------------------------------------
+
+// Put c into lane l (holder only). 0, -KNIT_EAGAIN (no room now) or another
+// negative code (the call can never be published).
+int stage_call(Pool *p, Lane *l, Call *c)
+{
+	if (l->inflight >= kLaneInflightMax)
+		return -KNIT_EAGAIN;
+	if (l->is_inline) {
+		c->next = nullptr;
+		if (l->inl_tail)
+			l->inl_tail->next = c;
+		else
+			l->inl_head = c;
+		l->inl_tail = c;
+		l->inflight++;
+		c->lane = l->index;
+		knit_add_relaxed_32(&p->inline_queued, 1);
+		return 0;
+	}
+	FrameHead h;
+	memset(&h, 0, sizeof h);
+	h.task = c->task;
+	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
+	h.ticket = c->index;
+	h.generation = c->gen;
+	h.status = 0;
+	h.deadline_ns = (uint64_t)c->deadline_ns;
+	int rc = l->req.stage(h, c->arg);
+	if (rc < 0)
+		return rc;
+	l->inflight++;
+	l->staged++;
+	c->lane = l->index;
+	// The bytes are in shared memory now; the host copy is no longer needed.
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	c->arg.data = nullptr;
+	return 0;
+}
+
+int place(Pool *p, Call *c)
+{
+	if (c->flags & kCallPinned)
+		return stage_call(p, &p->lanes[c->pin_lane], c);
+	const uint32_t n = p->nlanes;
+	uint32_t pos;
+	bool rr = false;
+	switch (p->cfg.balancer) {
+	case KNIT_BALANCE_FIRST_IDLE:
+	case KNIT_BALANCE_FIRST_IDLE_OR_RANDOM: {
+		for (uint32_t i = 0; i < n; i++) {
+			Lane *l = &p->lanes[p->order[i]];
+			if (l->inflight == 0 && stage_call(p, l, c) == 0)
+				return 0;
+		}
+		if (p->cfg.balancer == KNIT_BALANCE_FIRST_IDLE) {
+			pos = p->rr_cursor;
+			rr = true;
+		} else {
+			pos = (uint32_t)(rng_next(p) % n);
+		}
+		break;
+	}
+	case KNIT_BALANCE_RANDOM:
+		pos = (uint32_t)(rng_next(p) % n);
+		break;
+	default:
+		pos = p->rr_cursor;
+		rr = true;
+		break;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t at = (pos + i) % n;
+		int rc = stage_call(p, &p->lanes[p->order[at]], c);
+		if (rc == 0) {
+			if (rr)
+				p->rr_cursor = (at + 1) % n;
+			return 0;
+		}
+		if (rc != -KNIT_EAGAIN)
+			return rc;
+	}
+	return -KNIT_EAGAIN;
+}
+
+// Publish every lane with staged frames (one store of A each), then wake the
+// parked ones.
+void flush_staged(Pool *p)
+{
+	uint64_t flushed = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (l->staged == 0)
+			continue;
+		l->req.flush(); // release store of A (P1 in lock2.h)
+		l->staged = 0;
+		flushed |= 1ull << i;
+	}
+	if (flushed == 0)
+		return;
+	// Dekker (no lost wake): pairs with the worker's fence between its store
+	// of `parked` and its re-check of A in park(): either it sees our A or
+	// we see it parked.
+	knit_fence_seq_cst();
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if (flushed & (1ull << i))
+			lane_wake(p, &p->lanes[i], false);
+}
+
+// Release the private-list hold of the calls in `batch` (under mu).
+struct UnholdBatch {
+	Call *c[64];
+	uint32_t n;
+};
+
+void unhold_flush(Pool *p, UnholdBatch *b)
+{
+	if (b->n == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t i = 0; i < b->n; i++)
+		call_unhold_locked(p, b->c[i], kHoldHostQueue);
+	pthread_mutex_unlock(&p->mu);
+	b->n = 0;
+}
+
+void unhold_add(Pool *p, UnholdBatch *b, Call *c)
+{
+	if (b->n == 64)
+		unhold_flush(p, b);
+	b->c[b->n++] = c;
+}
+
+// Complete c with an error the dispatcher found (EPROTO etc.).
+void complete_now(Pool *p, Call *c, int32_t status)
+{
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	pthread_mutex_lock(&p->mu);
+	bool done = call_complete_locked(p, c, status, none, nullptr);
+	pthread_mutex_unlock(&p->mu);
+	if (done)
+		host_event(p, true);
+}
+
+// Place what fits from the private backlog list, in order (holder only).
+void place_private(Pool *p)
+{
+	UnholdBatch ub;
+	ub.n = 0;
+	Call *prev = nullptr;
+	Call *c = p->pb_head;
+	while (c != nullptr) {
+		Call *next = c->next;
+		bool remove = false;
+		bool keep_hold = false;
+		// A stale 0 only publishes a call that was just cancelled: its
+		// late result is dropped.
+		if (knit_load_relaxed_32(&c->completed)) {
+			remove = true;
+		} else {
+			int rc = place(p, c);
+			if (rc == 0) {
+				remove = true;
+				keep_hold = c->lane >= p->nworkers; // inline FIFO keeps it
+			} else if (rc == -KNIT_EAGAIN) {
+				if (!(c->flags & kCallPinned))
+					break; // every lane is full: later calls cannot go either
+			} else {
+				complete_now(p, c, -KNIT_EPROTO);
+				remove = true;
+			}
+		}
+		if (remove) {
+			if (prev)
+				prev->next = next;
+			else
+				p->pb_head = next;
+			if (p->pb_tail == c)
+				p->pb_tail = prev;
+			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+			if (!keep_hold)
+				unhold_add(p, &ub, c);
+		} else {
+			prev = c;
+		}
+		c = next;
+	}
+	flush_staged(p);
+	unhold_flush(p, &ub);
+}
+
+// ---- reaping ---------------------------------------------------------------------------
+
+bool status_from_worker_ok(int32_t s)
+{
+	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ETIMEDOUT ||
+	       s == -KNIT_EPROTO || s == -KNIT_ENOMEM;
+}
+
+// One frame of lane l's return lock (holder, under mu).
+bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v)
+{
+	if (l->inflight > 0)
+		l->inflight--;
+	int32_t status;
+	knit_value_t val;
+	memset(&val, 0, sizeof val);
+	bool copy = false;
+	if (rc != 0) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		if (h.fault & kFaultIds)
+			return false; // cannot tell whose it is: counted only
+		status = -KNIT_EPROTO;
+	} else if (!status_from_worker_ok(h.status) ||
+		   (h.status == -KNIT_ETASK && v.type != KNIT_VALUE_ERROR)) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		status = -KNIT_EPROTO;
+	} else {
+		status = h.status;
+		copy = status == 0 || status == -KNIT_ETASK;
+	}
+	Call *c = p->tickets.lookup(h.ticket);
+	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index || c->completed) {
+		knit_add_relaxed_64(&p->st_late_drops, 1);
+		return false;
+	}
+	uint8_t *buf = nullptr;
+	if (copy && value_copy(v, &val, &buf) != 0) {
+		status = -KNIT_ENOMEM;
+		memset(&val, 0, sizeof val);
+	}
+	return call_complete_locked(p, c, status, val, buf);
+}
+
+uint32_t reap_lane(Pool *p, Lane *l)
+{
+	uint32_t snap = l->ret.pending();
+	if (snap == 0)
+		return 0;
+	uint32_t produced = 0;
+	pthread_mutex_lock(&p->mu);
+	int slot;
+	while ((slot = l->ret.next_lane(&snap)) >= 0) {
+		FrameHead h;
+		knit_value_t v;
+		int rc = l->ret.decode((uint32_t)slot, &h, &v);
+		if (rc == -KNIT_EINVAL)
+			continue; // not in flight: cannot happen with our own snapshot
+		if (handle_result(p, l, rc, h, v))
+			produced++;
+		l->ret.release((uint32_t)slot);
+	}
+	pthread_mutex_unlock(&p->mu);
+	l->ret.retire_taken(); // C3: release store of B
+	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
+	// Dekker: pairs with the worker's fence after it stores parked = 2
+	// (waiting for return-arena room) and before it retries: either it
+	// sees the room we just gave back or we see it parked.
+	knit_fence_seq_cst();
+	lane_wake(p, l, true);
+	return produced;
+}
+
+// ---- deadlines, hard timeout, inline lane ------------------------------------------------
+
+uint32_t expire_deadlines(Pool *p, int64_t now)
+{
+	int64_t ed = earliest_deadline(p);
+	if (ed == 0 || ed > now)
+		return 0;
+	uint32_t n = 0;
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	pthread_mutex_lock(&p->mu);
+	Call *t;
+	while ((t = p->heap.top()) != nullptr && t->deadline_ns <= now) {
+		if (call_complete_locked(p, t, -KNIT_ETIMEDOUT, none, nullptr))
+			n++;
+		else
+			p->heap.remove(t); // completed records leave the heap; defensive
+	}
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+struct Stamp {
+	uint32_t ticket, gen;
+	int64_t start;
+};
+
+// Read lane l's running stamp (seqlock). False when nothing runs or the
+// worker was rewriting it.
+bool read_stamp(Lane *l, Stamp *s)
+{
+	uint32_t *w = reinterpret_cast<uint32_t *>(l->ext);
+	uint64_t *start = reinterpret_cast<uint64_t *>(l->ext + 16);
+	// Acquire: pairs with the worker's release store of the even sequence
+	// in stamp_write(): the fields below are at least that new.
+	uint32_t s1 = knit_load_acquire_32(&w[0]);
+	if (s1 & 1)
+		return false;
+	s->ticket = knit_load_relaxed_32(&w[1]);
+	s->gen = knit_load_relaxed_32(&w[2]);
+	s->start = (int64_t)knit_load_relaxed_64(start);
+	// Acquire fence: pairs with the worker's release fence after its odd
+	// sequence store; if the fields were being rewritten, s2 differs.
+	knit_fence_acquire();
+	uint32_t s2 = knit_load_relaxed_32(&w[0]);
+	return s1 == s2 && s->start != 0;
+}
+
+void force_stop(Pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->closed, 1);
+	knit_store_relaxed_32(&p->forced, 1);
+	pthread_mutex_unlock(&p->mu);
+	cancel_all(p);
+	request_worker_stop(p);
+}
+
+uint32_t check_hard_timeout(Pool *p, int64_t now)
+{
+	if (p->cfg.hard_timeout_ms == 0 || knit_load_relaxed_32(&p->forced))
+		return 0;
+	const int64_t limit = (int64_t)p->cfg.hard_timeout_ms * 1000000;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Stamp s;
+		if (!read_stamp(&p->lanes[i], &s) || now - s.start <= limit)
+			continue;
+		Call *c = p->tickets.lookup(s.ticket);
+		if (c == nullptr)
+			continue;
+		knit_value_t none;
+		memset(&none, 0, sizeof none);
+		pthread_mutex_lock(&p->mu);
+		bool hit = c->live && c->gen == s.gen && !c->completed &&
+			   call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
+		pthread_mutex_unlock(&p->mu);
+		if (hit) {
+			n++;
+			force_stop(p);
+			break;
+		}
+	}
+	return n;
+}
+
+uint32_t run_inline(Pool *p)
+{
+	if (p->nlanes == p->nworkers)
+		return 0;
+	Lane *l = &p->lanes[p->nworkers];
+	uint32_t ran = 0, produced = 0;
+	while (ran < p->cfg.inline_batch && l->inl_head != nullptr) {
+		Call *c = l->inl_head;
+		l->inl_head = c->next;
+		if (l->inl_head == nullptr)
+			l->inl_tail = nullptr;
+		if (l->inflight > 0)
+			l->inflight--;
+		knit_fetch_add_relaxed_32(&p->inline_queued, (uint32_t)-1);
+		knit_value_t val;
+		memset(&val, 0, sizeof val);
+		uint8_t *buf = nullptr;
+		int32_t status;
+		if (knit_load_relaxed_32(&c->completed)) {
+			pthread_mutex_lock(&p->mu);
+			call_unhold_locked(p, c, kHoldHostQueue);
+			pthread_mutex_unlock(&p->mu);
+			continue;
+		}
+		if (c->deadline_ns != 0 && knit_now_ns() >= c->deadline_ns) {
+			status = -KNIT_ETIMEDOUT; // skipped, never run
+		} else {
+			knit_ctx ctx;
+			ctx.pool = p;
+			ctx.lane = l->index;
+			ctx.abort_bit = c->abort_bit;
+			ctx.deadline_ns = c->deadline_ns;
+			ctx.allocs = nullptr;
+			ctx.wlane = nullptr;
+			memset(&ctx.res, 0, sizeof ctx.res);
+			TaskOutcome o;
+			run_task(p, &ctx, c->task, c->arg, &o);
+			status = o.status;
+			if ((status == 0 || status == -KNIT_ETASK) && value_copy(o.value, &val, &buf) != 0) {
+				status = -KNIT_ENOMEM;
+				memset(&val, 0, sizeof val);
+			}
+			ctx_free_allocs(&ctx);
+			knit_add_relaxed_64(&p->st_inline_calls, 1);
+			ran++;
+		}
+		pthread_mutex_lock(&p->mu);
+		if (call_complete_locked(p, c, status, val, buf))
+			produced++;
+		call_unhold_locked(p, c, kHoldHostQueue);
+		pthread_mutex_unlock(&p->mu);
+	}
+	return produced;
+}
+
+// Is there anything a dispatcher pass could do right now? (Any thread.)
+bool work_pending(Pool *p, int64_t now)
+{
+	if (knit_load_relaxed_32(&p->inline_queued) != 0)
+		return true;
+	int64_t ed = earliest_deadline(p);
+	if (ed != 0 && ed <= now)
+		return true;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		// Acquire: pairs with the worker's release store of A (P1): a
+		// result published before our arm is seen here, else rung.
+		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
+			return true;
+	}
+	return false;
+}
+
+// When must a sleeping host look again, at the latest?
+int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
+{
+	int64_t wake = now + slice_ns;
+	int64_t ed = earliest_deadline(p);
+	if (ed != 0 && ed < wake)
+		wake = ed;
+	if (p->cfg.hard_timeout_ms != 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
+		const int64_t limit = (int64_t)p->cfg.hard_timeout_ms * 1000000;
+		if (now + limit < wake)
+			wake = now + limit;
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Stamp s;
+			if (read_stamp(&p->lanes[i], &s) && s.start + limit < wake)
+				wake = s.start + limit + 1;
+		}
+	}
+	return wake;
+}
+
+// Sleep until something may have happened (see the file comment).
+void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t stall)
+{
+	const bool doorbell = p->cfg.doorbell;
+	int64_t slice = kDoorbellWatchdogNs;
+	if (!doorbell) {
+		// The backoff ladder: 0, 1, 2, ... max_backoff_ms ms.
+		uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
+		if (rung > p->cfg.max_backoff_ms)
+			rung = p->cfg.max_backoff_ms;
+		if (rung == 0) {
+			sched_yield();
+			return;
+		}
+		slice = (int64_t)rung * 1000000;
+	}
+	// Acquire: pairs with the add in host_event() / the worker's ring, so a
+	// bump we compare against below is never older than what we re-check.
+	const uint32_t seq = knit_load_acquire_32(p->db_seq);
+	// Announce the waiter; the seq_cst fence below orders it before our
+	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
+	knit_add_acq_rel_32(&p->host_waiters, 1);
+	if (doorbell) {
+		knit_store_relaxed_32(p->db_armed, 1);
+		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+	}
+	// Dekker: pairs with the worker's fence between its release store of A
+	// and its load of armed (ring_doorbell in worker.cpp), and with the
+	// fence in host_event() between its progress and its load of
+	// host_waiters: either they see us armed/waiting or we see their work.
+	knit_fence_seq_cst();
+	const int64_t now = knit_now_ns();
+	// Work waiting for a pass keeps us awake, unless another thread holds
+	// the dispatcher: it looks for such work after releasing it (Dekker:
+	// its release + fence + load of host_waiters against our increment +
+	// fence + load of the lock) and wakes us if it left any.
+	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
+	if (!ready(p, arg) && (held || !work_pending(p, now)) && (deadline_ns < 0 || now < deadline_ns)) {
+		int64_t wake = next_wake(p, now, slice);
+		if (deadline_ns >= 0 && deadline_ns < wake)
+			wake = deadline_ns;
+		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
+		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq)
+			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+	}
+	// acq_rel: nothing pairs with the decrement beyond the counter itself
+	// (a waker that still sees us only sends a wake nobody needs).
+	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+}
+
+} // namespace
+
+// ---- public-to-the-runtime functions --------------------------------------------------
+
+int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+{
+	*out = v;
+	*buf = nullptr;
+	if (!codec_has_bytes(v.type)) {
+		out->data = nullptr;
+		out->len = 0;
+		if (v.type != KNIT_VALUE_ERROR)
+			out->code = 0;
+		return 0;
+	}
+	if (v.type != KNIT_VALUE_ERROR)
+		out->code = 0;
+	if (v.type == KNIT_VALUE_BYTES && v.len == 0) {
+		out->data = nullptr;
+		return 0;
+	}
+	uint8_t *b = static_cast<uint8_t *>(malloc(v.len + 1));
+	if (b == nullptr)
+		return -KNIT_ENOMEM;
+	if (v.len)
+		memcpy(b, v.data, v.len);
+	b[v.len] = 0; // strings and error messages are NUL-terminated
+	out->data = b;
+	*buf = b;
+	return 0;
+}
+
+bool dispatch_trylock(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false;
+	// Acquire: pairs with the release store in dispatch_unlock(): the
+	// previous holder's dispatcher-owned state is visible to us.
+	return knit_cas_acq_rel_32(&p->dispatch_lock, 0, 1) == 0;
+}
+
+void dispatch_unlock(Pool *p)
+{
+	bool blocked = false;
+	for (;;) {
+		// Release: pairs with the acquire CAS in dispatch_trylock().
+		knit_store_release_32(&p->dispatch_lock, 0);
+		// Pairs with the fence in enqueue (after its backlog push, before its
+		// try-lock): either it gets the lock or we see its call below; and
+		// with the fence in host_sleep(): a host that went to sleep because
+		// we held the lock is woken when we leave work behind (results not
+		// reaped, inline calls not run, deadlines not expired).
+		knit_fence_seq_cst();
+		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
+			host_event(p, false);
+		// A half-pushed node blocked our last drain: its pusher try-locks
+		// after finishing the push, so it is not stranded.
+		if (blocked)
+			return;
+		if (cds_wfcq_empty(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail))
+			return;
+		if (!dispatch_trylock(p))
+			return; // the holder re-checks after us
+		blocked = !dispatch_flush_backlog(p);
+	}
+}
+
+void dispatch_backlog_append(Pool *p, Call *c)
+{
+	c->next = nullptr;
+	if (p->pb_tail)
+		p->pb_tail->next = c;
+	else
+		p->pb_head = c;
+	p->pb_tail = c;
+}
+
+bool dispatch_flush_backlog(Pool *p)
+{
+	bool got = false, blocked = false;
+	for (;;) {
+		cds_wfcq_node *n = __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail);
+		if (n == nullptr)
+			break;
+		if (n == CDS_WFCQ_WOULDBLOCK) {
+			blocked = true;
+			break;
+		}
+		Call *c = call_of_node(n);
+		// Acquire: pairs with the release store of pub before the push
+		// (the queue orders it too; this makes the handoff explicit).
+		(void)knit_load_acquire_32(&c->pub);
+		dispatch_backlog_append(p, c);
+		got = true;
+	}
+	if (p->pb_head != nullptr)
+		place_private(p);
+	return got || !blocked;
+}
+
+bool dispatch_place_new(Pool *p, Call *c)
+{
+	int rc = place(p, c);
+	if (rc == -KNIT_EAGAIN) {
+		// Lanes full: reaping may give room back.
+		uint32_t produced = 0;
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			produced += reap_lane(p, &p->lanes[i]);
+		if (produced)
+			host_event(p, true);
+		rc = place(p, c);
+	}
+	if (rc == 0) {
+		flush_staged(p);
+		return true;
+	}
+	if (rc != -KNIT_EAGAIN) {
+		complete_now(p, c, -KNIT_EPROTO);
+		return true; // completed: nothing to queue
+	}
+	return false;
+}
+
+uint32_t dispatch_pass(Pool *p, bool with_inline)
+{
+	uint32_t produced = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		produced += reap_lane(p, &p->lanes[i]);
+	dispatch_flush_backlog(p);
+	const int64_t now = knit_now_ns();
+	produced += expire_deadlines(p, now);
+	produced += check_hard_timeout(p, now);
+	if (with_inline)
+		produced += run_inline(p);
+	if (produced)
+		host_event(p, true);
+	return produced;
+}
+
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf)
+{
+	if (c->completed || !c->live) {
+		free(result_buf);
+		return false;
+	}
+	knit_store_relaxed_32(&c->completed, 1);
+	c->status = status;
+	c->result = result;
+	c->result_buf = result_buf;
+	if (c->heap_pos != kNoHeap) {
+		p->heap.remove(c);
+		update_earliest_locked(p);
+	}
+	abort_release_locked(p, c);
+	if (c->flags & kCallPrivate) {
+		// Release: pairs with the acquire load of done in knit_call's
+		// readiness check: status and result are visible with it.
+		knit_store_release_32(&c->done, 1);
+	} else {
+		c->cq_next = nullptr;
+		if (p->cq_tail)
+			p->cq_tail->cq_next = c;
+		else
+			p->cq_head = c;
+		p->cq_tail = c;
+		knit_add_relaxed_32(&p->cq_count, 1);
+	}
+	// Last, with release: pairs with the acquire load of outstanding in
+	// knit_complete() before it reads cq_count: whoever sees this call no
+	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
+	// while a completion is on its way).
+	knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	return true;
+}
+
+void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
+{
+	c->holds &= ~holds;
+	if (c->holds != 0)
+		return;
+	if (c->heap_pos != kNoHeap) {
+		p->heap.remove(c);
+		update_earliest_locked(p);
+	}
+	abort_release_locked(p, c);
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	free(c->result_buf);
+	c->result_buf = nullptr;
+	p->tickets.free(c);
+}
+
+int32_t abort_alloc_locked(Pool *p)
+{
+	const uint32_t cap = p->cfg.abort_capacity;
+	if (p->abort_used >= cap)
+		return -1;
+	const uint32_t words = p->abort_nwords;
+	for (uint32_t k = 0; k < words; k++) {
+		uint32_t w = (p->abort_cursor + k) % words;
+		uint32_t free_bits = ~p->abort_in_use[w];
+		if (w == words - 1 && cap % 32 != 0)
+			free_bits &= (1u << (cap % 32)) - 1;
+		if (free_bits == 0)
+			continue;
+		uint32_t b = (uint32_t)__builtin_ctz(free_bits);
+		p->abort_in_use[w] |= 1u << b;
+		p->abort_used++;
+		p->abort_cursor = (w + 1) % words;
+		// Clear the shared bit before the call can be published (the
+		// release store of A then orders it for the worker).
+		knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
+		return (int32_t)(w * 32 + b);
+	}
+	return -1;
+}
+
+void abort_release_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit < 0)
+		return;
+	uint32_t w = (uint32_t)c->abort_bit / 32, b = (uint32_t)c->abort_bit % 32;
+	p->abort_in_use[w] &= ~(1u << b);
+	p->abort_used--;
+	// Pairs with the worker's acquire load in knit_ctx_aborted(): a task
+	// still running after its call completed may see the bit cleared.
+	knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
+	c->abort_bit = -1;
+}
+
+void host_event(Pool *p, bool to_fd)
+{
+	// Dekker: pairs with the fence in host_sleep() between its waiter count
+	// increment and its re-check: either it sees our progress or we see it.
+	knit_fence_seq_cst();
+	if (knit_load_relaxed_32(&p->host_waiters) != 0) {
+		// Release: pairs with the acquire load of the sequence in host_sleep().
+		knit_add_acq_rel_32(p->db_seq, 1);
+		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
+	}
+	// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+	if (to_fd && knit_load_acquire_32(&p->efd_on))
+		efd_write(p);
+}
+
+bool lane_wake(Pool *p, Lane *l, bool only_blocked)
+{
+	uint32_t v = knit_load_relaxed_32(l->parked);
+	if (v == 0 || (only_blocked && v != 2))
+		return false;
+	// The CAS claims the wake: exactly one host thread sends it, and a
+	// second publish before the worker is up sees parked == 0 and sends none.
+	if (knit_cas_acq_rel_32(l->parked, v, 0) != v)
+		return false;
+	// Release: pairs with the worker's acquire load of the sequence after
+	// its futex wait (a changed sequence = it was rung).
+	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
+	knit_add_acq_rel_32(l->wake_seq, 1);
+	knit_futex_wake(l->wake_seq, 1, p->futex_shared);
+	return true;
+}
+
+bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
+{
+	uint32_t stall = 0;
+	int64_t spin_left = kHostSpinNs;
+	for (;;) {
+		if (ready(p, arg))
+			return true;
+		bool ran = false;
+		if (dispatch_trylock(p)) {
+			uint32_t n = dispatch_pass(p, true);
+			dispatch_unlock(p);
+			ran = true;
+			if (ready(p, arg))
+				return true;
+			if (n != 0) {
+				stall = 0; // only completions reset the stall count (0.1.63)
+				continue;
+			}
+			stall++;
+		}
+		if (poll)
+			return false;
+		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
+			return ready(p, arg);
+		if (ran && stall <= p->cfg.stall_free_loops)
+			continue; // a free pass
+		// Before arming: a short bounded spin while calls are in flight, so
+		// a hot round trip costs no futex sleep (a native pass is far
+		// cheaper than the original's pump hop, so the free passes alone
+		// would arm the doorbell before any worker could answer).
+		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
+			const int64_t t0 = knit_now_ns();
+			const int64_t end = t0 + spin_left;
+			bool found = false;
+			for (uint32_t i = 1;; i++) {
+				if (ready(p, arg) || work_pending(p, end - spin_left)) {
+					found = true;
+					break;
+				}
+				knit_cpu_relax();
+				if ((i & 15) == 0 && knit_now_ns() >= end)
+					break;
+			}
+			spin_left -= knit_now_ns() - t0;
+			if (found)
+				continue;
+		}
+		host_sleep(p, ready, arg, deadline_ns, stall);
+	}
+}
+
+void cancel_all(Pool *p)
+{
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	uint32_t n = 0;
+	pthread_mutex_lock(&p->mu);
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && !c->completed &&
+		    call_complete_locked(p, c, -KNIT_ECLOSED, none, nullptr))
+			n++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	host_event(p, true);
+	(void)n;
+}
+
+void request_worker_stop(Pool *p)
+{
+	knit_store_relaxed_32(&p->workers_stopping, 1);
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		// RUNNING -> REQUESTED (only the host moves it there; the worker
+		// moves it on to ACKNOWLEDGED). acq_rel: pairs with the worker's
+		// acquire load of the stop word at the top of its pass.
+		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
+	}
+	// Dekker: pairs with the worker's fence in park() between its store of
+	// parked and its re-check of the stop word.
+	knit_fence_seq_cst();
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		lane_wake(p, &p->lanes[i], false);
+}
+
+} // namespace knit::detail

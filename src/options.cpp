@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// src/options.cpp - knit_pool_options_t validation and defaults.
+//
+// Bad options are errors, never clamps (the ABI contract lists each rule). A
+// caller built against an older, shorter struct passes a smaller `size`: only
+// those bytes are read and the rest take defaults. KNIT_ZERO asks for a real
+// zero where 0 would mean "default".
+#include "src/common.h"
+
+#include "src/pool.h"
+
+namespace knit::detail {
+
+namespace {
+constexpr uint64_t kMiB = 1024ull * 1024;
+constexpr uint64_t kPayloadMaxDefault = 64 * kMiB;
+constexpr uint64_t kPayloadMaxMin = 64 * 1024;
+constexpr uint64_t kPayloadMaxMax = (4096 * kMiB) - 64;
+constexpr uint32_t kSpinMaxUs = 1000 * 1000;
+} // namespace
+
+int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
+{
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	if (in != nullptr) {
+		if (in->size == 0 || in->size > sizeof o)
+			return -KNIT_EVERSION;
+		memcpy(&o, in, in->size);
+		o.size = (uint32_t)sizeof o;
+	}
+	memset(out, 0, sizeof *out);
+
+	if (o.reserved0 != 0)
+		return -KNIT_EINVAL;
+	if (o.workers > KNIT_MAX_WORKERS)
+		return -KNIT_EINVAL;
+	out->workers = o.workers == 0 ? 1 : o.workers;
+
+	if (o.balancer > KNIT_BALANCE_FIRST_IDLE_OR_RANDOM)
+		return -KNIT_EINVAL;
+	out->balancer = o.balancer == KNIT_BALANCE_DEFAULT ? (uint32_t)KNIT_BALANCE_ROUND_ROBIN : o.balancer;
+	if (o.inline_lane > KNIT_INLINE_LAST)
+		return -KNIT_EINVAL;
+	out->inline_lane = o.inline_lane;
+	if (o.doorbell > KNIT_DOORBELL_OFF)
+		return -KNIT_EINVAL;
+	out->doorbell = o.doorbell != KNIT_DOORBELL_OFF;
+
+	switch (o.topology) {
+	case KNIT_TOPOLOGY_AUTO:
+	case KNIT_TOPOLOGY_LANES:
+		// AUTO would pick STEAL for 2..31 workers without a balancer or an
+		// inline lane; until the work-stealing topology exists it is LANES.
+		out->topology = KNIT_TOPOLOGY_LANES;
+		break;
+	case KNIT_TOPOLOGY_STEAL:
+		// Not supported by this version (and never with a balancer or an
+		// inline lane).
+		return -KNIT_EINVAL;
+	default:
+		return -KNIT_EINVAL;
+	}
+
+	out->inline_batch = o.inline_batch == 0 ? 1 : o.inline_batch;
+
+	if (o.stall_free_loops == KNIT_ZERO)
+		out->stall_free_loops = 0;
+	else if (o.stall_free_loops == 0)
+		out->stall_free_loops = out->doorbell ? 1 : 128;
+	else
+		out->stall_free_loops = o.stall_free_loops;
+
+	if (o.max_backoff_ms == KNIT_ZERO)
+		out->max_backoff_ms = 0;
+	else
+		out->max_backoff_ms = o.max_backoff_ms == 0 ? 10 : o.max_backoff_ms;
+
+	// The inline lane is not counted: it runs on the host and never spins.
+	if (o.spin_us == KNIT_ZERO)
+		out->spin_us = 0;
+	else if (o.spin_us == 0)
+		out->spin_us = out->workers == 1 ? 50 : 0;
+	else if (o.spin_us > kSpinMaxUs)
+		return -KNIT_EINVAL;
+	else
+		out->spin_us = o.spin_us;
+
+	if (o.park_ms == KNIT_ZERO)
+		return -KNIT_EINVAL;
+	out->park_ms = o.park_ms == 0 ? 1000 : o.park_ms;
+
+	if (o.abort_capacity == KNIT_ZERO)
+		out->abort_capacity = 0;
+	else if (o.abort_capacity == 0)
+		out->abort_capacity = 258;
+	else if (o.abort_capacity > kMaxAbortCapacity)
+		return -KNIT_EINVAL;
+	else
+		out->abort_capacity = o.abort_capacity;
+
+	out->hard_timeout_ms = o.hard_timeout_ms == KNIT_ZERO ? 0 : o.hard_timeout_ms;
+
+	if (o.max_pending == KNIT_ZERO)
+		out->max_pending = 0;
+	else if (o.max_pending == 0)
+		out->max_pending = 65536;
+	else if (o.max_pending > kMaxPendingLimit)
+		return -KNIT_EINVAL;
+	else
+		out->max_pending = o.max_pending;
+
+	uint64_t pmax = o.payload_max_bytes == 0 ? kPayloadMaxDefault : o.payload_max_bytes;
+	if (pmax < kPayloadMaxMin || pmax > kPayloadMaxMax)
+		return -KNIT_EINVAL;
+	if (o.payload_initial_bytes > pmax)
+		return -KNIT_EINVAL;
+	uint64_t per_call = o.max_payload_bytes == 0 ? pmax / 8 : o.max_payload_bytes;
+	if (per_call > pmax / 8)
+		return -KNIT_EINVAL;
+	out->payload_max_bytes = pmax;
+	out->payload_initial_bytes = o.payload_initial_bytes;
+	out->max_payload_bytes = per_call;
+	return 0;
+}
+
+} // namespace knit::detail

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+// src/pool.cpp - pool creation and destruction, the task table, statistics.
+//
+// knit_pool_create validates everything first (options, tasks), then builds
+// the pool in one direction with a single undo path: the task table sorted
+// by name, the shared region (one anonymous shared mapping, lazily
+// committed) carved into the pool header and the lane blocks, the lock
+// endpoints of both sides, the host tables, and last the worker threads. A
+// failure at any step undoes every step before it.
+#include "src/common.h"
+
+#include <new>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "src/pool.h"
+
+using namespace knit::detail;
+
+namespace {
+
+int cmp_task(const void *a, const void *b)
+{
+	return strcmp(static_cast<const TaskEntry *>(a)->name, static_cast<const TaskEntry *>(b)->name);
+}
+
+// Copy, validate and sort the task table. Names are copied into one block.
+int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < ntasks; i++) {
+		const knit_task_t &t = tasks[i];
+		if (t.name == nullptr || t.name[0] == '\0' || t.fn == nullptr)
+			return -KNIT_EINVAL;
+		if ((t.flags & ~(uint32_t)KNIT_TASK_ABORTABLE) != 0)
+			return -KNIT_EINVAL;
+		bytes += strlen(t.name) + 1;
+	}
+	p->tasks = static_cast<TaskEntry *>(calloc(ntasks, sizeof(TaskEntry)));
+	p->names = static_cast<char *>(malloc(bytes));
+	if (p->tasks == nullptr || p->names == nullptr)
+		return -KNIT_ENOMEM;
+	char *w = p->names;
+	for (size_t i = 0; i < ntasks; i++) {
+		size_t n = strlen(tasks[i].name) + 1;
+		memcpy(w, tasks[i].name, n);
+		p->tasks[i].name = w;
+		p->tasks[i].fn = tasks[i].fn;
+		p->tasks[i].timeout_ms = tasks[i].timeout_ms;
+		p->tasks[i].flags = tasks[i].flags;
+		w += n;
+	}
+	// Ids identify, names order (0.1.63): the id is the index in strcmp order.
+	qsort(p->tasks, ntasks, sizeof(TaskEntry), cmp_task);
+	for (size_t i = 1; i < ntasks; i++)
+		if (strcmp(p->tasks[i - 1].name, p->tasks[i].name) == 0)
+			return -KNIT_EINVAL;
+	p->ntasks = (uint32_t)ntasks;
+	return 0;
+}
+
+uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
+
+struct RegionPlan {
+	uint64_t abort_off;
+	uint64_t lanes_off;
+	uint64_t stride;
+	uint64_t total;
+};
+
+RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_words)
+{
+	RegionPlan r;
+	const uint64_t cap = arena_capacity(cfg);
+	r.abort_off = align_up(kPoolOffLaneExt + (uint64_t)nlanes * kLaneExtBytes, kBlock);
+	r.lanes_off = align_up(r.abort_off + (uint64_t)abort_words * 4, kArenaAlign);
+	r.stride = lane_block_bytes(cap, cap);
+	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
+	return r;
+}
+
+// Commit the first `bytes` of an arena now (payload_initial_bytes): one write
+// per page, so the pages exist before the first call needs them.
+void prefault(uint8_t *base, uint64_t bytes)
+{
+	const uint64_t page = region_page_size();
+	for (uint64_t off = 0; off < bytes; off += page)
+		__atomic_store_n(base + off, (uint8_t)0, __ATOMIC_RELAXED);
+}
+
+int attach_lane(Pool *p, Lane *l, uint8_t *block)
+{
+	const uint64_t cap = arena_capacity(p->cfg);
+	l->block = block;
+	l->wake_seq = word_at(block, kLaneOffWake);
+	l->parked = word_at(block, kLaneOffParked);
+	l->stop = word_at(block, kLaneOffStop);
+	uint8_t *req_lock = block + kLaneOffReqLock;
+	uint8_t *ret_lock = block + kLaneOffRetLock;
+	uint8_t *req_arena = block + lane_req_arena_offset();
+	uint8_t *ret_arena = block + lane_ret_arena_offset(cap);
+	prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
+	prefault(ret_arena, min_of(p->cfg.payload_initial_bytes, cap));
+	ArenaShared req_sh = lock_arena_shared(req_lock, req_arena, cap);
+	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
+	const uint64_t per_call = p->cfg.max_payload_bytes;
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
+	int rc = l->req.attach(req_lock, req_sh, per_call);
+	if (rc == 0)
+		rc = l->wreq.attach(req_lock, req_sh, wl);
+	if (rc == 0)
+		rc = l->wret.attach(ret_lock, ret_sh, per_call);
+	if (rc == 0)
+		rc = l->ret.attach(ret_lock, ret_sh, hl);
+	if (rc != 0)
+		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
+	return l->local ? 0 : -KNIT_ENOMEM;
+}
+
+// Start every worker thread with all async signals blocked (signals belong
+// to the application's threads). Returns 0 or -KNIT_ESYSTEM.
+int start_workers(Pool *p)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (pthread_create(&l->thread, nullptr, worker_main, l) != 0) {
+			rc = -KNIT_ESYSTEM;
+			break;
+		}
+		l->started = true;
+		char name[16] = "knit-w";
+		// i < KNIT_MAX_WORKERS: at most two digits.
+		if (i >= 10)
+			name[6] = (char)('0' + i / 10), name[7] = (char)('0' + i % 10), name[8] = 0;
+		else
+			name[6] = (char)('0' + i), name[7] = 0;
+		pthread_setname_np(l->thread, name);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	return rc;
+}
+
+void join_workers(Pool *p)
+{
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (l->started) {
+			pthread_join(l->thread, nullptr);
+			l->started = false;
+		}
+	}
+}
+
+// Free every record's buffers, the completion queue's results, and the
+// tables. Workers are joined; nothing else runs.
+void free_host_state(Pool *p)
+{
+	if (p->tickets.capacity() != 0) {
+		for (uint32_t i = 0; i < p->tickets.high(); i++) {
+			Call *c = p->tickets.lookup(i);
+			if (c == nullptr)
+				continue;
+			free(c->arg_buf);
+			c->arg_buf = nullptr;
+			free(c->result_buf);
+			c->result_buf = nullptr;
+		}
+	}
+	p->tickets.fini();
+	p->heap.fini();
+	free(p->abort_in_use);
+	p->abort_in_use = nullptr;
+}
+
+void pool_free(knit_pool *kp)
+{
+	Pool *p = &kp->p;
+	free_host_state(p);
+	if (p->lanes != nullptr) {
+		for (uint32_t i = 0; i < p->nlanes; i++) {
+			free(p->lanes[i].local);
+			p->lanes[i].~Lane();
+		}
+		free(p->lanes);
+	}
+	region_destroy(&p->region);
+	if (p->efd >= 0)
+		knit_sys_close(p->efd);
+	free(p->tasks);
+	free(p->names);
+	pthread_mutex_destroy(&p->mu);
+	kp->~knit_pool();
+	free(kp);
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
+					 size_t ntasks, knit_pool_t **out)
+{
+	if (out == nullptr)
+		return -KNIT_EINVAL;
+	*out = nullptr;
+	if (tasks == nullptr || ntasks == 0 || ntasks > 65535)
+		return -KNIT_EINVAL;
+	PoolConfig cfg;
+	int rc = options_resolve(opts, &cfg);
+	if (rc != 0)
+		return rc;
+
+	void *mem = nullptr;
+	if (posix_memalign(&mem, alignof(knit_pool), sizeof(knit_pool)) != 0)
+		return -KNIT_ENOMEM;
+	memset(mem, 0, sizeof(knit_pool));
+	knit_pool *kp = new (mem) knit_pool();
+	Pool *p = &kp->p;
+	p->cfg = cfg;
+	p->efd = -1;
+	p->region.fd = -1;
+	pthread_mutex_init(&p->mu, nullptr);
+	__cds_wfcq_init(&p->bq_head, &p->bq_tail);
+
+	rc = build_tasks(p, tasks, ntasks);
+	if (rc != 0) {
+		pool_free(kp);
+		return rc;
+	}
+
+	p->nworkers = cfg.workers;
+	p->nlanes = cfg.workers + (cfg.inline_lane != KNIT_INLINE_OFF ? 1 : 0);
+	// Rotation: the inline lane first (FIRST) or last (LAST).
+	uint32_t k = 0;
+	if (cfg.inline_lane == KNIT_INLINE_FIRST)
+		p->order[k++] = p->nworkers;
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		p->order[k++] = i;
+	if (cfg.inline_lane == KNIT_INLINE_LAST)
+		p->order[k++] = p->nworkers;
+	p->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p ^ (uint64_t)knit_now_ns();
+
+	// Tickets: every lane's in-flight slots plus the backlog bound.
+	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;
+	if (p->tickets.init((uint32_t)cap) != 0 || p->heap.init((uint32_t)cap) != 0) {
+		pool_free(kp);
+		return -KNIT_ENOMEM;
+	}
+	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
+	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
+	p->lanes = static_cast<Lane *>(calloc(p->nlanes, sizeof(Lane)));
+	if (p->abort_in_use == nullptr || p->lanes == nullptr) {
+		pool_free(kp);
+		return -KNIT_ENOMEM;
+	}
+	for (uint32_t i = 0; i < p->nlanes; i++) {
+		new (&p->lanes[i]) Lane();
+		p->lanes[i].pool = p;
+		p->lanes[i].index = i;
+		p->lanes[i].is_inline = i >= p->nworkers;
+	}
+
+	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
+	rc = region_create(RegionKind::kAnonymous, plan.total, "knitting", &p->region);
+	if (rc != 0) {
+		pool_free(kp);
+		return rc;
+	}
+	uint8_t *base = p->region.base;
+	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
+	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
+	p->abort_words = word_at(base, plan.abort_off);
+	p->futex_shared = 0;
+	for (uint32_t i = 0; i < p->nlanes; i++) {
+		Lane *l = &p->lanes[i];
+		l->ext = lane_ext(p, i);
+		if (l->is_inline)
+			continue;
+		rc = attach_lane(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
+		if (rc != 0) {
+			pool_free(kp);
+			return rc;
+		}
+	}
+
+	rc = start_workers(p);
+	if (rc != 0) {
+		// Stop the workers already running (they see REQUESTED and leave).
+		request_worker_stop(p);
+		join_workers(p);
+		pool_free(kp);
+		return rc;
+	}
+	*out = kp;
+	return 0;
+}
+
+extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	// Cancel what is left and wait (without limit) for every acknowledgement:
+	// a worker stuck in a task is waited for (threads cannot be killed).
+	knit_stop(pool, KNIT_STOP_CANCEL, -1);
+	join_workers(p);
+	pool_free(pool);
+	return 0;
+}
+
+extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name)
+{
+	if (pool == nullptr || name == nullptr)
+		return -KNIT_EINVAL;
+	const Pool *p = &pool->p;
+	uint32_t lo = 0, hi = p->ntasks;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(p->tasks[mid].name, name);
+		if (c == 0)
+			return (int)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -KNIT_ENOTASK;
+}
+
+extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size)
+{
+	if (pool == nullptr || stats == nullptr)
+		return -KNIT_EINVAL;
+	if (size < offsetof(knit_pool_stats_t, lane) || size > sizeof(knit_pool_stats_t))
+		return -KNIT_EVERSION;
+	Pool *p = &pool->p;
+	knit_pool_stats_t s;
+	memset(&s, 0, sizeof s);
+	s.size = (uint32_t)size;
+	s.lanes = p->nlanes;
+	s.topology = p->cfg.topology;
+	s.workers = p->nworkers;
+	s.enqueued = knit_load_relaxed_64(&p->st_enqueued);
+	s.completed = knit_load_relaxed_64(&p->st_completed);
+	s.pending = knit_load_relaxed_64(&p->outstanding);
+	s.backlog = knit_load_relaxed_64(&p->backlog_count);
+	s.backlog_high_water = knit_load_relaxed_64(&p->backlog_hw);
+	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);
+	s.doorbell_wakes = knit_load_relaxed_64(&p->st_doorbell_wakes);
+	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
+	for (uint32_t i = 0; i < p->nlanes; i++) {
+		Lane *l = &p->lanes[i];
+		knit_lane_stats_t &ls = s.lane[i];
+		if (l->is_inline) {
+			ls.calls = s.inline_calls;
+			continue;
+		}
+		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
+		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
+		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent);
+		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
+		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
+		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));
+		ls.doorbell_rings = knit_load_relaxed_64(lane_counter(l->ext, kWcDoorbellRings));
+	}
+	memcpy(stats, &s, size);
+	return 0;
+}

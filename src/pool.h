@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+// src/pool.h - the thread-pool runtime behind the C ABI: the pool, its lanes,
+// the host-side call records and the worker-side context. Shared by
+// src/options.cpp (option resolution), src/pool.cpp (create, destroy, stats),
+// src/tickets.cpp (call records, deadline heap), src/dispatch.cpp (the host
+// dispatcher: placement, reaping, the waiting ladder, the doorbell),
+// src/worker.cpp (the worker loop, park/wake, knit_ctx_*) and src/api.cpp
+// (the public entries).
+//
+// Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a thread with
+// a request lock (host produces, worker consumes) and a return lock (worker
+// produces, host consumes) in one lane block of the pool's shared region, plus
+// an optional inline lane run by whichever host thread runs a dispatcher pass.
+// Worker lane w has index w; the inline lane has index W (it is last in the
+// stats array); KNIT_INLINE_FIRST/LAST only decide where it sits in the
+// balancer's rotation.
+//
+// Host concurrency (any number of host threads):
+//  - the DISPATCHER is a try-lock (never waited for). Its holder owns every
+//    request-lock producer, every return-lock consumer, the dequeue side of
+//    the backlog, the private ordered backlog list, the inline FIFO, the
+//    per-lane in-flight counts and the balancer state. Whoever releases it
+//    re-checks the backlog afterwards (unlock_and_recheck), so a call pushed
+//    by a thread that failed the try-lock is never stranded.
+//  - the BACKLOG is liburcu's wait-free concurrent queue (multi-producer),
+//    bounded by max_pending through an atomic counter.
+//  - `mu` (a mutex, short critical sections only, never held across a task or
+//    a wait) guards call-record state: completion, holds, the completion
+//    queue, the ticket free list, the deadline heap and abort-bit allocation.
+//
+// Shared region layout (offsets from the region base; lane blocks per
+// src/layout.h):
+//   0                    doorbell sequence (u32, own 128-byte block): the
+//                        futex every waiting host thread sleeps on; workers
+//                        bump it when they ring, host threads on host events
+//   128                  doorbell armed flag (u32, own block)
+//   256 + 256*i          lane i extension: [0,128) running stamp (seqlock:
+//                        u32 seq, u32 ticket, u32 generation, u32 pad, u64
+//                        start ns) written by the worker, read by the host
+//                        (hard timeout); [128,256) worker counters (u64 x 16,
+//                        single writer: the worker; relaxed)
+//   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
+//   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
+#ifndef KNIT_SRC_POOL_H
+#define KNIT_SRC_POOL_H
+
+#include "src/common.h"
+
+#include <pthread.h>
+#include <urcu/wfcqueue.h>
+
+#include "knitting.h"
+#include "src/layout.h"
+#include "src/lock2.h"
+#include "src/region.h"
+
+namespace knit::detail {
+
+struct Pool;
+struct Lane;
+
+// ---- constants ------------------------------------------------------------------
+inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
+inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (the original's)
+inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
+inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
+inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
+inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
+inline constexpr int64_t kDoorbellWatchdogNs = 1000ll * 1000 * 1000; // DOORBELL_WATCHDOG_MS
+inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
+inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
+
+// Pool header in the region.
+inline constexpr uint64_t kPoolOffDoorbellSeq = 0;
+inline constexpr uint64_t kPoolOffDoorbellArmed = kBlock;
+inline constexpr uint64_t kPoolOffLaneExt = 2 * kBlock;
+inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
+
+// Worker counters (u64 indexes in the lane extension's second block).
+enum WorkerCounter : uint32_t {
+	kWcCalls = 0,
+	kWcParks,
+	kWcWakesReceived,
+	kWcWatchdog,
+	kWcSpins,
+	kWcDoorbellRings,
+	kWcSpurious,
+	kWcCount_
+};
+static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
+
+// ---- resolved options -------------------------------------------------------------
+struct PoolConfig {
+	uint32_t workers;
+	uint32_t topology;   // always KNIT_TOPOLOGY_LANES for now
+	uint32_t balancer;   // never KNIT_BALANCE_DEFAULT after resolution
+	uint32_t inline_lane;
+	uint32_t inline_batch;
+	uint32_t stall_free_loops;
+	uint32_t max_backoff_ms;
+	bool doorbell;
+	uint32_t spin_us;
+	uint32_t park_ms;
+	uint32_t abort_capacity;
+	uint32_t hard_timeout_ms;
+	uint32_t max_pending;
+	uint64_t payload_max_bytes;
+	uint64_t payload_initial_bytes;
+	uint64_t max_payload_bytes;
+};
+
+// Validate *in (NULL = all defaults) per the ABI contract and fill *out with
+// every default resolved. Returns 0, -KNIT_EVERSION or -KNIT_EINVAL.
+int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
+
+// ---- call records (src/tickets.cpp) -------------------------------------------------
+
+// Structural references that keep a record from being recycled. The record
+// returns to the free list when the last one is dropped (under mu).
+enum CallHold : uint32_t {
+	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it
+	kHoldHostQueue = 1u << 1, // in the backlog, the private list or the inline FIFO
+	kHoldUser = 1u << 2,    // its completion has not been handed out yet
+};
+
+// Internal call flags.
+enum CallFlag : uint32_t {
+	kCallPrivate = 1u << 0, // knit_call: completion goes to the caller only
+	kCallPinned = 1u << 1,  // KNIT_CALL_LANE
+};
+
+struct Call {
+	cds_wfcq_node qnode; // backlog link (the wait-free queue)
+	Call *next;          // private backlog list / inline FIFO (dispatcher-owned) / free list
+	Call *cq_next;       // completion queue (under mu)
+	uint32_t index;      // slot in the ticket table (never changes)
+	uint32_t gen;        // generation of the current use (under mu)
+	uint32_t pub;        // release-stored before the backlog push (TSan-visible handoff)
+	uint32_t done;       // private calls: 1 once completed (release store under mu)
+	// Set by the enqueuing thread before the call becomes reachable, then
+	// read-only until the record is recycled.
+	uint32_t task;
+	uint32_t flags;    // CallFlag
+	uint32_t pin_lane; // with kCallPinned
+	int32_t abort_bit; // -1 = none
+	int64_t deadline_ns; // 0 = none
+	void *user_data;
+	knit_value_t arg; // data points into arg_buf (or is NULL)
+	uint8_t *arg_buf;  // malloc'd copy; freed once published (dispatcher)
+	// Dispatcher-owned while queued/in flight.
+	uint32_t lane;    // lane it was placed in (UINT32_MAX before)
+	// Under mu.
+	uint32_t live;      // allocated (not on the free list)
+	uint32_t holds;     // CallHold
+	uint32_t completed; // a completion was produced
+	uint32_t heap_pos;  // deadline heap index, UINT32_MAX = not in the heap
+	int32_t status;
+	knit_value_t result; // data = result_buf
+	uint8_t *result_buf; // malloc'd, owned by the record until handed out
+};
+
+inline constexpr uint32_t kNoHeap = 0xFFFFFFFFu;
+inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
+
+// A ticket: (generation << 32) | index, generation >= 1, so never 0; a
+// generation is never reused for an index, so a ticket is never reused.
+inline uint64_t ticket_of(const Call *c) { return ((uint64_t)c->gen << 32) | c->index; }
+
+// The table of call records: chunks of kTicketChunk allocated on first use,
+// a LIFO free list. Bounded by capacity. Not thread-safe except lookup():
+// callers hold the pool's mu.
+class TicketTable {
+public:
+	// Reserve room for `capacity` records (allocated lazily). 0 or -KNIT_ENOMEM.
+	int init(uint32_t capacity);
+	// Free every chunk (records must hold no memory any more: see pool.cpp).
+	void fini();
+	// A free record (live = 1, gen bumped, fields reset), or nullptr with
+	// *err = -KNIT_EAGAIN (all capacity in use) or -KNIT_ENOMEM.
+	Call *alloc(int *err);
+	// Back to the free list (live = 0). Caller frees its buffers first.
+	void free(Call *c);
+	// The record at index, or nullptr when index was never handed out. Safe
+	// from any thread (acquire load of the chunk pointer); the record's
+	// fields are then read under mu.
+	Call *lookup(uint32_t index) const;
+	uint32_t capacity() const { return capacity_; }
+	// Indexes handed out so far (records [0, high()) exist). Under mu.
+	uint32_t high() const { return next_new_; }
+
+private:
+	Call **chunks_ = nullptr;
+	uint32_t nchunks_ = 0;
+	uint32_t capacity_ = 0;
+	uint32_t next_new_ = 0;
+	Call *free_ = nullptr;
+};
+
+// Min-heap of calls by deadline with O(log n) removal (Call::heap_pos).
+// Under mu.
+class DeadlineHeap {
+public:
+	int init(uint32_t capacity);
+	void fini();
+	void push(Call *c);
+	void remove(Call *c);
+	Call *top() const { return n_ ? a_[0] : nullptr; }
+	uint32_t size() const { return n_; }
+
+private:
+	void sift_up(uint32_t i);
+	void sift_down(uint32_t i);
+	void place(uint32_t i, Call *c)
+	{
+		a_[i] = c;
+		c->heap_pos = i;
+	}
+	Call **a_ = nullptr;
+	uint32_t n_ = 0;
+	uint32_t cap_ = 0;
+};
+
+// ---- lanes ----------------------------------------------------------------------------
+
+// A frame the worker took from its request lock and has not run yet.
+struct HeldFrame {
+	uint32_t slot; // request-lock lane (0..31)
+	int rc;        // decode result
+	FrameHead head;
+	knit_value_t view; // valid until the slot is retired
+};
+
+// A result the worker could not publish yet (return arena full).
+struct PendingResult {
+	FrameHead head;
+	knit_value_t value; // data = buf
+	uint8_t *buf;
+};
+
+struct WorkerLocal {
+	HeldFrame held[kLanes];
+	uint32_t held_head, held_count;
+	PendingResult pend[kLaneInflightMax];
+	uint32_t pend_head, pend_count;
+};
+
+struct Lane {
+	Pool *pool;
+	uint32_t index;
+	bool is_inline;
+	// Shared words (worker lanes).
+	uint8_t *block;
+	uint32_t *wake_seq;
+	uint32_t *parked; // 0 awake, 1 parked, 2 parked waiting for return-arena room
+	uint32_t *stop;
+	uint8_t *ext; // lane extension in the pool header
+	// Host side (dispatcher holder only).
+	LockProducer req;
+	LockConsumer ret;
+	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
+	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
+	                   // sleeping hosts compare it with the return lock's A)
+	uint32_t staged;   // frames staged in req, not flushed yet
+	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
+	uint64_t wakes_sent;       // atomic add, any host thread
+	// Worker side (the lane's thread only).
+	LockConsumer wreq;
+	LockProducer wret;
+	WorkerLocal *local;
+	pthread_t thread;
+	bool started;
+};
+
+// ---- the pool ------------------------------------------------------------------------
+
+struct TaskEntry {
+	const char *name; // points into Pool::names
+	knit_task_fn fn;
+	uint32_t timeout_ms;
+	uint32_t flags;
+};
+
+struct alignas(128) Pool {
+	PoolConfig cfg;
+	TaskEntry *tasks;
+	char *names;
+	uint32_t ntasks;
+
+	Region region;
+	uint32_t *db_seq;   // doorbell / host event sequence (futex word)
+	uint32_t *db_armed; // 1 = a waiting host asked to be rung
+	uint32_t *abort_words;
+	uint32_t abort_nwords;
+
+	Lane *lanes;        // nworkers worker lanes, then the inline lane if any
+	uint32_t nworkers;
+	uint32_t nlanes;    // nworkers + (inline ? 1 : 0)
+	uint32_t order[KNIT_MAX_WORKERS + 1]; // balancer rotation
+	uint32_t rr_cursor;                   // dispatcher-owned
+	uint64_t rng;                         // dispatcher-owned
+	int futex_shared;                     // 0: thread workers (private futexes)
+
+	// The dispatcher try-lock, alone on its block.
+	alignas(128) uint32_t dispatch_lock;
+
+	// Backlog: wait-free MPSC queue + the dispatcher's ordered private list.
+	alignas(128) struct __cds_wfcq_head bq_head;
+	alignas(128) struct cds_wfcq_tail bq_tail;
+	alignas(128) uint64_t backlog_count; // calls waiting for a slot (atomic)
+	uint64_t backlog_hw;                 // high-water mark (atomic max)
+	Call *pb_head, *pb_tail;             // dispatcher-owned, in enqueue order
+	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
+
+	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
+	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
+	uint32_t workers_stopping;          // stop requested on every worker (atomic)
+	uint32_t forced;                    // hard timeout force-stopped the pool
+	uint64_t outstanding;               // accepted, not completed (atomic)
+	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
+	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
+	int efd;                            // completion eventfd or -1
+	uint32_t efd_on;                    // 1 once efd exists (atomic; workers read)
+
+	// Under mu.
+	pthread_mutex_t mu;
+	TicketTable tickets;
+	DeadlineHeap heap;
+	Call *cq_head, *cq_tail;
+	uint32_t *abort_in_use; // host-private mirror of allocated abort bits
+	uint32_t abort_cursor;
+	uint32_t abort_used;
+
+	// Statistics (relaxed atomics).
+	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
+	uint64_t st_late_drops, st_proto_errors;
+};
+
+// ---- region helpers --------------------------------------------------------------------
+inline uint8_t *lane_ext(Pool *p, uint32_t lane) { return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes; }
+inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
+{
+	return reinterpret_cast<uint64_t *>(ext + kBlock) + which;
+}
+// Bump a single-writer counter (the worker's own): relaxed load + store.
+inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + 1); }
+
+// ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
+
+// Try to become the dispatcher (never blocks). Pairs with dispatch_unlock.
+bool dispatch_trylock(Pool *p);
+// Release the dispatcher, then re-check the backlog and take it again when
+// calls were pushed meanwhile (no call is stranded); wakes host waiters when
+// inline work is left. Dispatcher holder only.
+void dispatch_unlock(Pool *p);
+
+// One dispatcher pass (holder only): reap every return lock, flush the
+// backlog, expire deadlines, check the hard timeout, and (run_inline) run up
+// to inline_batch inline-lane tasks. Returns the completions it produced.
+uint32_t dispatch_pass(Pool *p, bool run_inline);
+
+// Place a new call directly (holder only, the call not queued anywhere):
+// returns true when it went into a lane (flushed and woken).
+bool dispatch_place_new(Pool *p, Call *c);
+// Move the wait-free backlog into the private list and place what fits
+// (holder only). Returns false when a half-pushed node blocked the drain
+// before anything was dequeued.
+bool dispatch_flush_backlog(Pool *p);
+// Raise the backlog high-water mark to now_count (any thread).
+void backlog_hw_update(Pool *p, uint64_t now_count);
+// Append a call to the dispatcher's private backlog list (holder only).
+void dispatch_backlog_append(Pool *p, Call *c);
+
+// Complete a call (under mu): status/result become its completion. Returns
+// false (and does nothing) when it was already completed. Takes ownership of
+// result_buf either way (frees it when dropped).
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
+// Drop holds (under mu); recycles the record when none is left.
+void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+// Release a call's abort bit (under mu).
+void abort_release_locked(Pool *p, Call *c);
+// Allocate an abort bit (under mu): the id, or -1 when all are in use.
+int32_t abort_alloc_locked(Pool *p);
+
+// Tell host waiters something happened (completions, inline work, stop, a
+// new deadline): bump the doorbell sequence and wake them if any sleep, and
+// write the completion eventfd (when `to_fd`).
+void host_event(Pool *p, bool to_fd);
+
+// Wake worker lane `l` if it announced it is parked (CAS parked -> 0, bump
+// its wake sequence, one futex wake). `only_blocked`: wake only a worker
+// parked waiting for return-arena room (parked == 2). Returns true if woken.
+bool lane_wake(Pool *p, Lane *l, bool only_blocked);
+
+// Copy a value view into malloc'd memory (strings and errors NUL-terminated).
+// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM.
+int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
+
+// The waiting ladder shared by knit_complete, knit_call and knit_stop(DRAIN):
+// run passes while possible, then sleep on the doorbell (or the backoff
+// ladder) until `ready(p, arg)` holds or deadline_ns (absolute, < 0 = none)
+// passes. Returns true when ready, false on timeout. poll: one attempt only.
+typedef bool (*ReadyFn)(Pool *p, void *arg);
+bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll);
+
+// Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
+void cancel_all(Pool *p);
+// Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
+void request_worker_stop(Pool *p);
+
+// ---- workers (src/worker.cpp) ----------------------------------------------------------
+// Thread entry of worker lane `arg` (a Lane *).
+void *worker_main(void *arg);
+
+// What a task run produced: a frame status and a value whose bytes stay
+// valid until ctx_free_allocs() (they point into the task's memory).
+struct TaskOutcome {
+	int32_t status; // 0, -KNIT_ETASK or -KNIT_ETOOBIG
+	knit_value_t value;
+};
+
+} // namespace knit::detail
+
+// The opaque handles of the C ABI.
+struct knit_pool {
+	knit::detail::Pool p;
+};
+
+struct knit_ctx {
+	knit::detail::Pool *pool;
+	uint32_t lane;
+	int32_t abort_bit; // -1 = none
+	int64_t deadline_ns;
+	void *allocs; // knit_ctx_alloc blocks, freed after the result is shipped
+	// Worker lanes only (nullptr on the inline lane): the first
+	// knit_ctx_alloc of a run reserves room in the return arena, and a
+	// result pointing at it is published in place (no copy).
+	knit::detail::Lane *wlane;
+	knit::detail::Reservation res;
+};
+
+namespace knit::detail {
+// Run task `task` on the calling thread (a worker, or a host thread for the
+// inline lane) with *ctx, and classify what it returned (see TaskOutcome).
+void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
+// Free every block knit_ctx_alloc handed out during this run.
+void ctx_free_allocs(knit_ctx *ctx);
+} // namespace knit::detail
+
+#endif

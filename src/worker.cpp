@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: MIT
+// src/worker.cpp - the worker loop of a thread lane, the task runner shared
+// with the inline lane, and the worker-side knit_ctx_* entries.
+//
+// One pass of the loop (lane i's thread only):
+//   0. stop word != RUNNING -> store ACKNOWLEDGED, wake the host, leave;
+//   1. take every published request frame (lock2 consumer) into a local FIFO
+//      (the frames stay in the lock, un-retired, so the argument bytes need no
+//      copy; the host never has more than 32 calls in flight per lane);
+//   2. retry results that did not fit the return arena earlier (FIFO);
+//   3. run at most kWorkerBatch tasks in order: a frame whose deadline has
+//      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
+//      staged and published with one store of A per batch (or earlier when
+//      the batch runs long), then the doorbell is rung if the host armed it;
+//   4. nothing to do: spin up to spin_us (clock read every 64 rounds), then
+//      park with the no-lost-wake handshake: read the wake sequence S, store
+//      parked, seq_cst fence, re-check the queue and the stop word, and only
+//      then futex-wait on S with park_ms as a watchdog.
+#include "src/common.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "src/pool.h"
+
+namespace knit::detail {
+
+namespace {
+
+const char kInvalidResult[] = "task returned an invalid value";
+
+// A result value a task handed back: 0, -KNIT_EINVAL (malformed) or
+// -KNIT_ETOOBIG (over the per-call cap).
+int result_check(const knit_value_t &v, uint64_t cap)
+{
+	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
+		return -KNIT_EINVAL;
+	return codec_check(v, cap);
+}
+
+// Running stamp (hard timeout): seqlock over {ticket, generation, start}.
+void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
+{
+	uint32_t *w = reinterpret_cast<uint32_t *>(ext);
+	uint64_t *st = reinterpret_cast<uint64_t *>(ext + 16);
+	uint32_t seq = knit_load_relaxed_32(&w[0]) + 1; // odd: being written
+	knit_store_relaxed_32(&w[0], seq);
+	// Release fence: the odd sequence is ordered before the field stores;
+	// pairs with the host's acquire fence in read_stamp() before it reads
+	// the sequence again.
+	knit_fence_release();
+	knit_store_relaxed_32(&w[1], ticket);
+	knit_store_relaxed_32(&w[2], gen);
+	knit_store_relaxed_64(st, (uint64_t)start);
+	// Release: pairs with the host's acquire load of the sequence in
+	// read_stamp().
+	knit_store_release_32(&w[0], seq + 1);
+}
+
+void efd_ring(Pool *p)
+{
+	uint64_t one = 1;
+	(void)knit_sys_write(p->efd, &one, sizeof one);
+}
+
+// Publish the staged results (one release store of A), then ring the host if
+// it armed the doorbell (or asked for the eventfd).
+void flush_results(Lane *l)
+{
+	if (l->wret.staged() == 0)
+		return;
+	Pool *p = l->pool;
+	l->wret.flush(); // P1: release store of A
+	// Dekker: pairs with the host's fence in host_sleep() between its store
+	// of armed and its re-check of A: either it sees our results or we see
+	// it armed.
+	knit_fence_seq_cst();
+	// Counters are bumped before the ring: whoever the ring wakes may read
+	// the stats at once.
+	// Acquire: pairs with the release store of efd_on (the fd is set).
+	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
+	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
+	if (fd || armed)
+		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
+	if (fd)
+		efd_ring(p);
+	if (armed) {
+		// Release: pairs with the host's acquire load of the sequence.
+		knit_add_acq_rel_32(p->db_seq, 1);
+		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
+	}
+}
+
+// Queue a result locally (return arena full). The value is copied.
+void pend_push(Lane *l, FrameHead head, const knit_value_t &v)
+{
+	WorkerLocal *w = l->local;
+	PendingResult &r = w->pend[(w->pend_head + w->pend_count) % kLaneInflightMax];
+	r.head = head;
+	if (value_copy(v, &r.value, &r.buf) != 0) {
+		r.head.status = -KNIT_ENOMEM;
+		memset(&r.value, 0, sizeof r.value);
+		r.buf = nullptr;
+	}
+	w->pend_count++;
+}
+
+// Stage one result, or queue it when there is no room now.
+void publish_result(Lane *l, FrameHead head, const knit_value_t &v)
+{
+	WorkerLocal *w = l->local;
+	if (w->pend_count == 0) {
+		int rc = l->wret.stage(head, v);
+		if (rc >= 0)
+			return;
+		if (rc != -KNIT_EAGAIN) {
+			// Never publishable as is (too big / malformed): ship the
+			// status alone.
+			knit_value_t none;
+			memset(&none, 0, sizeof none);
+			head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
+			if (l->wret.stage(head, none) >= 0)
+				return;
+			pend_push(l, head, none);
+			return;
+		}
+	}
+	if (w->pend_count >= kLaneInflightMax) {
+		// Cannot happen: the host keeps at most kLaneInflightMax calls in
+		// flight per lane. Keep the newest status only.
+		return;
+	}
+	pend_push(l, head, v);
+}
+
+// Retry queued results in order. True if any went out.
+bool publish_pending(Lane *l)
+{
+	WorkerLocal *w = l->local;
+	bool any = false;
+	while (w->pend_count != 0) {
+		PendingResult &r = w->pend[w->pend_head];
+		int rc = l->wret.stage(r.head, r.value);
+		if (rc == -KNIT_EAGAIN)
+			break;
+		if (rc < 0) {
+			knit_value_t none;
+			memset(&none, 0, sizeof none);
+			r.head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
+			if (l->wret.stage(r.head, none) == -KNIT_EAGAIN)
+				break;
+		}
+		free(r.buf);
+		r.buf = nullptr;
+		w->pend_head = (w->pend_head + 1) % kLaneInflightMax;
+		w->pend_count--;
+		any = true;
+	}
+	if (any)
+		flush_results(l);
+	return any;
+}
+
+// The result lies in the run's return-arena reservation (knit_ctx_alloc):
+// publish it where it is. False when it does not (or no lane is free now):
+// the caller copies as usual.
+bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskOutcome &o)
+{
+	const knit_value_t &v = o.value;
+	if (!ctx->res.live || !codec_has_bytes(v.type) || v.len == 0 || v.data == nullptr)
+		return false;
+	const uint8_t *d = static_cast<const uint8_t *>(v.data);
+	if (d != ctx->res.data || v.len > ctx->res.capacity || l->local->pend_count != 0)
+		return false;
+	return l->wret.stage_reserved(head, v.type, v.code, (uint32_t)v.len, &ctx->res) >= 0;
+}
+
+bool take_requests(Lane *l)
+{
+	WorkerLocal *w = l->local;
+	uint32_t snap = l->wreq.pending();
+	if (snap == 0)
+		return false;
+	int slot;
+	while (w->held_count < kLanes && (slot = l->wreq.next_lane(&snap)) >= 0) {
+		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
+		f.slot = (uint32_t)slot;
+		f.rc = l->wreq.decode((uint32_t)slot, &f.head, &f.view);
+		if (f.rc == -KNIT_EINVAL)
+			continue; // not in flight: cannot happen with our own snapshot
+		w->held_count++;
+	}
+	return true;
+}
+
+void run_batch(Lane *l)
+{
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	const bool stamp = p->cfg.hard_timeout_ms != 0;
+	uint32_t retire = 0;
+	int64_t first_staged = 0;
+	for (uint32_t n = 0; n < kWorkerBatch && w->held_count != 0; n++) {
+		HeldFrame &f = w->held[w->held_head];
+		FrameHead rh;
+		memset(&rh, 0, sizeof rh);
+		rh.task = f.head.task;
+		rh.ticket = f.head.ticket;
+		rh.generation = f.head.generation;
+		rh.deadline_ns = f.head.deadline_ns;
+		knit_value_t none;
+		memset(&none, 0, sizeof none);
+		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
+		const int64_t now = knit_now_ns();
+		knit_ctx ctx;
+		ctx.pool = p;
+		ctx.lane = l->index;
+		ctx.abort_bit = abort_id ? (int32_t)(abort_id - 1) : -1;
+		ctx.deadline_ns = (int64_t)f.head.deadline_ns;
+		ctx.allocs = nullptr;
+		ctx.wlane = l;
+		memset(&ctx.res, 0, sizeof ctx.res);
+		if (f.rc != 0 || (abort_id != 0 && abort_id - 1 >= p->cfg.abort_capacity) ||
+		    (int64_t)f.head.deadline_ns < 0) {
+			// A malformed request: answer so the host's count stays right
+			// (a frame whose ids are bad is dropped there, counted).
+			rh.status = -KNIT_EPROTO;
+			publish_result(l, rh, none);
+		} else if (f.head.deadline_ns != 0 && now >= (int64_t)f.head.deadline_ns) {
+			rh.status = -KNIT_ETIMEDOUT; // expired before it ran: never run
+			publish_result(l, rh, none);
+		} else {
+			if (stamp)
+				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
+			TaskOutcome o;
+			run_task(p, &ctx, f.head.task, f.view, &o);
+			if (stamp)
+				stamp_write(l->ext, 0, 0, 0);
+			counter_bump(lane_counter(l->ext, kWcCalls));
+			rh.status = o.status;
+			if (!publish_in_place(l, &ctx, rh, o))
+				publish_result(l, rh, o.value);
+			l->wret.cancel(&ctx.res); // no-op once consumed
+			ctx_free_allocs(&ctx);
+		}
+		retire |= 1u << f.slot;
+		w->held_head = (w->held_head + 1) % kLanes;
+		w->held_count--;
+		// A long batch publishes what it has so far: a finished call does
+		// not wait behind the next task.
+		if (l->wret.staged() != 0) {
+			const int64_t t = knit_now_ns();
+			if (first_staged == 0)
+				first_staged = t;
+			else if (t - first_staged >= kResultFlushNs) {
+				flush_results(l);
+				first_staged = 0;
+			}
+		}
+	}
+	l->wreq.retire(retire); // C3: one release store of B for the batch
+	flush_results(l);
+}
+
+// Idle spin: true when work (or a stop request) showed up.
+bool spin(Lane *l, int64_t spin_ns)
+{
+	if (spin_ns <= 0)
+		return false;
+	const int64_t end = knit_now_ns() + spin_ns;
+	for (uint32_t i = 1;; i++) {
+		if (l->wreq.pending() != 0) // C1: acquire load of A
+			return true;
+		if (knit_load_relaxed_32(l->stop) != kStopRunning)
+			return true;
+		knit_cpu_relax();
+		if ((i & 63) == 0 && knit_now_ns() >= end)
+			return false;
+	}
+}
+
+// Leave the parked state. Returns true when a host claimed our park (its CAS
+// parked -> 0 in lane_wake() won): that host sends exactly one wake, and this
+// is where the worker counts it as received, so sent == received always.
+bool unpark(Lane *l)
+{
+	// acq_rel: pairs with the host's CAS in lane_wake(); whoever moves
+	// parked to 0 first owns the wake.
+	return knit_xchg_acq_rel_32(l->parked, 0) == 0;
+}
+
+void park(Lane *l, int64_t park_ns)
+{
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	// Acquire: pairs with the host's add to the sequence in lane_wake().
+	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
+	knit_store_relaxed_32(l->parked, w->pend_count != 0 ? 2 : 1);
+	// Dekker (no lost wake): pairs with the host's fence between its release
+	// store of A (flush_staged), of the stop word (request_worker_stop) or of
+	// B (reap_lane) and its load of parked in lane_wake(): either we see its
+	// store in the re-check below or it sees us parked and rings.
+	knit_fence_seq_cst();
+	if (l->wreq.pending() != 0 || knit_load_relaxed_32(l->stop) != kStopRunning ||
+	    (w->pend_count != 0 && publish_pending(l))) {
+		if (unpark(l)) // a host rang while we were re-checking
+			counter_bump(lane_counter(l->ext, kWcWakesReceived));
+		return;
+	}
+	counter_bump(lane_counter(l->ext, kWcParks));
+	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
+	if (unpark(l))
+		counter_bump(lane_counter(l->ext, kWcWakesReceived));
+	else if (r == KNIT_FUTEX_TIMED_OUT)
+		counter_bump(lane_counter(l->ext, kWcWatchdog));
+	else
+		counter_bump(lane_counter(l->ext, kWcSpurious));
+}
+
+void acknowledge_stop(Lane *l)
+{
+	knit_store_relaxed_32(l->parked, 0);
+	// Release: pairs with the host's acquire load of the stop word in
+	// knit_stop's acknowledgement wait.
+	knit_store_release_32(l->stop, kStopAcknowledged);
+	knit_futex_wake(l->stop, INT_MAX, l->pool->futex_shared);
+}
+
+} // namespace
+
+void *worker_main(void *arg)
+{
+	Lane *l = static_cast<Lane *>(arg);
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	const int64_t spin_ns = (int64_t)p->cfg.spin_us * 1000;
+	const int64_t park_ns = (int64_t)p->cfg.park_ms * 1000000;
+	for (;;) {
+		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED.
+		if (knit_load_acquire_32(l->stop) != kStopRunning) {
+			acknowledge_stop(l);
+			break;
+		}
+		bool progressed = take_requests(l);
+		if (w->pend_count != 0 && publish_pending(l))
+			progressed = true;
+		if (w->held_count != 0) {
+			run_batch(l);
+			progressed = true;
+		}
+		if (progressed)
+			continue;
+		if (spin(l, spin_ns)) {
+			counter_bump(lane_counter(l->ext, kWcSpins));
+			continue;
+		}
+		park(l, park_ns);
+	}
+	// Results never shipped (stop with CANCEL): the host completed those
+	// calls already; free our copies.
+	while (w->pend_count != 0) {
+		free(w->pend[w->pend_head].buf);
+		w->pend[w->pend_head].buf = nullptr;
+		w->pend_head = (w->pend_head + 1) % kLaneInflightMax;
+		w->pend_count--;
+	}
+	return nullptr;
+}
+
+void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out)
+{
+	knit_value_t ret;
+	memset(&ret, 0, sizeof ret);
+	ret.type = KNIT_VALUE_NONE;
+	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
+	const uint64_t cap = p->cfg.max_payload_bytes;
+	memset(&out->value, 0, sizeof out->value);
+	if (rc == 0) {
+		int v = result_check(ret, cap);
+		if (v == 0) {
+			out->status = 0;
+			out->value = ret;
+		} else if (v == -KNIT_ETOOBIG) {
+			out->status = -KNIT_ETOOBIG;
+		} else {
+			out->status = -KNIT_ETASK;
+			out->value.type = KNIT_VALUE_ERROR;
+			out->value.code = -KNIT_EINVAL;
+			out->value.data = kInvalidResult;
+			out->value.len = sizeof kInvalidResult - 1;
+		}
+		return;
+	}
+	out->status = -KNIT_ETASK;
+	if (ret.type == KNIT_VALUE_ERROR) {
+		int v = result_check(ret, cap);
+		if (v == 0) {
+			out->value = ret;
+			return;
+		}
+		if (v == -KNIT_ETOOBIG) {
+			out->status = -KNIT_ETOOBIG;
+			return;
+		}
+	}
+	out->value.type = KNIT_VALUE_ERROR;
+	out->value.code = rc;
+	out->value.data = nullptr;
+	out->value.len = 0;
+}
+
+namespace {
+struct AllocHead {
+	AllocHead *next;
+	uint64_t pad; // keeps the payload 16-byte aligned
+};
+} // namespace
+
+void ctx_free_allocs(knit_ctx *ctx)
+{
+	AllocHead *h = static_cast<AllocHead *>(ctx->allocs);
+	while (h != nullptr) {
+		AllocHead *next = h->next;
+		free(h);
+		h = next;
+	}
+	ctx->allocs = nullptr;
+}
+
+} // namespace knit::detail
+
+using namespace knit::detail;
+
+extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx)
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	if (ctx->abort_bit < 0)
+		return 0;
+	const uint32_t b = (uint32_t)ctx->abort_bit;
+	// Acquire: pairs with the host's OR in knit_cancel(SIGNAL).
+	return (knit_load_acquire_32(&ctx->pool->abort_words[b / 32]) >> (b % 32)) & 1;
+}
+
+extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx)
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	return ctx->deadline_ns;
+}
+
+extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx)
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	return (int)ctx->lane;
+}
+
+extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size)
+{
+	if (ctx == nullptr || size == 0 || size > ctx->pool->cfg.max_payload_bytes)
+		return nullptr;
+	// The first block of a worker run comes from the return arena, so a
+	// result built in it ships without a copy. Not while older results wait
+	// for room (they go first), and only while the arena has room now.
+	Lane *l = ctx->wlane;
+	if (l != nullptr && !ctx->res.live && l->local->pend_count == 0 && size < 0xFFFFFFFFu &&
+	    l->wret.reserve((uint32_t)size, &ctx->res) == 0)
+		return ctx->res.data;
+	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + size));
+	if (h == nullptr)
+		return nullptr;
+	h->next = static_cast<AllocHead *>(ctx->allocs);
+	ctx->allocs = h;
+	return h + 1;
+}

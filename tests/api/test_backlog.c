@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/api/test_backlog.c - the bounded backlog: past max_pending waiting
+ * calls knit_enqueue fails with -KNIT_EAGAIN, and nothing already accepted
+ * is lost; the backlog flushes as slots free up.
+ */
+#include "api/kt.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+/* Enqueue echo calls until -KNIT_EAGAIN (bounded); returns the accepted count. */
+static int fill(knit_pool_t *pool, uint32_t echo, int base, int limit, int *last_rc)
+{
+	int n = 0;
+	*last_rc = 0;
+	while (n < limit) {
+		knit_value_t v = kt_i64(base + n);
+		int rc = knit_enqueue(pool, echo, &v, (void *)(intptr_t)(base + n + 1), NULL);
+		if (rc != 0) {
+			*last_rc = rc;
+			break;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void backlog_full(uint32_t workers, uint32_t max_pending)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, workers);
+	o.max_pending = max_pending;
+	knit_pool_t *pool = kt_pool(&o);
+	uint32_t echo = kt_id(pool, "echo");
+	for (uint32_t w = 0; w < workers; w++)
+		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0, w);
+	cr_assert(kt_wait_started((int)workers));
+	int rc;
+	int limit = 100000;
+	int n = fill(pool, echo, 0, limit, &rc);
+	cr_assert_eq(rc, -KNIT_EAGAIN, "after %d calls: %d, want -KNIT_EAGAIN", n, rc);
+	cr_expect_geq(n, (int)max_pending, "accepted %d < max_pending %u", n, max_pending);
+	/* Still full: refused again, and a refused call leaves no trace. */
+	knit_value_t v = kt_i64(0);
+	cr_expect_eq(knit_enqueue(pool, echo, &v, NULL, NULL), -KNIT_EAGAIN);
+	knit_completion_t c;
+	cr_expect_eq(knit_call(pool, echo, &v, &c, 0), -KNIT_EAGAIN);
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_expect_eq(s.enqueued, (uint64_t)n + workers);
+	cr_expect_eq(s.pending, (uint64_t)n + workers);
+	cr_expect_eq(s.backlog, max_pending, "backlog %llu", (unsigned long long)s.backlog);
+	cr_expect_eq(s.backlog_high_water, max_pending);
+	kt_gate_open();
+	int total = n + (int)workers;
+	knit_completion_t *out = calloc((size_t)total, sizeof *out);
+	char *seen = calloc((size_t)n + 1, 1);
+	int got = kt_reap(pool, out, total);
+	cr_expect_eq(got, total, "lost calls: %d of %d", got, total);
+	for (int i = 0; i < got; i++) {
+		intptr_t k = (intptr_t)out[i].user_data;
+		cr_expect_eq(out[i].status, 0);
+		if (k == 0)
+			continue;
+		cr_assert(k >= 1 && k <= n);
+		cr_expect_eq(seen[k]++, 0);
+		cr_expect_eq(out[i].result.i64, k - 1);
+	}
+	cr_expect_eq(kt_quiet(pool, 50), 0);
+	/* Room again. */
+	int n2 = fill(pool, echo, 0, n, &rc);
+	cr_expect_eq(n2, n, "after draining, %d accepted (%d)", n2, rc);
+	free(out);
+	out = calloc((size_t)n2, sizeof *out);
+	cr_expect_eq(kt_reap(pool, out, n2), n2);
+	free(out);
+	free(seen);
+	kt_destroy(pool);
+}
+
+KT(backlog, full_one_worker)
+{
+	backlog_full(1, 4);
+}
+
+KT(backlog, full_two_workers)
+{
+	backlog_full(2, 16);
+}
+
+KT(backlog, full_max_pending_one)
+{
+	backlog_full(1, 1);
+}
+
+struct prod {
+	knit_pool_t *pool;
+	uint32_t echo;
+	int id, n, accepted, eagain, bad;
+};
+
+static void *prod(void *p)
+{
+	struct prod *a = p;
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while (a->accepted < a->n && kt_now_ns() < end) {
+		knit_value_t v = kt_i64(a->id * 1000000 + a->accepted);
+		int rc = knit_enqueue(a->pool, a->echo, &v, (void *)(intptr_t)(a->id * 1000000 + a->accepted + 1), NULL);
+		if (rc == 0)
+			a->accepted++;
+		else if (rc == -KNIT_EAGAIN)
+			a->eagain++, sched_yield();
+		else {
+			a->bad = rc;
+			break;
+		}
+	}
+	return NULL;
+}
+
+KT(backlog, producers_retry_nothing_lost)
+{
+	/* Two producers push through a tiny backlog while the main thread
+	 * reaps; every accepted call completes exactly once. */
+	enum { PER = 3000 };
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.max_pending = 2;
+	knit_pool_t *pool = kt_pool(&o);
+	struct prod a[2];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct prod){ pool, kt_id(pool, "echo"), i, PER, 0, 0, 0 };
+		cr_assert_eq(pthread_create(&th[i], NULL, prod, &a[i]), 0);
+	}
+	static char seen[2][PER];
+	int got = 0;
+	knit_completion_t c[32];
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while (got < 2 * PER && kt_now_ns() < end) {
+		int rc = knit_complete(pool, c, 32, 10 * 1000 * 1000);
+		cr_assert_geq(rc, 0);
+		for (int i = 0; i < rc; i++) {
+			intptr_t k = (intptr_t)c[i].user_data - 1;
+			int who = (int)(k / 1000000), idx = (int)(k % 1000000);
+			cr_assert(who >= 0 && who < 2 && idx < PER);
+			cr_expect_eq(seen[who][idx]++, 0);
+			cr_expect_eq(c[i].status, 0);
+			cr_expect_eq(c[i].result.i64, k);
+		}
+		got += rc;
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		cr_expect_eq(a[i].bad, 0);
+		cr_expect_eq(a[i].accepted, PER);
+	}
+	cr_expect_eq(got, 2 * PER);
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_expect_leq(s.backlog_high_water, 2);
+	kt_destroy(pool);
+}

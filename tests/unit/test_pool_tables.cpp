@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// tests/unit/test_pool_tables.cpp - white-box checks of the runtime's host
+// tables (src/tickets.cpp) and option resolution (src/options.cpp): tickets
+// are never 0 and never reused, capacity is a hard bound, records recycle,
+// the deadline heap pops in order and removes from the middle, and every
+// option rule of the ABI contract (defaults, KNIT_ZERO, errors).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+extern "C" { // cmocka 1.1 has no C++ guards of its own
+#include <cmocka.h>
+}
+
+#include "src/pool.h"
+
+using namespace knit::detail;
+
+static void tickets_bound_and_generations(void **)
+{
+	TicketTable t;
+	assert_int_equal(t.init(600), 0);
+	Call *c[600];
+	uint64_t seen_first[600];
+	for (int i = 0; i < 600; i++) {
+		int err = 0;
+		c[i] = t.alloc(&err);
+		assert_non_null(c[i]);
+		assert_int_equal(c[i]->index, (uint32_t)i);
+		assert_int_equal(c[i]->live, 1);
+		assert_int_equal(c[i]->abort_bit, -1);
+		assert_int_equal(c[i]->heap_pos, kNoHeap);
+		seen_first[i] = ticket_of(c[i]);
+		assert_true(seen_first[i] != 0);
+		assert_true(t.lookup((uint32_t)i) == c[i]);
+	}
+	int err = 0;
+	assert_null(t.alloc(&err));
+	assert_int_equal(err, -KNIT_EAGAIN);
+	assert_null(t.lookup(600));
+	// Recycle everything twice: same records, new generations, new tickets.
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 600; i++)
+			t.free(c[i]);
+		for (int i = 0; i < 600; i++) {
+			Call *d = t.alloc(&err);
+			assert_non_null(d);
+			assert_true(ticket_of(d) != seen_first[d->index]);
+			assert_true(d->gen >= 2);
+			c[i] = d;
+		}
+		assert_null(t.alloc(&err));
+	}
+	t.fini();
+}
+
+static void tickets_lazy_chunks(void **)
+{
+	TicketTable t;
+	assert_int_equal(t.init(1u << 20), 0);
+	assert_null(t.lookup(0));
+	int err = 0;
+	Call *c = t.alloc(&err);
+	assert_non_null(c);
+	assert_non_null(t.lookup(0));
+	assert_null(t.lookup(kTicketChunk)); // second chunk not allocated yet
+	assert_int_equal(t.high(), 1);
+	t.fini();
+}
+
+static void heap_order_and_removal(void **)
+{
+	enum { N = 500 };
+	static Call calls[N];
+	DeadlineHeap h;
+	assert_int_equal(h.init(N), 0);
+	unsigned seed = 7;
+	for (int i = 0; i < N; i++) {
+		memset(&calls[i], 0, sizeof calls[i]);
+		calls[i].heap_pos = kNoHeap;
+		calls[i].deadline_ns = 1 + (int64_t)(rand_r(&seed) % 100000);
+		h.push(&calls[i]);
+	}
+	assert_int_equal(h.size(), N);
+	// Remove every third from wherever it sits.
+	for (int i = 0; i < N; i += 3) {
+		h.remove(&calls[i]);
+		assert_int_equal(calls[i].heap_pos, kNoHeap);
+	}
+	h.remove(&calls[0]); // not in the heap: ignored
+	int64_t last = 0;
+	uint32_t n = 0;
+	while (Call *t = h.top()) {
+		assert_true(t->deadline_ns >= last);
+		last = t->deadline_ns;
+		h.remove(t);
+		n++;
+	}
+	assert_int_equal(n, N - (N + 2) / 3);
+	h.fini();
+}
+
+static void options_defaults(void **)
+{
+	PoolConfig c;
+	assert_int_equal(options_resolve(nullptr, &c), 0);
+	assert_int_equal(c.workers, 1);
+	assert_int_equal(c.topology, KNIT_TOPOLOGY_LANES);
+	assert_int_equal(c.balancer, KNIT_BALANCE_ROUND_ROBIN);
+	assert_int_equal(c.inline_batch, 1);
+	assert_int_equal(c.stall_free_loops, 1);
+	assert_int_equal(c.max_backoff_ms, 10);
+	assert_true(c.doorbell);
+	assert_int_equal(c.spin_us, 50);
+	assert_int_equal(c.park_ms, 1000);
+	assert_int_equal(c.abort_capacity, 258);
+	assert_int_equal(c.max_pending, 65536);
+	assert_int_equal(c.hard_timeout_ms, 0);
+	assert_true(c.payload_max_bytes == 64ull << 20);
+	assert_true(c.max_payload_bytes == 8ull << 20);
+
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.workers = 3;
+	o.doorbell = KNIT_DOORBELL_OFF;
+	assert_int_equal(options_resolve(&o, &c), 0);
+	assert_int_equal(c.spin_us, 0); // several workers: no spin
+	assert_int_equal(c.stall_free_loops, 128);
+	assert_false(c.doorbell);
+	o.inline_lane = KNIT_INLINE_LAST;
+	o.workers = 1;
+	assert_int_equal(options_resolve(&o, &c), 0);
+	assert_int_equal(c.spin_us, 50); // the inline lane does not count
+	o.spin_us = KNIT_ZERO;
+	o.stall_free_loops = KNIT_ZERO;
+	o.abort_capacity = KNIT_ZERO;
+	o.max_pending = KNIT_ZERO;
+	assert_int_equal(options_resolve(&o, &c), 0);
+	assert_int_equal(c.spin_us, 0);
+	assert_int_equal(c.stall_free_loops, 0);
+	assert_int_equal(c.abort_capacity, 0);
+	assert_int_equal(c.max_pending, 0);
+}
+
+static void options_errors(void **)
+{
+	PoolConfig c;
+	knit_pool_options_t o;
+#define BAD(field, val, code)                                                                       \
+	do {                                                                                        \
+		memset(&o, 0, sizeof o);                                                            \
+		o.size = sizeof o;                                                                  \
+		o.field = val;                                                                      \
+		assert_int_equal(options_resolve(&o, &c), code);                                    \
+	} while (0)
+	BAD(size, 0, -KNIT_EVERSION);
+	BAD(size, sizeof o + 8, -KNIT_EVERSION);
+	BAD(workers, KNIT_MAX_WORKERS + 1, -KNIT_EINVAL);
+	BAD(topology, KNIT_TOPOLOGY_STEAL, -KNIT_EINVAL);
+	BAD(topology, 7, -KNIT_EINVAL);
+	BAD(balancer, 5, -KNIT_EINVAL);
+	BAD(inline_lane, 3, -KNIT_EINVAL);
+	BAD(doorbell, 3, -KNIT_EINVAL);
+	BAD(spin_us, 1000001, -KNIT_EINVAL);
+	BAD(park_ms, KNIT_ZERO, -KNIT_EINVAL);
+	BAD(reserved0, 1, -KNIT_EINVAL);
+	BAD(payload_max_bytes, 65535, -KNIT_EINVAL);
+	BAD(payload_max_bytes, 4096ull << 20, -KNIT_EINVAL);
+	BAD(payload_initial_bytes, (64ull << 20) + 1, -KNIT_EINVAL);
+	BAD(max_payload_bytes, (8ull << 20) + 1, -KNIT_EINVAL);
+	BAD(abort_capacity, kMaxAbortCapacity + 1, -KNIT_EINVAL);
+	// A short struct: only `size` bytes are read (workers lies beyond).
+	memset(&o, 0xFF, sizeof o);
+	o.size = offsetof(knit_pool_options_t, workers);
+	assert_int_equal(options_resolve(&o, &c), 0);
+	assert_int_equal(c.workers, 1);
+	// Edges that are fine.
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.payload_max_bytes = 64 * 1024;
+	o.max_payload_bytes = 8 * 1024;
+	assert_int_equal(options_resolve(&o, &c), 0);
+	o.payload_max_bytes = (4096ull << 20) - 64;
+	o.max_payload_bytes = 0;
+	assert_int_equal(options_resolve(&o, &c), 0);
+	assert_true(c.max_payload_bytes == o.payload_max_bytes / 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(tickets_bound_and_generations),
+		cmocka_unit_test(tickets_lazy_chunks),
+		cmocka_unit_test(heap_order_and_removal),
+		cmocka_unit_test(options_defaults),
+		cmocka_unit_test(options_errors),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
