@@ -205,7 +205,7 @@ typedef struct knit_completion {
 	void *user_data;     /* as given to knit_enqueue */
 	int32_t status;      /* 0, or -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_ECANCELED,
 				-KNIT_ECLOSED, -KNIT_ECRASHED, -KNIT_ETOOBIG,
-				-KNIT_EPROTO */
+				-KNIT_EPROTO, -KNIT_ENOMEM */
 	uint32_t task;       /* task id */
 	knit_value_t result; /* status 0: the result; -KNIT_ETASK: an error value;
 				else KNIT_VALUE_NONE */
