@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -99,6 +100,7 @@ int stage_call(Pool *p, Lane *l, Call *c)
 		l->inl_tail = c;
 		l->inflight++;
 		c->lane = l->index;
+		KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
 		knit_add_relaxed_32(&p->inline_queued, 1);
 		return 0;
 	}
@@ -116,6 +118,7 @@ int stage_call(Pool *p, Lane *l, Call *c)
 	l->inflight++;
 	l->staged++;
 	c->lane = l->index;
+	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
 	// The bytes are in shared memory now; the host copy is no longer needed.
 	free(c->arg_buf);
 	c->arg_buf = nullptr;
@@ -469,7 +472,9 @@ uint32_t run_inline(Pool *p)
 			ctx.wlane = nullptr;
 			memset(&ctx.res, 0, sizeof ctx.res);
 			TaskOutcome o;
+			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);
+			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
 			status = o.status;
 			if ((status == 0 || status == -KNIT_ETASK) && value_copy(o.value, &val, &buf) != 0) {
 				status = -KNIT_ENOMEM;
@@ -551,6 +556,7 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	if (doorbell) {
 		knit_store_relaxed_32(p->db_armed, 1);
 		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+		KNIT_TRACE_DOORBELL_ARM(p);
 	}
 	// Dekker: pairs with the worker's fence between its release store of A
 	// and its load of armed (ring_doorbell in worker.cpp), and with the
@@ -568,8 +574,10 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		if (deadline_ns >= 0 && deadline_ns < wake)
 			wake = deadline_ns;
 		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
-		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq)
+		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq) {
 			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+			KNIT_TRACE_DOORBELL_WAKE(p);
+		}
 	}
 	// acq_rel: nothing pairs with the decrement beyond the counter itself
 	// (a waker that still sees us only sends a wake nobody needs).
@@ -721,6 +729,7 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		free(result_buf);
 		return false;
 	}
+	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
 	knit_store_relaxed_32(&c->completed, 1);
 	c->status = status;
 	c->result = result;
@@ -830,6 +839,7 @@ bool lane_wake(Pool *p, Lane *l, bool only_blocked)
 	// second publish before the worker is up sees parked == 0 and sends none.
 	if (knit_cas_acq_rel_32(l->parked, v, 0) != v)
 		return false;
+	KNIT_TRACE_HOST_RING(p, l->index, knit_load_relaxed_32(&l->tid));
 	// Release: pairs with the worker's acquire load of the sequence after
 	// its futex wait (a changed sequence = it was rung).
 	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
@@ -914,7 +924,10 @@ void request_worker_stop(Pool *p)
 		Lane *l = &p->lanes[i];
 		// RUNNING -> REQUESTED (only the host moves it there; the worker
 		// moves it on to ACKNOWLEDGED). acq_rel: pairs with the worker's
-		// acquire load of the stop word at the top of its pass.
+		// acquire load of the stop word at the top of its pass. The probe
+		// fires before the CAS: the worker may acknowledge at once.
+		if (knit_load_relaxed_32(l->stop) == kStopRunning)
+			KNIT_TRACE_STOP_REQUEST(p, i);
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
 	}
 	// Dekker: pairs with the worker's fence in park() between its store of

@@ -264,6 +264,8 @@ struct Lane {
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
 	uint64_t wakes_sent;       // atomic add, any host thread
 	// Worker side (the lane's thread only).
+	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
+		      // read by the host only as the host_ring probe's argument
 	LockConsumer wreq;
 	LockProducer wret;
 	WorkerLocal *local;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -80,8 +81,10 @@ void flush_results(Lane *l)
 	// Acquire: pairs with the release store of efd_on (the fd is set).
 	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
 	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
-	if (fd || armed)
+	if (fd || armed) {
 		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
+		KNIT_TRACE_DOORBELL_RING(p, l->index);
+	}
 	if (fd)
 		efd_ring(p);
 	if (armed) {
@@ -233,7 +236,10 @@ void run_batch(Lane *l)
 			if (stamp)
 				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
 			TaskOutcome o;
+			const uint64_t ticket = ((uint64_t)f.head.generation << 32) | f.head.ticket;
+			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
+			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
 			if (stamp)
 				stamp_write(l->ext, 0, 0, 0);
 			counter_bump(lane_counter(l->ext, kWcCalls));
@@ -303,23 +309,37 @@ void park(Lane *l, int64_t park_ns)
 	knit_fence_seq_cst();
 	if (l->wreq.pending() != 0 || knit_load_relaxed_32(l->stop) != kStopRunning ||
 	    (w->pend_count != 0 && publish_pending(l))) {
-		if (unpark(l)) // a host rang while we were re-checking
+		if (unpark(l)) { // a host rang while we were re-checking
 			counter_bump(lane_counter(l->ext, kWcWakesReceived));
+			KNIT_TRACE_WORKER_WAKE(p, l->index,
+					       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
+											     : KNIT_TRACE_WAKE_RUNG);
+		}
 		return;
 	}
 	counter_bump(lane_counter(l->ext, kWcParks));
+	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
 	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
-	if (unpark(l))
+	if (unpark(l)) {
 		counter_bump(lane_counter(l->ext, kWcWakesReceived));
-	else if (r == KNIT_FUTEX_TIMED_OUT)
+		KNIT_TRACE_WORKER_WAKE(p, l->index,
+				       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
+										     : KNIT_TRACE_WAKE_RUNG);
+	} else if (r == KNIT_FUTEX_TIMED_OUT) {
 		counter_bump(lane_counter(l->ext, kWcWatchdog));
-	else
+		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
+	} else {
 		counter_bump(lane_counter(l->ext, kWcSpurious));
+		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);
+	}
 }
 
 void acknowledge_stop(Lane *l)
 {
 	knit_store_relaxed_32(l->parked, 0);
+	// Before the store: once the host sees ACKNOWLEDGED it may return and
+	// the process exit.
+	KNIT_TRACE_STOP_ACK(l->pool, l->index);
 	// Release: pairs with the host's acquire load of the stop word in
 	// knit_stop's acknowledgement wait.
 	knit_store_release_32(l->stop, kStopAcknowledged);
@@ -335,6 +355,7 @@ void *worker_main(void *arg)
 	WorkerLocal *w = l->local;
 	const int64_t spin_ns = (int64_t)p->cfg.spin_us * 1000;
 	const int64_t park_ns = (int64_t)p->cfg.park_ms * 1000000;
+	knit_store_relaxed_32(&l->tid, (uint32_t)knit_sys_gettid());
 	for (;;) {
 		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED.
 		if (knit_load_acquire_32(l->stop) != kStopRunning) {

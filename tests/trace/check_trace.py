@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tests/trace/check_trace.py TRACE_JSON PROGRAM_OUTPUT
+
+Compare what knit-trace --json reported with the STATS line the traced
+program printed (its pool's own knit_pool_stats, or the fixture's own
+counters), and check that the latencies are sane. Exit 0 when every check
+holds, 1 otherwise; every check is printed.
+
+Exact equalities (the probes fire exactly where the counters count):
+  per lane  worker_park == parks, host_ring == wakes_sent,
+            wake_rung + wake_stop == wakes_received,
+            wake_watchdog == watchdog_expiries,
+            task_start == task_done == calls, doorbell_ring == doorbell_rings,
+            stop_request == stop_ack == 1 (worker lanes);
+  per pool  doorbell_arm == doorbell_arms, doorbell_wake == doorbell_wakes,
+            task_complete == completed, task_enqueue == enqueued.
+Pairing (the tool attached before the pool existed, so nothing is half seen):
+  every ring is followed by its worker's wake probe (or came after the worker
+  already took it), and is either seen going on a CPU or found its worker
+  still running; every park ends in a wake; every call has a queue wait, a
+  service time and a call latency.
+Latencies: 0 < min <= p50 <= p99 <= max <= the traced run's length, and
+the histogram buckets add up to the count.
+"""
+import json
+import sys
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok:   " if ok else "FAIL: ") + what)
+    if not ok:
+        failures += 1
+
+
+def eq(got, want, what):
+    check(got == want, f"{what}: knit-trace {got}, expected {want}")
+
+
+def main():
+    reports = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+    stats = None
+    for line in open(sys.argv[2]):
+        if line.startswith("STATS "):
+            stats = json.loads(line[6:])
+    check(len(reports) == 1, f"one knit-trace report (got {len(reports)})")
+    check(stats is not None, "the program printed its STATS line")
+    if not reports or stats is None:
+        return 1
+    rep = reports[-1]
+    pool_addr = int(stats["pool"], 16)
+    pools = {int(p["pool"], 16): p for p in rep["pools"]}
+    check(list(pools) == [pool_addr],
+          f"knit-trace saw exactly the pool {stats['pool']} (saw {[hex(p) for p in pools]})")
+    if pool_addr not in pools:
+        return 1
+    pool = pools[pool_addr]
+    lanes = {l["lane"]: l for l in pool["lanes"]}
+    zero = {"counts": {}, "latency": {}}
+    run_ns = rep["seconds"] * 1e9
+
+    def hist_count(lat, view):
+        return lat.get(view, {}).get("count", 0)
+
+    total_cold_rings = 0
+    for ls in stats["lanes"]:
+        n = ls["lane"]
+        kt = lanes.get(n, zero)
+        c, lat = kt["counts"], kt["latency"]
+        g = lambda k: c.get(k, 0)
+        eq(g("worker_park"), ls["parks"], f"lane {n} parks")
+        eq(g("host_ring"), ls["wakes_sent"], f"lane {n} host rings == wakes_sent")
+        eq(g("wake_rung") + g("wake_stop"), ls["wakes_received"],
+           f"lane {n} rung + stop wakes == wakes_received")
+        eq(g("wake_watchdog"), ls["watchdog_expiries"], f"lane {n} watchdog wakes")
+        eq(g("task_start"), ls["calls"], f"lane {n} tasks started == calls")
+        eq(g("task_done"), ls["calls"], f"lane {n} tasks done == calls")
+        eq(g("doorbell_ring"), ls["doorbell_rings"], f"lane {n} doorbell rings")
+        if n < stats["workers"]:
+            eq(g("stop_request"), 1, f"lane {n} stop requests")
+            eq(g("stop_ack"), 1, f"lane {n} stop acknowledgements")
+            eq(hist_count(lat, "stop"), 1, f"lane {n} stop latency samples")
+        rings = g("host_ring")
+        total_cold_rings += rings
+        eq(hist_count(lat, "wake_probe") + g("ring_after_wake"), rings,
+           f"lane {n} ring -> wake probe samples + rings the worker took before their probe")
+        eq(hist_count(lat, "wake_cpu") + g("ring_found_running"), rings,
+           f"lane {n} ring -> on-CPU samples + rings that found the worker running")
+        # Every futex park ends in a wake probe; a worker can also take a
+        # ring while re-checking before its futex wait (a wake, no park).
+        check(g("worker_wake") >= g("worker_park"),
+              f"lane {n} wakes {g('worker_wake')} >= parks {g('worker_park')}")
+        eq(hist_count(lat, "park"), g("worker_park"), f"lane {n} park duration samples")
+        eq(hist_count(lat, "queue"), ls["calls"], f"lane {n} queue wait samples")
+        eq(hist_count(lat, "service"), ls["calls"], f"lane {n} service time samples")
+        eq(hist_count(lat, "call"), ls["calls"], f"lane {n} call latency samples")
+
+    pl = pool["pool_level"]["counts"]
+    tot = pool["totals"]["counts"]
+    eq(pl.get("doorbell_arm", 0), stats["doorbell_arms"], "pool doorbell arms")
+    eq(pl.get("doorbell_wake", 0), stats["doorbell_wakes"], "pool doorbell wakes")
+    eq(pl.get("task_complete", 0), stats["completed"], "pool calls completed")
+    eq(tot.get("task_enqueue", 0), stats["enqueued"], "pool calls enqueued")
+    if "cold_calls" in stats:
+        check(total_cold_rings >= stats["cold_calls"],
+              f"every cold call rang a worker ({total_cold_rings} rings >= "
+              f"{stats['cold_calls']} cold calls)")
+    wake_cpu = pool["totals"]["latency"].get("wake_cpu", {}).get("count", 0)
+    check(wake_cpu >= 1, f"some ring was seen putting a sleeping worker on a CPU ({wake_cpu})")
+
+    for where, lats in [("totals", pool["totals"]["latency"]),
+                        ("pool level", pool["pool_level"]["latency"])] + \
+                       [(f"lane {n}", l["latency"]) for n, l in lanes.items()]:
+        for view, h in lats.items():
+            if not h["count"]:
+                continue
+            ok = 0 < h["min_ns"] <= h["p50_ns"] <= h["p99_ns"] <= h["max_ns"] <= run_ns
+            check(ok, f"{where} {view}: 0 < min {h['min_ns']} <= p50 {h['p50_ns']} <= "
+                      f"p99 {h['p99_ns']} <= max {h['max_ns']} <= run {run_ns:.0f} ns")
+            eq(sum(b[2] for b in h["hist"]), h["count"], f"{where} {view} buckets add up")
+    print(f"{failures} failed checks")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * trace_pool - a live pool for the knit-trace end-to-end test.
+ *
+ *   trace_pool GOFILE [COLD_CALLS] [HOT_CALLS]
+ *
+ * Waits (bounded) until GOFILE exists, so knit-trace can attach before the
+ * pool is created; then creates a two-worker pool, runs COLD_CALLS cold calls
+ * (each on a lane whose worker has parked again since its previous call),
+ * HOT_CALLS hot calls (a burst enqueued at once, so workers find the next call
+ * without parking, plus a few knit_call round trips), stops the pool with
+ * drain and prints the pool's own statistics as one "STATS {json}" line,
+ * which tests/trace/check_trace.py compares with what knit-trace saw.
+ *
+ * Links the shared library: the probes under test are the ones in
+ * libknitting.so. Exit 0 when every call completed with the expected result.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <knitting.h>
+
+#define WORKERS 2
+
+static int task_inc(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = arg->i64 + 1;
+	return 0;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int get_stats(knit_pool_t *pool, knit_pool_stats_t *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return knit_pool_stats(pool, st, sizeof(*st));
+}
+
+/* Wait until lane's worker parked more than `since` times, then give it a
+ * millisecond to be asleep in the kernel. Bounded: 10 s. */
+static int wait_parked(knit_pool_t *pool, unsigned lane, uint64_t since)
+{
+	knit_pool_stats_t st;
+
+	for (int i = 0; i < 10000; i++) {
+		if (get_stats(pool, &st))
+			return -1;
+		if (st.lane[lane].parks > since) {
+			nap_ms(1);
+			return 0;
+		}
+		nap_ms(1);
+	}
+	return -1;
+}
+
+static int check_completion(knit_pool_t *pool, knit_completion_t *c, int64_t want)
+{
+	int ok = c->status == 0 && c->result.type == KNIT_VALUE_I64 && c->result.i64 == want;
+
+	if (!ok)
+		fprintf(stderr, "FAIL: call completed with status %d, value type %u i64 %lld, "
+				"want %lld\n", c->status, c->result.type, (long long)c->result.i64,
+			(long long)want);
+	knit_completion_release(pool, c);
+	return ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	knit_task_t tasks[] = { { .name = "inc", .fn = task_inc } };
+	knit_pool_options_t opts;
+	knit_pool_stats_t st;
+	knit_pool_t *pool;
+	uint64_t last_parks[WORKERS] = { 0 };
+	long cold = 20, hot = 200, sync_calls = 10;
+	int err, i, rc = 0;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: trace_pool GOFILE [COLD_CALLS] [HOT_CALLS]\n");
+		return 2;
+	}
+	if (argc > 2)
+		cold = atol(argv[2]);
+	if (argc > 3)
+		hot = atol(argv[3]);
+	for (i = 0; i < 30000 && access(argv[1], F_OK); i++)
+		nap_ms(1);
+	if (access(argv[1], F_OK)) {
+		fprintf(stderr, "FAIL: no go signal (%s) within 30 s\n", argv[1]);
+		return 1;
+	}
+
+	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
+	opts.workers = WORKERS;
+	opts.topology = KNIT_TOPOLOGY_LANES;
+	err = knit_pool_create(&opts, tasks, 1, &pool);
+	if (err) {
+		fprintf(stderr, "FAIL: knit_pool_create: %s\n", knit_strerror(err));
+		return 1;
+	}
+
+	/* Cold calls: the target lane's worker has parked since its last call. */
+	for (long c = 0; c < cold && !rc; c++) {
+		unsigned lane = (unsigned)(c % WORKERS);
+		knit_call_options_t co = { .size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = lane };
+		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = c };
+		knit_completion_t done;
+
+		if (wait_parked(pool, lane, last_parks[lane])) {
+			fprintf(stderr, "FAIL: lane %u never parked\n", lane);
+			rc = 1;
+			break;
+		}
+		if (get_stats(pool, &st)) {
+			rc = 1;
+			break;
+		}
+		last_parks[lane] = st.lane[lane].parks;
+		err = knit_enqueue_ex(pool, 0, &arg, NULL, &co, NULL);
+		if (err) {
+			fprintf(stderr, "FAIL: knit_enqueue_ex: %s\n", knit_strerror(err));
+			rc = 1;
+			break;
+		}
+		err = knit_complete(pool, &done, 1, -1);
+		if (err != 1) {
+			fprintf(stderr, "FAIL: knit_complete returned %d\n", err);
+			rc = 1;
+			break;
+		}
+		rc = check_completion(pool, &done, c + 1) ? 1 : 0;
+	}
+
+	/* Hot calls: one burst, reaped as they come. */
+	for (long c = 0; c < hot && !rc; c++) {
+		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 1000 };
+
+		err = knit_enqueue(pool, 0, &arg, NULL, NULL);
+		if (err) {
+			fprintf(stderr, "FAIL: knit_enqueue: %s\n", knit_strerror(err));
+			rc = 1;
+		}
+	}
+	for (long got = 0; got < hot && !rc;) {
+		knit_completion_t done[16];
+		int n = knit_complete(pool, done, 16, -1);
+
+		if (n <= 0) {
+			fprintf(stderr, "FAIL: knit_complete returned %d\n", n);
+			rc = 1;
+			break;
+		}
+		for (int k = 0; k < n; k++)
+			if (check_completion(pool, &done[k], 1001))
+				rc = 1;
+		got += n;
+	}
+	for (long c = 0; c < sync_calls && !rc; c++) {
+		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 7 };
+		knit_completion_t done;
+
+		err = knit_call(pool, 0, &arg, &done, 0);
+		if (err) {
+			fprintf(stderr, "FAIL: knit_call: %s\n", knit_strerror(err));
+			rc = 1;
+			break;
+		}
+		rc = check_completion(pool, &done, 8) ? 1 : 0;
+	}
+
+	err = knit_stop(pool, KNIT_STOP_DRAIN, 10LL * 1000 * 1000 * 1000);
+	if (err) {
+		fprintf(stderr, "FAIL: knit_stop: %s\n", knit_strerror(err));
+		rc = 1;
+	}
+	if (get_stats(pool, &st)) {
+		fprintf(stderr, "FAIL: knit_pool_stats\n");
+		rc = 1;
+	} else {
+		printf("STATS {\"pool\":\"%p\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
+		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
+		       "\"doorbell_wakes\":%llu,\"lanes\":[",
+		       (void *)pool, st.workers, cold, hot + sync_calls,
+		       (unsigned long long)st.enqueued, (unsigned long long)st.completed,
+		       (unsigned long long)st.doorbell_arms, (unsigned long long)st.doorbell_wakes);
+		for (unsigned l = 0; l < st.lanes && l <= KNIT_MAX_WORKERS; l++) {
+			const knit_lane_stats_t *ls = &st.lane[l];
+			printf("%s{\"lane\":%u,\"parks\":%llu,\"wakes_sent\":%llu,"
+			       "\"wakes_received\":%llu,\"watchdog_expiries\":%llu,\"calls\":%llu,"
+			       "\"doorbell_rings\":%llu}",
+			       l ? "," : "", l, (unsigned long long)ls->parks,
+			       (unsigned long long)ls->wakes_sent,
+			       (unsigned long long)ls->wakes_received,
+			       (unsigned long long)ls->watchdog_expiries,
+			       (unsigned long long)ls->calls, (unsigned long long)ls->doorbell_rings);
+		}
+		printf("]}\n");
+	}
+	fflush(stdout);
+	knit_pool_destroy(pool);
+	return rc;
+}

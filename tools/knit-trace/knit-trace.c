@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: MIT
+/*
+ * knit-trace - how long do libknitting's parked workers take to wake?
+ *
+ * The user-space half of knit-trace(8): finds the libknitting.so a process
+ * has mapped (or takes a library path), checks it carries the "knitting"
+ * USDT probes, loads knit-trace.bpf.c through its skeleton, attaches one
+ * USDT program per probe plus the sched_wakeup / sched_switch tp_btf
+ * programs, then every interval (or once, at the end) reads the per pool /
+ * per lane counters and log2 histograms, prints them (text or --json) and
+ * clears them.
+ *
+ * Exit status: 0 after a normal run (Ctrl-C, -d elapsed, count reached or
+ * the traced process exited), 1 on any error, with one line on stderr that
+ * says what is wrong and what to do, 64 (argp) on a usage error.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "knit-trace.h"
+#include "knit-trace.skel.h"
+#include "src/trace.h"
+
+_Static_assert(KT_REASON_RUNG == KNIT_TRACE_WAKE_RUNG, "reason codes drifted from src/trace.h");
+_Static_assert(KT_REASON_WATCHDOG == KNIT_TRACE_WAKE_WATCHDOG, "reason codes drifted");
+_Static_assert(KT_REASON_SPURIOUS == KNIT_TRACE_WAKE_SPURIOUS, "reason codes drifted");
+_Static_assert(KT_REASON_STOP == KNIT_TRACE_WAKE_STOP, "reason codes drifted");
+
+#define PROVIDER "knitting"
+#define BTF_PATH "/sys/kernel/btf/vmlinux"
+
+static struct env {
+	pid_t pid;
+	const char *lib;
+	long interval; /* seconds; 0 = one report at the end */
+	long times;    /* reports; 0 = unlimited */
+	long duration; /* seconds; 0 = until Ctrl-C / process exit */
+	bool filter_lane;
+	unsigned lane;
+	__u64 pool;
+	bool json;
+	bool by_pool;
+	bool timestamp;
+	bool verbose;
+	unsigned hist_views; /* bitmask of enum kt_view printed as histograms */
+} env = {
+	.hist_views = 1u << KT_VIEW_WAKE_ONCPU,
+};
+
+static volatile sig_atomic_t exiting;
+
+/* View names (CLI, JSON) and titles (text histograms). */
+static const char *const view_name[KT_NR_VIEWS] = {
+	[KT_VIEW_WAKE_ONCPU] = "wake_cpu",
+	[KT_VIEW_WAKE_PROBE] = "wake_probe",
+	[KT_VIEW_PARK] = "park",
+	[KT_VIEW_QUEUE] = "queue",
+	[KT_VIEW_SERVICE] = "service",
+	[KT_VIEW_CALL] = "call",
+	[KT_VIEW_STOP] = "stop",
+	[KT_VIEW_DOORBELL] = "doorbell",
+};
+static const char *const view_title[KT_NR_VIEWS] = {
+	[KT_VIEW_WAKE_ONCPU] = "wake latency: host ring -> rung worker running on a CPU",
+	[KT_VIEW_WAKE_PROBE] = "wake latency: host ring -> worker_wake probe",
+	[KT_VIEW_PARK] = "park duration: worker_park -> worker_wake",
+	[KT_VIEW_QUEUE] = "queue wait: task_enqueue -> task_start",
+	[KT_VIEW_SERVICE] = "service time: task_start -> task_done",
+	[KT_VIEW_CALL] = "call latency: task_enqueue -> task_complete",
+	[KT_VIEW_STOP] = "stop acknowledgement: stop_request -> stop_ack",
+	[KT_VIEW_DOORBELL] = "host doorbell sleep: doorbell_arm -> doorbell_wake",
+};
+static const char *const event_name[KT_NR_EVENTS] = {
+	[KT_EV_WORKER_PARK] = "worker_park",
+	[KT_EV_WAKE_RUNG] = "wake_rung",
+	[KT_EV_WAKE_WATCHDOG] = "wake_watchdog",
+	[KT_EV_WAKE_SPURIOUS] = "wake_spurious",
+	[KT_EV_WAKE_STOP] = "wake_stop",
+	[KT_EV_WAKE_OTHER] = "wake_other",
+	[KT_EV_HOST_RING] = "host_ring",
+	[KT_EV_RING_RUNNING] = "ring_found_running",
+	[KT_EV_RING_AFTER_WAKE] = "ring_after_wake",
+	[KT_EV_DOORBELL_ARM] = "doorbell_arm",
+	[KT_EV_DOORBELL_RING] = "doorbell_ring",
+	[KT_EV_DOORBELL_WAKE] = "doorbell_wake",
+	[KT_EV_TASK_ENQUEUE] = "task_enqueue",
+	[KT_EV_TASK_START] = "task_start",
+	[KT_EV_TASK_DONE] = "task_done",
+	[KT_EV_TASK_FAILED] = "task_failed",
+	[KT_EV_TASK_COMPLETE] = "task_complete",
+	[KT_EV_STOP_REQUEST] = "stop_request",
+	[KT_EV_STOP_ACK] = "stop_ack",
+};
+
+/* ---- command line -------------------------------------------------------- */
+
+const char *argp_program_version = "knit-trace 0.1";
+static const char argp_program_doc[] =
+	"Show how long libknitting's parked workers take to wake, per pool and lane.\n"
+	"\n"
+	"USAGE: knit-trace [-p PID | -l PATH] [-d SECONDS] [--lane N] [--json]\n"
+	"                  [-H VIEWS] [interval] [count]\n"
+	"\n"
+	"Views: wake_cpu (host ring -> worker on a CPU), wake_probe (ring -> worker\n"
+	"wake probe), park, queue, service, call, stop, doorbell. All are summarised\n"
+	"(count, min, p50, p99, max); -H picks which get a full log2 histogram.\n"
+	"\n"
+	"EXAMPLES:\n"
+	"    knit-trace -p 1234            # trace pid 1234 until Ctrl-C or it exits\n"
+	"    knit-trace -p 1234 1 10       # print 1 second summaries, 10 times\n"
+	"    knit-trace -p 1234 -d 5       # trace for 5 seconds, then report\n"
+	"    knit-trace -p 1234 --lane 0   # only lane 0 of every pool\n"
+	"    knit-trace -p 1234 -H all     # histograms for every view\n"
+	"    knit-trace -p 1234 --json     # one JSON object per report\n"
+	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.0\n"
+	"                                  # every process using that library\n";
+
+enum {
+	OPT_LANE = 1000,
+	OPT_JSON,
+	OPT_POOL,
+	OPT_BY_POOL,
+};
+
+static const struct argp_option opts[] = {
+	{ "pid", 'p', "PID", 0, "Trace the libknitting.so mapped by process PID", 0 },
+	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process only; "
+				 "alone: in every process)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
+	{ "lane", OPT_LANE, "N", 0, "Only lane N (pool-wide doorbell probes stay)", 0 },
+	{ "pool", OPT_POOL, "ADDR", 0, "Only the pool at address ADDR (as reported)", 0 },
+	{ "json", OPT_JSON, NULL, 0, "Print one JSON object per report", 0 },
+	{ "hist", 'H', "VIEWS", 0, "Histograms to print: comma list of views, 'all' or "
+				   "'none' (default wake_cpu)", 0 },
+	{ "by-pool", OPT_BY_POOL, NULL, 0, "Merge the lanes of each pool in histograms", 0 },
+	{ "timestamp", 'T', NULL, 0, "Print a timestamp with each report", 0 },
+	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
+	{ 0 },
+};
+
+static bool parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_views(const char *arg, unsigned *mask)
+{
+	char buf[256], *tok, *save;
+	int v;
+
+	if (!strcmp(arg, "all")) {
+		*mask = (1u << KT_NR_VIEWS) - 1;
+		return true;
+	}
+	*mask = 0;
+	if (!strcmp(arg, "none"))
+		return true;
+	if (strlen(arg) >= sizeof(buf))
+		return false;
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (v = 0; v < KT_NR_VIEWS; v++)
+			if (!strcmp(tok, view_name[v]))
+				break;
+		if (v == KT_NR_VIEWS)
+			return false;
+		*mask |= 1u << v;
+	}
+	return true;
+}
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	static int pos_args;
+	long v;
+
+	switch (key) {
+	case 'h':
+		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);
+		break;
+	case 'p':
+		if (!parse_long(arg, 1, INT_MAX, &v))
+			argp_error(state, "invalid PID: %s", arg);
+		env.pid = (pid_t)v;
+		break;
+	case 'l':
+		env.lib = arg;
+		break;
+	case 'd':
+		if (!parse_long(arg, 1, INT_MAX, &v))
+			argp_error(state, "invalid duration: %s", arg);
+		env.duration = v;
+		break;
+	case OPT_LANE:
+		if (!parse_long(arg, 0, 0xfffffffe, &v))
+			argp_error(state, "invalid lane: %s", arg);
+		env.filter_lane = true;
+		env.lane = (unsigned)v;
+		break;
+	case OPT_POOL: {
+		char *end;
+		errno = 0;
+		env.pool = strtoull(arg, &end, 0);
+		if (errno || end == arg || *end || !env.pool)
+			argp_error(state, "invalid pool address: %s", arg);
+		break;
+	}
+	case OPT_JSON:
+		env.json = true;
+		break;
+	case 'H':
+		if (!parse_views(arg, &env.hist_views))
+			argp_error(state, "invalid view list: %s", arg);
+		break;
+	case OPT_BY_POOL:
+		env.by_pool = true;
+		break;
+	case 'T':
+		env.timestamp = true;
+		break;
+	case 'v':
+		env.verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		if (pos_args == 0) {
+			if (!parse_long(arg, 1, INT_MAX, &v))
+				argp_error(state, "invalid interval: %s", arg);
+			env.interval = v;
+		} else if (pos_args == 1) {
+			if (!parse_long(arg, 1, INT_MAX, &v))
+				argp_error(state, "invalid count: %s", arg);
+			env.times = v;
+		} else {
+			argp_error(state, "unrecognized positional argument: %s", arg);
+		}
+		pos_args++;
+		break;
+	case ARGP_KEY_END:
+		if (!env.pid && !env.lib)
+			argp_error(state, "say what to trace: -p PID or -l PATH");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int libbpf_print_fn(enum libbpf_print_level level, const char *format, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !env.verbose)
+		return 0;
+	return vfprintf(stderr, format, args);
+}
+
+static void sig_handler(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+/* ---- finding the library and its probes --------------------------------- */
+
+/* Find the libknitting.so that `pid` has mapped executable; write its path
+ * (as the process sees it) to `out`. Returns 0, -ESRCH (no such process),
+ * -EACCES, or -ENOENT (no libknitting mapped). */
+static int find_mapped_lib(pid_t pid, char *out, size_t outsz)
+{
+	char maps[64], line[PATH_MAX + 256];
+	int found = -ENOENT;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	f = fopen(maps, "r");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8] = "", *path, *base, *nl;
+
+		if (sscanf(line, "%*s %7s", perms) != 1 || !strchr(perms, 'x'))
+			continue;
+		path = strchr(line, '/');
+		if (!path)
+			continue;
+		nl = strchr(path, '\n');
+		if (nl)
+			*nl = '\0';
+		base = strrchr(path, '/') + 1;
+		if (strncmp(base, "libknitting.so", 14) && strncmp(base, "libknitting-", 12))
+			continue;
+		if (strlen(path) >= outsz)
+			continue;
+		strcpy(out, path);
+		found = 0;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+struct probe_set {
+	int nprobes;       /* knitting probes in the note section */
+	unsigned attached; /* bitmask by index in probe_table */
+};
+
+/* Every probe of provider "knitting" this tool knows, with its program. */
+struct probe_ent {
+	const char *name;
+	size_t prog_off; /* offsetof the program in skel->progs */
+	size_t link_off; /* offsetof the link in skel->links */
+	bool present;
+};
+#define PROBE(n)                                                                 \
+	{ #n, offsetof(struct knit_trace_bpf, progs.n), offsetof(struct knit_trace_bpf, links.n), \
+	  false }
+static struct probe_ent probe_table[] = {
+	PROBE(worker_park),  PROBE(worker_wake),   PROBE(host_ring),     PROBE(doorbell_arm),
+	PROBE(doorbell_ring), PROBE(doorbell_wake), PROBE(task_enqueue), PROBE(task_start),
+	PROBE(task_done),    PROBE(task_complete), PROBE(stop_request), PROBE(stop_ack),
+};
+#define NPROBES (sizeof(probe_table) / sizeof(probe_table[0]))
+
+/* Read the ELF note section .note.stapsdt of `path`; mark which of our
+ * probes are present. Returns the number of provider-"knitting" notes found
+ * (0: none), -1 with `why` set when the file is not ELF or has no
+ * .note.stapsdt section at all, -2 with `why` set when it cannot be opened. */
+static int scan_probes(const char *path, const char **why)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int fd, n = 0;
+	bool have_note = false;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*why = "libelf is unusable";
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = strerror(errno);
+		return -2;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx)) {
+		*why = "not an ELF file";
+		n = -1;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		const char *name;
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".note.stapsdt"))
+			continue;
+		have_note = true;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const char *desc = (const char *)data->d_buf + desc_off;
+			size_t addrs = 3 * (gelf_getclass(elf) == ELFCLASS32 ? 4 : 8);
+			const char *prov, *pname;
+
+			/* NT_STAPSDT == 3, owner "stapsdt"; desc: pc, base,
+			 * semaphore, then provider\0 name\0 args\0. Bounds-check
+			 * everything: the file is not trusted. */
+			if (nh.n_type != 3 || nh.n_namesz != 8 ||
+			    memcmp((const char *)data->d_buf + name_off, "stapsdt", 8))
+				continue;
+			if (nh.n_descsz <= addrs || !memchr(desc + addrs, '\0', nh.n_descsz - addrs))
+				continue;
+			prov = desc + addrs;
+			pname = prov + strlen(prov) + 1;
+			if ((size_t)(pname - desc) >= nh.n_descsz ||
+			    !memchr(pname, '\0', nh.n_descsz - (size_t)(pname - desc)))
+				continue;
+			if (strcmp(prov, PROVIDER))
+				continue;
+			n++;
+			for (size_t i = 0; i < NPROBES; i++)
+				if (!strcmp(pname, probe_table[i].name))
+					probe_table[i].present = true;
+		}
+	}
+	if (!have_note) {
+		*why = "no .note.stapsdt section";
+		n = -1;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return n;
+}
+
+/* ---- reading the maps ---------------------------------------------------- */
+
+struct lane_rec {
+	__u64 pool;
+	uint32_t lane; /* or KT_LANE_POOL */
+	bool have_counts;
+	struct kt_counts counts;
+	unsigned have_hist; /* bitmask by view */
+	struct kt_hist hist[KT_NR_VIEWS];
+};
+
+static struct lane_rec *recs;
+static size_t nrecs, caprecs;
+
+static struct lane_rec *rec_get(__u64 pool, uint32_t lane)
+{
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].pool == pool && recs[i].lane == lane)
+			return &recs[i];
+	if (nrecs == caprecs) {
+		size_t nc = caprecs ? caprecs * 2 : 16;
+		struct lane_rec *n = realloc(recs, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		recs = n;
+		caprecs = nc;
+	}
+	memset(&recs[nrecs], 0, sizeof(recs[0]));
+	recs[nrecs].pool = pool;
+	recs[nrecs].lane = lane;
+	return &recs[nrecs++];
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct lane_rec *x = a, *y = b;
+
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	if (x->lane != y->lane)
+		return x->lane < y->lane ? -1 : 1;
+	return 0;
+}
+
+/* Copy `counts` and `hists` into recs[], then delete what was read, so the
+ * next interval starts from zero. */
+static int collect(struct knit_trace_bpf *skel)
+{
+	int cfd = bpf_map__fd(skel->maps.counts), hfd = bpf_map__fd(skel->maps.hists);
+	struct kt_lane_key lk, lnext, *lprev = NULL;
+	struct kt_hist_key hk, hnext, *hprev = NULL;
+	struct lane_rec *r;
+
+	nrecs = 0;
+	while (!bpf_map_get_next_key(cfd, lprev, &lnext)) {
+		lk = lnext;
+		lprev = &lk;
+		r = rec_get(lk.pool, lk.lane);
+		if (!r)
+			return -ENOMEM;
+		if (bpf_map_lookup_elem(cfd, &lk, &r->counts))
+			continue;
+		r->have_counts = true;
+	}
+	while (!bpf_map_get_next_key(hfd, hprev, &hnext)) {
+		hk = hnext;
+		hprev = &hk;
+		if (hk.view >= KT_NR_VIEWS)
+			continue;
+		r = rec_get(hk.pool, hk.lane);
+		if (!r)
+			return -ENOMEM;
+		if (bpf_map_lookup_elem(hfd, &hk, &r->hist[hk.view]))
+			continue;
+		r->have_hist |= 1u << hk.view;
+	}
+	for (size_t i = 0; i < nrecs; i++) {
+		struct kt_lane_key k = { .pool = recs[i].pool, .lane = recs[i].lane };
+
+		if (recs[i].have_counts)
+			bpf_map_delete_elem(cfd, &k);
+		for (uint32_t v = 0; v < KT_NR_VIEWS; v++) {
+			struct kt_hist_key h = { .pool = recs[i].pool, .lane = recs[i].lane, .view = v };
+			if (recs[i].have_hist & (1u << v))
+				bpf_map_delete_elem(hfd, &h);
+		}
+	}
+	qsort(recs, nrecs, sizeof(recs[0]), rec_cmp);
+	return 0;
+}
+
+static void hist_merge(struct kt_hist *into, const struct kt_hist *h)
+{
+	for (int i = 0; i < KT_MAX_SLOTS; i++)
+		into->slots[i] += h->slots[i];
+	if (h->count && (!into->count || h->min_ns < into->min_ns))
+		into->min_ns = h->min_ns;
+	if (h->max_ns > into->max_ns)
+		into->max_ns = h->max_ns;
+	into->count += h->count;
+	into->sum_ns += h->sum_ns;
+}
+
+/* The q-quantile (0 < q <= 1) read off the log2 histogram: the upper edge
+ * of the bucket holding the q*count-th sample, clamped to [min, max]. An
+ * over-estimate of at most 2x, never more than the true maximum. */
+static __u64 hist_quantile(const struct kt_hist *h, double q)
+{
+	__u64 total = 0, want, cum = 0, v = 0;
+
+	for (int i = 0; i < KT_MAX_SLOTS; i++)
+		total += h->slots[i];
+	if (!total)
+		return 0;
+	want = (__u64)(q * (double)total + 0.999999);
+	if (want < 1)
+		want = 1;
+	for (int i = 0; i < KT_MAX_SLOTS; i++) {
+		cum += h->slots[i];
+		if (cum >= want) {
+			v = i >= 63 ? UINT64_MAX : (2ULL << i) - 1;
+			break;
+		}
+	}
+	if (v > h->max_ns)
+		v = h->max_ns;
+	if (v < h->min_ns)
+		v = h->min_ns;
+	return v;
+}
+
+/* ---- text output --------------------------------------------------------- */
+
+static void print_stars(__u64 val, __u64 max, int width)
+{
+	int n = max ? (int)((val * (__u64)width + max - 1) / max) : 0;
+
+	if (n > width)
+		n = width;
+	for (int i = 0; i < width; i++)
+		putchar(i < n ? '*' : ' ');
+}
+
+static void print_hist(const struct kt_hist *h)
+{
+	int first = -1, last = -1;
+	__u64 max = 0;
+
+	for (int i = 0; i < KT_MAX_SLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		if (first < 0)
+			first = i;
+		last = i;
+		if (h->slots[i] > max)
+			max = h->slots[i];
+	}
+	if (first < 0) {
+		printf("     (no samples)\n");
+		return;
+	}
+	printf("%25s : %-10s distribution\n", "nsecs", "count");
+	for (int i = first; i <= last; i++) {
+		__u64 lo = i ? 1ULL << i : 0, hi = (2ULL << i) - 1;
+
+		printf("%11llu -> %-10llu : %-10llu |", lo, hi, h->slots[i]);
+		print_stars(h->slots[i], max, 40);
+		printf("|\n");
+	}
+}
+
+static const char *lane_str(uint32_t lane, char *buf, size_t n)
+{
+	if (lane == KT_LANE_POOL)
+		snprintf(buf, n, "pool");
+	else
+		snprintf(buf, n, "%u", lane);
+	return buf;
+}
+
+static void print_summary_row(__u64 pool, const char *lane, int view, const struct kt_hist *h)
+{
+	printf("0x%-14llx %-5s %-11s %8llu %10.1f %10.1f %10.1f %10.1f\n", pool,
+	       lane, view_name[view], h->count, h->min_ns / 1e3, hist_quantile(h, 0.5) / 1e3,
+	       hist_quantile(h, 0.99) / 1e3, h->max_ns / 1e3);
+}
+
+static void print_text(void)
+{
+	char lb[16];
+
+	if (!nrecs) {
+		printf("no probe fired\n");
+		return;
+	}
+	/* Histograms, per lane (or per pool with --by-pool). */
+	for (int v = 0; v < KT_NR_VIEWS; v++) {
+		if (!(env.hist_views & (1u << v)))
+			continue;
+		for (size_t i = 0; i < nrecs; i++) {
+			struct kt_hist merged;
+			size_t j;
+
+			if (!env.by_pool) {
+				if (!(recs[i].have_hist & (1u << v)))
+					continue;
+				printf("\npool 0x%llx lane %s: %s\n", recs[i].pool,
+				       lane_str(recs[i].lane, lb, sizeof(lb)), view_title[v]);
+				print_hist(&recs[i].hist[v]);
+				continue;
+			}
+			if (i && recs[i - 1].pool == recs[i].pool)
+				continue;
+			memset(&merged, 0, sizeof(merged));
+			for (j = i; j < nrecs && recs[j].pool == recs[i].pool; j++)
+				if (recs[j].have_hist & (1u << v))
+					hist_merge(&merged, &recs[j].hist[v]);
+			if (!merged.count)
+				continue;
+			printf("\npool 0x%llx (all lanes): %s\n", recs[i].pool, view_title[v]);
+			print_hist(&merged);
+		}
+	}
+
+	/* Latency summary: every view with samples, per lane and per pool. */
+	printf("\n%-16s %-5s %-11s %8s %10s %10s %10s %10s\n", "POOL", "LANE", "VIEW", "COUNT",
+	       "MIN(us)", "P50(us)", "P99(us)", "MAX(us)");
+	for (size_t i = 0; i < nrecs; i++) {
+		size_t end = i;
+
+		while (end < nrecs && recs[end].pool == recs[i].pool)
+			end++;
+		for (size_t j = i; j < end; j++)
+			for (int v = 0; v < KT_NR_VIEWS; v++)
+				if (recs[j].have_hist & (1u << v))
+					print_summary_row(recs[j].pool,
+							  lane_str(recs[j].lane, lb, sizeof(lb)), v,
+							  &recs[j].hist[v]);
+		for (int v = 0; v < KT_NR_VIEWS; v++) {
+			struct kt_hist merged;
+			int lanes = 0;
+
+			memset(&merged, 0, sizeof(merged));
+			for (size_t j = i; j < end; j++)
+				if (recs[j].lane != KT_LANE_POOL && (recs[j].have_hist & (1u << v))) {
+					hist_merge(&merged, &recs[j].hist[v]);
+					lanes++;
+				}
+			if (lanes > 1)
+				print_summary_row(recs[i].pool, "all", v, &merged);
+		}
+		i = end - 1;
+	}
+
+	/* Probe counts. */
+	printf("\n%-16s %-5s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n", "POOL", "LANE",
+	       "PARK", "RUNG", "WDOG", "SPUR", "STOPW", "RING", "RUNNING", "DBRING", "ENQ",
+	       "DONE", "FAIL", "STOPACK");
+	for (size_t i = 0; i < nrecs; i++) {
+		const __u64 *e = recs[i].counts.ev;
+
+		if (!recs[i].have_counts || recs[i].lane == KT_LANE_POOL)
+			continue;
+		printf("0x%-14llx %-5u %7llu %7llu %7llu %7llu"
+		       " %7llu %7llu %7llu %7llu %7llu %7llu"
+		       " %7llu %7llu\n",
+		       recs[i].pool, recs[i].lane, e[KT_EV_WORKER_PARK], e[KT_EV_WAKE_RUNG],
+		       e[KT_EV_WAKE_WATCHDOG], e[KT_EV_WAKE_SPURIOUS], e[KT_EV_WAKE_STOP],
+		       e[KT_EV_HOST_RING], e[KT_EV_RING_RUNNING], e[KT_EV_DOORBELL_RING],
+		       e[KT_EV_TASK_ENQUEUE], e[KT_EV_TASK_DONE], e[KT_EV_TASK_FAILED],
+		       e[KT_EV_STOP_ACK]);
+	}
+	for (size_t i = 0; i < nrecs; i++) {
+		const __u64 *e = recs[i].counts.ev;
+
+		if (!recs[i].have_counts || recs[i].lane != KT_LANE_POOL)
+			continue;
+		printf("pool 0x%llx: %llu doorbell arms, %llu"
+		       " doorbell wakes, %llu calls completed\n",
+		       recs[i].pool, e[KT_EV_DOORBELL_ARM], e[KT_EV_DOORBELL_WAKE],
+		       e[KT_EV_TASK_COMPLETE]);
+	}
+}
+
+/* ---- JSON output --------------------------------------------------------- */
+
+static void json_hist(const struct kt_hist *h)
+{
+	bool first = true;
+
+	printf("{\"count\":%llu,\"min_ns\":%llu,\"mean_ns\":%llu"
+	       ",\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu,\"hist\":[",
+	       h->count, h->min_ns, h->count ? h->sum_ns / h->count : 0, hist_quantile(h, 0.5),
+	       hist_quantile(h, 0.99), h->max_ns);
+	for (int i = 0; i < KT_MAX_SLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		printf("%s[%llu,%llu,%llu]", first ? "" : ",",
+		       i ? 1ULL << i : 0, (2ULL << i) - 1, h->slots[i]);
+		first = false;
+	}
+	printf("]}");
+}
+
+static void json_latency(const struct lane_rec *r)
+{
+	bool first = true;
+
+	printf("\"latency\":{");
+	for (int v = 0; v < KT_NR_VIEWS; v++) {
+		if (!(r->have_hist & (1u << v)))
+			continue;
+		printf("%s\"%s\":", first ? "" : ",", view_name[v]);
+		json_hist(&r->hist[v]);
+		first = false;
+	}
+	printf("}");
+}
+
+static void json_counts(const __u64 *e)
+{
+	printf("\"counts\":{");
+	for (int k = 0; k < KT_NR_EVENTS; k++)
+		printf("\"%s\":%llu,", event_name[k], e[k]);
+	printf("\"worker_wake\":%llu}",
+	       e[KT_EV_WAKE_RUNG] + e[KT_EV_WAKE_WATCHDOG] + e[KT_EV_WAKE_SPURIOUS] +
+		       e[KT_EV_WAKE_STOP] + e[KT_EV_WAKE_OTHER]);
+}
+
+static void print_json(const char *lib, double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	printf("{\"time\":%lld.%09ld,\"seconds\":%.3f,\"pid\":%d,\"library\":\"", (long long)ts.tv_sec,
+	       ts.tv_nsec, secs, (int)env.pid);
+	for (const char *c = lib; *c; c++) /* paths: escape what JSON needs */
+		if (*c == '"' || *c == '\\')
+			printf("\\%c", *c);
+		else if ((unsigned char)*c < 0x20)
+			printf("\\u%04x", *c);
+		else
+			putchar(*c);
+	printf("\",\"pools\":[");
+	for (size_t i = 0; i < nrecs;) {
+		size_t end = i;
+		struct kt_counts tot;
+		bool first = true;
+
+		while (end < nrecs && recs[end].pool == recs[i].pool)
+			end++;
+		memset(&tot, 0, sizeof(tot));
+		printf("%s{\"pool\":\"0x%llx\",\"lanes\":[", i ? "," : "", recs[i].pool);
+		for (size_t j = i; j < end; j++) {
+			for (int k = 0; k < KT_NR_EVENTS; k++)
+				tot.ev[k] += recs[j].counts.ev[k];
+			if (recs[j].lane == KT_LANE_POOL)
+				continue;
+			printf("%s{\"lane\":%u,", first ? "" : ",", recs[j].lane);
+			json_counts(recs[j].counts.ev);
+			printf(",");
+			json_latency(&recs[j]);
+			printf("}");
+			first = false;
+		}
+		printf("],\"pool_level\":{");
+		{
+			struct lane_rec empty = { 0 };
+			const struct lane_rec *pr = &empty;
+
+			for (size_t j = i; j < end; j++)
+				if (recs[j].lane == KT_LANE_POOL)
+					pr = &recs[j];
+			json_counts(pr->counts.ev);
+			printf(",");
+			json_latency(pr);
+		}
+		printf("},\"totals\":{");
+		json_counts(tot.ev);
+		printf(",\"latency\":{");
+		first = true;
+		for (int v = 0; v < KT_NR_VIEWS; v++) {
+			struct kt_hist merged;
+
+			memset(&merged, 0, sizeof(merged));
+			for (size_t j = i; j < end; j++)
+				if (recs[j].have_hist & (1u << v))
+					hist_merge(&merged, &recs[j].hist[v]);
+			if (!merged.count)
+				continue;
+			printf("%s\"%s\":", first ? "" : ",", view_name[v]);
+			json_hist(&merged);
+			first = false;
+		}
+		printf("}}}");
+		i = end;
+	}
+	printf("]}\n");
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The traced process has exited: no such pid, or only its zombie is left
+ * (a parent that does not reap it must not keep us tracing). */
+static bool process_gone(void)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	if (!env.pid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)env.pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')'); /* the command name may hold anything but ends at the last ')' */
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+static int report(struct knit_trace_bpf *skel, const char *lib, double secs)
+{
+	int err = collect(skel);
+
+	if (err) {
+		fprintf(stderr, "knit-trace: reading the BPF maps failed: %s\n", strerror(-err));
+		return err;
+	}
+	if (env.json) {
+		print_json(lib, secs);
+	} else {
+		if (env.timestamp) {
+			char tsbuf[32];
+			time_t t = time(NULL);
+			strftime(tsbuf, sizeof(tsbuf), "%H:%M:%S", localtime(&t));
+			printf("\n%s", tsbuf);
+		}
+		printf("\n--- %.1f s ---\n", secs);
+		print_text();
+	}
+	fflush(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = opts,
+		.parser = parse_arg,
+		.doc = argp_program_doc,
+	};
+	char mapped[PATH_MAX], rooted[PATH_MAX + 32];
+	const char *lib, *why = NULL;
+	struct knit_trace_bpf *skel = NULL;
+	double start, last, now;
+	int err, n, attached = 0;
+	long reports = 0;
+
+	err = argp_parse(&argp, argc, argv, 0, NULL, NULL);
+	if (err)
+		return 1;
+	for (int k = 0; k < KT_NR_EVENTS; k++)
+		if (!event_name[k]) {
+			fprintf(stderr, "knit-trace: internal error: event %d has no name\n", k);
+			return 1;
+		}
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "knit-trace: must run as root (it loads BPF programs and "
+				"places uprobes): try sudo knit-trace ...\n");
+		return 1;
+	}
+	if (access(BTF_PATH, R_OK)) {
+		fprintf(stderr, "knit-trace: this kernel has no BTF (%s: %s); knit-trace "
+				"needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n",
+			BTF_PATH, strerror(errno));
+		return 1;
+	}
+
+	lib = env.lib;
+	if (env.pid && !lib) {
+		err = find_mapped_lib(env.pid, mapped, sizeof(mapped));
+		if (err == -ESRCH) {
+			fprintf(stderr, "knit-trace: no process %d\n", (int)env.pid);
+			return 1;
+		}
+		if (err == -ENOENT) {
+			fprintf(stderr, "knit-trace: process %d has no libknitting.so mapped (not "
+					"linked with -lknitting, or not loaded yet?); give the "
+					"library with -l PATH\n", (int)env.pid);
+			return 1;
+		}
+		if (err) {
+			fprintf(stderr, "knit-trace: cannot read /proc/%d/maps: %s\n",
+				(int)env.pid, strerror(-err));
+			return 1;
+		}
+		lib = mapped;
+		/* The path is the process's view: reach it through its root
+		 * (containers) when ours differs. */
+		if (access(lib, R_OK)) {
+			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)env.pid, mapped);
+			lib = rooted;
+		}
+	}
+	if (process_gone()) {
+		fprintf(stderr, "knit-trace: no process %d\n", (int)env.pid);
+		return 1;
+	}
+	n = scan_probes(lib, &why);
+	if (n == -2) {
+		fprintf(stderr, "knit-trace: cannot open %s: %s\n", lib, why);
+		return 1;
+	}
+	if (n < 0) {
+		fprintf(stderr, "knit-trace: %s has no USDT probes to attach to (%s); was "
+				"libknitting built with -DKNIT_NO_TRACE?\n", lib, why);
+		return 1;
+	}
+	if (n == 0) {
+		fprintf(stderr, "knit-trace: %s has USDT probes but none from provider '%s': "
+				"not a libknitting with probes\n", lib, PROVIDER);
+		return 1;
+	}
+
+	libbpf_set_print(libbpf_print_fn);
+	skel = knit_trace_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "knit-trace: cannot open the BPF object: %s\n", strerror(errno));
+		return 1;
+	}
+	skel->rodata->targ_tgid = (__u32)env.pid;
+	skel->rodata->targ_pool = env.pool;
+	skel->rodata->filter_lane = env.filter_lane;
+	skel->rodata->targ_lane = env.lane;
+
+	err = knit_trace_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "knit-trace: the kernel refused the BPF programs (%s); run with "
+				"-v for the verifier's log\n", strerror(-err));
+		goto cleanup;
+	}
+
+	/* Scheduler side: every wake we measure goes through these two. */
+	skel->links.kt_sched_wakeup = bpf_program__attach(skel->progs.kt_sched_wakeup);
+	skel->links.kt_sched_switch = bpf_program__attach(skel->progs.kt_sched_switch);
+	if (!skel->links.kt_sched_wakeup || !skel->links.kt_sched_switch) {
+		err = -errno;
+		fprintf(stderr, "knit-trace: cannot attach to the sched_wakeup/sched_switch "
+				"tracepoints (tp_btf): %s\n", strerror(errno));
+		goto cleanup;
+	}
+	for (size_t i = 0; i < NPROBES; i++) {
+		struct bpf_program *prog =
+			*(struct bpf_program **)((char *)skel + probe_table[i].prog_off);
+		struct bpf_link **link = (struct bpf_link **)((char *)skel + probe_table[i].link_off);
+
+		if (!probe_table[i].present) {
+			if (env.verbose)
+				fprintf(stderr, "knit-trace: %s has no probe %s:%s\n", lib, PROVIDER,
+					probe_table[i].name);
+			continue;
+		}
+		*link = bpf_program__attach_usdt(prog, env.pid ? env.pid : -1, lib, PROVIDER,
+						 probe_table[i].name, NULL);
+		if (!*link) {
+			err = -errno;
+			fprintf(stderr, "knit-trace: cannot attach to %s:%s in %s: %s\n", PROVIDER,
+				probe_table[i].name, lib, strerror(errno));
+			goto cleanup;
+		}
+		attached++;
+	}
+
+	signal(SIGINT, sig_handler);
+	signal(SIGTERM, sig_handler);
+	if (env.pid)
+		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d)", attached, lib,
+			(int)env.pid);
+	else
+		fprintf(stderr, "knit-trace: attached %d probes in %s (every process)", attached,
+			lib);
+	fprintf(stderr, "; tracing%s. Hit Ctrl-C to end.\n",
+		env.pid ? " until it exits" : "");
+
+	start = last = mono_now();
+	for (;;) {
+		bool gone, done_dur, due;
+		struct timespec nap = { 0, 100 * 1000 * 1000 };
+
+		nanosleep(&nap, NULL);
+		now = mono_now();
+		gone = process_gone();
+		done_dur = env.duration && now - start >= env.duration;
+		due = env.interval && now - last >= env.interval;
+		if (due || exiting || gone || done_dur) {
+			if (due || !env.interval || now - last > 0.05) {
+				err = report(skel, lib, now - last);
+				if (err)
+					break;
+				reports++;
+			}
+			last = now;
+		}
+		if (exiting || gone || done_dur || (env.times && reports >= env.times))
+			break;
+	}
+	if (process_gone() && !env.json)
+		fprintf(stderr, "knit-trace: process %d exited\n", (int)env.pid);
+
+cleanup:
+	knit_trace_bpf__destroy(skel);
+	free(recs);
+	return err != 0;
+}
