@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <knitting.h>
 
@@ -169,8 +171,47 @@ static void check(struct call *c, const knit_completion_t *done)
 	}
 }
 
-int main(void)
+/*
+ * --linger SECONDS: after the batch, keep making one cold call (the worker
+ * has parked in between) every 20 ms for that long, so that knit-trace(8)
+ * can be attached to a live pool:
+ *     build/tests/examples/demo --linger 10 &
+ *     sudo build/tools/knit-trace -p $! -d 5
+ */
+static int linger(int seconds, int *made)
 {
+	struct timespec gap = { 0, 20 * 1000 * 1000 };
+	struct timespec t0, t;
+	int calls = 0, bad = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("lingering %d s: one cold call every 20 ms (pid %d; attach knit-trace -p %d)\n", seconds,
+	       (int)getpid(), (int)getpid());
+	fflush(stdout);
+	do {
+		knit_value_t arg = { .type = KNIT_VALUE_STRING, .data = "cold", .len = 4 };
+		knit_completion_t c;
+		nanosleep(&gap, NULL);
+		int rc = knit_call(pool, (uint32_t)id_shout, &arg, &c, -1);
+		bad += rc != 0 || c.status != 0;
+		if (rc == 0)
+			knit_completion_release(pool, &c);
+		calls++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < seconds);
+	printf("lingered: %d cold calls, %d failed\n\n", calls, bad);
+	*made = calls;
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	int linger_s = 0;
+	if (argc == 3 && strcmp(argv[1], "--linger") == 0)
+		linger_s = atoi(argv[2]);
+	else if (argc != 1) {
+		fprintf(stderr, "usage: %s [--linger SECONDS]\n", argv[0]);
+		return 2;
+	}
 	knit_pool_options_t opts = { .size = sizeof opts, .workers = 2 };
 	int rc = knit_pool_create(&opts, tasks, 3, &pool);
 	if (rc != 0) {
@@ -232,6 +273,10 @@ int main(void)
 	printf("  ... %d calls from 2 host threads: %d correct, each completed exactly once: %s\n\n",
 	       2 * PER_THREAD, good, good == 2 * PER_THREAD ? "yes" : "NO");
 
+	int lingered = 0;
+	if (linger_s > 0)
+		failed |= linger(linger_s, &lingered) != 0;
+
 	rc = knit_stop(pool, KNIT_STOP_DRAIN, 10ll * 1000 * 1000 * 1000);
 	printf("knit_stop(DRAIN): %s (every worker acknowledged)\n", rc == 0 ? "ok" : knit_strerror(rc));
 	knit_completion_t c;
@@ -255,7 +300,7 @@ int main(void)
 	int drc = knit_pool_destroy(pool);
 
 	int ok = !failed && bad_status == 0 && good == 2 * PER_THREAD && rc == 0 && after == -KNIT_ECLOSED &&
-		 st.enqueued == 2 * PER_THREAD && drc == 0;
+		 st.enqueued == (uint64_t)(2 * PER_THREAD + lingered) && drc == 0;
 	printf("\n%s\n", ok ? "demo: every call completed correctly" : "demo: FAILED");
 	(void)watchdog;
 	return ok ? 0 : 1;
