@@ -32,45 +32,12 @@
 
 #include "knitting.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define SAN_DIV 20
-#elif defined(__SANITIZE_ADDRESS__)
-#define SAN_DIV 10
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SAN_DIV 20
-#elif __has_feature(address_sanitizer)
-#define SAN_DIV 10
-#endif
-#endif
-#ifndef SAN_DIV
-#define SAN_DIV 1
-#endif
+#include "stress/stress.h"
 
-static int failures;
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		if (failures++ < 20) {                                                 \
-			printf("FAIL %s:%d: ", __func__, __LINE__);                    \
-			printf(__VA_ARGS__);                                           \
-			printf("\n");                                                  \
-			fflush(stdout);                                                \
-		}                                                                      \
-	} while (0)
-#define CHECK(c, ...)                                                                  \
-	do {                                                                           \
-		if (!(c))                                                              \
-			FAIL(__VA_ARGS__);                                             \
-	} while (0)
+#define SAN_DIV STRESS_SAN_DIV(20, 10)
+
 
 #define CALL_BOUND_NS (10ll * 1000 * 1000 * 1000) /* a single call's safety bound */
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint64_t rng_s = 0x6e6f6c6f73747761ull;
 static uint64_t rng(void)

@@ -33,46 +33,13 @@
 
 #include "knitting.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define SAN_DIV 10
-#elif defined(__SANITIZE_ADDRESS__)
-#define SAN_DIV 5
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SAN_DIV 10
-#elif __has_feature(address_sanitizer)
-#define SAN_DIV 5
-#endif
-#endif
-#ifndef SAN_DIV
-#define SAN_DIV 1
-#endif
+#include "stress/stress.h"
 
-static atomic_int failures;
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		if (atomic_fetch_add(&failures, 1) < 20) {                             \
-			printf("FAIL %s:%d: ", __func__, __LINE__);                    \
-			printf(__VA_ARGS__);                                           \
-			printf("\n");                                                  \
-			fflush(stdout);                                                \
-		}                                                                      \
-	} while (0)
-#define CHECK(c, ...)                                                                  \
-	do {                                                                           \
-		if (!(c))                                                              \
-			FAIL(__VA_ARGS__);                                             \
-	} while (0)
+#define SAN_DIV STRESS_SAN_DIV(10, 5)
+
 
 #define BOUND_NS (20ll * 1000 * 1000 * 1000)
 #define PER_PRODUCER 50000
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int t_neg(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/stress/stress.h - what the pool stress programs share: which
+ * sanitizer the build runs under (each program scales its counts down by its
+ * own divisor), failure reporting that keeps counting after the first 20
+ * messages, and the monotonic clock. Each program is one translation unit.
+ */
+#ifndef KNIT_TESTS_STRESS_STRESS_H
+#define KNIT_TESTS_STRESS_STRESS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define STRESS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRESS_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define STRESS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRESS_ASAN 1
+#endif
+#endif
+#ifndef STRESS_TSAN
+#define STRESS_TSAN 0
+#endif
+#ifndef STRESS_ASAN
+#define STRESS_ASAN 0
+#endif
+/* The count divisor for this build: TSAN_DIV under ThreadSanitizer, ASAN_DIV
+ * under AddressSanitizer, 1 natively. */
+#define STRESS_SAN_DIV(TSAN_DIV, ASAN_DIV) (STRESS_TSAN ? (TSAN_DIV) : STRESS_ASAN ? (ASAN_DIV) : 1)
+
+static atomic_int failures;
+#define FAIL(...)                                                                      \
+	do {                                                                           \
+		if (atomic_fetch_add(&failures, 1) < 20) {                             \
+			printf("FAIL %s:%d: ", __func__, __LINE__);                    \
+			printf(__VA_ARGS__);                                           \
+			printf("\n");                                                  \
+			fflush(stdout);                                                \
+		}                                                                      \
+	} while (0)
+#define CHECK(c, ...)                                                                  \
+	do {                                                                           \
+		if (!(c))                                                              \
+			FAIL(__VA_ARGS__);                                             \
+	} while (0)
+
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#endif
