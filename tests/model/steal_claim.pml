@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/model/steal_claim.pml - work stealing on one submit lock: one
+ * producer, N consumers, the region-Dekker claim (reference/lock2.md 3.2-3.6,
+ * invariants 6.1 #13-20; words: src/layout.h STEAL CONTROL BLOCK).
+ *
+ * Shared words: A (producer), ACK[c] and WANT[c] (consumer c only), DEAD
+ * (host only; bit c = consumer c gone; zero = all alive, the complement of the
+ * reference's LIVE mask), slot[] payloads (producer), and, for the death
+ * handling (REAP_CLAIM), CLAIM[c]: the lanes consumer c has taken and not yet
+ * retired, stored by c in the same 64-bit word as ACK[c].
+ *
+ * Consumer c, one claim attempt (lock2.md 3.5):
+ *   1 pending = load(A) ^ lw ^ XOR load(ACK[p]) (p != c), one load per step
+ *   2 pending regions        3 live = ~load(DEAD); peer/senior intents from
+ *   4 skip senior intents; prefer regions nobody wants     load(WANT[p])
+ *   5 first candidate from the cursor   6 store WANT[c] = 1<<r (seq_cst)
+ *   7 check every peer live in step 3: senior has r -> withdraw (WANT = 0);
+ *     junior only -> wait until no currently live junior has r
+ *   8 take = fresh pending & mask(r)   (0 -> WANT = 0, give up)
+ *     [REAP_CLAIM: store CLAIM[c] = take, one 64-bit store with ACK[c]]
+ *   9 decode each lane of take, lowest first
+ *  10 lw ^= take; store ACK[c] = lw (and CLAIM[c] = 0 in the same store)
+ *  11 store WANT[c] = 0      12 cursor = r + 1
+ * Every Promela step does at most one access to a shared protocol word;
+ * purely local computation and branching ride along with the step before
+ * them (invisible to the other parties, so this loses no interleaving), and
+ * ghost state may be read or written. All steps are sequentially consistent,
+ * as the protocol requires for the WANT store / peer WANT loads (lock2.md
+ * 2.7: seq_cst store + loads, or a seq_cst fence between them).
+ *
+ * A failed attempt (nothing pending, senior intent, senior conflict, empty
+ * take) blocks until some other party has written a control word since the
+ * attempt began (ghost `chg`): a retry before that would read the same values
+ * and fail the same way, so this removes only futile spinning and makes a
+ * consumer that could spin forever show up as an invalid end state. The
+ * `_no_livelock` runs (-DNP, pan -l, no progress labels, no fairness) find
+ * no cycle at all: every execution is finite, so "no invalid end state"
+ * means every execution ends with all tasks resolved, under any scheduler.
+ *
+ * Parameters: N consumers (2, 3), G lanes per region, REGIONS (default
+ * N + 1, the runtime's rule), TASKS published by the producer (more than
+ * LANES = G * REGIONS makes lanes carry a second generation); PREPUBLISH:
+ * the producer publishes everything before the consumers start.
+ *
+ * Checked (assertions + no invalid end state):
+ *   - every lane generation is decoded at most once, with the payload the
+ *     producer published for it; every task is, by the end, either decoded
+ *     once or reported lost to the dead consumer (and then only if that
+ *     consumer had recorded it as taken), never both by a survivor and lost;
+ *   - region mutual exclusion between step 8 and step 11 (ghost owner[]);
+ *   - a decoded lane is in flight; the producer only writes free lanes;
+ *   - progress: no deadlock, every consumer ends (all tasks resolved);
+ *     A == XOR ACK at the end (everything retired).
+ *
+ * Death (DEATH): consumer DEADC may die at any point of a claim (after WANT,
+ * during the junior wait, after owning the region, after take, after CLAIM,
+ * after each decode, after ACK before the WANT clear) or while idle. The host
+ * reaper then runs once the worker has exited:
+ *   REAP_CLAIM (the runtime's protocol): load ACK/CLAIM of the dead consumer
+ *     (one 64-bit load); report every CLAIM lane's task lost (its call fails
+ *     with an error); store ACK ^= CLAIM, CLAIM = 0 on its behalf (the dead
+ *     consumer will never write again); then DEAD |= 1<<d.
+ *   otherwise (the reference: only clear LIVE): a survivor re-takes lanes the
+ *     dead consumer had already decoded -> spin finds a double decode. This
+ *     run is an expected failure: it is why the runtime needs CLAIM.
+ *
+ * Mutants (expected failures): MUTANT_NO_WITHDRAW (junior ignores a senior
+ * conflict), MUTANT_NO_CHECK (no step 7), MUTANT_SNAPSHOT_TAKE (take from the
+ * step 1 snapshot), MUTANT_WANT_BEFORE_ACK (WANT cleared before ACK),
+ * MUTANT_SENIOR_NO_WAIT (senior does not wait for a conflicting junior),
+ * MUTANT_NO_REAP (the host never marks the dead consumer),
+ * MUTANT_SENIOR_WITHDRAWS (both sides back off on a conflict: a livelock,
+ * caught by the non-progress run).
+ */
+
+/* The N = 2 instances (N = 3: steal_claim_n3.pml, death: steal_claim_death.pml,
+ * both include this file). */
+/* check: n2_reuse | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=5 | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: n2_regions_of_2 | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=6 | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: n2_no_livelock | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 | cc: -DNP -O2 | pan: -l -m100000 */
+/* check: mutant_senior_withdraws | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DMUTANT_SENIOR_WITHDRAWS | cc: -DNP | pan: -l -m100000 | expect: fail */
+/* check: mutant_no_withdraw | spin: -DN=2 -DMUTANT_NO_WITHDRAW | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_no_check | spin: -DN=2 -DMUTANT_NO_CHECK | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_snapshot_take | spin: -DN=2 -DMUTANT_SNAPSHOT_TAKE | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_want_before_ack | spin: -DN=2 -DMUTANT_WANT_BEFORE_ACK | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_senior_no_wait | spin: -DN=2 -DMUTANT_SENIOR_NO_WAIT | cc: -DSAFETY | pan: -m100000 | expect: fail */
+
+#ifndef N
+#define N 2 /* consumers (2 or 3) */
+#endif
+#ifndef G
+#define G 2 /* lanes per region */
+#endif
+#ifndef REGIONS
+#define REGIONS (N + 1) /* the runtime's rule: regions >= consumers + 1 */
+#endif
+#define LANES (G * REGIONS)
+#ifndef TASKS
+#if N == 2
+#define TASKS 6
+#else
+#define TASKS 5
+#endif
+#endif
+#define FULL ((1 << LANES) - 1)
+#define ALLC ((1 << N) - 1)
+#define BIT(i) (1 << (i))
+#define RMASK(r) (((1 << G) - 1) << ((r) * G))
+
+byte A = 0;        /* publish toggles (producer) */
+byte ACK[3];       /* retire toggles of consumer c (consumer c) */
+byte WANT[3];      /* region intent of consumer c (consumer c) */
+byte CLAIM[3];     /* lanes c took and has not retired (same word as ACK) */
+byte DEAD = 0;     /* host: bit c = consumer c has exited */
+byte slot[LANES];  /* lane payload: task number 1..TASKS */
+
+#define XORACK (ACK[0] ^ ACK[1] ^ ACK[2])
+
+/* ghost state */
+byte pubval[LANES];    /* task carried by the lane's current generation */
+byte execd[TASKS + 1]; /* times each task was decoded */
+bit lost[TASKS + 1];   /* reported lost to the dead consumer */
+bit dtook[TASKS + 1];  /* the dying consumer recorded it as taken */
+byte ndone = 0;        /* tasks resolved: retired by a consumer or reported lost */
+byte owner[REGIONS];   /* consumers between step 8 and step 11 */
+byte chg = 0; /* bit c: another party wrote a control word since c's attempt began */
+bit died = 0;
+bit dc_exited = 0;     /* consumer DEADC ended normally */
+byte died_in = 255;    /* region the dead consumer owned when it died */
+
+#define CHANGED(self) chg = chg | (ALLC & ~BIT(self))
+#define CHANGED_ALL chg = ALLC
+
+inline popcount(m, k)
+{
+	k = (((m) >> 0) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1) + (((m) >> 3) & 1) +
+	    (((m) >> 4) & 1) + (((m) >> 5) & 1) + (((m) >> 6) & 1) + (((m) >> 7) & 1)
+}
+
+proctype producer()
+{
+	byte lastLocal = 0, shadow = 0, x, freeSet, n = 1, i;
+
+	do
+	:: atomic {
+		n <= TASKS;
+		freeSet = ~(lastLocal ^ shadow) & FULL;
+		if
+		:: freeSet == 0 -> goto refresh
+		:: else -> skip
+		fi;
+		/* the highest free lane */
+		i = LANES - 1;
+		do
+		:: (freeSet & BIT(i)) != 0 -> break
+		:: else -> i--
+		od;
+		freeSet = 0;
+		assert(((A ^ XORACK) & BIT(i)) == 0); /* truly free (ghost read) */
+		slot[i] = n /* payload + header: plain stores */
+	   };
+		/* publish: one release store of A */
+		d_step { lastLocal = lastLocal ^ BIT(i); A = lastLocal; pubval[i] = n; CHANGED_ALL; i = 0; n++ };
+		goto next;
+refresh:
+		/* no free lane in the cached view: reload the copy of B = XOR of
+		 * every ACK, one load at a time (a torn read only makes lanes
+		 * look busy) */
+		x = ACK[0];
+#if N > 2
+		x = x ^ ACK[1];
+		atomic {
+			x = x ^ ACK[2];
+#else
+		atomic {
+			x = x ^ ACK[1];
+#endif
+			shadow = x;
+			x = 0;
+			if
+			:: (~(lastLocal ^ shadow) & FULL) == 0 ->
+				/* backlog: retry once something was retired */
+				XORACK != shadow
+			:: else -> skip
+			fi
+		};
+next:		skip
+	:: n > TASKS -> break
+	od
+}
+
+#ifdef DEATH
+/* consumer DEADC may die here (its thread/process exits) */
+#define DIE if :: c == DEADC -> goto dead :: true -> skip fi;
+#else
+#define DIE
+#endif
+
+#if N > 2
+/* the two peers of c */
+#define PEER1 (c == 0 -> 1 : 0)
+#define PEER2 (c == 2 -> 1 : 2)
+#else
+#define PEER1 (1 - c)
+#endif
+#define SENIOR(p) ((p) < c)
+
+proctype consumer(byte c)
+{
+	byte lw = 0; /* == ACK[c] */
+	byte cursor = (REGIONS * c) / N;
+	byte pend, live, peerI, senI, r, take, rest, w, i, v, k;
+	bit jconf, own;
+
+	/* Each atomic step below does exactly one access to a shared protocol
+	 * word; the local computation and branching after it ride along (they
+	 * are invisible to the other parties), and ghost state may be read or
+	 * written. */
+	do
+	:: atomic {
+		ndone != TASKS; /* ghost: the bounded run is not over */
+		DIE
+		/* step 1: snapshot, one load per step; the ghost chg* start the attempt */
+		chg = chg & ~BIT(c);
+		pend = A ^ lw
+	   };
+#if N > 2
+		pend = pend ^ ACK[PEER1];
+		atomic {
+			pend = (pend ^ ACK[PEER2]) & FULL;
+#else
+		atomic {
+			pend = (pend ^ ACK[PEER1]) & FULL;
+#endif
+#ifdef MUTANT_SNAPSHOT_TAKE
+			rest = pend;
+#endif
+			if
+			:: pend == 0 -> goto fail
+			:: else -> skip
+			fi
+		};
+		/* step 3: live peers and their intents */
+		live = ~DEAD & ALLC;
+		atomic {
+			if
+			:: (live & BIT(PEER1)) != 0 ->
+				w = WANT[PEER1];
+				peerI = w;
+				if :: SENIOR(PEER1) -> senI = w :: else -> skip fi;
+				w = 0
+			:: else -> skip
+			fi
+		};
+#if N > 2
+		atomic {
+			if
+			:: (live & BIT(PEER2)) != 0 ->
+				w = WANT[PEER2];
+				peerI = peerI | w;
+				if :: SENIOR(PEER2) -> senI = senI | w :: else -> skip fi;
+				w = 0
+			:: else -> skip
+			fi
+		};
+#endif
+		/* step 2, 4, 5, 6: choose r and announce */
+		atomic {
+			k = 0;
+			do
+			:: k == REGIONS -> break
+			:: else -> if :: (pend & RMASK(k)) != 0 -> w = w | BIT(k) :: else -> skip fi; k++
+			od;
+			pend = w & ~senI; /* never contend with a senior's intent */
+			if
+			:: pend != 0 && (w & ~peerI) != 0 -> pend = w & ~peerI /* clean ones first */
+			:: else -> skip
+			fi;
+			k = 0; w = 0; peerI = 0; senI = 0;
+			if
+			:: pend == 0 -> goto fail
+			:: else -> skip
+			fi;
+			do
+			:: (pend & BIT((cursor + k) % REGIONS)) != 0 -> r = (cursor + k) % REGIONS; break
+			:: else -> k++
+			od;
+			k = 0; pend = 0;
+			/* step 6: announce, seq_cst store (pairs with peers' step 7) */
+			WANT[c] = BIT(r);
+			CHANGED(c)
+		};
+		/* step 7: check the peers live in step 3: a senior wanting r makes
+		 * us withdraw, a junior makes us wait */
+#ifndef MUTANT_NO_CHECK
+		atomic {
+			DIE
+			if
+			:: (live & BIT(PEER1)) != 0 && (WANT[PEER1] & BIT(r)) != 0 ->
+#ifndef MUTANT_NO_WITHDRAW
+#ifdef MUTANT_SENIOR_WITHDRAWS
+				goto withdraw /* the mutant: everybody backs off */
+#else
+				if :: SENIOR(PEER1) -> goto withdraw :: else -> jconf = 1 fi
+#endif
+#else
+				jconf = 1
+#endif
+			:: else -> skip
+			fi
+		};
+#if N > 2
+		atomic {
+			if
+			:: (live & BIT(PEER2)) != 0 && (WANT[PEER2] & BIT(r)) != 0 ->
+#ifndef MUTANT_NO_WITHDRAW
+#ifdef MUTANT_SENIOR_WITHDRAWS
+				goto withdraw
+#else
+				if :: SENIOR(PEER2) -> goto withdraw :: else -> jconf = 1 fi
+#endif
+#else
+				jconf = 1
+#endif
+			:: else -> skip
+			fi
+		};
+#endif
+#endif
+		live = 0;
+#ifndef MUTANT_SENIOR_NO_WAIT
+		/* senior: spin until no currently live junior wants r (each guard
+		 * is one load: DEAD or that junior's WANT) */
+		if
+		:: jconf && c < 1 ->
+			if
+			:: (DEAD & BIT(1)) != 0 -> skip
+			:: (WANT[1] & BIT(r)) == 0 -> skip
+#ifdef DEATH
+			:: c == DEADC -> goto dead /* dies while waiting */
+#endif
+			fi
+		:: else -> skip
+		fi;
+#if N > 2
+		if
+		:: jconf && c < 2 ->
+			if
+			:: (DEAD & BIT(2)) != 0 -> skip
+			:: (WANT[2] & BIT(r)) == 0 -> skip
+#ifdef DEATH
+			:: c == DEADC -> goto dead
+#endif
+			fi
+		:: else -> skip
+		fi;
+#endif
+#endif
+		/* step 8: region r is ours (ghost owner); take from fresh loads */
+		atomic {
+			jconf = 0;
+			owner[r]++;
+			own = 1;
+			assert(owner[r] == 1); /* region mutual exclusion */
+			DIE
+#ifdef MUTANT_SNAPSHOT_TAKE
+			/* the mutant takes from the attempt's first snapshot */
+			take = rest & RMASK(r);
+			rest = 0;
+			if :: take == 0 -> goto none :: else -> skip fi
+#else
+			take = A ^ lw
+#endif
+		};
+#ifndef MUTANT_SNAPSHOT_TAKE
+#if N > 2
+		take = take ^ ACK[PEER1];
+		atomic {
+			take = (take ^ ACK[PEER2]) & RMASK(r);
+#else
+		atomic {
+			take = (take ^ ACK[PEER1]) & RMASK(r);
+#endif
+			if :: take == 0 -> goto none :: else -> skip fi
+		};
+#endif
+#ifdef REAP_CLAIM
+		/* record the claim before decoding (same 64-bit word as ACK) */
+		atomic {
+			DIE
+			CLAIM[c] = take;
+#ifdef DEATH
+			if
+			:: c == DEADC ->
+				k = 0;
+				do
+				:: k == LANES -> break
+				:: else -> if :: (take & BIT(k)) != 0 -> dtook[pubval[k]] = 1 :: else -> skip fi; k++
+				od;
+				k = 0
+			:: else -> skip
+			fi
+#endif
+		};
+#endif
+		/* step 9: decode every lane of take, lowest first; then
+		 * step 10: retire them all with one release store of ACK[c] */
+		rest = take;
+		do
+		:: atomic {
+			rest != 0;
+			DIE
+			i = 0;
+			do
+			:: (rest & BIT(i)) != 0 -> break
+			:: else -> i++
+			od;
+			rest = rest & ~BIT(i);
+			v = slot[i]; /* the shared load: copy the lane out */
+			assert(((A ^ XORACK) & BIT(i)) != 0); /* in flight (ghost read) */
+			assert(v >= 1 && v <= TASKS && v == pubval[i]);
+			execd[v]++;
+			assert(execd[v] == 1); /* each lane generation once */
+			v = 0;
+			i = 0
+		   }
+		:: atomic {
+			rest == 0;
+			DIE
+#ifdef MUTANT_WANT_BEFORE_ACK
+			owner[r]--; own = 0; WANT[c] = 0; CHANGED(c)
+		   };
+		   atomic {
+#endif
+			lw = lw ^ take;
+			popcount(take, k);
+			ndone = ndone + k;
+			k = 0;
+			ACK[c] = lw; /* (and CLAIM[c] = 0: the same 64-bit store) */
+			CLAIM[c] = 0;
+			CHANGED(c)
+		   };
+		   break
+		od;
+		/* step 11: release, strictly after the ACK store */
+		atomic {
+			DIE
+#ifndef MUTANT_WANT_BEFORE_ACK
+			owner[r]--; own = 0; WANT[c] = 0; CHANGED(c);
+#endif
+			/* step 12 */
+			cursor = (r + 1) % REGIONS;
+			take = 0;
+			r = 0;
+			goto next
+		};
+withdraw:
+		/* a senior wants r too: the junior withdraws */
+		atomic { WANT[c] = 0; CHANGED(c); live = 0; jconf = 0; r = 0; goto fail };
+none:
+		/* nothing left in r: release it */
+		atomic { owner[r]--; own = 0; WANT[c] = 0; CHANGED(c); r = 0 };
+fail:
+		/* wait until another party wrote a control word (see top) */
+		if
+		:: (chg & BIT(c)) != 0 -> skip
+		:: ndone == TASKS -> skip
+		fi;
+next:
+		skip
+	:: ndone == TASKS -> break
+	od;
+	goto out;
+dead:
+	/* the worker thread/process is gone; its words keep their last values */
+	atomic {
+		died = 1;
+		if :: own -> died_in = r :: else -> skip fi;
+		goto gone
+	};
+out:
+#ifdef DEATH
+	if :: c == DEADC -> dc_exited = 1 :: else -> skip fi;
+#endif
+gone:
+	skip
+}
+
+#ifdef DEATH
+/* the host, once the dead worker has exited (join / pidfd) */
+proctype reaper()
+{
+	byte a, cl, k, t;
+
+	if
+	:: died -> skip
+	:: dc_exited -> goto out /* it ended normally */
+	fi;
+#ifndef MUTANT_NO_REAP
+#ifdef REAP_CLAIM
+	d_step { a = ACK[DEADC]; cl = CLAIM[DEADC] }; /* one 64-bit load */
+	if
+	:: cl != 0 ->
+		/* report the claimed lanes' calls lost, retire them on its behalf */
+		d_step {
+			k = 0;
+			do
+			:: k == LANES -> break
+			:: else ->
+				if
+				:: (cl & BIT(k)) != 0 ->
+					t = pubval[k];
+					assert(dtook[t] && !lost[t]);
+					lost[t] = 1;
+					ndone++
+				:: else -> skip
+				fi;
+				k++
+			od;
+			k = 0; t = 0
+		};
+		d_step { ACK[DEADC] = a ^ cl; CLAIM[DEADC] = 0; CHANGED_ALL } /* one 64-bit store */
+	:: else -> skip
+	fi;
+#endif
+	/* then let survivors ignore its WANT (atomic OR) */
+	d_step {
+		DEAD = DEAD | BIT(DEADC);
+		CHANGED_ALL;
+		if :: died_in != 255 -> owner[died_in]-- :: else -> skip fi
+	};
+#endif
+out:
+	skip
+}
+#endif
+
+init
+{
+	byte k;
+	atomic {
+		run producer();
+#ifdef PREPUBLISH
+	}
+	/* the producer publishes everything before any consumer starts */
+	_nr_pr == 1;
+	atomic {
+#endif
+		run consumer(0);
+		run consumer(1);
+#if N > 2
+		run consumer(2);
+#endif
+#ifdef DEATH
+		run reaper();
+#endif
+	}
+	_nr_pr == 1; /* everyone else has ended */
+	assert(A == XORACK); /* everything retired */
+	k = 1;
+	do
+	:: k > TASKS -> break
+	:: else ->
+		/* decoded exactly once, or lost to the dead consumer (and then
+		 * decoded at most once, by it) */
+		assert((execd[k] == 1 && !lost[k]) || (lost[k] && dtook[k] && execd[k] <= 1));
+		k++
+	od
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/model/steal_claim_death.pml - the steal claim protocol when one
+ * consumer dies mid-claim (the model itself is steal_claim.pml; see its
+ * header, "Death"). Two consumers, 3 regions of 1 lane, 4 tasks (a lane is
+ * reused), a concurrent producer; the senior (DEADC=0) or the junior
+ * (DEADC=1) may die at any point of any claim or while idle.
+ *
+ *   dead0 / dead1            the runtime's reaping (REAP_CLAIM): survivors
+ *                            finish every task, nothing is decoded twice,
+ *                            the dead consumer's recorded claim is reported
+ *                            lost and retired by the host
+ *   dead1_reference_reap     the reference's reaping (only the LIVE/DEAD
+ *                            bit): a survivor decodes again a lane the dead
+ *                            consumer had already decoded -> must FAIL
+ *   mutant_no_reap           the host never marks the consumer dead: a
+ *                            survivor waits for the stale WANT forever
+ */
+/* check: dead0 | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=0 -DREAP_CLAIM | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: dead1 | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=1 -DREAP_CLAIM | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: dead0_no_livelock | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=3 -DDEATH -DDEADC=0 -DREAP_CLAIM | cc: -DNP -O2 | pan: -l -m100000 */
+/* check: dead1_reference_reap | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=1 | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_no_reap | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=0 -DREAP_CLAIM -DMUTANT_NO_REAP | cc: -DSAFETY | pan: -m100000 | expect: fail */
+#include "steal_claim.pml"
