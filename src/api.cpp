@@ -149,7 +149,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 
 	pthread_mutex_lock(&p->mu);
-	if (over) {
+	// A knit_stop(CANCEL) that ran while we were placing the call finds it
+	// in the ticket table (cancel_all) and completes it with -KNIT_ECLOSED.
+	// It then has its one completion, so it was accepted: report success
+	// below instead of undoing it (undoing would deliver a completion for a
+	// call the caller was told failed, and count it out twice).
+	if (over && !c->completed) {
 		// Never reachable by anyone else: undo it completely.
 		abort_release_locked(p, c);
 		// acq_rel: pairs with the acquire loads of outstanding (as above).
