@@ -110,7 +110,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		if (p->pb_head == nullptr) {
 			placed_direct = dispatch_place_new(p, c);
 			// An inline-lane call keeps its host-queue hold until it runs.
-			if (placed_direct && c->lane != kNoLane && c->lane >= p->nworkers)
+			if (placed_direct && c->lane >= p->nworkers && c->lane < p->nlanes)
 				queued = true;
 		}
 		if (!placed_direct) {
@@ -214,7 +214,7 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	a.user_data = user_data;
 	a.flags = flags;
 	if (o.flags & KNIT_CALL_LANE) {
-		if (o.lane >= p->nworkers)
+		if (o.lane >= p->nworkers || p->steal.on) // no lanes to pin to when stealing
 			return -KNIT_EINVAL;
 		a.flags |= kCallPinned;
 		a.pin_lane = o.lane;
@@ -445,8 +445,11 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 			// Acquire: pairs with the worker's release store of
 			// ACKNOWLEDGED in acknowledge_stop().
 			uint32_t s = knit_load_acquire_32(l->stop);
-			if (s == kStopAcknowledged)
+			if (s == kStopAcknowledged) {
+				// It left its loop for good: survivors may ignore its WANT.
+				steal_worker_gone(p, i);
 				break;
+			}
 			if (deadline >= 0 && knit_now_ns() >= deadline)
 				return -KNIT_ETIMEDOUT;
 			knit_futex_wait(l->stop, s, deadline, p->futex_shared);

@@ -128,6 +128,8 @@ int stage_call(Pool *p, Lane *l, Call *c)
 
 int place(Pool *p, Call *c)
 {
+	if (p->steal.on)
+		return steal_stage(p, c); // one shared submit lock (steal.cpp)
 	if (c->flags & kCallPinned)
 		return stage_call(p, &p->lanes[c->pin_lane], c);
 	const uint32_t n = p->nlanes;
@@ -175,6 +177,10 @@ int place(Pool *p, Call *c)
 // parked ones.
 void flush_staged(Pool *p)
 {
+	if (p->steal.on) {
+		steal_flush(p); // one store of A, then wake ONE parked worker
+		return;
+	}
 	uint64_t flushed = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
@@ -250,7 +256,8 @@ void place_private(Pool *p)
 			int rc = place(p, c);
 			if (rc == 0) {
 				remove = true;
-				keep_hold = c->lane >= p->nworkers; // inline FIFO keeps it
+				// inline FIFO keeps it (kStealLane is no lane index)
+				keep_hold = c->lane >= p->nworkers && c->lane < p->nlanes;
 			} else if (rc == -KNIT_EAGAIN) {
 				if (!(c->flags & kCallPinned))
 					break; // every lane is full: later calls cannot go either
@@ -309,7 +316,9 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		copy = status == 0 || status == -KNIT_ETASK;
 	}
 	Call *c = p->tickets.lookup(h.ticket);
-	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index || c->completed) {
+	// A steal call may come back on any worker's return lock.
+	if (c == nullptr || !c->live || c->gen != h.generation ||
+	    (c->lane != l->index && c->lane != kStealLane) || c->completed) {
 		knit_add_relaxed_64(&p->st_late_drops, 1);
 		return false;
 	}

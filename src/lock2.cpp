@@ -44,6 +44,29 @@ ArenaShared lock_arena_shared(uint8_t *lock, uint8_t *arena_data, uint64_t capac
 
 int LockProducer::attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max)
 {
+	steal_ctl_ = nullptr;
+	steal_n_ = 0;
+	return attach_impl(lock, arena, per_call_max);
+}
+
+int LockProducer::attach_steal(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max,
+                               uint8_t *steal_ctl, uint32_t consumers)
+{
+	if (steal_ctl == nullptr || ((uintptr_t)steal_ctl % 64) != 0 || consumers == 0 ||
+	    consumers > kMaxStealConsumers)
+		return -KNIT_EINVAL;
+	steal_ctl_ = steal_ctl;
+	steal_n_ = consumers;
+	int rc = attach_impl(lock, arena, per_call_max);
+	if (rc != 0) {
+		steal_ctl_ = nullptr;
+		steal_n_ = 0;
+	}
+	return rc;
+}
+
+int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max)
+{
 	if (!lock_base_ok(lock) || !arena_shared_ok(arena) || per_call_max == 0)
 		return -KNIT_EINVAL;
 	lock_ = lock;
@@ -64,6 +87,19 @@ int LockProducer::attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_c
 
 uint32_t LockProducer::load_retired()
 {
+	if (steal_ctl_ != nullptr) {
+		// Steal (lock2.md 3.3): retired = XOR of every consumer's ACK word.
+		// A torn multi-word read is safe: between two publishes of a lane
+		// exactly one ACK bit flips once, so the lane reads busy or
+		// correctly free, never free while busy.
+		uint32_t x = 0;
+		for (uint32_t c = 0; c < steal_n_; c++)
+			// P2 (steal): acquire, pairs with consumer c's release store
+			// of ACK[c] in LockConsumer::retire() (steal claim step 10):
+			// its reads of the slot happen before we overwrite the lane.
+			x ^= knit_load_acquire_32(word_at(steal_ctl_, steal_ack_offset(c)));
+		return x;
+	}
 	// P2: acquire, pairs with the release store of B in LockConsumer::retire()
 	// (C3): the consumer's reads of the slot and its arena free happen before
 	// we overwrite the lane.
@@ -213,11 +249,26 @@ bool LockProducer::idle()
 
 int LockConsumer::attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits)
 {
-	if (!lock_base_ok(lock) || !arena_shared_ok(arena))
+	if (!lock_base_ok(lock))
 		return -KNIT_EINVAL;
+	// The single-consumer endpoint is the steal one with B as its retire
+	// word and pending() reading A itself.
+	int rc = attach_steal(lock, word_at(lock, kLockOffB), arena, limits);
+	if (rc == 0)
+		steal_ = false;
+	return rc;
+}
+
+int LockConsumer::attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
+                               const ConsumerLimits &limits)
+{
+	if (!lock_base_ok(lock) || !arena_shared_ok(arena) || ack_word == nullptr ||
+	    ((uintptr_t)ack_word % 4) != 0)
+		return -KNIT_EINVAL;
+	steal_ = true;
 	lock_ = lock;
 	a_ = word_at(lock, kLockOffA);
-	b_ = word_at(lock, kLockOffB);
+	b_ = ack_word;
 	shared_ = arena;
 	limits_ = limits;
 	// We are B's only writer (see LockProducer::attach for A).
@@ -234,6 +285,8 @@ uint32_t LockConsumer::pending()
 {
 	if (lock_ == nullptr)
 		return 0;
+	if (steal_)
+		return seen_ & ~taken_; // only what a claim offered (steal.cpp)
 	// C1: acquire, pairs with the producer's release store of A in flush()
 	// (P1). Never cached: the consumer must see A fresh (lock2.md 2.3, S5).
 	seen_ = knit_load_acquire_32(a_) ^ mirror_;
@@ -259,7 +312,7 @@ int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
 	if (lock_ == nullptr || lane >= kLanes)
 		return -KNIT_EINVAL;
 	const uint32_t bit = lane_bit(lane);
-	if ((seen_ & bit) == 0) {
+	if ((seen_ & bit) == 0 && !steal_) {
 		// C1 again: acquire, pairs with the release store of A (P1).
 		seen_ = knit_load_acquire_32(a_) ^ mirror_;
 	}

@@ -42,10 +42,12 @@
 //  P2 shadow refresh before reusing lane  load_acquire(B)            C3
 //  P3 idle(): everything retired          load_acquire(B)            C3
 //
-// Stealing (a later issue) replaces B with the XOR of per-consumer ACK words:
-// the producer's free-set computation is LockProducer::load_retired(), the one
-// function a steal producer swaps (see its comment). Nothing else in the
-// producer depends on there being a single consumer.
+// Stealing (src/steal.h) replaces B with the XOR of per-consumer ACK words:
+// the producer's free-set computation is LockProducer::load_retired(), which
+// attach_steal() switches to that XOR (see its comment). Nothing else in the
+// producer depends on there being a single consumer. A steal consumer is a
+// LockConsumer attached with attach_steal(): its "B" is its own ACK word and
+// the lanes it may decode are the ones the claim protocol offer()s it.
 #ifndef KNIT_SRC_LOCK2_H
 #define KNIT_SRC_LOCK2_H
 
@@ -115,6 +117,13 @@ class LockProducer
 	// arena capacity not arena_capacity_ok, per_call_max 0).
 	int attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 
+	// Attach as the producer endpoint of a STEAL submit lock (lock2.md 3.3):
+	// as attach(), but "retired" is the XOR of the `consumers` ACK words of
+	// the steal control block at steal_ctl (layout.h) instead of B.
+	// consumers in [1, kMaxStealConsumers], else -KNIT_EINVAL.
+	int attach_steal(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max,
+	                 uint8_t *steal_ctl, uint32_t consumers);
+
 	// Write one frame into a free lane (the highest free one) without
 	// publishing it; flush() publishes every staged lane with one store.
 	// Returns the lane (0..31), or -KNIT_EAGAIN (no free lane, or no arena
@@ -172,6 +181,7 @@ class LockProducer
 	// every consumer's ACK word (acquire loads; a torn multi-word read is safe:
 	// lock2.md 3.3). Only called when the cached free set is empty (2.3).
 	uint32_t load_retired();
+	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
 	void write_task(uint32_t lane, const FrameHead &head, TaskLine *line);
 
@@ -184,6 +194,8 @@ class LockProducer
 	uint32_t published_ = 0; // LastLocal: mirror of A
 	uint32_t shadow_ = 0;    // workerShadow: possibly stale copy of B
 	uint32_t staged_ = 0;    // written, not yet published
+	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
+	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
 };
 
 // ---- consumer endpoint --------------------------------------------------------
@@ -195,6 +207,18 @@ class LockConsumer
 	// loaded from shared memory; lanes already in flight are pending.
 	// Returns 0 or -KNIT_EINVAL.
 	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits);
+
+	// Attach as steal consumer c of a shared submit lock (src/steal.h): the
+	// retire word is ack_word (ACK[c] of the steal control block) instead of
+	// B, and only lanes handed over with offer() can be decoded (the claim
+	// protocol decides which lanes this consumer owns; pending() never
+	// reloads A). Returns 0 or -KNIT_EINVAL.
+	int attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
+	                 const ConsumerLimits &limits);
+	// Steal mode only: the lanes this consumer now owns (a claim's take set,
+	// computed from fresh loads of A and every ACK). Replaces the decodable
+	// set; lanes already taken are left out.
+	void offer(uint32_t lanes) { seen_ = lanes & ~taken_; }
 
 	// Lanes published and not yet taken: a fresh acquire load of A, XOR the
 	// mirror of B, minus lanes decoded since the last retire. Never cached.
@@ -265,6 +289,7 @@ class LockConsumer
 	uint32_t taken_ = 0;        // decoded, not retired
 	uint32_t held_ = 0;         // arena slots held by taken lanes
 	uint8_t lane_slot_[kLanes]; // arena slot held by each lane, 0xFF = none
+	bool steal_ = false;        // attach_steal: b_ is ACK[c], lanes via offer()
 };
 
 } // namespace knit::detail

@@ -47,20 +47,39 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		return -KNIT_EINVAL;
 	out->doorbell = o.doorbell != KNIT_DOORBELL_OFF;
 
+	// Topology. AUTO picks LANES. The original makes STEAL the default for
+	// 2..31 workers with no balancer and no inline lane, and so will this
+	// library once a known defect is fixed: in a steal pool with the
+	// doorbell on, a host waiting for completions can sleep through its
+	// whole 1 s doorbell watchdog (tests/stress/pool_stop_races shows it
+	// as a 1 s knit_stop DRAIN racing producers; nothing is lost, the
+	// watchdog recovers it). Until then STEAL is opt-in.
+	// Explicit STEAL: with a balancer or an inline lane, or with more than
+	// 31 workers, -KNIT_EINVAL (an explicit request that cannot be honoured
+	// is an error, not a silent fallback); one worker is allowed.
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:
 	case KNIT_TOPOLOGY_LANES:
-		// AUTO would pick STEAL for 2..31 workers without a balancer or an
-		// inline lane; until the work-stealing topology exists it is LANES.
 		out->topology = KNIT_TOPOLOGY_LANES;
 		break;
 	case KNIT_TOPOLOGY_STEAL:
-		// Not supported by this version (and never with a balancer or an
-		// inline lane).
-		return -KNIT_EINVAL;
+		if (o.balancer != KNIT_BALANCE_DEFAULT || o.inline_lane != KNIT_INLINE_OFF ||
+		    out->workers > kMaxStealConsumers)
+			return -KNIT_EINVAL;
+		out->topology = KNIT_TOPOLOGY_STEAL;
+		break;
 	default:
 		return -KNIT_EINVAL;
 	}
+	// steal_region_lanes: a power of two (else -KNIT_EINVAL, whatever the
+	// topology), clamped into [1, widest with 32/g >= workers + 1] (the
+	// original's rule); 0 = the widest. Ignored by the lanes topology.
+	if (o.steal_region_lanes != 0 && (o.steal_region_lanes & (o.steal_region_lanes - 1)) != 0)
+		return -KNIT_EINVAL;
+	out->steal_g = 0;
+	if (out->topology == KNIT_TOPOLOGY_STEAL &&
+	    steal_resolve_region_lanes(out->workers, o.steal_region_lanes, &out->steal_g) != 0)
+		return -KNIT_EINVAL;
 
 	out->inline_batch = o.inline_batch == 0 ? 1 : o.inline_batch;
 

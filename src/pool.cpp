@@ -65,6 +65,7 @@ struct RegionPlan {
 	uint64_t abort_off;
 	uint64_t lanes_off;
 	uint64_t stride;
+	uint64_t steal_off; // steal topology: the steal area (steal.h), else 0
 	uint64_t total;
 };
 
@@ -76,6 +77,11 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 	r.lanes_off = align_up(r.abort_off + (uint64_t)abort_words * 4, kArenaAlign);
 	r.stride = lane_block_bytes(cap, cap);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
+	r.steal_off = 0;
+	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
+		r.steal_off = align_up(r.total, kArenaAlign);
+		r.total = r.steal_off + steal_area_bytes(cap);
+	}
 	return r;
 }
 
@@ -99,7 +105,8 @@ int attach_lane(Pool *p, Lane *l, uint8_t *block)
 	uint8_t *ret_lock = block + kLaneOffRetLock;
 	uint8_t *req_arena = block + lane_req_arena_offset();
 	uint8_t *ret_arena = block + lane_ret_arena_offset(cap);
-	prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
+	if (p->cfg.topology != KNIT_TOPOLOGY_STEAL) // stealing: requests use the submit lock
+		prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
 	prefault(ret_arena, min_of(p->cfg.payload_initial_bytes, cap));
 	ArenaShared req_sh = lock_arena_shared(req_lock, req_arena, cap);
 	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
@@ -286,6 +293,13 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 			return rc;
 		}
 	}
+	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
+		rc = steal_attach(p, base + plan.steal_off, arena_capacity(cfg));
+		if (rc != 0) {
+			pool_free(kp);
+			return rc;
+		}
+	}
 
 	rc = start_workers(p);
 	if (rc != 0) {
@@ -366,6 +380,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));
 		ls.doorbell_rings = knit_load_relaxed_64(lane_counter(l->ext, kWcDoorbellRings));
+		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
+		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
 	}
 	memcpy(stats, &s, size);
 	return 0;

@@ -15,6 +15,12 @@
 // stats array); KNIT_INLINE_FIRST/LAST only decide where it sits in the
 // balancer's rotation.
 //
+// Topology KNIT_TOPOLOGY_STEAL (src/steal.h): the same worker lanes, but the
+// host publishes every call into ONE shared submit lock (Pool::steal, in the
+// steal area after the lane blocks) that the workers claim from by region;
+// each worker still answers on its own lane's return lock, and the lanes'
+// request locks stay unused. Calls record lane = kStealLane.
+//
 // Host concurrency (any number of host threads):
 //  - the DISPATCHER is a try-lock (never waited for). Its holder owns every
 //    request-lock producer, every return-lock consumer, the dequeue side of
@@ -41,6 +47,8 @@
 //                        single writer: the worker; relaxed)
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
+//   steal_off            steal topology only: steal control block, submit
+//                        lock and its arena (steal_area_bytes(cap))
 #ifndef KNIT_SRC_POOL_H
 #define KNIT_SRC_POOL_H
 
@@ -53,6 +61,7 @@
 #include "src/layout.h"
 #include "src/lock2.h"
 #include "src/region.h"
+#include "src/steal.h"
 
 namespace knit::detail {
 
@@ -85,6 +94,8 @@ enum WorkerCounter : uint32_t {
 	kWcSpins,
 	kWcDoorbellRings,
 	kWcSpurious,
+	kWcStealClaims,    // steal topology: regions claimed (StealConsumer::claims)
+	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
 	kWcCount_
 };
 static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
@@ -92,7 +103,8 @@ static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
 // ---- resolved options -------------------------------------------------------------
 struct PoolConfig {
 	uint32_t workers;
-	uint32_t topology;   // always KNIT_TOPOLOGY_LANES for now
+	uint32_t topology;   // KNIT_TOPOLOGY_LANES or KNIT_TOPOLOGY_STEAL (never AUTO)
+	uint32_t steal_g;    // steal: lanes per claim region (steal.h); else 0
 	uint32_t balancer;   // never KNIT_BALANCE_DEFAULT after resolution
 	uint32_t inline_lane;
 	uint32_t inline_batch;
@@ -227,7 +239,9 @@ struct HeldFrame {
 	uint32_t slot; // request-lock lane (0..31)
 	int rc;        // decode result
 	FrameHead head;
-	knit_value_t view; // valid until the slot is retired
+	knit_value_t view; // valid until the slot is retired (lanes), or
+	                   // points into buf (steal: copied before the ACK)
+	uint8_t *buf;      // steal: malloc'd argument bytes, freed once run
 };
 
 // A result the worker could not publish yet (return arena full).
@@ -267,6 +281,7 @@ struct Lane {
 	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
 		      // read by the host only as the host_ring probe's argument
 	LockConsumer wreq;
+	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
 	WorkerLocal *local;
 	pthread_t thread;
@@ -301,6 +316,7 @@ struct alignas(128) Pool {
 	uint32_t rr_cursor;                   // dispatcher-owned
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
+	StealHost steal;                      // steal topology (steal.h); on = false otherwise
 
 	// The dispatcher try-lock, alone on its block.
 	alignas(128) uint32_t dispatch_lock;

@@ -180,6 +180,8 @@ bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskO
 
 bool take_requests(Lane *l)
 {
+	if (l->pool->steal.on)
+		return steal_take(l) != 0; // claim a region of the shared lock (steal.cpp)
 	WorkerLocal *w = l->local;
 	uint32_t snap = l->wreq.pending();
 	if (snap == 0)
@@ -249,6 +251,8 @@ void run_batch(Lane *l)
 			l->wret.cancel(&ctx.res); // no-op once consumed
 			ctx_free_allocs(&ctx);
 		}
+		free(f.buf); // steal: the argument copy (nullptr with lanes)
+		f.buf = nullptr;
 		retire |= 1u << f.slot;
 		w->held_head = (w->held_head + 1) % kLanes;
 		w->held_count--;
@@ -275,7 +279,7 @@ bool spin(Lane *l, int64_t spin_ns)
 		return false;
 	const int64_t end = knit_now_ns() + spin_ns;
 	for (uint32_t i = 1;; i++) {
-		if (l->wreq.pending() != 0) // C1: acquire load of A
+		if (worker_request_pending(l)) // C1 / steal S5: acquire load of A
 			return true;
 		if (knit_load_relaxed_32(l->stop) != kStopRunning)
 			return true;
@@ -303,11 +307,12 @@ void park(Lane *l, int64_t park_ns)
 	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
 	knit_store_relaxed_32(l->parked, w->pend_count != 0 ? 2 : 1);
 	// Dekker (no lost wake): pairs with the host's fence between its release
-	// store of A (flush_staged), of the stop word (request_worker_stop) or of
-	// B (reap_lane) and its load of parked in lane_wake(): either we see its
-	// store in the re-check below or it sees us parked and rings.
+	// store of A (flush_staged; steal: steal_flush, S6 in steal.cpp), of the
+	// stop word (request_worker_stop) or of B (reap_lane) and its load of
+	// parked in lane_wake(): either we see its store in the re-check below
+	// or it sees us parked and rings.
 	knit_fence_seq_cst();
-	if (l->wreq.pending() != 0 || knit_load_relaxed_32(l->stop) != kStopRunning ||
+	if (worker_request_pending(l) || knit_load_relaxed_32(l->stop) != kStopRunning ||
 	    (w->pend_count != 0 && publish_pending(l))) {
 		if (unpark(l)) { // a host rang while we were re-checking
 			counter_bump(lane_counter(l->ext, kWcWakesReceived));
@@ -376,6 +381,13 @@ void *worker_main(void *arg)
 			continue;
 		}
 		park(l, park_ns);
+	}
+	// Steal: argument copies of frames never run (stop with CANCEL).
+	while (w->held_count != 0) {
+		free(w->held[w->held_head].buf);
+		w->held[w->held_head].buf = nullptr;
+		w->held_head = (w->held_head + 1) % kLanes;
+		w->held_count--;
 	}
 	// Results never shipped (stop with CANCEL): the host completed those
 	// calls already; free our copies.

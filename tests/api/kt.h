@@ -128,6 +128,9 @@ void kt_opts(knit_pool_options_t *o, uint32_t workers);
 knit_pool_t *kt_pool(const knit_pool_options_t *o);
 /* A pool with kt_opts(workers). */
 knit_pool_t *kt_pool_n(uint32_t workers);
+/* The same with topology LANES (tests that pin calls with KNIT_CALL_LANE:
+ * AUTO picks STEAL for 2..31 workers, where pinning is -KNIT_EINVAL). */
+knit_pool_t *kt_pool_lanes(uint32_t workers);
 /* Id of a task by name (asserts it exists). */
 uint32_t kt_id(knit_pool_t *pool, const char *name);
 /* Assert watchdog_expiries == 0 on every lane, then destroy (asserts 0). */

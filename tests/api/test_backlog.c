@@ -30,6 +30,7 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
+	o.topology = KNIT_TOPOLOGY_LANES; /* pins a blocker per lane */
 	o.max_pending = max_pending;
 	knit_pool_t *pool = kt_pool(&o);
 	uint32_t echo = kt_id(pool, "echo");

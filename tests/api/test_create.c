@@ -266,18 +266,18 @@ KT(create, doorbell_unknown)
 }
 
 /*
- * THE STEAL SEAM. Until the work-stealing issue lands, an explicit
- * KNIT_TOPOLOGY_STEAL is refused with -KNIT_EINVAL and AUTO picks LANES.
- * When stealing lands, flip this one test (expect 0 and STEAL for AUTO with
- * 2 workers); the combinations below it stay errors.
+ * THE STEAL SEAM: an explicit KNIT_TOPOLOGY_STEAL is accepted (also with
+ * one worker); AUTO picks LANES while stealing is opt-in (src/options.cpp
+ * says why); the combinations below stay errors. More in
+ * tests/api/test_steal.c.
  */
-KT(create, steal_not_supported_yet)
+KT(create, steal_supported)
 {
-	EXPECT_OPT(topology, KNIT_TOPOLOGY_STEAL, -KNIT_EINVAL);
+	EXPECT_OPT(topology, KNIT_TOPOLOGY_STEAL, 0);
 	knit_pool_t *pool = kt_pool_n(2);
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
-	cr_expect_eq(s.topology, KNIT_TOPOLOGY_LANES, "AUTO with 2 workers picks LANES until stealing lands");
+	cr_expect_eq(s.topology, KNIT_TOPOLOGY_LANES, "AUTO with 2 workers picks LANES (STEAL is opt-in)");
 	kt_destroy(pool);
 }
 

@@ -291,7 +291,7 @@ KT(enqueue, ex_lane_out_of_range)
 
 KT(enqueue, ex_lane_routes)
 {
-	knit_pool_t *pool = kt_pool_n(3);
+	knit_pool_t *pool = kt_pool_lanes(3); /* KNIT_CALL_LANE needs lanes */
 	uint32_t lane = kt_id(pool, "lane");
 	knit_pool_stats_t s0, s1;
 	kt_stats(pool, &s0);

@@ -91,7 +91,7 @@ KT(errors, errno_untouched)
 
 KT(errors, ctx_lane_in_task)
 {
-	knit_pool_t *pool = kt_pool_n(2);
+	knit_pool_t *pool = kt_pool_lanes(2); /* KNIT_CALL_LANE needs lanes */
 	uint32_t lane = kt_id(pool, "lane");
 	for (uint32_t l = 0; l < 2; l++) {
 		knit_ticket_t t = kt_enq_ex(pool, lane, kt_none(), NULL, KNIT_CALL_LANE, 0, l);

@@ -47,7 +47,7 @@ KT(stats, short_size_fills_prefix_only)
 KT(stats, counts_calls)
 {
 	enum { N = 120 };
-	knit_pool_t *pool = kt_pool_n(3);
+	knit_pool_t *pool = kt_pool_lanes(3); /* KNIT_CALL_LANE needs lanes */
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
 	cr_expect_eq(s.lanes, 3);

@@ -171,6 +171,7 @@ KT(timeout, hard_timeout_force_stops)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, 2);
+	o.topology = KNIT_TOPOLOGY_LANES; /* pins calls to lanes */
 	o.hard_timeout_ms = 100;
 	knit_pool_t *pool = kt_pool(&o);
 	uint32_t block = kt_id(pool, "block"), echo = kt_id(pool, "echo");

@@ -79,12 +79,15 @@ static int t_add1(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 }
 static const knit_task_t tasks[] = { { "add1", t_add1, 0, 0 } };
 
+static uint32_t g_topology; /* KNIT_TOPOLOGY_AUTO unless a phase says */
+
 static knit_pool_t *make(uint32_t workers, uint32_t doorbell)
 {
 	knit_pool_options_t o;
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
 	o.workers = workers;
+	o.topology = g_topology;
 	o.spin_us = KNIT_ZERO;
 	o.park_ms = 1000; /* the default, explicitly: the watchdog under test */
 	o.doorbell = doorbell;
@@ -159,9 +162,14 @@ static void phase_call(long n, uint32_t doorbell, const char *name)
 	finish(pool, name, n);
 }
 
-static void phase_bursts(long n)
+/* steal = 0: two lanes, calls pinned at random (topology LANES); steal = 1:
+ * a two-worker work-stealing pool (the host wakes one parked worker per
+ * burst; the claimant hands the rest on). */
+static void phase_bursts(long n, int steal)
 {
+	g_topology = steal ? KNIT_TOPOLOGY_STEAL : KNIT_TOPOLOGY_LANES;
 	knit_pool_t *pool = make(2, 0);
+	g_topology = KNIT_TOPOLOGY_AUTO;
 	long done = 0, sent = 0;
 	int f0 = failures;
 	while (done < n && failures == f0) {
@@ -170,7 +178,7 @@ static void phase_bursts(long n)
 		if (burst > n - sent)
 			burst = (int)(n - sent);
 		for (int b = 0; b < burst; b++, sent++) {
-			knit_call_options_t o = { sizeof o, KNIT_CALL_LANE, 0, (uint32_t)(rng() % 2) };
+			knit_call_options_t o = { sizeof o, steal ? 0u : KNIT_CALL_LANE, 0, (uint32_t)(rng() % 2) };
 			knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = sent };
 			int rc = knit_enqueue_ex(pool, 0, &v, (void *)(intptr_t)(sent + 1), &o, NULL);
 			if (rc != 0) {
@@ -198,7 +206,7 @@ static void phase_bursts(long n)
 			}
 		}
 	}
-	finish(pool, "bursts (2 workers)", n);
+	finish(pool, steal ? "bursts (2 stealing workers)" : "bursts (2 lanes)", n);
 }
 
 int main(void)
@@ -210,9 +218,10 @@ int main(void)
 	long total = (long)(100000 * scale);
 	if (total < 300)
 		total = 300;
-	printf("pool_no_lost_wake: %ld calls in three phases\n", total);
+	printf("pool_no_lost_wake: %ld calls in four phases\n", total);
 	phase_call(total / 2, 0, "knit_call (doorbell on)");
-	phase_bursts(total / 4);
+	phase_bursts(total / 4, 0);
+	phase_bursts(total / 4, 1);
 	phase_call(total / 4, KNIT_DOORBELL_OFF, "knit_call (doorbell off)");
 	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;

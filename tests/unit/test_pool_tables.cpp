@@ -158,7 +158,8 @@ static void options_errors(void **)
 	BAD(size, 0, -KNIT_EVERSION);
 	BAD(size, sizeof o + 8, -KNIT_EVERSION);
 	BAD(workers, KNIT_MAX_WORKERS + 1, -KNIT_EINVAL);
-	BAD(topology, KNIT_TOPOLOGY_STEAL, -KNIT_EINVAL);
+	BAD(topology, KNIT_TOPOLOGY_STEAL, 0); /* accepted since issue 5 */
+	BAD(steal_region_lanes, 3, -KNIT_EINVAL); /* not a power of two */
 	BAD(topology, 7, -KNIT_EINVAL);
 	BAD(balancer, 5, -KNIT_EINVAL);
 	BAD(inline_lane, 3, -KNIT_EINVAL);

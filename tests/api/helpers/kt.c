@@ -321,6 +321,14 @@ knit_pool_t *kt_pool_n(uint32_t workers)
 	return kt_pool(&o);
 }
 
+knit_pool_t *kt_pool_lanes(uint32_t workers)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, workers);
+	o.topology = KNIT_TOPOLOGY_LANES;
+	return kt_pool(&o);
+}
+
 uint32_t kt_id(knit_pool_t *pool, const char *name)
 {
 	int id = knit_pool_task_id(pool, name);

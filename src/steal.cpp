@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+// src/steal.cpp - the work-stealing claim protocol (StealConsumer), the steal
+// producer's placement and waking, and the worker's claim step. See
+// src/steal.h for the protocol, the exactly-once argument and the handling of
+// dead consumers.
+//
+// Fence / ordering pairs of this module (S*):
+//  S1 WANT announce: release store + ONE seq_cst fence, then the peers' WANT
+//     loads (acquire). The fence pairs with the identical fence of every peer
+//     in its own claim_begin() (Dekker: at least one of two claimants of a
+//     region sees the other). The release/acquire part makes a peer's
+//     earlier ACK stores visible to whoever reads any later WANT value of it.
+//  S2 ACK store (release, LockConsumer::retire) pairs with the producer's
+//     acquire loads of every ACK (LockProducer::load_retired) and with the
+//     peers' acquire loads of ACK in pending()/claim_begin() step 8.
+//  S3 WANT clear (release) pairs with a waiting senior's acquire load of
+//     that WANT (and any later peer load, S1): ACK is stored strictly before.
+//  S4 DEAD: the host's release OR pairs with the consumers' acquire loads.
+//  S5 A: acquire loads pair with the producer's release store in flush().
+//  S6 host publish (release store of A) + seq_cst fence before reading the
+//     workers' parked flags (steal_flush) pairs with the worker's fence in
+//     park() between its store of parked and its re-check (pending()).
+#include "src/common.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#include "src/pool.h"
+#include "src/steal.h"
+#include "src/trace.h"
+
+namespace knit::detail {
+
+uint32_t steal_max_region_lanes(uint32_t consumers)
+{
+	if (consumers == 0 || consumers > kMaxStealConsumers)
+		return 0;
+	for (uint32_t g = kLanes; g >= 1; g >>= 1)
+		if (kLanes / g >= consumers + 1)
+			return g;
+	return 0; // unreachable: g = 1 gives 32 regions >= 32
+}
+
+int steal_resolve_region_lanes(uint32_t consumers, uint32_t requested, uint32_t *out)
+{
+	const uint32_t max = steal_max_region_lanes(consumers);
+	if (max == 0)
+		return -KNIT_EINVAL;
+	if (requested == 0) {
+		*out = max;
+		return 0;
+	}
+	if ((requested & (requested - 1)) != 0)
+		return -KNIT_EINVAL; // not a power of two: an error, not a guess
+	*out = requested > max ? max : requested;
+	return 0;
+}
+
+void steal_mark_dead(uint8_t *ctl, uint32_t c)
+{
+	if (ctl == nullptr || c >= kMaxStealConsumers)
+		return;
+	// S4: release, pairs with the consumers' acquire loads of DEAD in
+	// claim_begin(): what the host saw before declaring c dead (c's last
+	// ACK, its stop acknowledgement) is visible to whoever sees the bit.
+	knit_or_acq_rel_32(word_at(ctl, kStealOffDead), 1u << c);
+}
+
+// ---- consumer ----------------------------------------------------------------------
+
+int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits,
+                          uint8_t *ctl, uint32_t consumers, uint32_t id, uint32_t region_lanes)
+{
+	if (lock == nullptr || ctl == nullptr || ((uintptr_t)ctl % 64) != 0 || consumers == 0 ||
+	    consumers > kMaxStealConsumers || id >= consumers || region_lanes == 0 ||
+	    region_lanes > kLanes || (region_lanes & (region_lanes - 1)) != 0 ||
+	    kLanes / region_lanes < consumers)
+		return -KNIT_EINVAL;
+	int rc = cons_.attach_steal(lock, word_at(ctl, steal_ack_offset(id)), arena, limits);
+	if (rc != 0)
+		return rc;
+	a_ = word_at(lock, kLockOffA);
+	ctl_ = ctl;
+	dead_ = word_at(ctl, kStealOffDead);
+	want_ = word_at(ctl, steal_want_offset(id));
+	n_ = consumers;
+	id_ = id;
+	g_ = region_lanes;
+	regions_ = kLanes / region_lanes;
+	cursor_ = regions_ * id / consumers; // spread the starting points
+	region_ = kLanes;
+	take_ = 0;
+	claims_ = conflicts_ = 0;
+	// We are WANT[id]'s only writer: a fresh endpoint owns no region.
+	knit_store_release_32(want_, 0); // S3: as a WANT clear
+	return 0;
+}
+
+uint32_t StealConsumer::region_mask(uint32_t r) const
+{
+	return g_ == kLanes ? 0xFFFFFFFFu : ((1u << g_) - 1u) << (r * g_);
+}
+
+uint32_t StealConsumer::load_peer_acks()
+{
+	uint32_t x = 0;
+	for (uint32_t p = 0; p < n_; p++)
+		if (p != id_)
+			// S2: acquire, pairs with peer p's release store of ACK[p]
+			// (LockConsumer::retire in its claim_end()).
+			x ^= knit_load_acquire_32(word_at(ctl_, steal_ack_offset(p)));
+	return x;
+}
+
+uint32_t StealConsumer::pending()
+{
+	if (a_ == nullptr)
+		return 0;
+	// S5: acquire, pairs with the producer's release store of A (flush()).
+	const uint32_t a = knit_load_acquire_32(a_);
+	return a ^ cons_.retired_mirror() ^ load_peer_acks();
+}
+
+uint32_t StealConsumer::claim_begin()
+{
+	if (a_ == nullptr || take_ != 0)
+		return 0;
+	// 1. Snapshot.
+	const uint32_t pend = pending();
+	if (pend == 0)
+		return 0;
+	// 2. Regions with a pending lane.
+	uint32_t pend_regions = 0;
+	for (uint32_t r = 0; r < regions_; r++)
+		if (pend & region_mask(r))
+			pend_regions |= 1u << r;
+	// 3. Intents of the live peers.
+	// S4: acquire, pairs with the host's release OR in steal_mark_dead().
+	const uint32_t dead = knit_load_acquire_32(dead_);
+	uint32_t peer_intent = 0, senior_intent = 0;
+	for (uint32_t p = 0; p < n_; p++) {
+		if (p == id_ || (dead >> p) & 1u)
+			continue;
+		// S1: acquire, pairs with peer p's release stores of WANT[p].
+		const uint32_t w = knit_load_acquire_32(word_at(ctl_, steal_want_offset(p)));
+		peer_intent |= w;
+		if (p < id_)
+			senior_intent |= w;
+	}
+	// 4. Never contend for a region a senior announced; prefer a clean one.
+	const uint32_t not_senior = pend_regions & ~senior_intent;
+	if (not_senior == 0)
+		return 0;
+	const uint32_t clean = pend_regions & ~peer_intent;
+	const uint32_t cand = clean != 0 ? clean : not_senior;
+	// 5. First candidate from the cursor, wrapping.
+	uint32_t r = kLanes;
+	for (uint32_t i = 0; i < regions_; i++) {
+		const uint32_t at = (cursor_ + i) % regions_;
+		if ((cand >> at) & 1u) {
+			r = at;
+			break;
+		}
+	}
+	if (r == kLanes)
+		return 0; // unreachable: cand != 0 and only has region bits
+	const uint32_t bit = 1u << r;
+	// 6. Announce. S1: release (a peer reading this value also sees our
+	// earlier ACK stores).
+	knit_store_release_32(want_, bit);
+	region_ = r;
+	// 7. Check. S1: the Dekker fence; pairs with the identical fence in every
+	// peer's claim_begin() between its WANT store and its WANT loads.
+	knit_fence_seq_cst();
+	bool junior_conflict = false;
+	for (uint32_t p = 0; p < n_; p++) {
+		if (p == id_ || (dead >> p) & 1u)
+			continue;
+		// S1: acquire, pairs with peer p's release stores of WANT[p].
+		const uint32_t w = knit_load_acquire_32(word_at(ctl_, steal_want_offset(p)));
+		if ((w & bit) == 0)
+			continue;
+		if (p < id_) {
+			// A senior wants r too: the junior withdraws. S3: release.
+			knit_store_release_32(want_, 0);
+			region_ = kLanes;
+			conflicts_++;
+			return 0;
+		}
+		junior_conflict = true;
+	}
+	if (junior_conflict) {
+		// Wait until no live junior holds r: each either saw us and
+		// withdraws, or is past its check and clears WANT right after its
+		// ACK (straight-line code). Bounded: relax, then yield; DEAD is
+		// re-read every round so a dead junior's stale WANT is ignored.
+		conflicts_++;
+		for (uint32_t round = 1;; round++) {
+			// S4: acquire, pairs with steal_mark_dead().
+			const uint32_t d = knit_load_acquire_32(dead_);
+			bool held = false;
+			for (uint32_t p = id_ + 1; p < n_ && !held; p++) {
+				if ((d >> p) & 1u)
+					continue;
+				// S3: acquire, pairs with junior p's release clear of
+				// WANT[p] (after its release store of ACK[p]).
+				if (knit_load_acquire_32(word_at(ctl_, steal_want_offset(p))) & bit)
+					held = true;
+			}
+			if (!held)
+				break;
+			if (round % kStealRelaxRounds == 0)
+				sched_yield();
+			else
+				knit_cpu_relax();
+		}
+	}
+	// 8. Take, from fresh loads now that r is ours.
+	const uint32_t take = pending() & region_mask(r);
+	if (take == 0) {
+		knit_store_release_32(want_, 0); // S3: release
+		region_ = kLanes;
+		return 0;
+	}
+	cons_.offer(take);
+	take_ = take;
+	return take;
+}
+
+uint32_t StealConsumer::claim_end()
+{
+	if (take_ == 0)
+		return 0;
+	// Every lane of the take is retired, also one the caller did not look at.
+	for (uint32_t m = take_ & ~cons_.taken(); m != 0; m &= m - 1) {
+		FrameHead h;
+		knit_value_t v;
+		(void)cons_.decode((uint32_t)__builtin_ctz(m), &h, &v);
+	}
+	// 10. Retire: S2, one release store of ACK[id] (LockConsumer::retire,
+	// which frees the arena allocations first).
+	const uint32_t done = cons_.retire(take_);
+	// 11. Release the region strictly after the ACK. S3: release.
+	knit_store_release_32(want_, 0);
+	// 12.
+	cursor_ = (region_ + 1) % regions_;
+	region_ = kLanes;
+	take_ = 0;
+	claims_++;
+	return done;
+}
+
+// ---- host side -----------------------------------------------------------------------
+
+namespace {
+constexpr uint64_t kStealLockOff = align_up(kStealControlBytes, kArenaAlign);
+} // namespace
+
+uint64_t steal_area_bytes(uint64_t arena_cap)
+{
+	return kStealLockOff + lock_region_bytes(arena_cap);
+}
+
+int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
+{
+	StealHost &s = p->steal;
+	s.ctl = area;
+	s.lock = area + kStealLockOff;
+	uint8_t *arena = s.lock + lock_arena_offset();
+	// Commit payload_initial_bytes of the submit arena now (one write per
+	// page; relaxed: nobody else runs yet), as pool.cpp does per lane.
+	const uint64_t pre = min_of(p->cfg.payload_initial_bytes, arena_cap);
+	for (uint64_t off = 0; off < pre; off += region_page_size())
+		__atomic_store_n(arena + off, (uint8_t)0, __ATOMIC_RELAXED);
+	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
+	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
+		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
+			return -KNIT_ESYSTEM;
+	s.staged = 0;
+	s.wake_cursor = 0;
+	s.on = true;
+	return 0;
+}
+
+int steal_stage(Pool *p, Call *c)
+{
+	FrameHead h;
+	memset(&h, 0, sizeof h);
+	h.task = c->task;
+	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
+	h.ticket = c->index;
+	h.generation = c->gen;
+	h.status = 0;
+	h.deadline_ns = (uint64_t)c->deadline_ns;
+	int rc = p->steal.req.stage(h, c->arg);
+	if (rc < 0)
+		return rc;
+	p->steal.staged++;
+	c->lane = kStealLane;
+	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
+	// The bytes are in shared memory now; the host copy is no longer needed.
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	c->arg.data = nullptr;
+	return 0;
+}
+
+void steal_flush(Pool *p)
+{
+	if (p->steal.staged == 0)
+		return;
+	p->steal.req.flush(); // S5 / P1: one release store of A
+	p->steal.staged = 0;
+	// S6 (no lost wake): pairs with the worker's fence in park() between its
+	// store of parked and its re-check of the submit lock (pending()):
+	// either it sees our A or we see it parked below.
+	knit_fence_seq_cst();
+	steal_wake_one(p);
+}
+
+bool steal_wake_one(Pool *p)
+{
+	const uint32_t n = p->nworkers;
+	const uint32_t start = knit_load_relaxed_32(&p->steal.wake_cursor) % n;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t w = (start + i) % n;
+		Lane *l = &p->lanes[w];
+		// Only a worker that says it is parked waiting for work (1): a
+		// spinning or running one finds the work itself, one parked for
+		// return-arena room (2) cannot claim.
+		if (knit_load_relaxed_32(l->parked) != 1)
+			continue;
+		if (lane_wake(p, l, false)) {
+			knit_store_relaxed_32(&p->steal.wake_cursor, (w + 1) % n);
+			return true;
+		}
+	}
+	return false;
+}
+
+void steal_worker_gone(Pool *p, uint32_t i)
+{
+	if (p->steal.on && i < p->nworkers)
+		steal_mark_dead(p->steal.ctl, i);
+}
+
+// ---- worker side -----------------------------------------------------------------------
+
+bool worker_request_pending(Lane *l)
+{
+	if (!l->pool->steal.on)
+		return l->wreq.pending() != 0; // C1: acquire load of A
+	// A worker whose results wait for return-arena room may not claim.
+	return l->local->pend_count == 0 && l->sc.pending() != 0;
+}
+
+uint32_t steal_take(Lane *l)
+{
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	// Claim only with an empty run queue and every result written.
+	if (w->held_count != 0 || w->pend_count != 0 || l->wret.staged() != 0)
+		return 0;
+	uint32_t n = 0;
+	const uint64_t conflicts0 = l->sc.conflicts();
+	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
+		if (rc == -KNIT_EINVAL)
+			return; // not offered: cannot happen with our own take
+		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
+		f.slot = lane;
+		f.rc = rc;
+		f.head = h;
+		f.buf = nullptr;
+		memset(&f.view, 0, sizeof f.view);
+		// The lane is ACKed at the end of the claim: the argument must not
+		// point into it any more.
+		if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
+			f.rc = -KNIT_ENOMEM;
+		w->held_count++;
+		n++;
+	});
+	if (l->sc.conflicts() != conflicts0)
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealConflicts), l->sc.conflicts());
+	if (take != 0) {
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
+		// More pending than we took: hand it to a parked peer now rather
+		// than after our batch (the host woke only one of us).
+		if (l->sc.pending() != 0)
+			steal_wake_one(p);
+	} else if (l->sc.pending() != 0) {
+		// Pending but not ours to take: a peer is mid-claim on it (or a
+		// senior announced it). That lasts one straight-line claim; let
+		// the peer run instead of spinning on it.
+		sched_yield();
+	}
+	return n;
+}
+
+} // namespace knit::detail

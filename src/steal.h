@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+// src/steal.h - work stealing: N consumers (worker threads) claim frames from
+// ONE shared submit lock that the host alone produces into (reference
+// lock2.md section 3, runtime.md section 5).
+//
+// Shared words (steal control block, layout.h; every word alone on 128 B):
+//   DEAD    host only, atomic OR, never cleared: bit c = consumer c is gone
+//           (zero = alive, so zero-filled memory is a valid block)
+//   ACK[c]  consumer c only: the XOR of every lane toggle c has retired (the
+//           "B" of stealing); the producer's retired set = XOR of all ACKs
+//   WANT[c] consumer c only: the region c intends to claim (one bit, 0 = none)
+//
+// Regions: g lanes each (power of two), regions = 32 / g >= consumers + 1
+// (one spare region for a delayed claimant). Region r = lanes [r*g, (r+1)*g).
+//
+// The claim (lock2.md 3.5, consumer c; lower id = senior):
+//   1 snapshot pending = A ^ mine ^ XOR ACK[p != c]; nothing -> no claim
+//   2-4 load DEAD once; live peers' WANT: peer intent, senior intent; never
+//       pick a region a senior announced; prefer one nobody announced
+//   5 first candidate region from the cursor (wrapping)
+//   6 announce: store WANT[c] = 1 << r (relaxed)
+//   7 ONE seq_cst fence (the Dekker pair: pairs with the identical fence of
+//     every peer between its WANT store and its WANT loads), then the live
+//     peers' WANT: a senior on r -> withdraw (WANT = 0); juniors on r -> wait
+//     until no live junior has r (bounded: cpu_relax a few hundred times,
+//     then sched_yield, DEAD re-read every round)
+//   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r); empty ->
+//     release WANT, no claim
+//   9 decode every lane of take (lowest first), copying what must outlive
+//     the lane
+//  10 ACK[c] ^= take (release store) -- strictly BEFORE --
+//  11 WANT[c] = 0 (release store)
+//  12 cursor = r + 1
+//
+// Why exactly once (3.6): a consumer only takes lanes of the region it owns;
+// two consumers announcing the same region: the seq_cst fences make at least
+// one see the other; a junior that sees a senior withdraws; a senior that
+// sees a junior waits until the junior's WANT drops, which happens only after
+// the junior's ACK store, and then the senior's fresh loads (step 8) include
+// that ACK. The producer reuses a lane only once the XOR of ACKs says so.
+//
+// Dead consumers: the host sets DEAD[c] (atomic OR, release) once consumer
+// c can never run again (a thread worker: after it acknowledged stop and left
+// its loop; a white-box test: an injected death). Survivors ignore its WANT
+// from their next DEAD load on. Its ACK word stays in every XOR (it records
+// real retirements). Lanes it decoded but never acknowledged are still
+// pending (A ^ XOR ACK): a survivor takes them with its next claim of that
+// region, from fresh loads, so they are not lost; a consumer runs a frame
+// only after its ACK, so a dead consumer never ran them (exactly once holds).
+// The host does NOT ack on the dead consumer's behalf: a survivor may take
+// those lanes concurrently, and a second toggle would republish them. The
+// remaining window (a consumer dying between freeing a lane's arena slot and
+// its ACK store) cannot happen with thread workers; it matters only for
+// process workers (a later issue).
+#ifndef KNIT_SRC_STEAL_H
+#define KNIT_SRC_STEAL_H
+
+#include "src/common.h"
+
+#include "src/layout.h"
+#include "src/lock2.h"
+
+namespace knit::detail {
+
+struct Pool;
+struct Lane;
+
+// Lane index recorded in a call published into the shared submit lock.
+inline constexpr uint32_t kStealLane = 0xFFFFFFFEu;
+// Senior wait: cpu_relax rounds before each sched_yield.
+inline constexpr uint32_t kStealRelaxRounds = 256;
+
+// The widest region (power of two g <= 32) with 32 / g >= consumers + 1, or 0
+// when consumers is 0 or > kMaxStealConsumers. 1 -> 16; 2,3 -> 8; 4..7 -> 4;
+// 8..15 -> 2; 16..31 -> 1.
+uint32_t steal_max_region_lanes(uint32_t consumers);
+
+// Resolve the steal_region_lanes option for `consumers` (1..31): 0 -> the
+// widest allowed; a power of two -> clamped into [1, widest]; anything else
+// (not a power of two) -> -KNIT_EINVAL. Returns 0 with *out, or -KNIT_EINVAL.
+int steal_resolve_region_lanes(uint32_t consumers, uint32_t requested, uint32_t *out);
+
+// Host: mark consumer c dead (atomic OR into DEAD, release: pairs with the
+// consumers' acquire loads of DEAD). Never undone. c >= kMaxStealConsumers
+// is ignored.
+void steal_mark_dead(uint8_t *ctl, uint32_t c);
+
+// ---- the consumer endpoint ---------------------------------------------------------
+class StealConsumer
+{
+      public:
+	// Attach consumer `id` of `consumers` (1..31, id < consumers) to the
+	// submit lock at `lock` (with its arena) and the control block at `ctl`,
+	// claiming regions of region_lanes lanes (a power of two with
+	// 32 / region_lanes >= consumers; the pool leaves a spare region, a test
+	// may not). The ACK mirror is loaded from shared memory. Returns 0 or
+	// -KNIT_EINVAL.
+	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits, uint8_t *ctl,
+	           uint32_t consumers, uint32_t id, uint32_t region_lanes);
+
+	// Lanes published and not yet retired by anyone: fresh acquire loads of
+	// A and every peer's ACK, XOR this consumer's ACK mirror. Includes lanes
+	// a peer is claiming right now (taken, not yet ACKed). Never cached.
+	uint32_t pending();
+
+	// Steps 1-8: try to own a region. Returns the take mask (lanes now
+	// owned, each to be decode()d and then ACKed by claim_end()), or 0 when
+	// there is nothing to claim or we withdrew (WANT is 0 again then).
+	uint32_t claim_begin();
+	// Decode one lane of the current take (see LockConsumer::decode).
+	int decode(uint32_t lane, FrameHead *head, knit_value_t *view)
+	{
+		return cons_.decode(lane, head, view);
+	}
+	// Free a decoded lane's arena allocation once its bytes are copied out.
+	void release(uint32_t lane) { cons_.release(lane); }
+	// Steps 10-12: ACK the whole take (one release store), then clear WANT
+	// (release), advance the cursor. Lanes of the take not decoded yet are
+	// decoded (and dropped) first, so the whole take is retired. Returns
+	// the lanes retired (0 when no claim is open).
+	uint32_t claim_end();
+
+	// A whole claim: claim_begin(), then for each lane of the take, lowest
+	// first, fn(lane, rc, head, view) with decode's result (the view is
+	// valid only during the call: copy what must outlive it), then
+	// claim_end(). Returns the take mask (0 = nothing claimed).
+	template <typename F> uint32_t claim(F &&fn)
+	{
+		const uint32_t take = claim_begin();
+		if (take == 0)
+			return 0;
+		for (uint32_t m = take; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			FrameHead head;
+			knit_value_t view;
+			int rc = cons_.decode(lane, &head, &view);
+			fn(lane, rc, head, view);
+			cons_.release(lane);
+		}
+		claim_end();
+		return take;
+	}
+
+	uint32_t id() const { return id_; }
+	uint32_t region_lanes() const { return g_; }
+	uint32_t cursor() const { return cursor_; }
+	// Successful claims, and conflicts (withdrawals + waits for a junior).
+	uint64_t claims() const { return claims_; }
+	uint64_t conflicts() const { return conflicts_; }
+	// The region announced by the current claim (kLanes = none).
+	uint32_t region() const { return region_; }
+
+      private:
+	uint32_t load_peer_acks();
+	uint32_t region_mask(uint32_t r) const;
+
+	LockConsumer cons_;
+	uint32_t *a_ = nullptr;
+	uint8_t *ctl_ = nullptr;
+	uint32_t *dead_ = nullptr;
+	uint32_t *want_ = nullptr; // our WANT word
+	uint32_t n_ = 0, id_ = 0, g_ = 0, regions_ = 0;
+	uint32_t cursor_ = 0;
+	uint32_t region_ = kLanes;
+	uint32_t take_ = 0;
+	uint64_t claims_ = 0, conflicts_ = 0;
+};
+
+// ---- the host side of a steal pool ------------------------------------------------
+struct StealHost {
+	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
+	uint8_t *ctl;        // steal control block
+	uint8_t *lock;       // the shared submit lock
+	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
+	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
+	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
+};
+
+// Bytes of the steal area of a pool region (control block, submit lock and
+// its arena of arena_cap bytes), 4096-aligned.
+uint64_t steal_area_bytes(uint64_t arena_cap);
+
+// Attach the host producer and every worker's consumer to the steal area at
+// `area` (4096-aligned, steal_area_bytes(arena_cap) bytes of the pool
+// region). Returns 0 or -KNIT_ESYSTEM.
+int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap);
+
+// Host (dispatcher holder): stage call `c` (a struct Call *) into the shared
+// submit lock. 0, -KNIT_EAGAIN (no free lane or arena room now) or another
+// negative code (never publishable).
+struct Call;
+int steal_stage(Pool *p, Call *c);
+// Host (dispatcher holder): publish every staged frame (one release store
+// of A), then wake ONE parked worker.
+void steal_flush(Pool *p);
+// Wake one worker that announced parked == 1 (parked waiting for work; one
+// waiting for return-arena room cannot claim), scanning from the wake
+// cursor. Any thread. Returns true when a wake was sent.
+bool steal_wake_one(Pool *p);
+// Host: worker i will never run again (acknowledged stop, failed to start).
+void steal_worker_gone(Pool *p, uint32_t i);
+
+// Worker (lane l's thread): is there request work for this worker? Lanes
+// topology: its request lock has pending frames. Steal: the submit lock has
+// pending lanes AND the worker may claim (no results waiting for room).
+bool worker_request_pending(Lane *l);
+// Worker: claim a region into the local run queue (only when it is empty
+// and no result waits for room), copying each frame's argument out so the
+// lanes can be ACKed at once. Returns the frames taken (0: none).
+uint32_t steal_take(Lane *l);
+
+} // namespace knit::detail
+
+#endif
