@@ -313,6 +313,9 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		int n = deliver(p, out, max);
 		if (n > 0)
 			return n;
+		// Acquire: pairs with the release decrement of outstanding in
+		// call_complete_locked(), made after the completion was queued: a
+		// zero here means every completion is already counted in cq_count.
 		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
 			return -KNIT_ECLOSED;
