@@ -158,12 +158,22 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		// Never reachable by anyone else: undo it completely.
 		abort_release_locked(p, c);
 		// acq_rel: pairs with the acquire loads of outstanding (as above).
-		knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+		const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
 		c->holds = 0;
 		free(c->arg_buf);
 		c->arg_buf = nullptr;
 		p->tickets.free(c);
 		pthread_mutex_unlock(&p->mu);
+		// The undo can be what takes outstanding to 0 (a knit_stop that
+		// set closed after our increment counted this call): the waiters
+		// of drained_ready() / complete_ready() must re-evaluate, exactly
+		// as after a completion. Dekker: host_event()'s seq_cst fence
+		// between our decrement and its load of host_waiters pairs with
+		// the fence in host_sleep() between the waiter's increment of
+		// host_waiters and its ready() re-check: either it sees 0 or we
+		// see it waiting and bump the doorbell sequence it sleeps on.
+		if (before == 1)
+			host_event(p, true);
 		return -KNIT_EAGAIN;
 	}
 	uint32_t drop = kHoldEnqueue;
