@@ -47,18 +47,20 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		return -KNIT_EINVAL;
 	out->doorbell = o.doorbell != KNIT_DOORBELL_OFF;
 
-	// Topology. AUTO picks LANES. The original makes STEAL the default for
-	// 2..31 workers with no balancer and no inline lane, and so will this
-	// library once a known defect is fixed: in a steal pool with the
-	// doorbell on, a host waiting for completions can sleep through its
-	// whole 1 s doorbell watchdog (tests/stress/pool_stop_races shows it
-	// as a 1 s knit_stop DRAIN racing producers; nothing is lost, the
-	// watchdog recovers it). Until then STEAL is opt-in.
+	// Topology. AUTO: STEAL for 2..31 workers with no explicit balancer and
+	// no inline lane (the original's default), LANES otherwise (more than 31
+	// workers: the claim protocol has 31 consumers at most).
 	// Explicit STEAL: with a balancer or an inline lane, or with more than
 	// 31 workers, -KNIT_EINVAL (an explicit request that cannot be honoured
 	// is an error, not a silent fallback); one worker is allowed.
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:
+		out->topology = out->workers >= 2 && out->workers <= kMaxStealConsumers &&
+		                                o.balancer == KNIT_BALANCE_DEFAULT &&
+		                                o.inline_lane == KNIT_INLINE_OFF
+		                        ? (uint32_t)KNIT_TOPOLOGY_STEAL
+		                        : (uint32_t)KNIT_TOPOLOGY_LANES;
+		break;
 	case KNIT_TOPOLOGY_LANES:
 		out->topology = KNIT_TOPOLOGY_LANES;
 		break;

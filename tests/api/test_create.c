@@ -266,10 +266,9 @@ KT(create, doorbell_unknown)
 }
 
 /*
- * THE STEAL SEAM: an explicit KNIT_TOPOLOGY_STEAL is accepted (also with
- * one worker); AUTO picks LANES while stealing is opt-in (src/options.cpp
- * says why); the combinations below stay errors. More in
- * tests/api/test_steal.c.
+ * THE STEAL SEAM (issue 5 landed): an explicit KNIT_TOPOLOGY_STEAL is
+ * accepted (also with one worker), AUTO picks STEAL for 2 workers; the
+ * combinations below stay errors. More in tests/api/test_steal.c.
  */
 KT(create, steal_supported)
 {
@@ -277,7 +276,7 @@ KT(create, steal_supported)
 	knit_pool_t *pool = kt_pool_n(2);
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
-	cr_expect_eq(s.topology, KNIT_TOPOLOGY_LANES, "AUTO with 2 workers picks LANES (STEAL is opt-in)");
+	cr_expect_eq(s.topology, KNIT_TOPOLOGY_STEAL, "AUTO with 2 workers picks STEAL");
 	kt_destroy(pool);
 }
 

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/api/test_steal.c - the work-stealing topology through the public
- * ABI: AUTO picks LANES for now (stealing is opt-in until the doorbell stall
- * noted in src/options.cpp is fixed); these tests ask for STEAL explicitly.
- * Originally: AUTO picks STEAL for 2..31 workers (stats.topology) and LANES for 1
+ * ABI (most tests below ask for STEAL explicitly, so they do not depend on
+ * the AUTO rule): AUTO picks STEAL for 2..31 workers (stats.topology) and LANES for 1
  * or more than 31; an explicit STEAL works (also with one worker) and is
  * -KNIT_EINVAL with more than 31 workers; steal_region_lanes (a power of
  * two, clamped to the widest region with 32/g >= workers + 1; anything else
@@ -53,13 +52,13 @@ static uint64_t sum_field(const knit_pool_stats_t *s, size_t off)
 }
 #define SUM(s, field) sum_field(&(s), offsetof(knit_lane_stats_t, field))
 
-KT(steal, auto_picks_lanes_steal_is_opt_in)
+KT(steal, auto_picks_steal_for_2_to_31)
 {
-	/* STEAL is opt-in in this version (see src/options.cpp). */
 	cr_expect_eq(topology_of(1, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
-	cr_expect_eq(topology_of(2, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
-	cr_expect_eq(topology_of(3, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
-	cr_expect_eq(topology_of(31, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
+	cr_expect_eq(topology_of(2, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_STEAL);
+	cr_expect_eq(topology_of(3, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_STEAL);
+	cr_expect_eq(topology_of(31, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_STEAL);
+	/* More than 31 workers: falls back to lanes (31 consumers at most). */
 	cr_expect_eq(topology_of(32, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
 	cr_expect_eq(topology_of(KNIT_MAX_WORKERS, KNIT_TOPOLOGY_AUTO), KNIT_TOPOLOGY_LANES);
 	/* An explicit choice is kept. */

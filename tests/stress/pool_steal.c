@@ -134,8 +134,7 @@ static knit_pool_t *make_pool(void)
 	knit_pool_options_t o;
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
-	o.workers = WORKERS;
-	o.topology = KNIT_TOPOLOGY_STEAL; /* opt-in in this version */
+	o.workers = WORKERS; /* AUTO: stealing for 2..31 workers */
 	/* POOL_STEAL_LANES=1: the same program on round-robin lanes, to see the
 	 * idle-worker assertions fail (a manual check that they can). */
 	const char *lanes = getenv("POOL_STEAL_LANES");
@@ -156,7 +155,7 @@ static knit_pool_t *make_pool(void)
 	s.size = sizeof s;
 	if (knit_pool_stats(pool, &s, sizeof s) != 0 ||
 	    s.topology != (o.topology == KNIT_TOPOLOGY_LANES ? KNIT_TOPOLOGY_LANES : KNIT_TOPOLOGY_STEAL)) {
-		printf("FAIL: %d workers: topology %u, not the one asked for\n", WORKERS, s.topology);
+		printf("FAIL: AUTO with %d workers is not a stealing pool (topology %u)\n", WORKERS, s.topology);
 		exit(1);
 	}
 	return pool;
