@@ -43,6 +43,18 @@ trap cleanup EXIT
 
 "$prog" "$tmp/go" >"$tmp/prog.out" 2>"$tmp/prog.err" &
 ppid=$!
+# Attach only once the child has exec'd the program (before that the pid is
+# still the forking shell) and, when knit-trace must find the library in
+# /proc/PID/maps, once the dynamic loader has mapped it. Bounded: 30 s.
+want=$(readlink -f "$prog")
+for _ in $(seq 300); do
+	if [ "$(readlink -f "/proc/$ppid/exe" 2>/dev/null)" = "$want" ] &&
+		{ [ "$mode" = --lib ] || grep -q 'libknitting' "/proc/$ppid/maps" 2>/dev/null; }; then
+		break
+	fi
+	kill -0 "$ppid" 2>/dev/null || break
+	sleep 0.1
+done
 args=(-p "$ppid" --json)
 [ "$mode" = --lib ] && args+=(-l "$(readlink -f "$prog")")
 echo "run: $tool ${args[*]}"
