@@ -14,6 +14,7 @@
 
 #include "knitting.h"
 #include "arch/arch.h"
+#include "src/lock2.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -125,6 +126,50 @@ struct Backoff {
 	}
 	void reset() { n = 0; }
 };
+
+// Stage frame `seq` on producer `p` as shape_of(seq) says: a scalar, an
+// in-place reservation, or a copy from `buf` (kMaxPayload bytes). Returns
+// what LockProducer::stage returns (a lane, -KNIT_EAGAIN, or an error); on
+// success *ck is the checksum the frame carries in its deadline word.
+int stage_frame(knit::detail::LockProducer &p, uint64_t seq, uint8_t *buf, uint64_t *ck)
+{
+	using namespace knit::detail;
+	Shape sh = shape_of(seq);
+	FrameHead h{};
+	h.task = sh.len;
+	h.ticket = (uint32_t)seq;
+	h.generation = (uint32_t)(seq >> 32);
+	*ck = 0;
+	if (sh.type == KNIT_VALUE_I64) {
+		knit_value_t v{};
+		v.type = KNIT_VALUE_I64;
+		v.i64 = (int64_t)mix(seq);
+		*ck = (uint64_t)v.i64;
+		h.deadline_ns = *ck;
+		return p.stage(h, v);
+	}
+	if (sh.in_place) {
+		Reservation r{};
+		int rc = p.reserve(sh.len, &r);
+		if (rc != 0)
+			return rc;
+		fill_payload(seq, r.data, sh.len);
+		*ck = checksum(r.data, sh.len);
+		h.deadline_ns = *ck;
+		rc = p.stage_reserved(h, sh.type, 0, sh.len, &r);
+		if (rc < 0)
+			p.cancel(&r); // no lane: give the space back, retry whole
+		return rc;
+	}
+	fill_payload(seq, buf, sh.len);
+	*ck = checksum(buf, sh.len);
+	h.deadline_ns = *ck;
+	knit_value_t v{};
+	v.type = sh.type;
+	v.data = buf;
+	v.len = sh.len;
+	return p.stage(h, v);
+}
 
 } // namespace
 

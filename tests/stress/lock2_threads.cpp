@@ -56,41 +56,8 @@ void *producer_main(void *arg)
 	uint64_t sum = 0;
 	uint32_t batch = 0, batch_max = 1;
 	for (uint64_t seq = 0; seq < s->frames;) {
-		Shape sh = shape_of(seq);
-		FrameHead h{};
-		h.task = sh.len;
-		h.ticket = (uint32_t)seq;
-		h.generation = (uint32_t)(seq >> 32);
-		int rc;
-		uint64_t ck = 0;
-		if (sh.type == KNIT_VALUE_I64) {
-			knit_value_t v{};
-			v.type = KNIT_VALUE_I64;
-			v.i64 = (int64_t)mix(seq);
-			ck = (uint64_t)v.i64;
-			h.deadline_ns = ck;
-			rc = p.stage(h, v);
-		} else if (sh.in_place) {
-			Reservation r{};
-			rc = p.reserve(sh.len, &r);
-			if (rc == 0) {
-				fill_payload(seq, r.data, sh.len);
-				ck = checksum(r.data, sh.len);
-				h.deadline_ns = ck;
-				rc = p.stage_reserved(h, sh.type, 0, sh.len, &r);
-				if (rc < 0)
-					p.cancel(&r); // no lane: give the space back, retry whole
-			}
-		} else {
-			fill_payload(seq, buf, sh.len);
-			ck = checksum(buf, sh.len);
-			h.deadline_ns = ck;
-			knit_value_t v{};
-			v.type = sh.type;
-			v.data = buf;
-			v.len = sh.len;
-			rc = p.stage(h, v);
-		}
+		uint64_t ck;
+		int rc = stage_frame(p, seq, buf, &ck);
 		if (rc >= 0) {
 			sum += ck;
 			seq++;
