@@ -108,39 +108,12 @@ KNIT__RV_AMO(knit_xchg_acq_rel_32, "amoswap.w.aqrl", 32)
 KNIT__RV_AMO(knit_xchg_acq_rel_64, "amoswap.d.aqrl", 64)
 #undef KNIT__RV_AMO
 
-#define KNIT_HAVE_CAS_ACQ_REL_32 1
-#define KNIT_HAVE_CAS_ACQ_REL_64 1
-static inline uint32_t knit_cas_acq_rel_32(uint32_t *p, uint32_t e, uint32_t d)
-{
-	long old;
-	long fail;
-	long se = (long)(int32_t)e; /* lr.w sign-extends what it loads */
-	__asm__ __volatile__("1: lr.w.aqrl %0, %2\n"
-			     "   bne %0, %3, 2f\n"
-			     "   sc.w.rl %1, %4, %2\n"
-			     "   bnez %1, 1b\n"
-			     "2:\n"
-			     : "=&r"(old), "=&r"(fail), "+A"(*p)
-			     : "r"(se), "r"(d)
-			     : "memory");
-	return (uint32_t)old;
-}
-static inline uint64_t knit_cas_acq_rel_64(uint64_t *p, uint64_t e, uint64_t d)
-{
-	uint64_t old;
-	long fail;
-	__asm__ __volatile__("1: lr.d.aqrl %0, %2\n"
-			     "   bne %0, %3, 2f\n"
-			     "   sc.d.rl %1, %4, %2\n"
-			     "   bnez %1, 1b\n"
-			     "2:\n"
-			     : "=&r"(old), "=&r"(fail), "+A"(*p)
-			     : "r"(e), "r"(d)
-			     : "memory");
-	return old;
-}
-
 /*
+ * Compare-and-swap: an lr/sc loop, one macro for both orders (LR and SC are
+ * the ordering suffixes: ".aqrl"/".rl" for acq_rel, none for relaxed).
+ * lr.w sign-extends what it loads, so the 32-bit expected value is compared
+ * sign-extended.
+ *
  * The relaxed CAS is hand-written too, not left to the builtin: GCC 12's
  * __atomic_compare_exchange_n on a 32-bit word compares lr.w's sign-extended
  * result with the expected value's register as it stands, and when that
@@ -149,36 +122,42 @@ static inline uint64_t knit_cas_acq_rel_64(uint64_t *p, uint64_t e, uint64_t d)
  * and returns a value equal to `expected`, so the caller believes it stored.
  * tests/arch_checks.h caught it (edge value 0xffffffff00000000 -> 0).
  */
+#define KNIT__RV_CAS(ORD, LR, SC)                                                      \
+	static inline uint32_t knit_cas_##ORD##_32(uint32_t *p, uint32_t e, uint32_t d) \
+	{                                                                              \
+		long old;                                                              \
+		long fail;                                                             \
+		long se = (long)(int32_t)e;                                            \
+		__asm__ __volatile__("1: lr.w" LR " %0, %2\n"                          \
+				     "   bne %0, %3, 2f\n"                             \
+				     "   sc.w" SC " %1, %4, %2\n"                      \
+				     "   bnez %1, 1b\n"                                \
+				     "2:\n"                                            \
+				     : "=&r"(old), "=&r"(fail), "+A"(*p)               \
+				     : "r"(se), "r"(d)                                 \
+				     : "memory");                                      \
+		return (uint32_t)old;                                                  \
+	}                                                                              \
+	static inline uint64_t knit_cas_##ORD##_64(uint64_t *p, uint64_t e, uint64_t d) \
+	{                                                                              \
+		uint64_t old;                                                          \
+		long fail;                                                             \
+		__asm__ __volatile__("1: lr.d" LR " %0, %2\n"                          \
+				     "   bne %0, %3, 2f\n"                             \
+				     "   sc.d" SC " %1, %4, %2\n"                      \
+				     "   bnez %1, 1b\n"                                \
+				     "2:\n"                                            \
+				     : "=&r"(old), "=&r"(fail), "+A"(*p)               \
+				     : "r"(e), "r"(d)                                  \
+				     : "memory");                                      \
+		return old;                                                            \
+	}
+#define KNIT_HAVE_CAS_ACQ_REL_32 1
+#define KNIT_HAVE_CAS_ACQ_REL_64 1
 #define KNIT_HAVE_CAS_RELAXED_32 1
 #define KNIT_HAVE_CAS_RELAXED_64 1
-static inline uint32_t knit_cas_relaxed_32(uint32_t *p, uint32_t e, uint32_t d)
-{
-	long old;
-	long fail;
-	long se = (long)(int32_t)e; /* lr.w sign-extends what it loads */
-	__asm__ __volatile__("1: lr.w %0, %2\n"
-			     "   bne %0, %3, 2f\n"
-			     "   sc.w %1, %4, %2\n"
-			     "   bnez %1, 1b\n"
-			     "2:\n"
-			     : "=&r"(old), "=&r"(fail), "+A"(*p)
-			     : "r"(se), "r"(d)
-			     : "memory");
-	return (uint32_t)old;
-}
-static inline uint64_t knit_cas_relaxed_64(uint64_t *p, uint64_t e, uint64_t d)
-{
-	uint64_t old;
-	long fail;
-	__asm__ __volatile__("1: lr.d %0, %2\n"
-			     "   bne %0, %3, 2f\n"
-			     "   sc.d %1, %4, %2\n"
-			     "   bnez %1, 1b\n"
-			     "2:\n"
-			     : "=&r"(old), "=&r"(fail), "+A"(*p)
-			     : "r"(e), "r"(d)
-			     : "memory");
-	return old;
-}
+KNIT__RV_CAS(acq_rel, ".aqrl", ".rl")
+KNIT__RV_CAS(relaxed, "", "")
+#undef KNIT__RV_CAS
 
 #endif /* KNIT_ARCH_RISCV64_ATOMIC_H */
