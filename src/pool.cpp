@@ -181,6 +181,12 @@ void free_host_state(Pool *p)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	// Bytes of completions handed out and never released die with the pool.
+	for (uint32_t i = 0; i < p->owned_n; i++)
+		free(p->owned[i].buf);
+	free(p->owned);
+	p->owned = nullptr;
+	p->owned_n = p->owned_cap = p->owned_free = 0;
 	free(p->abort_in_use);
 	p->abort_in_use = nullptr;
 }
@@ -250,6 +256,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	if (cfg.inline_lane == KNIT_INLINE_LAST)
 		p->order[k++] = p->nworkers;
 	p->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p ^ (uint64_t)knit_now_ns();
+	p->owned_salt = p->rng * 0xD6E8FEB86659FD93ull;
 
 	// Tickets: every lane's in-flight slots plus the backlog bound.
 	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;

@@ -297,6 +297,15 @@ struct TaskEntry {
 	uint32_t flags;
 };
 
+// Result bytes a completion handed out owns (knit_completion_release): a
+// completion carries a handle {generation, slot} to its entry, never a
+// pointer the library would have to trust. Under mu.
+struct OwnedBuf {
+	uint8_t *buf;  // nullptr = free slot
+	uint32_t gen;  // bumped when the slot is taken; handles name it
+	uint32_t next; // free list link (slot index + 1, 0 = end)
+};
+
 struct alignas(128) Pool {
 	PoolConfig cfg;
 	TaskEntry *tasks;
@@ -347,6 +356,11 @@ struct alignas(128) Pool {
 	uint32_t *abort_in_use; // host-private mirror of allocated abort bits
 	uint32_t abort_cursor;
 	uint32_t abort_used;
+	OwnedBuf *owned;       // handed-out result bytes not released yet
+	uint32_t owned_n;      // slots in use or on the free list
+	uint32_t owned_cap;    // slots allocated
+	uint32_t owned_free;   // free list head (slot + 1, 0 = empty)
+	uint64_t owned_salt;   // per-pool: the completion's check word mixes it in
 
 	// Statistics (relaxed atomics).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
