@@ -236,11 +236,12 @@ typedef struct knit_lane_stats {
 	uint64_t doorbell_rings;    /* times it rang the host's doorbell */
 	uint64_t steal_claims;      /* regions claimed (steal topology) */
 	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
-	uint64_t reserved[3];
+	uint64_t spurious_wakes;    /* woke neither rung nor by the watchdog */
+	uint64_t reserved[2];
 } knit_lane_stats_t;
 
 typedef struct knit_pool_stats {
-	uint32_t size;               /* in: sizeof(knit_pool_stats_t) */
+	uint32_t size;               /* in: the size argument (see knit_pool_stats(3)) */
 	uint32_t lanes;              /* out: lanes filled in below */
 	uint32_t topology;           /* out: enum knit_topology actually used */
 	uint32_t workers;            /* out: worker threads */
@@ -252,7 +253,9 @@ typedef struct knit_pool_stats {
 	uint64_t doorbell_arms;      /* times a waiting host armed the doorbell */
 	uint64_t doorbell_wakes;     /* times it was woken by a ring */
 	uint64_t inline_calls;       /* calls run on the inline lane */
-	uint64_t reserved[4];
+	uint64_t proto_errors;       /* frames from workers failing validation */
+	uint64_t late_drops;         /* results for calls completed already */
+	uint64_t reserved[2];
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 } knit_pool_stats_t;
 

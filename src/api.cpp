@@ -519,6 +519,7 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 
 	if (flags == KNIT_STOP_CANCEL) {
 		cancel_all(p);
+		backlog_drop_completed(p, deadline);
 	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
 		// DRAIN: run passes until every accepted call completed.
 		if (!host_wait(p, drained_ready, nullptr, deadline, false))

@@ -358,6 +358,12 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		return -KNIT_EINVAL;
 	if (size < offsetof(knit_pool_stats_t, lane) || size > sizeof(knit_pool_stats_t))
 		return -KNIT_EVERSION;
+	// The size field is checked like every other size field of the ABI, and
+	// must agree with the argument (the caller's idea of the struct).
+	if (stats->size < offsetof(knit_pool_stats_t, lane) || stats->size > sizeof(knit_pool_stats_t))
+		return -KNIT_EVERSION;
+	if (stats->size != size)
+		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
@@ -373,6 +379,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);
 	s.doorbell_wakes = knit_load_relaxed_64(&p->st_doorbell_wakes);
 	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
+	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
+	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
@@ -389,6 +397,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.doorbell_rings = knit_load_relaxed_64(lane_counter(l->ext, kWcDoorbellRings));
 		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
 		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
+		ls.spurious_wakes = knit_load_relaxed_64(lane_counter(l->ext, kWcSpurious));
 	}
 	memcpy(stats, &s, size);
 	return 0;
