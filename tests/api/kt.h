@@ -79,6 +79,8 @@
  * echo          -                  result = arg
  * error         -                  arg I64 c: sets ret to ERROR{code c,
  *                                  message "task error <c>"}, returns 1
+ * error_long    -                  arg I64 n: sets ret to ERROR{code 4242,
+ *                                  message of n pattern chars}, returns 3
  * fail          -                  returns arg I64 without touching ret
  * fail_set      -                  sets ret to I64 77, returns arg I64
  * inspect       -                  returns I64 kt_value_hash(arg)

@@ -221,6 +221,26 @@ static int t_error(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 1;
 }
 
+/* The last long message of this thread: its bytes must live until the
+ * library copied the result, which happens before the thread runs another. */
+static __thread char *t_long_msg;
+
+static int t_error_long(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	size_t n = (size_t)arg_i64(arg);
+	free(t_long_msg);
+	t_long_msg = malloc(n + 1);
+	if (t_long_msg == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		t_long_msg[i] = (char)kt_pat(i);
+	t_long_msg[n] = 0;
+	*ret = kt_err(4242, t_long_msg);
+	ret->len = n;
+	return 3;
+}
+
 static int t_fail(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx;
@@ -286,6 +306,7 @@ const knit_task_t kt_tasks[] = {
 	{ "string", t_string, 0, 0 },
 	{ "deadline", t_deadline, 0, 0 },
 	{ "error", t_error, 0, 0 },
+	{ "error_long", t_error_long, 0, 0 },
 	{ "fail", t_fail, 0, 0 },
 	{ "fail_set", t_fail_set, 0, 0 },
 	{ "inspect", t_inspect, 0, 0 },
