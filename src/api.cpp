@@ -109,8 +109,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		dispatch_flush_backlog(p);
 		if (p->pb_head == nullptr) {
 			placed_direct = dispatch_place_new(p, c);
-			// An inline-lane call keeps its host-queue hold until it runs.
-			if (placed_direct && c->lane >= p->nworkers && c->lane < p->nlanes)
+			// A placed call keeps its host-queue hold until it ran
+			// (inline lane) or its frame was reaped (worker lanes).
+			if (placed_direct && c->lane != kNoLane)
 				queued = true;
 		}
 		if (!placed_direct) {

@@ -256,8 +256,9 @@ void place_private(Pool *p)
 			int rc = place(p, c);
 			if (rc == 0) {
 				remove = true;
-				// inline FIFO keeps it (kStealLane is no lane index)
-				keep_hold = c->lane >= p->nworkers && c->lane < p->nlanes;
+				// The lane (or the inline FIFO) keeps it until its
+				// frame is reaped (or the inline lane ran it).
+				keep_hold = true;
 			} else if (rc == -KNIT_EAGAIN) {
 				if (!(c->flags & kCallPinned))
 					break; // every lane is full: later calls cannot go either
@@ -320,6 +321,11 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	if (c == nullptr || !c->live || c->gen != h.generation ||
 	    (c->lane != l->index && c->lane != kStealLane) || c->completed) {
 		knit_add_relaxed_64(&p->st_late_drops, 1);
+		// Its own frame, late: the lane's hold ends here (the record,
+		// and its raised abort bit, can be recycled now).
+		if (c != nullptr && c->live && c->gen == h.generation &&
+		    (c->lane == l->index || c->lane == kStealLane))
+			call_unhold_locked(p, c, kHoldHostQueue);
 		return false;
 	}
 	uint8_t *buf = nullptr;
@@ -327,7 +333,9 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
-	return call_complete_locked(p, c, status, val, buf);
+	const bool done = call_complete_locked(p, c, status, val, buf);
+	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
+	return done;
 }
 
 uint32_t reap_lane(Pool *p, Lane *l)
@@ -747,7 +755,15 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->heap.remove(c);
 		update_earliest_locked(p);
 	}
-	abort_release_locked(p, c);
+	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
+		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
+		// running task to stop. The bit stays allocated, and raised, until
+		// the record is recycled, which waits for the task's late result
+		// (a placed call keeps kHoldHostQueue until its frame is reaped).
+		abort_raise_locked(p, c);
+	} else {
+		abort_release_locked(p, c);
+	}
 	if (c->flags & kCallPrivate) {
 		// Release: pairs with the acquire load of done in knit_call's
 		// readiness check: status and result are visible with it.
@@ -809,6 +825,15 @@ int32_t abort_alloc_locked(Pool *p)
 		return (int32_t)(w * 32 + b);
 	}
 	return -1;
+}
+
+void abort_raise_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit < 0)
+		return;
+	const uint32_t b = (uint32_t)c->abort_bit;
+	// Release: pairs with the worker's acquire load in knit_ctx_aborted().
+	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
 }
 
 void abort_release_locked(Pool *p, Call *c)

@@ -131,7 +131,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 // returns to the free list when the last one is dropped (under mu).
 enum CallHold : uint32_t {
 	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it
-	kHoldHostQueue = 1u << 1, // in the backlog, the private list or the inline FIFO
+	kHoldHostQueue = 1u << 1, // in the backlog, the private list, the inline FIFO,
+	                          // or placed in a worker lane until its frame is reaped
 	kHoldUser = 1u << 2,    // its completion has not been handed out yet
 };
 
@@ -408,6 +409,8 @@ void dispatch_backlog_append(Pool *p, Call *c);
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
 // Drop holds (under mu); recycles the record when none is left.
 void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+// Raise a call's abort bit, keeping it allocated (under mu).
+void abort_raise_locked(Pool *p, Call *c);
 // Release a call's abort bit (under mu).
 void abort_release_locked(Pool *p, Call *c);
 // Allocate an abort bit (under mu): the id, or -1 when all are in use.

@@ -109,6 +109,12 @@ extern atomic_int kt_started; /* block tasks that have started */
 /* Wait (bounded) until at least n block tasks have started; 1 if so. */
 int kt_wait_started(int n);
 
+/* abort_loop runs that ended, and those of them that saw their abort bit. */
+extern atomic_int kt_abort_done;
+extern atomic_int kt_abort_seen;
+/* Wait (bounded) until at least n abort_loop runs ended; 1 if so. */
+int kt_wait_abort_done(int n);
+
 /* Record log of the "record" task. */
 #define KT_RECORD_MAX 4096
 struct kt_record {

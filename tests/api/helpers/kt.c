@@ -136,6 +136,20 @@ static int t_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+atomic_int kt_abort_seen;
+atomic_int kt_abort_done;
+
+int kt_wait_abort_done(int n)
+{
+	int64_t end = kt_now_ns() + KT_BOUND_NS;
+	while (atomic_load(&kt_abort_done) < n) {
+		if (kt_now_ns() >= end)
+			return 0;
+		kt_sleep_us(200);
+	}
+	return 1;
+}
+
 static int t_abort_loop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)arg;
@@ -149,6 +163,8 @@ static int t_abort_loop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *
 		}
 		kt_sleep_us(100);
 	}
+	atomic_fetch_add(&kt_abort_seen, seen);
+	atomic_fetch_add(&kt_abort_done, 1);
 	*ret = kt_i64(seen);
 	return 0;
 }
