@@ -72,6 +72,9 @@ struct Lane;
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
 inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (the original's)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
+inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
+inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
+inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u; // ticket indexes stay below this
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
@@ -176,20 +179,23 @@ inline constexpr uint32_t kNoHeap = 0xFFFFFFFFu;
 inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
 
 // A ticket: (generation << 32) | index, generation >= 1, so never 0; a
-// generation is never reused for an index, so a ticket is never reused.
+// generation is never reused for an index (a record is retired after its
+// last one, see tickets.cpp), so a ticket is never reused.
 inline uint64_t ticket_of(const Call *c) { return ((uint64_t)c->gen << 32) | c->index; }
 
 // The table of call records: chunks of kTicketChunk allocated on first use,
-// a LIFO free list. Bounded by capacity. Not thread-safe except lookup():
-// callers hold the pool's mu.
+// a LIFO free list. At most `capacity` (init) records are live at once;
+// indexes run up to capacity() (larger: room for retired records). Not
+// thread-safe except lookup(): callers hold the pool's mu.
 class TicketTable {
 public:
-	// Reserve room for `capacity` records (allocated lazily). 0 or -KNIT_ENOMEM.
+	// Allow `capacity` live records (allocated lazily). 0 or -KNIT_ENOMEM.
 	int init(uint32_t capacity);
 	// Free every chunk (records must hold no memory any more: see pool.cpp).
 	void fini();
 	// A free record (live = 1, gen bumped, fields reset), or nullptr with
-	// *err = -KNIT_EAGAIN (all capacity in use) or -KNIT_ENOMEM.
+	// *err = -KNIT_EAGAIN (all capacity in use, or every index worn out)
+	// or -KNIT_ENOMEM.
 	Call *alloc(int *err);
 	// Back to the free list (live = 0). Caller frees its buffers first.
 	void free(Call *c);
@@ -197,6 +203,7 @@ public:
 	// from any thread (acquire load of the chunk pointer); the record's
 	// fields are then read under mu.
 	Call *lookup(uint32_t index) const;
+	// Exclusive bound of the indexes (what a frame's ticket is checked against).
 	uint32_t capacity() const { return capacity_; }
 	// Indexes handed out so far (records [0, high()) exist). Under mu.
 	uint32_t high() const { return next_new_; }
@@ -204,8 +211,10 @@ public:
 private:
 	Call **chunks_ = nullptr;
 	uint32_t nchunks_ = 0;
-	uint32_t capacity_ = 0;
+	uint32_t capacity_ = 0; // index bound
+	uint32_t max_live_ = 0; // live record bound
 	uint32_t next_new_ = 0;
+	uint32_t live_ = 0;
 	Call *free_ = nullptr;
 };
 
