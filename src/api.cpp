@@ -107,7 +107,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	bool placed_direct = false, queued = false, over = false;
 	if (dispatch_trylock(p)) {
 		dispatch_flush_backlog(p);
-		if (p->pb_head == nullptr) {
+		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
 			// A placed call keeps its host-queue hold until it ran
 			// (inline lane) or its frame was reaped (worker lanes).

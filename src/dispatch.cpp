@@ -237,51 +237,53 @@ void complete_now(Pool *p, Call *c, int32_t status)
 		host_event(p, true);
 }
 
-// Place what fits from the private backlog list, in order (holder only).
+// Place what fits from one backlog queue, in order, stopping at the first
+// call that cannot go now (holder only): every later call of the queue
+// wants the same lanes, so it could not go either. Each call is examined
+// once per placement, plus one head per pass: O(1) amortised per call.
+void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
+{
+	Call *c;
+	while ((c = *head) != nullptr) {
+		Call *const next = c->next; // placing on the inline lane relinks c
+		p->backlog_visits++;
+		bool keep_hold = false;
+		// A stale 0 only publishes a call that was just cancelled: its
+		// late result is dropped.
+		if (!knit_load_relaxed_32(&c->completed)) {
+			int rc = place(p, c);
+			if (rc == -KNIT_EAGAIN)
+				break;
+			if (rc == 0) {
+				// The lane (or the inline FIFO) keeps it until its
+				// frame is reaped (or the inline lane ran it).
+				keep_hold = true;
+			} else {
+				complete_now(p, c, -KNIT_EPROTO);
+			}
+		}
+		*head = next;
+		if (next == nullptr)
+			*tail = nullptr;
+		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+		if (!keep_hold)
+			unhold_add(p, ub, c);
+	}
+}
+
+// Place what fits from the private backlog (holder only): each lane's
+// pinned calls (they can go nowhere else), then the shared list.
 void place_private(Pool *p)
 {
 	UnholdBatch ub;
 	ub.n = 0;
-	Call *prev = nullptr;
-	Call *c = p->pb_head;
-	while (c != nullptr) {
-		Call *next = c->next;
-		bool remove = false;
-		bool keep_hold = false;
-		// A stale 0 only publishes a call that was just cancelled: its
-		// late result is dropped.
-		if (knit_load_relaxed_32(&c->completed)) {
-			remove = true;
-		} else {
-			int rc = place(p, c);
-			if (rc == 0) {
-				remove = true;
-				// The lane (or the inline FIFO) keeps it until its
-				// frame is reaped (or the inline lane ran it).
-				keep_hold = true;
-			} else if (rc == -KNIT_EAGAIN) {
-				if (!(c->flags & kCallPinned))
-					break; // every lane is full: later calls cannot go either
-			} else {
-				complete_now(p, c, -KNIT_EPROTO);
-				remove = true;
-			}
-		}
-		if (remove) {
-			if (prev)
-				prev->next = next;
-			else
-				p->pb_head = next;
-			if (p->pb_tail == c)
-				p->pb_tail = prev;
-			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-			if (!keep_hold)
-				unhold_add(p, &ub, c);
-		} else {
-			prev = c;
-		}
-		c = next;
+	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(m)];
+		place_queue(p, &l->pin_head, &l->pin_tail, &ub);
+		if (l->pin_head == nullptr)
+			p->pin_waiting &= ~(1ull << l->index);
 	}
+	place_queue(p, &p->pb_head, &p->pb_tail, &ub);
 	flush_staged(p);
 	unhold_flush(p, &ub);
 }
@@ -671,11 +673,25 @@ void dispatch_unlock(Pool *p)
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	c->next = nullptr;
-	if (p->pb_tail)
-		p->pb_tail->next = c;
+	Call **head = &p->pb_head, **tail = &p->pb_tail;
+	if (c->flags & kCallPinned) {
+		Lane *l = &p->lanes[c->pin_lane];
+		head = &l->pin_head;
+		tail = &l->pin_tail;
+		p->pin_waiting |= 1ull << c->pin_lane;
+	}
+	if (*tail)
+		(*tail)->next = c;
 	else
-		p->pb_head = c;
-	p->pb_tail = c;
+		*head = c;
+	*tail = c;
+}
+
+bool dispatch_backlog_clear_for(Pool *p, const Call *c)
+{
+	if (c->flags & kCallPinned)
+		return p->lanes[c->pin_lane].pin_head == nullptr;
+	return p->pb_head == nullptr;
 }
 
 bool dispatch_flush_backlog(Pool *p)
@@ -696,7 +712,7 @@ bool dispatch_flush_backlog(Pool *p)
 		dispatch_backlog_append(p, c);
 		got = true;
 	}
-	if (p->pb_head != nullptr)
+	if (p->pb_head != nullptr || p->pin_waiting != 0)
 		place_private(p);
 	return got || !blocked;
 }

@@ -286,6 +286,7 @@ struct Lane {
 	                   // sleeping hosts compare it with the return lock's A)
 	uint32_t staged;   // frames staged in req, not flushed yet
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
+	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
 	uint64_t wakes_sent;       // atomic add, any host thread
 	// Worker side (the lane's thread only).
 	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
@@ -345,7 +346,9 @@ struct alignas(128) Pool {
 	alignas(128) struct cds_wfcq_tail bq_tail;
 	alignas(128) uint64_t backlog_count; // calls waiting for a slot (atomic)
 	uint64_t backlog_hw;                 // high-water mark (atomic max)
-	Call *pb_head, *pb_tail;             // dispatcher-owned, in enqueue order
+	Call *pb_head, *pb_tail;             // dispatcher-owned, unpinned calls in enqueue order
+	uint64_t pin_waiting;                // dispatcher-owned: bit w = lanes[w].pin_head set
+	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
@@ -409,8 +412,12 @@ bool dispatch_place_new(Pool *p, Call *c);
 bool dispatch_flush_backlog(Pool *p);
 // Raise the backlog high-water mark to now_count (any thread).
 void backlog_hw_update(Pool *p, uint64_t now_count);
-// Append a call to the dispatcher's private backlog list (holder only).
+// Append a call to the dispatcher's private backlog: its lane's pinned
+// queue (KNIT_CALL_LANE) or the shared list (holder only).
 void dispatch_backlog_append(Pool *p, Call *c);
+// Does no call like c wait in the private backlog (so c may be placed ahead
+// of the backlog without overtaking one)? Holder only.
+bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 
 // Complete a call (under mu): status/result become its completion. Returns
 // false (and does nothing) when it was already completed. Takes ownership of
