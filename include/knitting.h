@@ -173,8 +173,9 @@ typedef struct knit_pool_options {
 	uint32_t park_ms;            /* worker park watchdog; 0 = 1000 */
 	uint32_t abort_capacity;     /* abort bits for abortable calls; 0 = 258 */
 	uint32_t hard_timeout_ms;    /* 0 = none; see knit_pool_create(3) */
-	uint32_t max_pending;        /* calls waiting for a free slot before
-					knit_enqueue fails with -KNIT_EAGAIN; 0 = 65536 */
+	uint32_t max_pending;        /* most calls waiting for a free slot; an
+					enqueue finding that many fails with
+					-KNIT_EAGAIN; 0 = 65536 */
 	uint32_t reserved0;          /* must be 0 */
 	uint64_t payload_max_bytes;  /* arena size per queue direction per lane;
 					0 = 64 MiB; reserved, committed on use */
