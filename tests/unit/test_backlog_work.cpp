@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 extern "C" { // cmocka 1.1 has no C++ guards of its own
@@ -50,7 +51,11 @@ uint64_t visits(knit_pool_t *pool)
 {
 	// Dispatcher-owned: read it while holding the dispatcher.
 	Pool *p = &pool->p;
+	const int64_t end = now_ns() + 20ll * 1000000000;
 	while (!dispatch_trylock(p)) {
+		if (now_ns() >= end)
+			fail_msg("the dispatcher stayed held");
+		sched_yield();
 	}
 	const uint64_t v = p->backlog_visits;
 	dispatch_unlock(p);
