@@ -173,8 +173,9 @@ typedef struct knit_pool_options {
 	uint32_t park_ms;            /* worker park watchdog; 0 = 1000 */
 	uint32_t abort_capacity;     /* abort bits for abortable calls; 0 = 258 */
 	uint32_t hard_timeout_ms;    /* 0 = none; see knit_pool_create(3) */
-	uint32_t max_pending;        /* calls waiting for a free slot before
-					knit_enqueue fails with -KNIT_EAGAIN; 0 = 65536 */
+	uint32_t max_pending;        /* most calls waiting for a free slot; an
+					enqueue finding that many fails with
+					-KNIT_EAGAIN; 0 = 65536 */
 	uint32_t reserved0;          /* must be 0 */
 	uint64_t payload_max_bytes;  /* arena size per queue direction per lane;
 					0 = 64 MiB; reserved, committed on use */
@@ -236,11 +237,12 @@ typedef struct knit_lane_stats {
 	uint64_t doorbell_rings;    /* times it rang the host's doorbell */
 	uint64_t steal_claims;      /* regions claimed (steal topology) */
 	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
-	uint64_t reserved[3];
+	uint64_t spurious_wakes;    /* woke neither rung nor by the watchdog */
+	uint64_t reserved[2];
 } knit_lane_stats_t;
 
 typedef struct knit_pool_stats {
-	uint32_t size;               /* in: sizeof(knit_pool_stats_t) */
+	uint32_t size;               /* in: the size argument (see knit_pool_stats(3)) */
 	uint32_t lanes;              /* out: lanes filled in below */
 	uint32_t topology;           /* out: enum knit_topology actually used */
 	uint32_t workers;            /* out: worker threads */
@@ -252,7 +254,9 @@ typedef struct knit_pool_stats {
 	uint64_t doorbell_arms;      /* times a waiting host armed the doorbell */
 	uint64_t doorbell_wakes;     /* times it was woken by a ring */
 	uint64_t inline_calls;       /* calls run on the inline lane */
-	uint64_t reserved[4];
+	uint64_t proto_errors;       /* frames from workers failing validation */
+	uint64_t late_drops;         /* results for calls completed already */
+	uint64_t reserved[2];
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 } knit_pool_stats_t;
 

@@ -107,10 +107,11 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	bool placed_direct = false, queued = false, over = false;
 	if (dispatch_trylock(p)) {
 		dispatch_flush_backlog(p);
-		if (p->pb_head == nullptr) {
+		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
-			// An inline-lane call keeps its host-queue hold until it runs.
-			if (placed_direct && c->lane >= p->nworkers && c->lane < p->nlanes)
+			// A placed call keeps its host-queue hold until it ran
+			// (inline lane) or its frame was reaped (worker lanes).
+			if (placed_direct && c->lane != kNoLane)
 				queued = true;
 		}
 		if (!placed_direct) {
@@ -261,6 +262,41 @@ bool drained_ready(Pool *p, void *)
 	return knit_load_acquire_64(&p->outstanding) == 0;
 }
 
+// A completion's check word: ties its handle to this pool, so stray bytes
+// are unlikely to pass for a handle even before the table lookup.
+uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
+
+// Register result bytes about to be handed out (under mu): the handle
+// (never 0), or 0 when the table cannot grow.
+uint64_t owned_register_locked(Pool *p, uint8_t *buf)
+{
+	uint32_t slot;
+	if (p->owned_free != 0) {
+		slot = p->owned_free - 1;
+		p->owned_free = p->owned[slot].next;
+	} else {
+		if (p->owned_n == p->owned_cap) {
+			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
+			if (ncap <= p->owned_cap)
+				return 0;
+			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
+			if (m == nullptr)
+				return 0;
+			p->owned = static_cast<OwnedBuf *>(m);
+			p->owned_cap = ncap;
+		}
+		slot = p->owned_n++;
+		p->owned[slot].gen = 0;
+	}
+	OwnedBuf *o = &p->owned[slot];
+	o->gen++;
+	if (o->gen == 0)
+		o->gen = 1;
+	o->buf = buf;
+	o->next = 0;
+	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
+}
+
 // Move a completed record into *out (the bytes change owner) and drop the
 // user hold (under mu).
 void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
@@ -271,7 +307,19 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
 	out->status = c->status;
 	out->task = c->task;
 	out->result = c->result;
-	out->reserved[0] = (uint64_t)(uintptr_t)c->result_buf;
+	if (c->result_buf != nullptr) {
+		const uint64_t h = owned_register_locked(p, c->result_buf);
+		if (h != 0) {
+			out->reserved[0] = h;
+			out->reserved[1] = owned_check(p, h);
+		} else {
+			// No room to track the bytes: the call still gets its one
+			// completion, as an allocation failure.
+			free(c->result_buf);
+			out->status = -KNIT_ENOMEM;
+			memset(&out->result, 0, sizeof out->result);
+		}
+	}
 	c->result_buf = nullptr;
 	memset(&c->result, 0, sizeof c->result);
 	call_unhold_locked(p, c, kHoldUser);
@@ -340,9 +388,32 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completi
 {
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
-	void *owned = (void *)(uintptr_t)c->reserved[0];
+	Pool *p = &pool->p;
+	const uint64_t h = c->reserved[0];
+	if (h == 0) {
+		// Owns nothing: empty (never filled, already released, or a
+		// result without bytes) unless it points at bytes not ours.
+		if (codec_has_bytes(c->result.type) && c->result.data != nullptr)
+			return -KNIT_EINVAL;
+	} else {
+		const uint32_t slot = (uint32_t)h - 1;
+		const uint32_t gen = (uint32_t)(h >> 32);
+		pthread_mutex_lock(&p->mu);
+		OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
+		if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
+		    c->result.data != o->buf) {
+			pthread_mutex_unlock(&p->mu);
+			return -KNIT_EINVAL; // a copy already released, or never ours
+		}
+		uint8_t *buf = o->buf;
+		o->buf = nullptr;
+		o->next = p->owned_free;
+		p->owned_free = slot + 1;
+		pthread_mutex_unlock(&p->mu);
+		free(buf);
+	}
 	c->reserved[0] = 0;
-	free(owned);
+	c->reserved[1] = 0;
 	memset(&c->result, 0, sizeof c->result);
 	c->result.type = KNIT_VALUE_NONE;
 	return 0;
@@ -380,6 +451,9 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 {
 	if (out == nullptr)
 		return -KNIT_EINVAL;
+	// Every failure leaves *out empty (releasing it is then harmless).
+	memset(out, 0, sizeof *out);
+	out->result.type = KNIT_VALUE_NONE;
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
 	int rc = enqueue_ex(pool, task, arg, nullptr, nullptr, kCallPrivate, &c, &t, timeout_ns);
@@ -446,6 +520,7 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 
 	if (flags == KNIT_STOP_CANCEL) {
 		cancel_all(p);
+		backlog_drop_completed(p, deadline);
 	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
 		// DRAIN: run passes until every accepted call completed.
 		if (!host_wait(p, drained_ready, nullptr, deadline, false))

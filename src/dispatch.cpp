@@ -237,50 +237,53 @@ void complete_now(Pool *p, Call *c, int32_t status)
 		host_event(p, true);
 }
 
-// Place what fits from the private backlog list, in order (holder only).
+// Place what fits from one backlog queue, in order, stopping at the first
+// call that cannot go now (holder only): every later call of the queue
+// wants the same lanes, so it could not go either. Each call is examined
+// once per placement, plus one head per pass: O(1) amortised per call.
+void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
+{
+	Call *c;
+	while ((c = *head) != nullptr) {
+		Call *const next = c->next; // placing on the inline lane relinks c
+		p->backlog_visits++;
+		bool keep_hold = false;
+		// A stale 0 only publishes a call that was just cancelled: its
+		// late result is dropped.
+		if (!knit_load_relaxed_32(&c->completed)) {
+			int rc = place(p, c);
+			if (rc == -KNIT_EAGAIN)
+				break;
+			if (rc == 0) {
+				// The lane (or the inline FIFO) keeps it until its
+				// frame is reaped (or the inline lane ran it).
+				keep_hold = true;
+			} else {
+				complete_now(p, c, -KNIT_EPROTO);
+			}
+		}
+		*head = next;
+		if (next == nullptr)
+			*tail = nullptr;
+		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+		if (!keep_hold)
+			unhold_add(p, ub, c);
+	}
+}
+
+// Place what fits from the private backlog (holder only): each lane's
+// pinned calls (they can go nowhere else), then the shared list.
 void place_private(Pool *p)
 {
 	UnholdBatch ub;
 	ub.n = 0;
-	Call *prev = nullptr;
-	Call *c = p->pb_head;
-	while (c != nullptr) {
-		Call *next = c->next;
-		bool remove = false;
-		bool keep_hold = false;
-		// A stale 0 only publishes a call that was just cancelled: its
-		// late result is dropped.
-		if (knit_load_relaxed_32(&c->completed)) {
-			remove = true;
-		} else {
-			int rc = place(p, c);
-			if (rc == 0) {
-				remove = true;
-				// inline FIFO keeps it (kStealLane is no lane index)
-				keep_hold = c->lane >= p->nworkers && c->lane < p->nlanes;
-			} else if (rc == -KNIT_EAGAIN) {
-				if (!(c->flags & kCallPinned))
-					break; // every lane is full: later calls cannot go either
-			} else {
-				complete_now(p, c, -KNIT_EPROTO);
-				remove = true;
-			}
-		}
-		if (remove) {
-			if (prev)
-				prev->next = next;
-			else
-				p->pb_head = next;
-			if (p->pb_tail == c)
-				p->pb_tail = prev;
-			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-			if (!keep_hold)
-				unhold_add(p, &ub, c);
-		} else {
-			prev = c;
-		}
-		c = next;
+	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(m)];
+		place_queue(p, &l->pin_head, &l->pin_tail, &ub);
+		if (l->pin_head == nullptr)
+			p->pin_waiting &= ~(1ull << l->index);
 	}
+	place_queue(p, &p->pb_head, &p->pb_tail, &ub);
 	flush_staged(p);
 	unhold_flush(p, &ub);
 }
@@ -320,6 +323,11 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	if (c == nullptr || !c->live || c->gen != h.generation ||
 	    (c->lane != l->index && c->lane != kStealLane) || c->completed) {
 		knit_add_relaxed_64(&p->st_late_drops, 1);
+		// Its own frame, late: the lane's hold ends here (the record,
+		// and its raised abort bit, can be recycled now).
+		if (c != nullptr && c->live && c->gen == h.generation &&
+		    (c->lane == l->index || c->lane == kStealLane))
+			call_unhold_locked(p, c, kHoldHostQueue);
 		return false;
 	}
 	uint8_t *buf = nullptr;
@@ -327,7 +335,9 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
-	return call_complete_locked(p, c, status, val, buf);
+	const bool done = call_complete_locked(p, c, status, val, buf);
+	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
+	return done;
 }
 
 uint32_t reap_lane(Pool *p, Lane *l)
@@ -663,11 +673,25 @@ void dispatch_unlock(Pool *p)
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	c->next = nullptr;
-	if (p->pb_tail)
-		p->pb_tail->next = c;
+	Call **head = &p->pb_head, **tail = &p->pb_tail;
+	if (c->flags & kCallPinned) {
+		Lane *l = &p->lanes[c->pin_lane];
+		head = &l->pin_head;
+		tail = &l->pin_tail;
+		p->pin_waiting |= 1ull << c->pin_lane;
+	}
+	if (*tail)
+		(*tail)->next = c;
 	else
-		p->pb_head = c;
-	p->pb_tail = c;
+		*head = c;
+	*tail = c;
+}
+
+bool dispatch_backlog_clear_for(Pool *p, const Call *c)
+{
+	if (c->flags & kCallPinned)
+		return p->lanes[c->pin_lane].pin_head == nullptr;
+	return p->pb_head == nullptr;
 }
 
 bool dispatch_flush_backlog(Pool *p)
@@ -688,7 +712,7 @@ bool dispatch_flush_backlog(Pool *p)
 		dispatch_backlog_append(p, c);
 		got = true;
 	}
-	if (p->pb_head != nullptr)
+	if (p->pb_head != nullptr || p->pin_waiting != 0)
 		place_private(p);
 	return got || !blocked;
 }
@@ -747,7 +771,15 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->heap.remove(c);
 		update_earliest_locked(p);
 	}
-	abort_release_locked(p, c);
+	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
+		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
+		// running task to stop. The bit stays allocated, and raised, until
+		// the record is recycled, which waits for the task's late result
+		// (a placed call keeps kHoldHostQueue until its frame is reaped).
+		abort_raise_locked(p, c);
+	} else {
+		abort_release_locked(p, c);
+	}
 	if (c->flags & kCallPrivate) {
 		// Release: pairs with the acquire load of done in knit_call's
 		// readiness check: status and result are visible with it.
@@ -809,6 +841,15 @@ int32_t abort_alloc_locked(Pool *p)
 		return (int32_t)(w * 32 + b);
 	}
 	return -1;
+}
+
+void abort_raise_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit < 0)
+		return;
+	const uint32_t b = (uint32_t)c->abort_bit;
+	// Release: pairs with the worker's acquire load in knit_ctx_aborted().
+	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
 }
 
 void abort_release_locked(Pool *p, Call *c)
@@ -924,6 +965,26 @@ void cancel_all(Pool *p)
 	pthread_mutex_unlock(&p->mu);
 	host_event(p, true);
 	(void)n;
+}
+
+void backlog_drop_completed(Pool *p, int64_t deadline_ns)
+{
+	// Every call is completed (cancel_all after closed): a flush removes
+	// them all from both backlog lists without placing any. Whoever holds
+	// the dispatcher may have walked the private list before cancel_all,
+	// so take it ourselves, retrying (bounded by the stop's deadline) while
+	// another thread holds it or a pusher is half-way through a push.
+	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+			if (knit_load_relaxed_64(&p->backlog_count) == 0)
+				break;
+		}
+		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
+			break;
+		sched_yield();
+	}
 }
 
 void request_worker_stop(Pool *p)

@@ -181,6 +181,12 @@ void free_host_state(Pool *p)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	// Bytes of completions handed out and never released die with the pool.
+	for (uint32_t i = 0; i < p->owned_n; i++)
+		free(p->owned[i].buf);
+	free(p->owned);
+	p->owned = nullptr;
+	p->owned_n = p->owned_cap = p->owned_free = 0;
 	free(p->abort_in_use);
 	p->abort_in_use = nullptr;
 }
@@ -250,6 +256,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	if (cfg.inline_lane == KNIT_INLINE_LAST)
 		p->order[k++] = p->nworkers;
 	p->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p ^ (uint64_t)knit_now_ns();
+	p->owned_salt = p->rng * 0xD6E8FEB86659FD93ull;
 
 	// Tickets: every lane's in-flight slots plus the backlog bound.
 	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;
@@ -351,6 +358,12 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		return -KNIT_EINVAL;
 	if (size < offsetof(knit_pool_stats_t, lane) || size > sizeof(knit_pool_stats_t))
 		return -KNIT_EVERSION;
+	// The size field is checked like every other size field of the ABI, and
+	// must agree with the argument (the caller's idea of the struct).
+	if (stats->size < offsetof(knit_pool_stats_t, lane) || stats->size > sizeof(knit_pool_stats_t))
+		return -KNIT_EVERSION;
+	if (stats->size != size)
+		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
@@ -366,6 +379,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);
 	s.doorbell_wakes = knit_load_relaxed_64(&p->st_doorbell_wakes);
 	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
+	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
+	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
@@ -382,6 +397,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.doorbell_rings = knit_load_relaxed_64(lane_counter(l->ext, kWcDoorbellRings));
 		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
 		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
+		ls.spurious_wakes = knit_load_relaxed_64(lane_counter(l->ext, kWcSpurious));
 	}
 	memcpy(stats, &s, size);
 	return 0;

@@ -72,6 +72,9 @@ struct Lane;
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
 inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (the original's)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
+inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
+inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
+inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u; // ticket indexes stay below this
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
@@ -131,7 +134,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 // returns to the free list when the last one is dropped (under mu).
 enum CallHold : uint32_t {
 	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it
-	kHoldHostQueue = 1u << 1, // in the backlog, the private list or the inline FIFO
+	kHoldHostQueue = 1u << 1, // in the backlog, the private list, the inline FIFO,
+	                          // or placed in a worker lane until its frame is reaped
 	kHoldUser = 1u << 2,    // its completion has not been handed out yet
 };
 
@@ -175,20 +179,23 @@ inline constexpr uint32_t kNoHeap = 0xFFFFFFFFu;
 inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
 
 // A ticket: (generation << 32) | index, generation >= 1, so never 0; a
-// generation is never reused for an index, so a ticket is never reused.
+// generation is never reused for an index (a record is retired after its
+// last one, see tickets.cpp), so a ticket is never reused.
 inline uint64_t ticket_of(const Call *c) { return ((uint64_t)c->gen << 32) | c->index; }
 
 // The table of call records: chunks of kTicketChunk allocated on first use,
-// a LIFO free list. Bounded by capacity. Not thread-safe except lookup():
-// callers hold the pool's mu.
+// a LIFO free list. At most `capacity` (init) records are live at once;
+// indexes run up to capacity() (larger: room for retired records). Not
+// thread-safe except lookup(): callers hold the pool's mu.
 class TicketTable {
 public:
-	// Reserve room for `capacity` records (allocated lazily). 0 or -KNIT_ENOMEM.
+	// Allow `capacity` live records (allocated lazily). 0 or -KNIT_ENOMEM.
 	int init(uint32_t capacity);
 	// Free every chunk (records must hold no memory any more: see pool.cpp).
 	void fini();
 	// A free record (live = 1, gen bumped, fields reset), or nullptr with
-	// *err = -KNIT_EAGAIN (all capacity in use) or -KNIT_ENOMEM.
+	// *err = -KNIT_EAGAIN (all capacity in use, or every index worn out)
+	// or -KNIT_ENOMEM.
 	Call *alloc(int *err);
 	// Back to the free list (live = 0). Caller frees its buffers first.
 	void free(Call *c);
@@ -196,6 +203,7 @@ public:
 	// from any thread (acquire load of the chunk pointer); the record's
 	// fields are then read under mu.
 	Call *lookup(uint32_t index) const;
+	// Exclusive bound of the indexes (what a frame's ticket is checked against).
 	uint32_t capacity() const { return capacity_; }
 	// Indexes handed out so far (records [0, high()) exist). Under mu.
 	uint32_t high() const { return next_new_; }
@@ -203,8 +211,10 @@ public:
 private:
 	Call **chunks_ = nullptr;
 	uint32_t nchunks_ = 0;
-	uint32_t capacity_ = 0;
+	uint32_t capacity_ = 0; // index bound
+	uint32_t max_live_ = 0; // live record bound
 	uint32_t next_new_ = 0;
+	uint32_t live_ = 0;
 	Call *free_ = nullptr;
 };
 
@@ -276,6 +286,7 @@ struct Lane {
 	                   // sleeping hosts compare it with the return lock's A)
 	uint32_t staged;   // frames staged in req, not flushed yet
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
+	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
 	uint64_t wakes_sent;       // atomic add, any host thread
 	// Worker side (the lane's thread only).
 	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
@@ -295,6 +306,15 @@ struct TaskEntry {
 	knit_task_fn fn;
 	uint32_t timeout_ms;
 	uint32_t flags;
+};
+
+// Result bytes a completion handed out owns (knit_completion_release): a
+// completion carries a handle {generation, slot} to its entry, never a
+// pointer the library would have to trust. Under mu.
+struct OwnedBuf {
+	uint8_t *buf;  // nullptr = free slot
+	uint32_t gen;  // bumped when the slot is taken; handles name it
+	uint32_t next; // free list link (slot index + 1, 0 = end)
 };
 
 struct alignas(128) Pool {
@@ -326,7 +346,9 @@ struct alignas(128) Pool {
 	alignas(128) struct cds_wfcq_tail bq_tail;
 	alignas(128) uint64_t backlog_count; // calls waiting for a slot (atomic)
 	uint64_t backlog_hw;                 // high-water mark (atomic max)
-	Call *pb_head, *pb_tail;             // dispatcher-owned, in enqueue order
+	Call *pb_head, *pb_tail;             // dispatcher-owned, unpinned calls in enqueue order
+	uint64_t pin_waiting;                // dispatcher-owned: bit w = lanes[w].pin_head set
+	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
@@ -347,6 +369,11 @@ struct alignas(128) Pool {
 	uint32_t *abort_in_use; // host-private mirror of allocated abort bits
 	uint32_t abort_cursor;
 	uint32_t abort_used;
+	OwnedBuf *owned;       // handed-out result bytes not released yet
+	uint32_t owned_n;      // slots in use or on the free list
+	uint32_t owned_cap;    // slots allocated
+	uint32_t owned_free;   // free list head (slot + 1, 0 = empty)
+	uint64_t owned_salt;   // per-pool: the completion's check word mixes it in
 
 	// Statistics (relaxed atomics).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
@@ -385,8 +412,12 @@ bool dispatch_place_new(Pool *p, Call *c);
 bool dispatch_flush_backlog(Pool *p);
 // Raise the backlog high-water mark to now_count (any thread).
 void backlog_hw_update(Pool *p, uint64_t now_count);
-// Append a call to the dispatcher's private backlog list (holder only).
+// Append a call to the dispatcher's private backlog: its lane's pinned
+// queue (KNIT_CALL_LANE) or the shared list (holder only).
 void dispatch_backlog_append(Pool *p, Call *c);
+// Does no call like c wait in the private backlog (so c may be placed ahead
+// of the backlog without overtaking one)? Holder only.
+bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 
 // Complete a call (under mu): status/result become its completion. Returns
 // false (and does nothing) when it was already completed. Takes ownership of
@@ -394,6 +425,8 @@ void dispatch_backlog_append(Pool *p, Call *c);
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
 // Drop holds (under mu); recycles the record when none is left.
 void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+// Raise a call's abort bit, keeping it allocated (under mu).
+void abort_raise_locked(Pool *p, Call *c);
 // Release a call's abort bit (under mu).
 void abort_release_locked(Pool *p, Call *c);
 // Allocate an abort bit (under mu): the id, or -1 when all are in use.
@@ -422,6 +455,10 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
+// After cancel_all on a closed pool: take the completed calls out of the
+// backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
+// (absolute, < 0 = none) while another thread holds the dispatcher.
+void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
 

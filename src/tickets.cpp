@@ -2,13 +2,18 @@
 // src/tickets.cpp - the host's call records and the deadline heap.
 //
 // A call record lives from knit_enqueue until its completion has been handed
-// out and nothing references it any more (CallHold); then it goes back to a
-// LIFO free list with its generation kept, and the next use bumps the
-// generation, so a ticket (generation << 32 | index) is never reused and a
-// late frame carrying an old generation is recognised and dropped. Records are
-// allocated in chunks on first use, bounded by the table's capacity (the
-// lanes' in-flight slots plus max_pending): memory grows with use, never past
-// that bound.
+// out and nothing references it any more (CallHold; a placed call's frame
+// holds it until reaped); then it goes back to a LIFO free list with its
+// generation kept, and the next use bumps the generation. A ticket is
+// (generation << 32 | index); a record that has used its last generation
+// (0xFFFFFFFF) is retired for good instead of wrapping to 1, and a fresh
+// index takes its place. So an (index, generation) pair, hence a ticket and
+// the pair a frame carries as its late-result guard, is never reused. Records
+// are allocated in chunks on first use; at most `capacity` are live at once
+// (the lanes' in-flight slots plus max_pending). Indexes go up to
+// capacity(), which leaves room for kRetireAllowance retirements beyond
+// the capacity: each costs 2^32 - 1 calls on one record, so the pool takes
+// at least 2^52 calls before it could run out (then -KNIT_EAGAIN).
 #include "src/common.h"
 
 #include <stdlib.h>
@@ -19,10 +24,15 @@ namespace knit::detail {
 
 int TicketTable::init(uint32_t capacity)
 {
-	capacity_ = capacity;
-	nchunks_ = (capacity + kTicketChunk - 1) / kTicketChunk;
+	max_live_ = capacity;
+	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
+	if (limit > kTicketIndexMax)
+		limit = kTicketIndexMax;
+	capacity_ = (uint32_t)limit;
+	nchunks_ = (capacity_ + kTicketChunk - 1) / kTicketChunk;
 	chunks_ = static_cast<Call **>(calloc(nchunks_ ? nchunks_ : 1, sizeof(Call *)));
 	next_new_ = 0;
+	live_ = 0;
 	free_ = nullptr;
 	return chunks_ ? 0 : -KNIT_ENOMEM;
 }
@@ -37,12 +47,24 @@ void TicketTable::fini()
 	chunks_ = nullptr;
 	nchunks_ = 0;
 	next_new_ = 0;
+	live_ = 0;
 	free_ = nullptr;
 }
 
 Call *TicketTable::alloc(int *err)
 {
+	if (live_ >= max_live_) {
+		*err = -KNIT_EAGAIN;
+		return nullptr;
+	}
 	Call *c = free_;
+	// A record at its last generation is retired: dropped from the free
+	// list for good (its stale tickets then never match a live call).
+	while (c != nullptr && c->gen == kGenLast) {
+		free_ = c->next;
+		c->next = nullptr;
+		c = free_;
+	}
 	if (c != nullptr) {
 		free_ = c->next;
 	} else {
@@ -68,10 +90,9 @@ Call *TicketTable::alloc(int *err)
 		c = &chunks_[ci][next_new_ % kTicketChunk];
 		next_new_++;
 	}
-	// gen is bumped at every allocation and starts at 1: ticket never 0.
-	uint32_t gen = c->gen + 1;
-	if (gen == 0)
-		gen = 1;
+	// gen is bumped at every allocation and starts at 1: ticket never 0;
+	// it never wraps (retired above at kGenLast).
+	const uint32_t gen = c->gen + 1;
 	const uint32_t index = c->index;
 	memset(c, 0, sizeof *c);
 	c->index = index;
@@ -81,11 +102,13 @@ Call *TicketTable::alloc(int *err)
 	c->lane = kNoLane;
 	c->heap_pos = kNoHeap;
 	c->result.type = KNIT_VALUE_NONE;
+	live_++;
 	return c;
 }
 
 void TicketTable::free(Call *c)
 {
+	live_--;
 	c->live = 0;
 	c->next = free_;
 	free_ = c;

@@ -29,6 +29,8 @@ namespace knit::detail {
 namespace {
 
 const char kInvalidResult[] = "task returned an invalid value";
+// Ends an error message cut to max_payload_bytes.
+const char kTruncatedMark[] = " [truncated]";
 
 // A result value a task handed back: 0, -KNIT_EINVAL (malformed) or
 // -KNIT_ETOOBIG (over the per-call cap).
@@ -400,6 +402,10 @@ void *worker_main(void *arg)
 	return nullptr;
 }
 
+namespace {
+void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out);
+} // namespace
+
 void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out)
 {
 	knit_value_t ret;
@@ -432,7 +438,12 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 			return;
 		}
 		if (v == -KNIT_ETOOBIG) {
-			out->status = -KNIT_ETOOBIG;
+			// The error is what the caller needs: keep its code, and cut
+			// the message to the cap, marked (or drop it when there is no
+			// memory for the cut copy).
+			out->value.type = KNIT_VALUE_ERROR;
+			out->value.code = ret.code;
+			error_truncate(ctx, ret, cap, &out->value);
 			return;
 		}
 	}
@@ -447,6 +458,33 @@ struct AllocHead {
 	AllocHead *next;
 	uint64_t pad; // keeps the payload 16-byte aligned
 };
+// The first `cap` bytes of a too-long error message, the last of them
+// replaced by kTruncatedMark (documented in knit_complete(3)), in a block
+// freed with the run's knit_ctx_alloc blocks. Leaves *out's bytes empty when
+// there is no memory.
+void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out)
+{
+	out->data = nullptr;
+	out->len = 0;
+	// err.len > cap, so at least cap bytes of the message are readable.
+	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + cap + 1));
+	if (h == nullptr)
+		return;
+	h->next = static_cast<AllocHead *>(ctx->allocs);
+	ctx->allocs = h;
+	char *b = reinterpret_cast<char *>(h + 1);
+	const uint64_t m = sizeof kTruncatedMark - 1;
+	if (cap >= m) {
+		memcpy(b, err.data, cap - m);
+		memcpy(b + cap - m, kTruncatedMark, m);
+	} else {
+		memcpy(b, kTruncatedMark, cap); // no room for any of the message
+	}
+	b[cap] = 0;
+	out->data = b;
+	out->len = (uint32_t)cap;
+}
+
 } // namespace
 
 void ctx_free_allocs(knit_ctx *ctx)

@@ -79,6 +79,8 @@
  * echo          -                  result = arg
  * error         -                  arg I64 c: sets ret to ERROR{code c,
  *                                  message "task error <c>"}, returns 1
+ * error_long    -                  arg I64 n: sets ret to ERROR{code 4242,
+ *                                  message of n pattern chars}, returns 3
  * fail          -                  returns arg I64 without touching ret
  * fail_set      -                  sets ret to I64 77, returns arg I64
  * inspect       -                  returns I64 kt_value_hash(arg)
@@ -106,6 +108,12 @@ void kt_gate_open(void);
 extern atomic_int kt_started; /* block tasks that have started */
 /* Wait (bounded) until at least n block tasks have started; 1 if so. */
 int kt_wait_started(int n);
+
+/* abort_loop runs that ended, and those of them that saw their abort bit. */
+extern atomic_int kt_abort_done;
+extern atomic_int kt_abort_seen;
+/* Wait (bounded) until at least n abort_loop runs ended; 1 if so. */
+int kt_wait_abort_done(int n);
 
 /* Record log of the "record" task. */
 #define KT_RECORD_MAX 4096

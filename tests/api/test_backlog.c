@@ -42,6 +42,9 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	int n = fill(pool, echo, 0, limit, &rc);
 	cr_assert_eq(rc, -KNIT_EAGAIN, "after %d calls: %d, want -KNIT_EAGAIN", n, rc);
 	cr_expect_geq(n, (int)max_pending, "accepted %d < max_pending %u", n, max_pending);
+	/* Exactly: the lanes' free slots (32 each, one taken by the blocker),
+	 * then exactly max_pending waiting calls (knit_enqueue(3)). */
+	cr_expect_eq(n, 31 * (int)workers + (int)max_pending, "accepted %d with max_pending %u", n, max_pending);
 	/* Still full: refused again, and a refused call leaves no trace. */
 	knit_value_t v = kt_i64(0);
 	cr_expect_eq(knit_enqueue(pool, echo, &v, NULL, NULL), -KNIT_EAGAIN);

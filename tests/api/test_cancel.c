@@ -272,3 +272,57 @@ KT(cancel, signal_reused_bit_starts_clear)
 	cr_expect_eq(c.result.i64, 0, "reused abort bit still raised");
 	kt_destroy(pool);
 }
+
+/* knit_cancel(NOW) on a running abortable call completes it AND raises its
+ * abort bit, which stays raised until the task returns; a later SIGNAL finds
+ * the call completed (-KNIT_ENOTFOUND, as documented). The bit is given back
+ * once the task's late result came back. */
+KT(cancel, now_running_raises_abort)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.abort_capacity = 1;
+	knit_pool_t *pool = kt_pool(&o);
+	knit_ticket_t t = kt_enq(pool, kt_id(pool, "abort_loop"), kt_none(), NULL);
+	cr_assert(kt_wait_started(1));
+	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW), 0);
+	knit_completion_t c;
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.ticket, t);
+	cr_expect_eq(c.status, -KNIT_ECANCELED);
+	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), -KNIT_ENOTFOUND);
+	cr_assert(kt_wait_abort_done(1));
+	cr_expect_eq(atomic_load(&kt_abort_seen), 1, "the running task never saw its abort bit");
+	/* The one bit comes back once the late result was reaped. */
+	knit_value_t v = kt_none();
+	knit_call_options_t co = { sizeof co, KNIT_CALL_ABORTABLE, 0, 0 };
+	knit_ticket_t t2 = 0;
+	int rc;
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while ((rc = knit_enqueue_ex(pool, kt_id(pool, "aborted"), &v, NULL, &co, &t2)) == -KNIT_EAGAIN &&
+	       kt_now_ns() < end)
+		cr_assert_eq(knit_complete(pool, &c, 1, 1000 * 1000), 0);
+	cr_assert_eq(rc, 0, "abort bit never given back: %d", rc);
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.ticket, t2);
+	cr_expect_eq(c.result.i64, 0, "the reused bit starts clear");
+	kt_destroy(pool);
+}
+
+/* knit_stop(CANCEL) raises the abort bit of every running abortable call, so
+ * the stop does not wait for such tasks to run out on their own. */
+KT(cancel, stop_cancel_raises_abort)
+{
+	knit_pool_t *pool = kt_pool_lanes(2);
+	for (uint32_t w = 0; w < 2; w++)
+		kt_enq_ex(pool, kt_id(pool, "abort_loop"), kt_none(), NULL, KNIT_CALL_LANE, 0, w);
+	cr_assert(kt_wait_started(2));
+	cr_assert_eq(knit_stop(pool, KNIT_STOP_CANCEL, -1), 0);
+	cr_expect_eq(atomic_load(&kt_abort_done), 2, "the stop returned before its workers did");
+	cr_expect_eq(atomic_load(&kt_abort_seen), 2, "running tasks were not told to stop");
+	knit_completion_t c[2];
+	cr_assert_eq(kt_reap(pool, c, 2), 2);
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(c[i].status, -KNIT_ECLOSED);
+	kt_destroy(pool);
+}

@@ -97,6 +97,62 @@ KT(complete, release_rules)
 	kt_destroy(pool);
 }
 
+/* Bad input to knit_completion_release returns -KNIT_EINVAL and never
+ * frees anything it does not own (ASan turns a bad free into a failure). */
+KT(complete, release_rejects_what_it_does_not_own)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	const knit_value_t n = kt_i64(300);
+	knit_completion_t c, copy;
+	cr_assert_eq(knit_call(pool, kt_id(pool, "string"), &n, &c, 0), 0);
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.type, KNIT_VALUE_STRING);
+	copy = c;
+	cr_expect_eq(knit_completion_release(pool, &c), 0);
+	/* The copy names bytes that were freed already. */
+	cr_expect_eq(knit_completion_release(pool, &copy), -KNIT_EINVAL);
+	/* A completion the library never handed out (stack garbage). */
+	knit_completion_t junk;
+	memset(&junk, 0xA5, sizeof junk);
+	cr_expect_eq(knit_completion_release(pool, &junk), -KNIT_EINVAL);
+	/* Bytes the library does not own, with no handle. */
+	char mine[8] = "mine";
+	memset(&junk, 0, sizeof junk);
+	junk.result = kt_str(mine, 4);
+	cr_expect_eq(knit_completion_release(pool, &junk), -KNIT_EINVAL);
+	/* A live completion's handle with the data pointer of another. */
+	knit_completion_t a, b;
+	cr_assert_eq(knit_call(pool, kt_id(pool, "string"), &n, &a, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "string"), &n, &b, 0), 0);
+	copy = a;
+	copy.result.data = b.result.data;
+	cr_expect_eq(knit_completion_release(pool, &copy), -KNIT_EINVAL);
+	/* ... and the real ones still release, exactly once each. */
+	cr_expect_eq(knit_completion_release(pool, &a), 0);
+	cr_expect_eq(knit_completion_release(pool, &b), 0);
+	cr_expect_eq(knit_completion_release(pool, &copy), -KNIT_EINVAL);
+	/* A failed knit_call leaves *out empty: releasing it is harmless. */
+	memset(&c, 0xA5, sizeof c);
+	cr_expect_eq(knit_call(pool, 9999, &n, &c, 0), -KNIT_ENOTASK);
+	cr_expect_eq(c.ticket, 0);
+	cr_expect_eq(c.status, 0);
+	cr_expect_eq(c.result.type, KNIT_VALUE_NONE);
+	cr_expect_null(c.result.data);
+	cr_expect_eq(c.reserved[0], 0);
+	cr_expect_eq(knit_completion_release(pool, &c), 0);
+	memset(&c, 0xA5, sizeof c);
+	cr_expect_eq(knit_call(NULL, 0, &n, &c, 0), -KNIT_EINVAL);
+	cr_expect_eq(c.ticket, 0);
+	cr_expect_eq(c.result.type, KNIT_VALUE_NONE);
+	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, -1), 0);
+	memset(&c, 0xA5, sizeof c);
+	cr_expect_eq(knit_call(pool, kt_id(pool, "echo"), &n, &c, 0), -KNIT_ECLOSED);
+	cr_expect_eq(c.ticket, 0);
+	cr_expect_eq(c.result.type, KNIT_VALUE_NONE);
+	cr_expect_eq(knit_completion_release(pool, &c), 0);
+	kt_destroy(pool);
+}
+
 KT(complete, unreleased_freed_by_destroy)
 {
 	/* Results reaped but never released, and results never reaped: destroy

@@ -276,3 +276,89 @@ KT(stats, monotonic_under_load)
 	cr_expect_eq(cur.completed, 50 * 64);
 	kt_destroy(pool);
 }
+
+/* The size field is checked like every other size field: out of range is
+ * -KNIT_EVERSION, a value that disagrees with the size argument -KNIT_EINVAL. */
+KT(stats, size_field_checked)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	knit_pool_stats_t s;
+	memset(&s, 0, sizeof s);
+	s.size = 0;
+	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s), -KNIT_EVERSION);
+	s.size = 12345678;
+	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s), -KNIT_EVERSION);
+	s.size = (uint32_t)offsetof(knit_pool_stats_t, lane) - 1;
+	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s), -KNIT_EVERSION);
+	s.size = (uint32_t)offsetof(knit_pool_stats_t, lane);
+	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s), -KNIT_EINVAL);
+	s.size = sizeof s;
+	cr_expect_eq(knit_pool_stats(pool, &s, offsetof(knit_pool_stats_t, lane)), -KNIT_EINVAL);
+	s.size = sizeof s;
+	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s), 0);
+	cr_expect_eq(s.size, sizeof s);
+	cr_expect_eq(s.workers, 1);
+	kt_destroy(pool);
+}
+
+/* knit_stop(CANCEL) completes the calls waiting in the backlog: the backlog
+ * is empty afterwards and stats.backlog says so. */
+KT(stats, backlog_zero_after_stop_cancel)
+{
+	enum { N = 100 };
+	knit_pool_t *pool = kt_pool_lanes(1);
+	kt_enq(pool, kt_id(pool, "block"), kt_i64(-1), NULL);
+	cr_assert(kt_wait_started(1));
+	uint32_t echo = kt_id(pool, "echo");
+	for (int i = 0; i < N; i++)
+		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_assert_gt(s.backlog, 0, "the calls past the lane's slots wait in the backlog");
+	kt_gate_open(); /* the blocker may finish; the stop need not wait for it */
+	cr_assert_eq(knit_stop(pool, KNIT_STOP_CANCEL, (int64_t)(KT_BOUND_S * 1e9)), 0);
+	kt_stats(pool, &s);
+	cr_expect_eq(s.backlog, 0, "backlog %llu after stop(CANCEL)", (unsigned long long)s.backlog);
+	cr_expect_eq(s.pending, 0);
+	knit_completion_t out[N + 1];
+	cr_expect_eq(kt_reap(pool, out, N + 1), N + 1);
+	for (int i = 0; i < N + 1; i++)
+		knit_completion_release(pool, &out[i]);
+	kt_stats(pool, &s);
+	cr_expect_eq(s.backlog, 0);
+	cr_expect_eq(s.completed, N + 1);
+	kt_destroy(pool);
+}
+
+/* A result that comes back for a call already completed (here: cancelled
+ * while it ran) is dropped and counted in late_drops; a healthy pool counts
+ * no protocol errors. */
+KT(stats, late_drops_and_proto_errors_reported)
+{
+	knit_pool_t *pool = kt_pool_lanes(1);
+	knit_ticket_t t = kt_enq(pool, kt_id(pool, "block"), kt_i64(7), NULL);
+	cr_assert(kt_wait_started(1));
+	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW), 0);
+	knit_completion_t c;
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.status, -KNIT_ECANCELED);
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_expect_eq(s.late_drops, 0, "the task is still running");
+	kt_gate_open();
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	do {
+		cr_assert_eq(knit_complete(pool, &c, 1, 0), 0, "no second completion");
+		kt_stats(pool, &s);
+		if (s.late_drops != 0)
+			break;
+		kt_sleep_ms(1);
+	} while (kt_now_ns() < end);
+	cr_expect_eq(s.late_drops, 1);
+	cr_expect_eq(s.proto_errors, 0);
+	cr_expect_eq(s.lane[0].calls, 1);
+	/* Every wake the worker saw is accounted for: rung, watchdog or spurious. */
+	cr_expect_leq(s.lane[0].spurious_wakes + s.lane[0].wakes_received + s.lane[0].watchdog_expiries,
+		      s.lane[0].parks + s.lane[0].wakes_received);
+	kt_destroy(pool);
+}

@@ -306,3 +306,56 @@ Test(values_cap, result_too_big, .timeout = KT_TIMEOUT)
 	knit_completion_release(pool, &c);
 	kt_destroy(pool);
 }
+
+/* A failing task whose error message is longer than max_payload_bytes keeps
+ * its status (-KNIT_ETASK) and its code; the message is cut to the cap and
+ * ends with the documented marker " [truncated]". On worker and inline lanes. */
+static void error_long_case(uint32_t inline_lane)
+{
+	static const char mark[] = " [truncated]";
+	const size_t m = sizeof mark - 1;
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.max_payload_bytes = 1000;
+	o.inline_lane = inline_lane;
+	knit_pool_t *pool = kt_pool(&o);
+	uint32_t id = kt_id(pool, "error_long");
+	const size_t lens[] = { 0, 10, 999, 1000, 1001, 5000, 200000 };
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		const knit_value_t a = kt_i64((int64_t)lens[k]);
+		knit_completion_t c;
+		cr_assert_eq(knit_call(pool, id, &a, &c, 0), 0);
+		cr_expect_eq(c.status, -KNIT_ETASK, "len %zu: status %d", lens[k], c.status);
+		cr_expect_eq(c.result.type, KNIT_VALUE_ERROR, "len %zu", lens[k]);
+		cr_expect_eq(c.result.code, 4242, "len %zu: code %d", lens[k], c.result.code);
+		const char *d = c.result.data;
+		if (lens[k] <= 1000) {
+			cr_expect_eq(c.result.len, lens[k]);
+			cr_expect(d != NULL && kt_is_pattern(d, lens[k]), "len %zu: message intact", lens[k]);
+		} else {
+			cr_expect_eq(c.result.len, 1000, "len %zu: cut to the cap, got %u", lens[k], c.result.len);
+			cr_assert_not_null(d);
+			cr_expect(kt_is_pattern(d, 1000 - m), "len %zu: prefix kept", lens[k]);
+			cr_expect_eq(memcmp(d + 1000 - m, mark, m), 0, "len %zu: marked truncated", lens[k]);
+			cr_expect_eq(d[1000], 0, "NUL-terminated");
+		}
+		knit_completion_release(pool, &c);
+	}
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	if (inline_lane != KNIT_INLINE_OFF)
+		cr_expect_gt(s.inline_calls, 0, "the inline lane ran some");
+	else
+		cr_expect_eq(s.lane[0].calls, sizeof lens / sizeof lens[0]);
+	kt_destroy(pool);
+}
+
+Test(values, long_error_message_keeps_code)
+{
+	error_long_case(KNIT_INLINE_OFF);
+}
+
+Test(values, long_error_message_keeps_code_inline)
+{
+	error_long_case(KNIT_INLINE_FIRST);
+}

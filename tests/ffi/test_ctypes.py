@@ -74,15 +74,16 @@ class Completion(C.Structure):
 class LaneStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in (
         "calls", "parks", "wakes_sent", "wakes_received", "watchdog_expiries", "spins",
-        "doorbell_rings", "steal_claims", "steal_conflicts")] + [("reserved", C.c_uint64 * 3)]
+        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes")] + [("reserved", C.c_uint64 * 2)]
 
 
 class PoolStats(C.Structure):
     _fields_ = [("size", C.c_uint32), ("lanes", C.c_uint32), ("topology", C.c_uint32),
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
-                    "doorbell_arms", "doorbell_wakes", "inline_calls")] + [
-        ("reserved", C.c_uint64 * 4), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+                    "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
+                    "late_drops")] + [
+        ("reserved", C.c_uint64 * 2), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
 
 
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include <cmocka.h>
@@ -38,7 +39,11 @@ static void tickets_bound_and_generations(void **)
 	int err = 0;
 	assert_null(t.alloc(&err));
 	assert_int_equal(err, -KNIT_EAGAIN);
-	assert_null(t.lookup(600));
+	// Past the live bound: no record handed out there (indexes beyond it
+	// only replace worn-out records), and nothing at all past capacity().
+	assert_true(t.lookup(600) == nullptr || !t.lookup(600)->live);
+	assert_true(t.capacity() >= 600);
+	assert_null(t.lookup(t.capacity()));
 	// Recycle everything twice: same records, new generations, new tickets.
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 600; i++)
@@ -67,6 +72,98 @@ static void tickets_lazy_chunks(void **)
 	assert_null(t.lookup(kTicketChunk)); // second chunk not allocated yet
 	assert_int_equal(t.high(), 1);
 	t.fini();
+}
+
+// A record whose generation is about to wrap: its tickets must never repeat
+// (a wrap would give generation 1 again, the ticket of its first use).
+static void tickets_unique_across_generation_wrap(void **)
+{
+	TicketTable t;
+	assert_int_equal(t.init(4), 0);
+	int err = 0;
+	Call *c = t.alloc(&err);
+	assert_non_null(c);
+	const uint32_t idx = c->index;
+	uint64_t seen[16];
+	uint32_t n = 0;
+	seen[n++] = ticket_of(c);
+	t.free(c);
+	// Test hook: age the free record to just below the wrap point.
+	t.lookup(idx)->gen = 0xFFFFFFFDu;
+	for (int i = 0; i < 6; i++) {
+		c = t.alloc(&err);
+		assert_non_null(c);
+		assert_true(c->gen != 0);
+		const uint64_t tk = ticket_of(c);
+		for (uint32_t k = 0; k < n; k++)
+			if (seen[k] == tk)
+				fail_msg("ticket %#llx handed out twice (index %u gen %u)", (unsigned long long)tk,
+					 c->index, c->gen);
+		seen[n++] = tk;
+		t.free(c);
+	}
+	// The worn-out record is never handed out again, and never matches.
+	const Call *old = t.lookup(idx);
+	assert_true(old != nullptr && !old->live && old->gen == 0xFFFFFFFFu);
+	// The live bound is still the capacity.
+	Call *all[4];
+	for (int i = 0; i < 4; i++) {
+		all[i] = t.alloc(&err);
+		assert_non_null(all[i]);
+		assert_true(all[i]->index != idx);
+	}
+	assert_null(t.alloc(&err));
+	assert_int_equal(err, -KNIT_EAGAIN);
+	t.fini();
+}
+
+static int wrap_task(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
+{
+	*ret = *arg;
+	return 0;
+}
+
+// The same through the public entries: a stale ticket from before the wrap
+// must not cancel the call that reuses the record afterwards.
+static void tickets_no_stale_cancel_after_wrap(void **)
+{
+	const knit_task_t tasks[] = {{"echo", wrap_task, 0, 0}};
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.workers = 1;
+	o.topology = KNIT_TOPOLOGY_LANES;
+	o.park_ms = 60000;
+	knit_pool_t *pool = nullptr;
+	assert_int_equal(knit_pool_create(&o, tasks, 1, &pool), 0);
+	Pool *p = &pool->p;
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_I64;
+	v.i64 = 1;
+	knit_ticket_t ta = 0;
+	assert_int_equal(knit_enqueue(pool, 0, &v, nullptr, &ta), 0);
+	knit_completion_t c;
+	assert_int_equal(knit_complete(pool, &c, 1, -1), 1);
+	assert_true(c.ticket == ta);
+	knit_completion_release(pool, &c);
+	// Test hook: age that record (free again) to the last generation.
+	pthread_mutex_lock(&p->mu);
+	Call *r = p->tickets.lookup((uint32_t)ta);
+	assert_non_null(r);
+	assert_int_equal(r->live, 0);
+	r->gen = 0xFFFFFFFFu;
+	pthread_mutex_unlock(&p->mu);
+	knit_ticket_t tb = 0;
+	v.i64 = 2;
+	assert_int_equal(knit_enqueue(pool, 0, &v, nullptr, &tb), 0);
+	assert_true(tb != ta);
+	assert_int_equal(knit_cancel(pool, ta, KNIT_CANCEL_NOW), -KNIT_ENOTFOUND);
+	assert_int_equal(knit_complete(pool, &c, 1, -1), 1);
+	assert_true(c.ticket == tb);
+	assert_int_equal(c.status, 0);
+	assert_true(c.result.i64 == 2);
+	assert_int_equal(knit_pool_destroy(pool), 0);
 }
 
 static void heap_order_and_removal(void **)
@@ -194,6 +291,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tickets_bound_and_generations),
 		cmocka_unit_test(tickets_lazy_chunks),
+		cmocka_unit_test(tickets_unique_across_generation_wrap),
+		cmocka_unit_test(tickets_no_stale_cancel_after_wrap),
 		cmocka_unit_test(heap_order_and_removal),
 		cmocka_unit_test(options_defaults),
 		cmocka_unit_test(options_errors),

@@ -136,6 +136,20 @@ static int t_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+atomic_int kt_abort_seen;
+atomic_int kt_abort_done;
+
+int kt_wait_abort_done(int n)
+{
+	int64_t end = kt_now_ns() + KT_BOUND_NS;
+	while (atomic_load(&kt_abort_done) < n) {
+		if (kt_now_ns() >= end)
+			return 0;
+		kt_sleep_us(200);
+	}
+	return 1;
+}
+
 static int t_abort_loop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)arg;
@@ -149,6 +163,8 @@ static int t_abort_loop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *
 		}
 		kt_sleep_us(100);
 	}
+	atomic_fetch_add(&kt_abort_seen, seen);
+	atomic_fetch_add(&kt_abort_done, 1);
 	*ret = kt_i64(seen);
 	return 0;
 }
@@ -221,6 +237,26 @@ static int t_error(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 1;
 }
 
+/* The last long message of this thread: its bytes must live until the
+ * library copied the result, which happens before the thread runs another. */
+static __thread char *t_long_msg;
+
+static int t_error_long(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	size_t n = (size_t)arg_i64(arg);
+	free(t_long_msg);
+	t_long_msg = malloc(n + 1);
+	if (t_long_msg == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		t_long_msg[i] = (char)kt_pat(i);
+	t_long_msg[n] = 0;
+	*ret = kt_err(4242, t_long_msg);
+	ret->len = n;
+	return 3;
+}
+
 static int t_fail(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx;
@@ -286,6 +322,7 @@ const knit_task_t kt_tasks[] = {
 	{ "string", t_string, 0, 0 },
 	{ "deadline", t_deadline, 0, 0 },
 	{ "error", t_error, 0, 0 },
+	{ "error_long", t_error_long, 0, 0 },
 	{ "fail", t_fail, 0, 0 },
 	{ "fail_set", t_fail_set, 0, 0 },
 	{ "inspect", t_inspect, 0, 0 },
