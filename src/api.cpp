@@ -34,7 +34,7 @@ int check_value(const knit_value_t &v, uint64_t cap)
 	return codec_check(v, cap);
 }
 
-int64_t deadline_after_ms(uint32_t ms) { return knit_now_ns() + (int64_t)ms * 1000000; }
+int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
 // Enqueue a validated call. On success *out_call (if non-null) is the record
 // (still holding kHoldUser) and *ticket its ticket.
@@ -231,7 +231,7 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	}
 	a.abortable = (o.flags & KNIT_CALL_ABORTABLE) || (p->tasks[task].flags & KNIT_TASK_ABORTABLE);
 	if (timeout_ns > 0)
-		a.deadline_ns = knit_now_ns() + timeout_ns;
+		a.deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0); // 0 = none
 	else if (o.flags & KNIT_CALL_NO_TIMEOUT)
 		a.deadline_ns = 0;
 	else if (o.timeout_ms != 0)
@@ -318,7 +318,7 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	if (pool == nullptr || out == nullptr || max == 0)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
-	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	for (;;) {
 		int n = deliver(p, out, max);
 		if (n > 0)
@@ -438,7 +438,7 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
-	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1);
 	pthread_mutex_unlock(&p->mu);

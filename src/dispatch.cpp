@@ -425,7 +425,8 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Stamp s;
-		if (!read_stamp(&p->lanes[i], &s) || now - s.start <= limit)
+		// s.start is a worker-written word: compare without arithmetic on it.
+		if (!read_stamp(&p->lanes[i], &s) || s.start >= now - limit)
 			continue;
 		Call *c = p->tickets.lookup(s.ticket);
 		if (c == nullptr)
@@ -533,7 +534,8 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 			wake = now + limit;
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Stamp s;
-			if (read_stamp(&p->lanes[i], &s) && s.start + limit < wake)
+			// s.start < wake - limit: no overflow whatever the worker wrote.
+			if (read_stamp(&p->lanes[i], &s) && s.start < wake - limit)
 				wake = s.start + limit + 1;
 		}
 	}

@@ -79,6 +79,14 @@ inline constexpr int64_t kDoorbellWatchdogNs = 1000ll * 1000 * 1000; // DOORBELL
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
 
+// now + timeout_ns (timeout_ns >= 0) as an absolute CLOCK_MONOTONIC
+// deadline, or `none` when the sum would not fit an int64_t: a deadline past
+// the representable range means no deadline (and never signed overflow).
+inline int64_t deadline_after(int64_t now, int64_t timeout_ns, int64_t none)
+{
+	return timeout_ns > INT64_MAX - now ? none : now + timeout_ns;
+}
+
 // Pool header in the region.
 inline constexpr uint64_t kPoolOffDoorbellSeq = 0;
 inline constexpr uint64_t kPoolOffDoorbellArmed = kBlock;
