@@ -191,8 +191,18 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	pthread_mutex_unlock(&p->mu);
 	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
-	if (a.deadline_ns != 0 && knit_load_relaxed_32(&p->host_waiters) != 0)
-		host_event(p, false);
+	if (a.deadline_ns != 0) {
+		// Dekker: pairs with the fence in host_sleep() between its
+		// increment of host_waiters and its read of earliest_deadline
+		// (next_wake): either it plans with our deadline or we see it
+		// waiting and bump the sequence it sleeps on. The unlock above is
+		// only a release, so without this fence our load of host_waiters
+		// could pass the store of earliest_deadline (tests/model/
+		// host_event.pml, run nofence_enqueue).
+		knit_fence_seq_cst();
+		if (knit_load_relaxed_32(&p->host_waiters) != 0)
+			host_event(p, false);
+	}
 	if (ticket != nullptr)
 		*ticket = t;
 	return 0;

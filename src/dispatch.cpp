@@ -570,9 +570,11 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		KNIT_TRACE_DOORBELL_ARM(p);
 	}
 	// Dekker: pairs with the worker's fence between its release store of A
-	// and its load of armed (ring_doorbell in worker.cpp), and with the
-	// fence in host_event() between its progress and its load of
-	// host_waiters: either they see us armed/waiting or we see their work.
+	// and its load of armed (ring_doorbell in worker.cpp), with the fence
+	// in host_event() between its progress and its load of host_waiters,
+	// and with the fence in enqueue() (api.cpp) between its store of a new
+	// earliest_deadline and its load of host_waiters: either they see us
+	// armed/waiting or we see their work (or deadline, in next_wake()).
 	knit_fence_seq_cst();
 	const int64_t now = knit_now_ns();
 	// Work waiting for a pass keeps us awake, unless another thread holds
