@@ -521,10 +521,11 @@ bool work_pending(Pool *p, int64_t now)
 	return false;
 }
 
-// When must a sleeping host look again, at the latest?
+// When must a sleeping host look again, at the latest? slice_ns < 0: no
+// periodic look. Returns an absolute time, or -1 for "not until woken".
 int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 {
-	int64_t wake = now + slice_ns;
+	int64_t wake = slice_ns < 0 ? INT64_MAX : deadline_after(now, slice_ns, INT64_MAX);
 	int64_t ed = earliest_deadline(p);
 	if (ed != 0 && ed < wake)
 		wake = ed;
@@ -539,14 +540,19 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 				wake = s.start + limit + 1;
 		}
 	}
-	return wake;
+	return wake == INT64_MAX ? -1 : wake;
 }
 
 // Sleep until something may have happened (see the file comment).
 void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t stall)
 {
 	const bool doorbell = p->cfg.doorbell;
-	int64_t slice = kDoorbellWatchdogNs;
+	// With the doorbell, sleep until woken or the next deadline (call
+	// deadline, hard timeout), with no periodic watchdog: every event that
+	// can make a waiter ready bumps the sequence we sleep on (a worker's
+	// ring, host_event() after completions, stop, inline work or a new
+	// earliest deadline; tests/model/doorbell.pml and host_event.pml).
+	int64_t slice = -1;
 	if (!doorbell) {
 		// The backoff ladder: 0, 1, 2, ... max_backoff_ms ms.
 		uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
@@ -584,7 +590,7 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
 	if (!ready(p, arg) && (held || !work_pending(p, now)) && (deadline_ns < 0 || now < deadline_ns)) {
 		int64_t wake = next_wake(p, now, slice);
-		if (deadline_ns >= 0 && deadline_ns < wake)
+		if (deadline_ns >= 0 && (wake < 0 || deadline_ns < wake))
 			wake = deadline_ns;
 		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
 		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq) {

@@ -75,7 +75,6 @@ inline constexpr uint32_t kTicketChunk = 256;        // call records allocated t
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
-inline constexpr int64_t kDoorbellWatchdogNs = 1000ll * 1000 * 1000; // DOORBELL_WATCHDOG_MS
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
 
