@@ -329,21 +329,28 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
 	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	int n;
 	for (;;) {
-		int n = deliver(p, out, max);
+		n = deliver(p, out, max);
 		if (n > 0)
-			return n;
+			break;
 		// Acquire: pairs with the release decrement of outstanding in
 		// call_complete_locked(), made after the completion was queued: a
 		// zero here means every completion is already counted in cq_count.
 		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
-			return -KNIT_ECLOSED;
-		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0))
-			return deliver(p, out, max);
-		if (timeout_ns == 0)
-			return deliver(p, out, max);
+			return -KNIT_ECLOSED; // the fd stays readable (efd_pending)
+		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) || timeout_ns == 0) {
+			n = deliver(p, out, max);
+			break;
+		}
 	}
+	// The completion fd shows what is left: readable iff another
+	// knit_complete(..., 0) would return something (the reap that empties
+	// the queue leaves it unreadable; a pass we could not run leaves it to
+	// the dispatcher holder's release).
+	efd_settle(p);
+	return n;
 }
 
 extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c)
@@ -378,10 +385,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
 	const int fd = p->efd;
 	pthread_mutex_unlock(&p->mu);
 	// Results may already wait (queued, or published and not reaped yet).
-	if (knit_load_relaxed_32(&p->cq_count) != 0 || knit_load_relaxed_64(&p->outstanding) != 0) {
-		uint64_t one = 1;
-		(void)knit_sys_write(fd, &one, sizeof one);
-	}
+	efd_sync(p);
 	return fd;
 }
 

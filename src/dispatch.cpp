@@ -521,6 +521,40 @@ bool work_pending(Pool *p, int64_t now)
 	return false;
 }
 
+// ---- the completion eventfd -------------------------------------------------------------
+//
+// Contract (knit_completion_fd(3)): the fd is readable if and only if a
+// knit_complete(..., 0) would return at least one completion (or
+// -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
+// It is a level, kept by two rules that hold on every thread:
+//  - whoever makes something pending (a worker publishing results, a host
+//    completing calls) does so BEFORE it calls efd_sync(), which writes;
+//  - whoever clears it (efd_sync() finding nothing pending, efd_settle())
+//    reads the fd FIRST and re-checks afterwards, writing again when
+//    something is pending.
+// The eventfd's own lock orders a write before a later read, so a clearer
+// that swallowed a write sees what preceded it; the seq_cst fences below
+// make that independent of the kernel. So nothing pending is ever left
+// unreadable (no stranded result), and the last thread to act leaves the fd
+// unreadable when nothing is pending (no spurious wake-up once quiet).
+
+bool efd_pending(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	// Acquire: as in knit_complete(), a zero outstanding means every
+	// completion is already counted in cq_count.
+	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
+		return true;
+	return work_pending(p, knit_now_ns());
+}
+
+void efd_clear(Pool *p)
+{
+	uint64_t v;
+	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
+}
+
 // When must a sleeping host look again, at the latest? slice_ns < 0: no
 // periodic look. Returns an absolute time, or -1 for "not until woken".
 int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
@@ -658,6 +692,13 @@ void dispatch_unlock(Pool *p)
 		knit_fence_seq_cst();
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
 			host_event(p, false);
+		// The same for an event loop: a knit_complete() that lost the
+		// try-lock to us left the fd clear and counts on this re-check
+		// (Dekker: this fence against the one in efd_settle() between its
+		// clear and its load of dispatch_lock).
+		// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
+			efd_sync(p);
 		// A half-pushed node blocked our last drain: its pusher try-locks
 		// after finishing the push, so it is not stranded.
 		if (blocked)
@@ -738,7 +779,7 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	if (with_inline)
 		produced += run_inline(p);
 	if (produced)
-		host_event(p, true);
+		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
 }
 
@@ -844,9 +885,53 @@ void host_event(Pool *p, bool to_fd)
 		knit_add_acq_rel_32(p->db_seq, 1);
 		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
 	}
-	// Acquire: pairs with the release store of efd_on in knit_completion_fd().
-	if (to_fd && knit_load_acquire_32(&p->efd_on))
+	if (to_fd)
+		efd_sync(p);
+}
+
+void efd_sync(Pool *p)
+{
+	// Acquire: pairs with the release store of efd_on in knit_completion_fd()
+	// (the fd number is visible with the flag).
+	if (!knit_load_acquire_32(&p->efd_on))
+		return;
+	if (efd_pending(p)) {
 		efd_write(p);
+		// A reaper may have emptied everything before our write landed:
+		// look again, and take a write that signals nothing back. Pairs
+		// with the fence after the clear below (on the reaper's thread).
+		knit_fence_seq_cst();
+		if (efd_pending(p))
+			return;
+	}
+	efd_clear(p);
+	// Pairs with the fence above and with the producers' ordering of their
+	// progress before their write: whatever preceded a write we swallowed
+	// is visible to the re-check.
+	knit_fence_seq_cst();
+	if (efd_pending(p))
+		efd_write(p);
+}
+
+void efd_settle(Pool *p)
+{
+	// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+	if (!knit_load_acquire_32(&p->efd_on))
+		return;
+	if (knit_load_relaxed_32(&p->cq_count) == 0 && knit_load_relaxed_32(&p->dispatch_lock) != 0) {
+		// Another thread holds the dispatcher, so what is pending (results
+		// to reap, inline calls to run) needs its pass, not ours: a
+		// readable fd would only spin the event loop until it lets go.
+		// Clear it; dispatch_unlock() re-checks after its release.
+		efd_clear(p);
+		// Dekker: pairs with the fence in dispatch_unlock() between its
+		// release of the lock and its work_pending() check: either it sees
+		// the work (and syncs the fd) or we see the lock free (and do).
+		knit_fence_seq_cst();
+		if (knit_load_relaxed_32(&p->cq_count) == 0 && knit_load_relaxed_32(&p->dispatch_lock) != 0)
+			return;
+	}
+	efd_sync(p);
 }
 
 bool lane_wake(Pool *p, Lane *l, bool only_blocked)

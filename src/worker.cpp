@@ -58,12 +58,6 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 	knit_store_release_32(&w[0], seq + 1);
 }
 
-void efd_ring(Pool *p)
-{
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
-}
-
 // Publish the staged results (one release store of A), then ring the host if
 // it armed the doorbell (or asked for the eventfd).
 void flush_results(Lane *l)
@@ -86,7 +80,7 @@ void flush_results(Lane *l)
 		KNIT_TRACE_DOORBELL_RING(p, l->index);
 	}
 	if (fd)
-		efd_ring(p);
+		efd_sync(p); // our results are published: it writes (see dispatch.cpp)
 	if (armed) {
 		// Release: pairs with the host's acquire load of the sequence.
 		knit_add_acq_rel_32(p->db_seq, 1);
