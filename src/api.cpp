@@ -215,6 +215,8 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // inherited across fork: dead here
 	if (task >= p->ntasks)
 		return -KNIT_ENOTASK;
 	knit_call_options_t o;
@@ -328,6 +330,8 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	if (pool == nullptr || out == nullptr || max == 0)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
 	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	int n;
 	for (;;) {
@@ -370,6 +374,8 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // the inherited fd is the parent's too
 	pthread_mutex_lock(&p->mu);
 	if (p->efd < 0) {
 		int fd = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -415,6 +421,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	if (flags != KNIT_CANCEL_NOW && flags != KNIT_CANCEL_SIGNAL)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
 	const uint32_t index = (uint32_t)ticket;
 	const uint32_t gen = (uint32_t)(ticket >> 32);
 	Call *c = gen != 0 ? p->tickets.lookup(index) : nullptr;
@@ -452,6 +460,8 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // the stop words are the parent's workers'
 	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1);

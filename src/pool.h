@@ -306,6 +306,7 @@ struct TaskEntry {
 
 struct alignas(128) Pool {
 	PoolConfig cfg;
+	uint32_t fork_gen; // g_fork_gen when created: differs in a fork child (pool_forked)
 	TaskEntry *tasks;
 	char *names;
 	uint32_t ntasks;
@@ -359,6 +360,17 @@ struct alignas(128) Pool {
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
 };
+
+// ---- fork (src/pool.cpp) ----------------------------------------------------------------
+// Bumped by a pthread_atfork child handler in every child of fork(2)
+// (relaxed: the child is single-threaded when the handler runs).
+extern uint32_t g_fork_gen;
+
+// True in a child of fork(2) for a pool created before the fork: the pool's
+// shared words belong to the parent's workers (and its futexes, threads and
+// eventfd to the parent), so every entry returns -KNIT_ECLOSED before it
+// touches any of them, and knit_pool_destroy frees only private memory.
+inline bool pool_forked(const Pool *p) { return knit_load_relaxed_32(&g_fork_gen) != p->fork_gen; }
 
 // ---- region helpers --------------------------------------------------------------------
 inline uint8_t *lane_ext(Pool *p, uint32_t lane) { return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes; }
