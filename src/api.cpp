@@ -353,7 +353,7 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	// knit_complete(..., 0) would return something (the reap that empties
 	// the queue leaves it unreadable; a pass we could not run leaves it to
 	// the dispatcher holder's release).
-	efd_settle(p);
+	efd_sync(p);
 	return n;
 }
 

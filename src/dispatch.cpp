@@ -528,15 +528,24 @@ bool work_pending(Pool *p, int64_t now)
 // -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
 // It is a level, kept by two rules that hold on every thread:
 //  - whoever makes something pending (a worker publishing results, a host
-//    completing calls) does so BEFORE it calls efd_sync(), which writes;
-//  - whoever clears it (efd_sync() finding nothing pending, efd_settle())
-//    reads the fd FIRST and re-checks afterwards, writing again when
-//    something is pending.
+//    completing calls, a dispatcher holder leaving work behind) does so
+//    BEFORE it calls efd_sync(), which writes;
+//  - whoever clears it (efd_sync() finding nothing pending, as
+//    knit_complete() does before it returns) reads the fd FIRST and
+//    re-checks afterwards, writing again when something is pending.
 // The eventfd's own lock orders a write before a later read, so a clearer
 // that swallowed a write sees what preceded it; the seq_cst fences below
 // make that independent of the kernel. So nothing pending is ever left
 // unreadable (no stranded result), and the last thread to act leaves the fd
 // unreadable when nothing is pending (no spurious wake-up once quiet).
+//
+// Work that needs a dispatcher pass (results to reap, inline calls, expired
+// deadlines) counts only while nobody holds the dispatcher: a loop woken
+// then could not run the pass (its try-lock fails) and would spin until
+// the holder lets go. The holder's dispatch_unlock() re-checks after its
+// release instead. Dekker: its release + fence + work_pending() against the
+// caller's fence (after its progress: the worker's publish, a clear) + load
+// of dispatch_lock here: either the holder sees the work or we see it gone.
 
 bool efd_pending(Pool *p)
 {
@@ -546,6 +555,8 @@ bool efd_pending(Pool *p)
 	// completion is already counted in cq_count.
 	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
 		return true;
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false; // its holder re-checks on release (above)
 	return work_pending(p, knit_now_ns());
 }
 
@@ -692,10 +703,10 @@ void dispatch_unlock(Pool *p)
 		knit_fence_seq_cst();
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
 			host_event(p, false);
-		// The same for an event loop: a knit_complete() that lost the
-		// try-lock to us left the fd clear and counts on this re-check
-		// (Dekker: this fence against the one in efd_settle() between its
-		// clear and its load of dispatch_lock).
+		// The same for an event loop: while we held the dispatcher, the
+		// fd did not count the work waiting for our pass (efd_pending);
+		// this re-check after the release does (Dekker: this fence
+		// against the one before efd_pending()'s load of dispatch_lock).
 		// Acquire: pairs with the release store of efd_on in knit_completion_fd().
 		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
 			efd_sync(p);
@@ -911,27 +922,6 @@ void efd_sync(Pool *p)
 	knit_fence_seq_cst();
 	if (efd_pending(p))
 		efd_write(p);
-}
-
-void efd_settle(Pool *p)
-{
-	// Acquire: pairs with the release store of efd_on in knit_completion_fd().
-	if (!knit_load_acquire_32(&p->efd_on))
-		return;
-	if (knit_load_relaxed_32(&p->cq_count) == 0 && knit_load_relaxed_32(&p->dispatch_lock) != 0) {
-		// Another thread holds the dispatcher, so what is pending (results
-		// to reap, inline calls to run) needs its pass, not ours: a
-		// readable fd would only spin the event loop until it lets go.
-		// Clear it; dispatch_unlock() re-checks after its release.
-		efd_clear(p);
-		// Dekker: pairs with the fence in dispatch_unlock() between its
-		// release of the lock and its work_pending() check: either it sees
-		// the work (and syncs the fd) or we see the lock free (and do).
-		knit_fence_seq_cst();
-		if (knit_load_relaxed_32(&p->cq_count) == 0 && knit_load_relaxed_32(&p->dispatch_lock) != 0)
-			return;
-	}
-	efd_sync(p);
 }
 
 bool lane_wake(Pool *p, Lane *l, bool only_blocked)

@@ -424,13 +424,11 @@ int32_t abort_alloc_locked(Pool *p);
 void host_event(Pool *p, bool to_fd);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);
-// see dispatch.cpp). efd_sync: any thread, after making completions or
-// results pending (it writes), or to take back a stale write (it clears and
-// re-checks). efd_settle: knit_complete() before it returns; like efd_sync,
-// but leaves the fd clear while another thread's dispatcher pass is what the
-// pending work waits for. Both are no-ops until the fd exists.
+// see dispatch.cpp): any thread, after making completions or results
+// pending (it writes; call it after a seq_cst fence that follows the
+// progress), or after reaping (it clears when nothing is left, and
+// re-checks). A no-op until the fd exists.
 void efd_sync(Pool *p);
-void efd_settle(Pool *p);
 
 // Wake worker lane `l` if it announced it is parked (CAS parked -> 0, bump
 // its wake sequence, one futex wake). `only_blocked`: wake only a worker
