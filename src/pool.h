@@ -420,7 +420,7 @@ int32_t abort_alloc_locked(Pool *p);
 
 // Tell host waiters something happened (completions, inline work, stop, a
 // new deadline): bump the doorbell sequence and wake them if any sleep, and
-// write the completion eventfd (when `to_fd`).
+// bring the completion eventfd up to date (when `to_fd`: efd_sync()).
 void host_event(Pool *p, bool to_fd);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);

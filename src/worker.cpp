@@ -68,7 +68,8 @@ void flush_results(Lane *l)
 	l->wret.flush(); // P1: release store of A
 	// Dekker: pairs with the host's fence in host_sleep() between its store
 	// of armed and its re-check of A: either it sees our results or we see
-	// it armed.
+	// it armed. Also orders the publish before efd_sync()'s load of the
+	// dispatcher lock (pairs with the fence in dispatch_unlock()).
 	knit_fence_seq_cst();
 	// Counters are bumped before the ring: whoever the ring wakes may read
 	// the stats at once.
@@ -80,7 +81,9 @@ void flush_results(Lane *l)
 		KNIT_TRACE_DOORBELL_RING(p, l->index);
 	}
 	if (fd)
-		efd_sync(p); // our results are published: it writes (see dispatch.cpp)
+		// Our results are published (and fenced, above): it writes, or
+		// leaves them to the dispatcher holder's release (dispatch.cpp).
+		efd_sync(p);
 	if (armed) {
 		// Release: pairs with the host's acquire load of the sequence.
 		knit_add_acq_rel_32(p->db_seq, 1);
