@@ -34,7 +34,7 @@ int check_value(const knit_value_t &v, uint64_t cap)
 	return codec_check(v, cap);
 }
 
-int64_t deadline_after_ms(uint32_t ms) { return knit_now_ns() + (int64_t)ms * 1000000; }
+int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
 // Enqueue a validated call. On success *out_call (if non-null) is the record
 // (still holding kHoldUser) and *ticket its ticket.
@@ -192,8 +192,18 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	pthread_mutex_unlock(&p->mu);
 	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
-	if (a.deadline_ns != 0 && knit_load_relaxed_32(&p->host_waiters) != 0)
-		host_event(p, false);
+	if (a.deadline_ns != 0) {
+		// Dekker: pairs with the fence in host_sleep() between its
+		// increment of host_waiters and its read of earliest_deadline
+		// (next_wake): either it plans with our deadline or we see it
+		// waiting and bump the sequence it sleeps on. The unlock above is
+		// only a release, so without this fence our load of host_waiters
+		// could pass the store of earliest_deadline (tests/model/
+		// host_event.pml, run nofence_enqueue).
+		knit_fence_seq_cst();
+		if (knit_load_relaxed_32(&p->host_waiters) != 0)
+			host_event(p, false);
+	}
 	if (ticket != nullptr)
 		*ticket = t;
 	return 0;
@@ -206,6 +216,8 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // inherited across fork: dead here
 	if (task >= p->ntasks)
 		return -KNIT_ENOTASK;
 	knit_call_options_t o;
@@ -232,7 +244,7 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	}
 	a.abortable = (o.flags & KNIT_CALL_ABORTABLE) || (p->tasks[task].flags & KNIT_TASK_ABORTABLE);
 	if (timeout_ns > 0)
-		a.deadline_ns = knit_now_ns() + timeout_ns;
+		a.deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0); // 0 = none
 	else if (o.flags & KNIT_CALL_NO_TIMEOUT)
 		a.deadline_ns = 0;
 	else if (o.timeout_ms != 0)
@@ -366,22 +378,31 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	if (pool == nullptr || out == nullptr || max == 0)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
-	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	int n;
 	for (;;) {
-		int n = deliver(p, out, max);
+		n = deliver(p, out, max);
 		if (n > 0)
-			return n;
+			break;
 		// Acquire: pairs with the release decrement of outstanding in
 		// call_complete_locked(), made after the completion was queued: a
 		// zero here means every completion is already counted in cq_count.
 		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
-			return -KNIT_ECLOSED;
-		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0))
-			return deliver(p, out, max);
-		if (timeout_ns == 0)
-			return deliver(p, out, max);
+			return -KNIT_ECLOSED; // the fd stays readable (efd_pending)
+		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) || timeout_ns == 0) {
+			n = deliver(p, out, max);
+			break;
+		}
 	}
+	// The completion fd shows what is left: readable iff another
+	// knit_complete(..., 0) would return something (the reap that empties
+	// the queue leaves it unreadable; a pass we could not run leaves it to
+	// the dispatcher holder's release).
+	efd_sync(p);
+	return n;
 }
 
 extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c)
@@ -424,6 +445,8 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // the inherited fd is the parent's too
 	pthread_mutex_lock(&p->mu);
 	if (p->efd < 0) {
 		int fd = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -439,10 +462,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
 	const int fd = p->efd;
 	pthread_mutex_unlock(&p->mu);
 	// Results may already wait (queued, or published and not reaped yet).
-	if (knit_load_relaxed_32(&p->cq_count) != 0 || knit_load_relaxed_64(&p->outstanding) != 0) {
-		uint64_t one = 1;
-		(void)knit_sys_write(fd, &one, sizeof one);
-	}
+	efd_sync(p);
 	return fd;
 }
 
@@ -475,6 +495,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	if (flags != KNIT_CANCEL_NOW && flags != KNIT_CANCEL_SIGNAL)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
 	const uint32_t index = (uint32_t)ticket;
 	const uint32_t gen = (uint32_t)(ticket >> 32);
 	Call *c = gen != 0 ? p->tickets.lookup(index) : nullptr;
@@ -512,7 +534,9 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
-	const int64_t deadline = timeout_ns < 0 ? -1 : knit_now_ns() + timeout_ns;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // the stop words are the parent's workers'
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1);
 	pthread_mutex_unlock(&p->mu);

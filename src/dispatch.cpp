@@ -435,7 +435,8 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Stamp s;
-		if (!read_stamp(&p->lanes[i], &s) || now - s.start <= limit)
+		// s.start is a worker-written word: compare without arithmetic on it.
+		if (!read_stamp(&p->lanes[i], &s) || s.start >= now - limit)
 			continue;
 		Call *c = p->tickets.lookup(s.ticket);
 		if (c == nullptr)
@@ -530,10 +531,56 @@ bool work_pending(Pool *p, int64_t now)
 	return false;
 }
 
-// When must a sleeping host look again, at the latest?
+// ---- the completion eventfd -------------------------------------------------------------
+//
+// Contract (knit_completion_fd(3)): the fd is readable if and only if a
+// knit_complete(..., 0) would return at least one completion (or
+// -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
+// It is a level, kept by two rules that hold on every thread:
+//  - whoever makes something pending (a worker publishing results, a host
+//    completing calls, a dispatcher holder leaving work behind) does so
+//    BEFORE it calls efd_sync(), which writes;
+//  - whoever clears it (efd_sync() finding nothing pending, as
+//    knit_complete() does before it returns) reads the fd FIRST and
+//    re-checks afterwards, writing again when something is pending.
+// The eventfd's own lock orders a write before a later read, so a clearer
+// that swallowed a write sees what preceded it; the seq_cst fences below
+// make that independent of the kernel. So nothing pending is ever left
+// unreadable (no stranded result), and the last thread to act leaves the fd
+// unreadable when nothing is pending (no spurious wake-up once quiet).
+//
+// Work that needs a dispatcher pass (results to reap, inline calls, expired
+// deadlines) counts only while nobody holds the dispatcher: a loop woken
+// then could not run the pass (its try-lock fails) and would spin until
+// the holder lets go. The holder's dispatch_unlock() re-checks after its
+// release instead. Dekker: its release + fence + work_pending() against the
+// caller's fence (after its progress: the worker's publish, a clear) + load
+// of dispatch_lock here: either the holder sees the work or we see it gone.
+
+bool efd_pending(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	// Acquire: as in knit_complete(), a zero outstanding means every
+	// completion is already counted in cq_count.
+	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
+		return true;
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false; // its holder re-checks on release (above)
+	return work_pending(p, knit_now_ns());
+}
+
+void efd_clear(Pool *p)
+{
+	uint64_t v;
+	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
+}
+
+// When must a sleeping host look again, at the latest? slice_ns < 0: no
+// periodic look. Returns an absolute time, or -1 for "not until woken".
 int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 {
-	int64_t wake = now + slice_ns;
+	int64_t wake = slice_ns < 0 ? INT64_MAX : deadline_after(now, slice_ns, INT64_MAX);
 	int64_t ed = earliest_deadline(p);
 	if (ed != 0 && ed < wake)
 		wake = ed;
@@ -543,18 +590,24 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 			wake = now + limit;
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Stamp s;
-			if (read_stamp(&p->lanes[i], &s) && s.start + limit < wake)
+			// s.start < wake - limit: no overflow whatever the worker wrote.
+			if (read_stamp(&p->lanes[i], &s) && s.start < wake - limit)
 				wake = s.start + limit + 1;
 		}
 	}
-	return wake;
+	return wake == INT64_MAX ? -1 : wake;
 }
 
 // Sleep until something may have happened (see the file comment).
 void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t stall)
 {
 	const bool doorbell = p->cfg.doorbell;
-	int64_t slice = kDoorbellWatchdogNs;
+	// With the doorbell, sleep until woken or the next deadline (call
+	// deadline, hard timeout), with no periodic watchdog: every event that
+	// can make a waiter ready bumps the sequence we sleep on (a worker's
+	// ring, host_event() after completions, stop, inline work or a new
+	// earliest deadline; tests/model/doorbell.pml and host_event.pml).
+	int64_t slice = -1;
 	if (!doorbell) {
 		// The backoff ladder: 0, 1, 2, ... max_backoff_ms ms.
 		uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
@@ -578,9 +631,11 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		KNIT_TRACE_DOORBELL_ARM(p);
 	}
 	// Dekker: pairs with the worker's fence between its release store of A
-	// and its load of armed (ring_doorbell in worker.cpp), and with the
-	// fence in host_event() between its progress and its load of
-	// host_waiters: either they see us armed/waiting or we see their work.
+	// and its load of armed (ring_doorbell in worker.cpp), with the fence
+	// in host_event() between its progress and its load of host_waiters,
+	// and with the fence in enqueue() (api.cpp) between its store of a new
+	// earliest_deadline and its load of host_waiters: either they see us
+	// armed/waiting or we see their work (or deadline, in next_wake()).
 	knit_fence_seq_cst();
 	const int64_t now = knit_now_ns();
 	// Work waiting for a pass keeps us awake, unless another thread holds
@@ -590,7 +645,7 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
 	if (!ready(p, arg) && (held || !work_pending(p, now)) && (deadline_ns < 0 || now < deadline_ns)) {
 		int64_t wake = next_wake(p, now, slice);
-		if (deadline_ns >= 0 && deadline_ns < wake)
+		if (deadline_ns >= 0 && (wake < 0 || deadline_ns < wake))
 			wake = deadline_ns;
 		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
 		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq) {
@@ -658,6 +713,13 @@ void dispatch_unlock(Pool *p)
 		knit_fence_seq_cst();
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
 			host_event(p, false);
+		// The same for an event loop: while we held the dispatcher, the
+		// fd did not count the work waiting for our pass (efd_pending);
+		// this re-check after the release does (Dekker: this fence
+		// against the one before efd_pending()'s load of dispatch_lock).
+		// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
+			efd_sync(p);
 		// A half-pushed node blocked our last drain: its pusher try-locks
 		// after finishing the push, so it is not stranded.
 		if (blocked)
@@ -752,7 +814,7 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	if (with_inline)
 		produced += run_inline(p);
 	if (produced)
-		host_event(p, true);
+		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
 }
 
@@ -875,8 +937,31 @@ void host_event(Pool *p, bool to_fd)
 		knit_add_acq_rel_32(p->db_seq, 1);
 		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
 	}
-	// Acquire: pairs with the release store of efd_on in knit_completion_fd().
-	if (to_fd && knit_load_acquire_32(&p->efd_on))
+	if (to_fd)
+		efd_sync(p);
+}
+
+void efd_sync(Pool *p)
+{
+	// Acquire: pairs with the release store of efd_on in knit_completion_fd()
+	// (the fd number is visible with the flag).
+	if (!knit_load_acquire_32(&p->efd_on))
+		return;
+	if (efd_pending(p)) {
+		efd_write(p);
+		// A reaper may have emptied everything before our write landed:
+		// look again, and take a write that signals nothing back. Pairs
+		// with the fence after the clear below (on the reaper's thread).
+		knit_fence_seq_cst();
+		if (efd_pending(p))
+			return;
+	}
+	efd_clear(p);
+	// Pairs with the fence above and with the producers' ordering of their
+	// progress before their write: whatever preceded a write we swallowed
+	// is visible to the re-check.
+	knit_fence_seq_cst();
+	if (efd_pending(p))
 		efd_write(p);
 }
 

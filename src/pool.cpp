@@ -17,7 +17,46 @@
 
 using namespace knit::detail;
 
+namespace knit::detail {
+uint32_t g_fork_gen;
+} // namespace knit::detail
+
 namespace {
+
+// The fork handler is registered once, by the first knit_pool_create (a
+// pool exists only after it ran, so no fork before it matters).
+pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+int g_atfork_rc;
+
+void on_fork_child() { knit_store_relaxed_32(&g_fork_gen, knit_load_relaxed_32(&g_fork_gen) + 1); }
+
+void register_atfork() { g_atfork_rc = pthread_atfork(nullptr, nullptr, on_fork_child); }
+
+// knit_pool_destroy in a fork child: free the child's copy of the host
+// tables and close its copy of the eventfd, and nothing else. The shared
+// region is only unmapped (our mapping; the parent's stays); no stop word,
+// futex or thread is touched. Payload buffers of calls are not freed: the
+// fork may have caught one changing hands (freed, pointer not cleared yet)
+// in a thread that does not exist here, and a leak in the child beats a
+// double free. The mutex is not destroyed (a parent thread may have held it
+// at the fork).
+void pool_free_forked(knit_pool *kp)
+{
+	Pool *p = &kp->p;
+	p->tickets.fini();
+	p->heap.fini();
+	free(p->abort_in_use);
+	for (uint32_t i = 0; i < p->nlanes; i++)
+		free(p->lanes[i].local);
+	free(p->lanes);
+	region_destroy(&p->region);
+	if (p->efd >= 0)
+		knit_sys_close(p->efd);
+	free(p->tasks);
+	free(p->names);
+	kp->~knit_pool();
+	free(kp);
+}
 
 int cmp_task(const void *a, const void *b)
 {
@@ -226,6 +265,9 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	int rc = options_resolve(opts, &cfg);
 	if (rc != 0)
 		return rc;
+	pthread_once(&g_atfork_once, register_atfork);
+	if (g_atfork_rc != 0)
+		return -KNIT_ENOMEM; // pthread_atfork fails only for want of memory
 
 	void *mem = nullptr;
 	if (posix_memalign(&mem, alignof(knit_pool), sizeof(knit_pool)) != 0)
@@ -234,6 +276,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	knit_pool *kp = new (mem) knit_pool();
 	Pool *p = &kp->p;
 	p->cfg = cfg;
+	p->fork_gen = knit_load_relaxed_32(&g_fork_gen);
 	p->efd = -1;
 	p->region.fd = -1;
 	pthread_mutex_init(&p->mu, nullptr);
@@ -325,6 +368,10 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p)) {
+		pool_free_forked(pool);
+		return 0;
+	}
 	// Cancel what is left and wait (without limit) for every acknowledgement:
 	// a worker stuck in a task is waited for (threads cannot be killed).
 	knit_stop(pool, KNIT_STOP_CANCEL, -1);
@@ -365,6 +412,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	if (stats->size != size)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // its counters are the parent's
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
 	s.size = (uint32_t)size;

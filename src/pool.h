@@ -78,9 +78,16 @@ inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u; // ticket indexes stay 
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
-inline constexpr int64_t kDoorbellWatchdogNs = 1000ll * 1000 * 1000; // DOORBELL_WATCHDOG_MS
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
+
+// now + timeout_ns (timeout_ns >= 0) as an absolute CLOCK_MONOTONIC
+// deadline, or `none` when the sum would not fit an int64_t: a deadline past
+// the representable range means no deadline (and never signed overflow).
+inline int64_t deadline_after(int64_t now, int64_t timeout_ns, int64_t none)
+{
+	return timeout_ns > INT64_MAX - now ? none : now + timeout_ns;
+}
 
 // Pool header in the region.
 inline constexpr uint64_t kPoolOffDoorbellSeq = 0;
@@ -319,6 +326,7 @@ struct OwnedBuf {
 
 struct alignas(128) Pool {
 	PoolConfig cfg;
+	uint32_t fork_gen; // g_fork_gen when created: differs in a fork child (pool_forked)
 	TaskEntry *tasks;
 	char *names;
 	uint32_t ntasks;
@@ -380,6 +388,17 @@ struct alignas(128) Pool {
 	uint64_t st_late_drops, st_proto_errors;
 };
 
+// ---- fork (src/pool.cpp) ----------------------------------------------------------------
+// Bumped by a pthread_atfork child handler in every child of fork(2)
+// (relaxed: the child is single-threaded when the handler runs).
+extern uint32_t g_fork_gen;
+
+// True in a child of fork(2) for a pool created before the fork: the pool's
+// shared words belong to the parent's workers (and its futexes, threads and
+// eventfd to the parent), so every entry returns -KNIT_ECLOSED before it
+// touches any of them, and knit_pool_destroy frees only private memory.
+inline bool pool_forked(const Pool *p) { return knit_load_relaxed_32(&g_fork_gen) != p->fork_gen; }
+
 // ---- region helpers --------------------------------------------------------------------
 inline uint8_t *lane_ext(Pool *p, uint32_t lane) { return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes; }
 inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
@@ -434,8 +453,15 @@ int32_t abort_alloc_locked(Pool *p);
 
 // Tell host waiters something happened (completions, inline work, stop, a
 // new deadline): bump the doorbell sequence and wake them if any sleep, and
-// write the completion eventfd (when `to_fd`).
+// bring the completion eventfd up to date (when `to_fd`: efd_sync()).
 void host_event(Pool *p, bool to_fd);
+
+// The completion eventfd's level (the contract of knit_completion_fd(3);
+// see dispatch.cpp): any thread, after making completions or results
+// pending (it writes; call it after a seq_cst fence that follows the
+// progress), or after reaping (it clears when nothing is left, and
+// re-checks). A no-op until the fd exists.
+void efd_sync(Pool *p);
 
 // Wake worker lane `l` if it announced it is parked (CAS parked -> 0, bump
 // its wake sequence, one futex wake). `only_blocked`: wake only a worker

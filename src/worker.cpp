@@ -60,12 +60,6 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 	knit_store_release_32(&w[0], seq + 1);
 }
 
-void efd_ring(Pool *p)
-{
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
-}
-
 // Publish the staged results (one release store of A), then ring the host if
 // it armed the doorbell (or asked for the eventfd).
 void flush_results(Lane *l)
@@ -76,7 +70,8 @@ void flush_results(Lane *l)
 	l->wret.flush(); // P1: release store of A
 	// Dekker: pairs with the host's fence in host_sleep() between its store
 	// of armed and its re-check of A: either it sees our results or we see
-	// it armed.
+	// it armed. Also orders the publish before efd_sync()'s load of the
+	// dispatcher lock (pairs with the fence in dispatch_unlock()).
 	knit_fence_seq_cst();
 	// Counters are bumped before the ring: whoever the ring wakes may read
 	// the stats at once.
@@ -88,7 +83,9 @@ void flush_results(Lane *l)
 		KNIT_TRACE_DOORBELL_RING(p, l->index);
 	}
 	if (fd)
-		efd_ring(p);
+		// Our results are published (and fenced, above): it writes, or
+		// leaves them to the dispatcher holder's release (dispatch.cpp).
+		efd_sync(p);
 	if (armed) {
 		// Release: pairs with the host's acquire load of the sequence.
 		knit_add_acq_rel_32(p->db_seq, 1);

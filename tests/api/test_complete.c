@@ -300,6 +300,65 @@ KT(complete, knit_call_never_reaches_complete)
 	kt_destroy(pool);
 }
 
+/*
+ * A host blocked in knit_complete(-1) sleeps until something happens or the
+ * next call deadline passes, never on a periodic watchdog. Every sleep arms
+ * the doorbell once, so doorbell_arms counts the blocked host's wake-ups: it
+ * must not move over an idle interval (the interval only gives a periodic
+ * wake-up time to show; nothing is asserted about elapsed time).
+ */
+static void *blocked_reaper(void *arg)
+{
+	knit_pool_t *pool = arg;
+	knit_completion_t c;
+	int rc = knit_complete(pool, &c, 1, -1);
+	if (rc == 1)
+		knit_completion_release(pool, &c);
+	return (void *)(intptr_t)rc;
+}
+
+static void idle_blocked_no_wakes(int with_far_deadline)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	if (with_far_deadline) /* outstanding, deadline a minute away */
+		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(1), NULL, 0, 60000, 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, blocked_reaper, pool), 0);
+	knit_pool_stats_t s;
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	do {
+		kt_sleep_ms(10);
+		kt_stats(pool, &s);
+	} while (s.doorbell_arms == 0 && kt_now_ns() < end);
+	cr_assert_geq(s.doorbell_arms, 1, "the reaper never went to sleep");
+	kt_sleep_ms(100); /* it is inside the futex wait by now */
+	kt_stats(pool, &s);
+	const uint64_t arms0 = s.doorbell_arms, wakes0 = s.doorbell_wakes;
+	kt_sleep_ms(2500);
+	kt_stats(pool, &s);
+	cr_expect_eq(s.doorbell_arms, arms0, "idle blocked host woke %llu times",
+		     (unsigned long long)(s.doorbell_arms - arms0));
+	cr_expect_eq(s.doorbell_wakes, wakes0);
+	if (with_far_deadline)
+		kt_gate_open(); /* its completion releases the reaper */
+	else
+		kt_enq(pool, kt_id(pool, "echo"), kt_i64(1), NULL);
+	void *rc;
+	cr_assert_eq(pthread_join(th, &rc), 0);
+	cr_expect_eq((intptr_t)rc, 1, "knit_complete(-1) returned %d", (int)(intptr_t)rc);
+	kt_destroy(pool);
+}
+
+KT(complete, idle_blocked_nothing_pending_no_wakes)
+{
+	idle_blocked_no_wakes(0);
+}
+
+KT(complete, idle_blocked_far_deadline_no_wakes)
+{
+	idle_blocked_no_wakes(1);
+}
+
 /* ---- knit_completion_fd ------------------------------------------------------------ */
 
 KT(complete, fd_null)

@@ -215,3 +215,45 @@ KT(timeout, hard_timeout_not_reached)
 	}
 	kt_destroy(pool);
 }
+
+/*
+ * Deadlines past the representable range mean "no deadline" (now +
+ * timeout_ns must never overflow). Before the fix knit_call(..., INT64_MAX)
+ * computed a negative deadline and timed out at once, and the others were
+ * signed overflow (the UBSan build aborts on them).
+ */
+KT(timeout, call_int64_max_never_expires)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	uint32_t sleep = kt_id(pool, "sleep");
+	const int64_t huge[] = { INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1 };
+	for (unsigned i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+		knit_completion_t c;
+		cr_assert_eq(knit_call(pool, sleep, &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 5 }, &c, huge[i]), 0);
+		cr_expect_eq(c.status, 0, "timeout_ns %lld: status %d", (long long)huge[i], c.status);
+		knit_completion_release(pool, &c);
+	}
+	kt_destroy(pool);
+}
+
+KT(timeout, complete_and_stop_int64_max)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	uint32_t sleep = kt_id(pool, "sleep");
+	kt_enq(pool, sleep, kt_i64(5), NULL);
+	knit_completion_t c;
+	cr_assert_eq(knit_complete(pool, &c, 1, INT64_MAX), 1);
+	cr_expect_eq(c.status, 0, "status %d", c.status);
+	knit_completion_release(pool, &c);
+	kt_enq(pool, sleep, kt_i64(5), NULL);
+	cr_assert_eq(knit_complete(pool, &c, 1, INT64_MAX - 1), 1);
+	cr_expect_eq(c.status, 0, "status %d", c.status);
+	knit_completion_release(pool, &c);
+	kt_enq(pool, sleep, kt_i64(5), NULL);
+	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, INT64_MAX), 0);
+	cr_assert_eq(knit_complete(pool, &c, 1, INT64_MAX), 1);
+	cr_expect_eq(c.status, 0, "drained call: %d", c.status);
+	knit_completion_release(pool, &c);
+	cr_expect_eq(knit_complete(pool, &c, 1, INT64_MAX), -KNIT_ECLOSED);
+	kt_destroy(pool);
+}
