@@ -27,7 +27,7 @@ static int child_checks(knit_pool_t *pool, uint32_t echo, knit_ticket_t pending,
 	knit_ticket_t t = 0;
 	knit_completion_t c;
 	knit_call_options_t o = { .size = sizeof o };
-	knit_pool_stats_t s;
+	knit_pool_stats_t s = { .size = sizeof s };
 	if (knit_enqueue(pool, echo, &v, NULL, &t) != -KNIT_ECLOSED)
 		return 1;
 	if (knit_enqueue_ex(pool, echo, &v, NULL, &o, &t) != -KNIT_ECLOSED)
@@ -158,7 +158,7 @@ static void fork_test(knit_pool_t *pool, int pin)
 	cr_expect_eq(c.result.i64, 5);
 	knit_completion_release(pool, &c);
 	knit_completion_release(pool, &held);
-	knit_pool_stats_t s;
+	knit_pool_stats_t s = { .size = sizeof s };
 	kt_stats(pool, &s);
 	cr_expect_eq(s.pending, 0);
 	/* The parent's stop and destroy still work (no child stopped it). */
