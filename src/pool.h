@@ -94,7 +94,7 @@ enum WorkerCounter : uint32_t {
 	kWcSpins,
 	kWcDoorbellRings,
 	kWcSpurious,
-	kWcStealClaims,    // steal topology: regions claimed (StealConsumer::claims)
+	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
 	kWcCount_
 };
