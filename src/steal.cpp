@@ -296,6 +296,9 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;
+	s.unclaimed = 0;
+	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
+		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
 	s.on = true;
 	return 0;
 }
@@ -310,10 +313,22 @@ int steal_stage(Pool *p, Call *c)
 	h.generation = c->gen;
 	h.status = 0;
 	h.deadline_ns = (uint64_t)c->deadline_ns;
-	int rc = p->steal.req.stage(h, c->arg);
+	StealHost &s = p->steal;
+	int rc = s.req.stage(h, c->arg);
 	if (rc < 0)
 		return rc;
-	p->steal.staged++;
+	const uint32_t bit = 1u << (uint32_t)rc;
+	if (s.unclaimed & bit) {
+		// The producer saw this lane retired in ACK words we have not
+		// looked at since: attribute the claim of its previous call now
+		// (our loads are at least as new as the producer's).
+		steal_track(p);
+		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+	}
+	s.lane_ticket[rc] = c->index;
+	s.lane_gen[rc] = c->gen;
+	s.unclaimed |= bit;
+	s.staged++;
 	c->lane = kStealLane;
 	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
 	// The bytes are in shared memory now; the host copy is no longer needed.
@@ -360,6 +375,36 @@ void steal_worker_gone(Pool *p, uint32_t i)
 {
 	if (p->steal.on && i < p->nworkers)
 		steal_mark_dead(p->steal.ctl, i);
+}
+
+void steal_track(Pool *p)
+{
+	StealHost &s = p->steal;
+	if (!s.on || s.unclaimed == 0)
+		return;
+	uint32_t claimed[kMaxStealConsumers];
+	uint32_t any = 0;
+	for (uint32_t w = 0; w < p->nworkers; w++) {
+		// S2: acquire, pairs with worker w's release store of ACK[w]
+		// (claim_end): a claim is seen before anything the worker did
+		// after it (its result's publish, its running stamp).
+		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
+		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		s.ack_seen[w] = a;
+		any |= claimed[w];
+	}
+	if (any == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t w = 0; w < p->nworkers; w++)
+		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+				c->lane = w;
+		}
+	pthread_mutex_unlock(&p->mu);
+	s.unclaimed &= ~any;
 }
 
 // ---- worker side -----------------------------------------------------------------------

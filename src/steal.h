@@ -200,6 +200,13 @@ struct StealHost {
 	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
 	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
 	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
+	// Who claimed what (dispatcher holder only; see steal_track): the call
+	// each submit lane carries until a worker's ACK toggle names its
+	// claimant, and the last ACK word seen from each worker.
+	uint32_t unclaimed;                 // lanes whose call has no claimant yet
+	uint32_t lane_ticket[kLanes];       // that call's record index
+	uint32_t lane_gen[kLanes];          // and generation
+	uint32_t ack_seen[kMaxStealConsumers];
 };
 
 // Bytes of the steal area of a pool region (control block, submit lock and
@@ -225,6 +232,13 @@ void steal_flush(Pool *p);
 bool steal_wake_one(Pool *p);
 // Host: worker i will never run again (acknowledged stop, failed to start).
 void steal_worker_gone(Pool *p, uint32_t i);
+// Host (dispatcher holder, mu NOT held): attribute every claim made since
+// the last look. A worker's ACK toggle of an unclaimed lane makes that
+// worker the claimant of the lane's call (Call::lane = the worker), so a
+// result or a running stamp counts only from the worker that claimed the
+// call. Toggles of lanes with no unclaimed call are ignored.
+void steal_track(Pool *p);
+
 // Worker (lane l's thread): is there request work for this worker? Lanes
 // topology: its request lock has pending frames. Steal: the submit lock has
 // pending lanes AND the worker may claim (no results waiting for room).
