@@ -304,7 +304,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	int32_t status;
 	knit_value_t val;
 	memset(&val, 0, sizeof val);
-	bool copy = false;
+	bool copy = false, proto = true;
 	if (rc != 0) {
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 		if (h.fault & kFaultIds)
@@ -315,13 +315,12 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 		status = -KNIT_EPROTO;
 	} else {
+		proto = false;
 		status = h.status;
 		copy = status == 0 || status == -KNIT_ETASK;
 	}
 	Call *c = p->tickets.lookup(h.ticket);
-	// A steal call may come back on any worker's return lock.
-	if (c == nullptr || !c->live || c->gen != h.generation ||
-	    (c->lane != l->index && c->lane != kStealLane) || c->completed) {
+	if (c == nullptr || !c->live || c->gen != h.generation || c->completed) {
 		knit_add_relaxed_64(&p->st_late_drops, 1);
 		// Its own frame, late: the lane's hold ends here (the record,
 		// and its raised abort bit, can be recycled now).
@@ -329,6 +328,16 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		    (c->lane == l->index || c->lane == kStealLane))
 			call_unhold_locked(p, c, kHoldHostQueue);
 		return false;
+	}
+	// A live call answered by a worker that does not hold it (placed on
+	// another lane, claimed by another worker or by nobody: steal_track ran
+	// before this reap), or under another task id: the words are forged or
+	// corrupt. Only this call fails.
+	if (c->lane != l->index || h.task != c->task) {
+		if (!proto)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		status = -KNIT_EPROTO;
+		copy = false;
 	}
 	uint8_t *buf = nullptr;
 	if (copy && value_copy(v, &val, &buf) != 0) {
@@ -345,6 +354,8 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	uint32_t snap = l->ret.pending();
 	if (snap == 0)
 		return 0;
+	// Who claimed what, from ACK words at least as new as these results.
+	steal_track(p);
 	uint32_t produced = 0;
 	pthread_mutex_lock(&p->mu);
 	int slot;
@@ -441,11 +452,23 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		Call *c = p->tickets.lookup(s.ticket);
 		if (c == nullptr)
 			continue;
+		// The stamp counts only for a call this worker holds; a claim
+		// made since the last reap is attributed first.
+		steal_track(p);
 		knit_value_t none;
 		memset(&none, 0, sizeof none);
 		pthread_mutex_lock(&p->mu);
-		bool hit = c->live && c->gen == s.gen && !c->completed &&
-			   call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
+		const bool named = c->live && c->gen == s.gen && !c->completed;
+		if (named && c->lane != i) {
+			// A forged stamp naming another lane's call: fail that call
+			// only, never the pool.
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+			if (call_complete_locked(p, c, -KNIT_EPROTO, none, nullptr))
+				n++;
+			pthread_mutex_unlock(&p->mu);
+			continue;
+		}
+		bool hit = named && call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
 			n++;

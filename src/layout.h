@@ -30,7 +30,8 @@
 //   21248         end of the fixed part (kLockFixedBytes)
 //
 //  Only the first word of each 128-byte block of A/B/PA/PB is used; the rest is
-//  padding that nobody writes.
+//  padding that nobody writes, except word 1 of A's block in a steal submit
+//  lock: the producer's ring cursor (kLockOffRing, written with A).
 //
 //  SLOT i (stride 640 = 5 x 128, so every slot starts on a 128-byte block):
 //    +0    64  task line (TaskLine below): FrameHead + value words
@@ -96,6 +97,10 @@ inline constexpr uint32_t kArenaAlign = 4096;         // arena data ranges start
 
 // ---- lock sector ---------------------------------------------------------------
 inline constexpr uint32_t kLockOffA = 0 * kBlock;
+// Steal submit lock only: 31 - the producer's ring cursor (the next lane it
+// tries, walking down; zero-filled memory = lane 31), stored before each
+// release store of A, in A's block.
+inline constexpr uint32_t kLockOffRing = kLockOffA + 4;
 inline constexpr uint32_t kLockOffB = 1 * kBlock;
 inline constexpr uint32_t kLockOffPA = 2 * kBlock;
 inline constexpr uint32_t kLockOffPB = 3 * kBlock;

@@ -77,6 +77,9 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	// We are A's only writer: a previous producer over this memory stored it,
 	// and whoever handed the lock to us ordered that before this call.
 	published_ = knit_load_relaxed_32(a_);
+	// Steal: the ring cursor is ours too (stored with every flush).
+	// The word holds 31 - cursor, so zero-filled memory starts at lane 31.
+	ring_ = steal_ctl_ != nullptr ? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes : 0;
 	// P2: pairs with the consumer's release store of B in retire() (C3).
 	shadow_ = load_retired();
 	staged_ = 0;
@@ -117,7 +120,15 @@ int LockProducer::pick_lane()
 		if (free == 0)
 			return -KNIT_EAGAIN;
 	}
-	return (int)highest_lane(free);
+	if (steal_ctl_ == nullptr)
+		return (int)highest_lane(free);
+	// Steal: the first free lane at or below the ring cursor, wrapping, so
+	// the lanes a consumer walks down from the cursor come in publish order
+	// (steal_ring_first in steal.h).
+	const uint32_t below = ring_ == kLanes - 1 ? free : free & ((2u << ring_) - 1u);
+	const uint32_t lane = highest_lane(below != 0 ? below : free);
+	ring_ = (lane + kLanes - 1) % kLanes;
+	return (int)lane;
 }
 
 void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *line)
@@ -159,6 +170,10 @@ uint32_t LockProducer::flush()
 	if (mask == 0)
 		return 0;
 	published_ ^= mask;
+	// Steal: the ring cursor, ordered before A by the release store below
+	// (P1); a consumer reads it after its acquire load of A.
+	if (steal_ctl_ != nullptr)
+		knit_store_relaxed_32(word_at(lock_, kLockOffRing), (kLanes - 1) - ring_);
 	// P1: release, pairs with the consumer's acquire load of A in pending()
 	// / decode() (C1): slot, inline area, arena bytes and arena table/PA of
 	// every staged lane are visible before any of them reads as pending.

@@ -124,8 +124,9 @@ class LockProducer
 	int attach_steal(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max,
 	                 uint8_t *steal_ctl, uint32_t consumers);
 
-	// Write one frame into a free lane (the highest free one) without
-	// publishing it; flush() publishes every staged lane with one store.
+	// Write one frame into a free lane without publishing it (the highest
+	// free one; a steal producer: the first free one at or below its ring
+	// cursor, walking down and wrapping, stored beside A at every flush); flush() publishes every staged lane with one store.
 	// Returns the lane (0..31), or -KNIT_EAGAIN (no free lane, or no arena
 	// room right now: nothing written, nothing leaked; retry later),
 	// -KNIT_ETOOBIG (value longer than per_call_max or than the arena: never
@@ -196,6 +197,7 @@ class LockProducer
 	uint32_t staged_ = 0;    // written, not yet published
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
+	uint32_t ring_ = 0;            // steal: next lane to try, walking down
 };
 
 // ---- consumer endpoint --------------------------------------------------------

@@ -19,7 +19,8 @@
 // host publishes every call into ONE shared submit lock (Pool::steal, in the
 // steal area after the lane blocks) that the workers claim from by region;
 // each worker still answers on its own lane's return lock, and the lanes'
-// request locks stay unused. Calls record lane = kStealLane.
+// request locks stay unused. Calls record lane = kStealLane until the host
+// sees which worker claimed them (steal_track), then that worker's index.
 //
 // Host concurrency (any number of host threads):
 //  - the DISPATCHER is a try-lock (never waited for). Its holder owns every
@@ -104,7 +105,7 @@ enum WorkerCounter : uint32_t {
 	kWcSpins,
 	kWcDoorbellRings,
 	kWcSpurious,
-	kWcStealClaims,    // steal topology: regions claimed (StealConsumer::claims)
+	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
 	kWcCount_
 };

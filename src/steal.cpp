@@ -80,6 +80,7 @@ int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const Consume
 	if (rc != 0)
 		return rc;
 	a_ = word_at(lock, kLockOffA);
+	ring_word_ = word_at(lock, kLockOffRing);
 	ctl_ = ctl;
 	dead_ = word_at(ctl, kStealOffDead);
 	want_ = word_at(ctl, steal_want_offset(id));
@@ -87,7 +88,8 @@ int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const Consume
 	id_ = id;
 	g_ = region_lanes;
 	regions_ = kLanes / region_lanes;
-	cursor_ = regions_ * id / consumers; // spread the starting points
+	ring_ = kLanes - 1;
+	take_max_ = 0;
 	region_ = kLanes;
 	take_ = 0;
 	claims_ = conflicts_ = 0;
@@ -125,10 +127,13 @@ uint32_t StealConsumer::claim_begin()
 {
 	if (a_ == nullptr || take_ != 0)
 		return 0;
-	// 1. Snapshot.
+	// 1. Snapshot. The ring cursor after A (pending()'s acquire load, S5):
+	// at least as new as the publish we see, so our pending lanes walk
+	// down from it oldest first.
 	const uint32_t pend = pending();
 	if (pend == 0)
 		return 0;
+	ring_ = (kLanes - 1) - knit_load_relaxed_32(ring_word_) % kLanes; // stored as 31 - cursor
 	// 2. Regions with a pending lane.
 	uint32_t pend_regions = 0;
 	for (uint32_t r = 0; r < regions_; r++)
@@ -153,17 +158,12 @@ uint32_t StealConsumer::claim_begin()
 		return 0;
 	const uint32_t clean = pend_regions & ~peer_intent;
 	const uint32_t cand = clean != 0 ? clean : not_senior;
-	// 5. First candidate from the cursor, wrapping.
-	uint32_t r = kLanes;
-	for (uint32_t i = 0; i < regions_; i++) {
-		const uint32_t at = (cursor_ + i) % regions_;
-		if ((cand >> at) & 1u) {
-			r = at;
-			break;
-		}
-	}
-	if (r == kLanes)
-		return 0; // unreachable: cand != 0 and only has region bits
+	// 5. The candidate region holding the oldest pending lane.
+	uint32_t cand_lanes = 0;
+	for (uint32_t at = 0; at < regions_; at++)
+		if ((cand >> at) & 1u)
+			cand_lanes |= region_mask(at);
+	const uint32_t r = steal_ring_first(pend & cand_lanes, ring_) / g_;
 	const uint32_t bit = 1u << r;
 	// 6. Announce. S1: release (a peer reading this value also sees our
 	// earlier ACK stores).
@@ -215,12 +215,25 @@ uint32_t StealConsumer::claim_begin()
 				knit_cpu_relax();
 		}
 	}
-	// 8. Take, from fresh loads now that r is ours.
-	const uint32_t take = pending() & region_mask(r);
-	if (take == 0) {
+	// 8. Take, from fresh loads now that r is ours: the take_max oldest.
+	const uint32_t all = pending() & region_mask(r);
+	if (all == 0) {
 		knit_store_release_32(want_, 0); // S3: release
 		region_ = kLanes;
 		return 0;
+	}
+	// After the acquire load of A in pending(); nobody else takes lanes of
+	// r now, so the order of `all` is fixed.
+	ring_ = (kLanes - 1) - knit_load_relaxed_32(ring_word_) % kLanes; // stored as 31 - cursor
+	uint32_t take = all;
+	if (take_max_ != 0) {
+		take = 0;
+		uint32_t left = all;
+		for (uint32_t k = 0; k < take_max_ && left != 0; k++) {
+			const uint32_t b = 1u << steal_ring_first(left, ring_);
+			take |= b;
+			left &= ~b;
+		}
 	}
 	cons_.offer(take);
 	take_ = take;
@@ -242,8 +255,6 @@ uint32_t StealConsumer::claim_end()
 	const uint32_t done = cons_.retire(take_);
 	// 11. Release the region strictly after the ACK. S3: release.
 	knit_store_release_32(want_, 0);
-	// 12.
-	cursor_ = (region_ + 1) % regions_;
 	region_ = kLanes;
 	take_ = 0;
 	claims_++;
@@ -276,11 +287,18 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
 		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
-	for (uint32_t i = 0; i < p->nworkers; i++)
+	for (uint32_t i = 0; i < p->nworkers; i++) {
 		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
 			return -KNIT_ESYSTEM;
+		// One call per claim: a worker never holds calls it has not
+		// started (steal.h, claim size).
+		p->lanes[i].sc.set_take_max(1);
+	}
 	s.staged = 0;
 	s.wake_cursor = 0;
+	s.unclaimed = 0;
+	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
+		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
 	s.on = true;
 	return 0;
 }
@@ -295,10 +313,22 @@ int steal_stage(Pool *p, Call *c)
 	h.generation = c->gen;
 	h.status = 0;
 	h.deadline_ns = (uint64_t)c->deadline_ns;
-	int rc = p->steal.req.stage(h, c->arg);
+	StealHost &s = p->steal;
+	int rc = s.req.stage(h, c->arg);
 	if (rc < 0)
 		return rc;
-	p->steal.staged++;
+	const uint32_t bit = 1u << (uint32_t)rc;
+	if (s.unclaimed & bit) {
+		// The producer saw this lane retired in ACK words we have not
+		// looked at since: attribute the claim of its previous call now
+		// (our loads are at least as new as the producer's).
+		steal_track(p);
+		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+	}
+	s.lane_ticket[rc] = c->index;
+	s.lane_gen[rc] = c->gen;
+	s.unclaimed |= bit;
+	s.staged++;
 	c->lane = kStealLane;
 	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
 	// The bytes are in shared memory now; the host copy is no longer needed.
@@ -345,6 +375,36 @@ void steal_worker_gone(Pool *p, uint32_t i)
 {
 	if (p->steal.on && i < p->nworkers)
 		steal_mark_dead(p->steal.ctl, i);
+}
+
+void steal_track(Pool *p)
+{
+	StealHost &s = p->steal;
+	if (!s.on || s.unclaimed == 0)
+		return;
+	uint32_t claimed[kMaxStealConsumers];
+	uint32_t any = 0;
+	for (uint32_t w = 0; w < p->nworkers; w++) {
+		// S2: acquire, pairs with worker w's release store of ACK[w]
+		// (claim_end): a claim is seen before anything the worker did
+		// after it (its result's publish, its running stamp).
+		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
+		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		s.ack_seen[w] = a;
+		any |= claimed[w];
+	}
+	if (any == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t w = 0; w < p->nworkers; w++)
+		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+				c->lane = w;
+		}
+	pthread_mutex_unlock(&p->mu);
+	s.unclaimed &= ~any;
 }
 
 // ---- worker side -----------------------------------------------------------------------

@@ -17,20 +17,33 @@
 //   1 snapshot pending = A ^ mine ^ XOR ACK[p != c]; nothing -> no claim
 //   2-4 load DEAD once; live peers' WANT: peer intent, senior intent; never
 //       pick a region a senior announced; prefer one nobody announced
-//   5 first candidate region from the cursor (wrapping)
+//   5 the candidate region holding the oldest pending lane: the first one
+//     met walking down from the producer's ring cursor (see below)
 //   6 announce: store WANT[c] = 1 << r (relaxed)
 //   7 ONE seq_cst fence (the Dekker pair: pairs with the identical fence of
 //     every peer between its WANT store and its WANT loads), then the live
 //     peers' WANT: a senior on r -> withdraw (WANT = 0); juniors on r -> wait
 //     until no live junior has r (bounded: cpu_relax a few hundred times,
 //     then sched_yield, DEAD re-read every round)
-//   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r); empty ->
-//     release WANT, no claim
-//   9 decode every lane of take (lowest first), copying what must outlive
+//   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r), then only
+//     the take_max oldest of those (ring order; 0 = all); empty -> release
+//     WANT, no claim
+//   9 decode every lane of take, oldest first, copying what must outlive
 //     the lane
 //  10 ACK[c] ^= take (release store) -- strictly BEFORE --
 //  11 WANT[c] = 0 (release store)
-//  12 cursor = r + 1
+//
+// Order: the producer puts each frame into the first free lane at or below
+// its ring cursor (walking down, wrapping) and moves the cursor below it,
+// storing the cursor beside A before each publish. Walking down from the
+// cursor therefore meets pending lanes oldest first: a lane is passed over
+// only while it is still pending, which with oldest-first claims means a
+// whole lap (32 publishes) of younger calls was taken around it.
+//
+// Claim size: the pool claims ONE lane at a time (take_max = 1), the oldest
+// of the region, and runs it before it claims again, so a worker never holds
+// a call it has not started: a busy worker leaves everything else pending
+// for its idle peers (and the claim that leaves more pending wakes one).
 //
 // Why exactly once (3.6): a consumer only takes lanes of the region it owns;
 // two consumers announcing the same region: the seq_cst fences make at least
@@ -75,6 +88,14 @@ inline constexpr uint32_t kStealRelaxRounds = 256;
 // 8..15 -> 2; 16..31 -> 1.
 uint32_t steal_max_region_lanes(uint32_t consumers);
 
+// The first lane of `mask` (non-zero) walking down from lane `ring`
+// (0..31), wrapping from 0 to 31: the oldest pending lane of a steal lock.
+inline uint32_t steal_ring_first(uint32_t mask, uint32_t ring)
+{
+	const uint32_t below = ring >= 31 ? mask : mask & ((2u << ring) - 1u);
+	return 31u - (uint32_t)__builtin_clz(below != 0 ? below : mask);
+}
+
 // Resolve the steal_region_lanes option for `consumers` (1..31): 0 -> the
 // widest allowed; a power of two -> clamped into [1, widest]; anything else
 // (not a power of two) -> -KNIT_EINVAL. Returns 0 with *out, or -KNIT_EINVAL.
@@ -97,6 +118,9 @@ class StealConsumer
 	// -KNIT_EINVAL.
 	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits, uint8_t *ctl,
 	           uint32_t consumers, uint32_t id, uint32_t region_lanes);
+	// Lanes a claim takes at most, oldest first (0 = every pending lane of
+	// the region, the default after attach).
+	void set_take_max(uint32_t n) { take_max_ = n; }
 
 	// Lanes published and not yet retired by anyone: fresh acquire loads of
 	// A and every peer's ACK, XOR this consumer's ACK mirror. Includes lanes
@@ -115,12 +139,12 @@ class StealConsumer
 	// Free a decoded lane's arena allocation once its bytes are copied out.
 	void release(uint32_t lane) { cons_.release(lane); }
 	// Steps 10-12: ACK the whole take (one release store), then clear WANT
-	// (release), advance the cursor. Lanes of the take not decoded yet are
+	// (release). Lanes of the take not decoded yet are
 	// decoded (and dropped) first, so the whole take is retired. Returns
 	// the lanes retired (0 when no claim is open).
 	uint32_t claim_end();
 
-	// A whole claim: claim_begin(), then for each lane of the take, lowest
+	// A whole claim: claim_begin(), then for each lane of the take, oldest
 	// first, fn(lane, rc, head, view) with decode's result (the view is
 	// valid only during the call: copy what must outlive it), then
 	// claim_end(). Returns the take mask (0 = nothing claimed).
@@ -129,8 +153,8 @@ class StealConsumer
 		const uint32_t take = claim_begin();
 		if (take == 0)
 			return 0;
-		for (uint32_t m = take; m != 0; m &= m - 1) {
-			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		for (uint32_t m = take; m != 0; m &= ~(1u << steal_ring_first(m, ring_))) {
+			const uint32_t lane = steal_ring_first(m, ring_);
 			FrameHead head;
 			knit_value_t view;
 			int rc = cons_.decode(lane, &head, &view);
@@ -143,7 +167,8 @@ class StealConsumer
 
 	uint32_t id() const { return id_; }
 	uint32_t region_lanes() const { return g_; }
-	uint32_t cursor() const { return cursor_; }
+	// The producer's ring cursor as read by the last claim_begin().
+	uint32_t ring() const { return ring_; }
 	// Successful claims, and conflicts (withdrawals + waits for a junior).
 	uint64_t claims() const { return claims_; }
 	uint64_t conflicts() const { return conflicts_; }
@@ -159,8 +184,9 @@ class StealConsumer
 	uint8_t *ctl_ = nullptr;
 	uint32_t *dead_ = nullptr;
 	uint32_t *want_ = nullptr; // our WANT word
+	uint32_t *ring_word_ = nullptr;
 	uint32_t n_ = 0, id_ = 0, g_ = 0, regions_ = 0;
-	uint32_t cursor_ = 0;
+	uint32_t ring_ = 0, take_max_ = 0;
 	uint32_t region_ = kLanes;
 	uint32_t take_ = 0;
 	uint64_t claims_ = 0, conflicts_ = 0;
@@ -174,6 +200,13 @@ struct StealHost {
 	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
 	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
 	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
+	// Who claimed what (dispatcher holder only; see steal_track): the call
+	// each submit lane carries until a worker's ACK toggle names its
+	// claimant, and the last ACK word seen from each worker.
+	uint32_t unclaimed;                 // lanes whose call has no claimant yet
+	uint32_t lane_ticket[kLanes];       // that call's record index
+	uint32_t lane_gen[kLanes];          // and generation
+	uint32_t ack_seen[kMaxStealConsumers];
 };
 
 // Bytes of the steal area of a pool region (control block, submit lock and
@@ -199,13 +232,20 @@ void steal_flush(Pool *p);
 bool steal_wake_one(Pool *p);
 // Host: worker i will never run again (acknowledged stop, failed to start).
 void steal_worker_gone(Pool *p, uint32_t i);
+// Host (dispatcher holder, mu NOT held): attribute every claim made since
+// the last look. A worker's ACK toggle of an unclaimed lane makes that
+// worker the claimant of the lane's call (Call::lane = the worker), so a
+// result or a running stamp counts only from the worker that claimed the
+// call. Toggles of lanes with no unclaimed call are ignored.
+void steal_track(Pool *p);
 
 // Worker (lane l's thread): is there request work for this worker? Lanes
 // topology: its request lock has pending frames. Steal: the submit lock has
 // pending lanes AND the worker may claim (no results waiting for room).
 bool worker_request_pending(Lane *l);
-// Worker: claim a region into the local run queue (only when it is empty
-// and no result waits for room), copying each frame's argument out so the
+// Worker: claim into the local run queue (only when it is empty and no
+// result waits for room) what the consumer's take_max allows (the pool: one
+// call, the oldest of a region), copying each frame's argument out so the
 // lanes can be ACKed at once. Returns the frames taken (0: none).
 uint32_t steal_take(Lane *l);
 

@@ -6,9 +6,12 @@
  * or more than 31; an explicit STEAL works (also with one worker) and is
  * -KNIT_EINVAL with more than 31 workers; steal_region_lanes (a power of
  * two, clamped to the widest region with 32/g >= workers + 1; anything else
- * -KNIT_EINVAL) observed through the claim counters; KNIT_CALL_LANE is
+ * -KNIT_EINVAL); one claim per call whatever the region width (the claim
+ * counters); KNIT_CALL_LANE is
  * refused; a cold call costs exactly one wake sent and received in a steal
- * pool; a worker busy in a long task does not hold up the calls behind it;
+ * pool; a worker busy in a long task does not hold up the calls behind it,
+ * not even calls it could have claimed together with the one it is running
+ * (a claim takes one call); one worker starts queued calls in submission order;
  * stop DRAIN and CANCEL.
  */
 #include "api/kt.h"
@@ -118,8 +121,8 @@ KT(steal, region_lanes_option)
 	cr_expect_eq(try_create(&o), 0);
 }
 
-/* g = 1: every claim takes exactly one lane, so claims == calls exactly. */
-static void claims_per_call(uint32_t workers, uint32_t g, int exact)
+/* A claim takes one call, whatever the region width: claims == calls. */
+static void claims_per_call(uint32_t workers, uint32_t g)
 {
 	enum { N = 400 };
 	knit_pool_options_t o;
@@ -144,24 +147,22 @@ static void claims_per_call(uint32_t workers, uint32_t g, int exact)
 	kt_stats(pool, &s);
 	cr_expect_eq(s.topology, KNIT_TOPOLOGY_STEAL);
 	cr_expect_eq(SUM(s, calls), N);
-	if (exact)
-		cr_expect_eq(SUM(s, steal_claims), N, "g = 1: %llu claims for %d calls",
-			     (unsigned long long)SUM(s, steal_claims), N);
-	else
-		cr_expect(SUM(s, steal_claims) >= (N + 31) / 32 && SUM(s, steal_claims) <= N);
+	cr_expect_eq(SUM(s, steal_claims), N, "g = %u: %llu claims for %d calls", g,
+		     (unsigned long long)SUM(s, steal_claims), N);
 	kt_destroy(pool);
 }
 
 KT(steal, region_of_one_lane_one_claim_per_call)
 {
-	claims_per_call(2, 1, 1);
-	claims_per_call(3, 1, 1);
+	claims_per_call(2, 1);
+	claims_per_call(3, 1);
 }
 
-KT(steal, wide_regions_claim_several)
+KT(steal, wide_regions_claim_one_call_each)
 {
-	claims_per_call(2, 0, 0);
-	claims_per_call(2, 64, 0); /* clamped to 8 */
+	claims_per_call(2, 0);
+	claims_per_call(3, 0);
+	claims_per_call(2, 64); /* clamped to 8 */
 }
 
 KT(steal, call_lane_refused)
@@ -265,6 +266,69 @@ KT(steal, busy_worker_does_not_hold_up_calls)
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.ticket, tb);
 	cr_expect_eq(c.status, 0);
+	kt_destroy(pool);
+}
+
+/* Wait (bounded by half the block task's own bound, so a blocked call cannot
+ * end on its own first) until n block/abort_loop tasks have started. */
+static int started_within_half_bound(int n)
+{
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S / 2 * 1e9);
+	while (atomic_load(&kt_started) < n && kt_now_ns() < end)
+		kt_sleep_ms(1);
+	return atomic_load(&kt_started) >= n;
+}
+
+/* Both workers held in abortable loops while two blocking calls are
+ * published; one worker is let go (SIGNAL) and starts the first blocking
+ * call; then the other is let go: it must find the second call, not leave it
+ * held unstarted by the busy worker. */
+KT(steal, idle_worker_takes_call_busy_worker_has_not_started)
+{
+	knit_pool_t *pool = steal_pool_n(2);
+	uint32_t loop = kt_id(pool, "abort_loop"), block = kt_id(pool, "block");
+	kt_gate_close();
+	knit_ticket_t l1 = kt_enq(pool, loop, kt_none(), (void *)1);
+	cr_assert(kt_wait_started(1));
+	knit_ticket_t l2 = kt_enq(pool, loop, kt_none(), (void *)2);
+	cr_assert(kt_wait_started(2));
+	knit_ticket_t b1 = kt_enq(pool, block, kt_i64(1), (void *)3);
+	knit_ticket_t b2 = kt_enq(pool, block, kt_i64(2), (void *)4);
+	cr_expect_eq(knit_cancel(pool, l2, KNIT_CANCEL_SIGNAL), 0);
+	cr_assert(kt_wait_started(3), "the freed worker did not start a blocking call");
+	/* That worker is now held by a blocking call it claimed. */
+	cr_expect_eq(knit_cancel(pool, l1, KNIT_CANCEL_SIGNAL), 0);
+	cr_expect(started_within_half_bound(4), "the second blocking call did not start on the idle worker (%d started)",
+		  atomic_load(&kt_started));
+	kt_gate_open();
+	knit_completion_t c[4];
+	cr_assert_eq(kt_reap(pool, c, 4), 4);
+	for (int i = 0; i < 4; i++) {
+		cr_expect(c[i].ticket == l1 || c[i].ticket == l2 || c[i].ticket == b1 || c[i].ticket == b2);
+		cr_expect_eq(c[i].status, 0);
+	}
+	kt_destroy(pool);
+}
+
+/* One worker, held by a blocking call while 40 calls queue up behind it (more
+ * than a region, and more than the 32 lanes, so some wait in the backlog and
+ * lanes are reused): they start in submission order. */
+KT(steal, one_worker_starts_in_submission_order)
+{
+	enum { N = 40 };
+	knit_pool_t *pool = steal_pool_n(1);
+	uint32_t block = kt_id(pool, "block"), record = kt_id(pool, "record");
+	kt_gate_close();
+	kt_enq(pool, block, kt_i64(-1), (void *)(intptr_t)(N + 1));
+	cr_assert(kt_wait_started(1));
+	for (int i = 0; i < N; i++)
+		kt_enq(pool, record, kt_i64(i), (void *)(intptr_t)(i + 1));
+	kt_gate_open();
+	static knit_completion_t out[N + 1];
+	cr_assert_eq(kt_reap(pool, out, N + 1), N + 1);
+	cr_assert_eq(atomic_load(&kt_nrecords), N);
+	for (int i = 0; i < N; i++)
+		cr_expect_eq(kt_records[i].arg, i, "start %d was call %lld", i, (long long)kt_records[i].arg);
 	kt_destroy(pool);
 }
 

@@ -14,14 +14,21 @@
  *   1 pending = load(A) ^ lw ^ XOR load(ACK[p]) (p != c), one load per step
  *   2 pending regions        3 live = ~load(DEAD); peer/senior intents from
  *   4 skip senior intents; prefer regions nobody wants     load(WANT[p])
- *   5 first candidate from the cursor   6 store WANT[c] = 1<<r (seq_cst)
+ *   5 the candidate region of the oldest pending lane: the first met
+ *     walking down from the producer's ring cursor RING (loaded after A)
+ *   6 store WANT[c] = 1<<r (seq_cst)
  *   7 check every peer live in step 3: senior has r -> withdraw (WANT = 0);
  *     junior only -> wait until no currently live junior has r
- *   8 take = fresh pending & mask(r)   (0 -> WANT = 0, give up)
+ *   8 take = fresh pending & mask(r)   (0 -> WANT = 0, give up), then
+ *     only its oldest lane (ring order from a fresh load of RING): a claim
+ *     takes ONE call (MUTANT_HOARD: the whole region, the old protocol)
  *     [REAP_CLAIM: store CLAIM[c] = take, one 64-bit store with ACK[c]]
- *   9 decode each lane of take, lowest first
+ *   9 decode each lane of take, oldest first
  *  10 lw ^= take; store ACK[c] = lw (and CLAIM[c] = 0 in the same store)
- *  11 store WANT[c] = 0      12 cursor = r + 1
+ *  11 store WANT[c] = 0; then the consumer starts what it took, in order
+ *
+ * The producer fills the first free lane at or below its ring cursor RING
+ * (walking down, wrapping) and moves RING below it; it stores RING, then A.
  * Every Promela step does at most one access to a shared protocol word;
  * purely local computation and branching ride along with the step before
  * them (invisible to the other parties, so this loses no interleaving), and
@@ -50,6 +57,13 @@
  *     consumer had recorded it as taken), never both by a survivor and lost;
  *   - region mutual exclusion between step 8 and step 11 (ghost owner[]);
  *   - a decoded lane is in flight; the producer only writes free lanes;
+ *   - a claim decodes the oldest in-flight lane of its region (ghost
+ *     pubval = publish order; MUTANT_TAKE_LOWEST takes the lowest lane);
+ *   - BUSY: consumer BUSYC, once it has started a call, stays in it until
+ *     every task has started (a long task the test releases at the end):
+ *     the others must start everything else, so no claim may hold a call
+ *     its claimant has not started (MUTANT_HOARD: it does, and the run
+ *     ends with BUSYC stuck: an invalid end state);
  *   - progress: no deadlock, every consumer ends (all tasks resolved);
  *     A == XOR ACK at the end (everything retired).
  *
@@ -65,7 +79,8 @@
  *     dead consumer had already decoded -> spin finds a double decode. This
  *     run is an expected failure: it is why the runtime needs CLAIM.
  *
- * Mutants (expected failures): MUTANT_NO_WITHDRAW (junior ignores a senior
+ * Mutants (expected failures): MUTANT_HOARD, MUTANT_TAKE_LOWEST (above),
+ * MUTANT_NO_WITHDRAW (junior ignores a senior
  * conflict), MUTANT_NO_CHECK (no step 7), MUTANT_SNAPSHOT_TAKE (take from the
  * step 1 snapshot), MUTANT_WANT_BEFORE_ACK (WANT cleared before ACK),
  * MUTANT_SENIOR_NO_WAIT (senior does not wait for a conflicting junior),
@@ -78,6 +93,10 @@
  * both include this file). */
 /* check: n2_reuse | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=5 | cc: -DSAFETY -O2 | pan: -m100000 */
 /* check: n2_regions_of_2 | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=6 | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: n2_busy | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=0 | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: n2_busy_junior | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=1 | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: mutant_hoard | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=0 -DMUTANT_HOARD | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_take_lowest | spin: -DN=2 -DMUTANT_TAKE_LOWEST | cc: -DSAFETY | pan: -m100000 | expect: fail */
 /* check: n2_no_livelock | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 | cc: -DNP -O2 | pan: -l -m100000 */
 /* check: mutant_senior_withdraws | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DMUTANT_SENIOR_WITHDRAWS | cc: -DNP | pan: -l -m100000 | expect: fail */
 /* check: mutant_no_withdraw | spin: -DN=2 -DMUTANT_NO_WITHDRAW | cc: -DSAFETY | pan: -m100000 | expect: fail */
@@ -114,6 +133,7 @@ byte WANT[3];      /* region intent of consumer c (consumer c) */
 byte CLAIM[3];     /* lanes c took and has not retired (same word as ACK) */
 byte DEAD = 0;     /* host: bit c = consumer c has exited */
 byte slot[LANES];  /* lane payload: task number 1..TASKS */
+byte RING = LANES - 1; /* producer: next lane to try, walking down */
 
 #define XORACK (ACK[0] ^ ACK[1] ^ ACK[2])
 
@@ -123,6 +143,7 @@ byte execd[TASKS + 1]; /* times each task was decoded */
 bit lost[TASKS + 1];   /* reported lost to the dead consumer */
 bit dtook[TASKS + 1];  /* the dying consumer recorded it as taken */
 byte ndone = 0;        /* tasks resolved: retired by a consumer or reported lost */
+byte nstarted = 0;     /* BUSY: tasks a consumer has started */
 byte owner[REGIONS];   /* consumers between step 8 and step 11 */
 byte chg = 0; /* bit c: another party wrote a control word since c's attempt began */
 bit died = 0;
@@ -132,6 +153,16 @@ byte died_in = 255;    /* region the dead consumer owned when it died */
 #define CHANGED(self) chg = chg | (ALLC & ~BIT(self))
 #define CHANGED_ALL chg = ALLC
 
+/* the first lane of m (non-zero) walking down from lane r, wrapping */
+inline ring_first(m, r, out)
+{
+	out = r;
+	do
+	:: (m & BIT(out)) != 0 -> break
+	:: else -> out = (out == 0 -> LANES - 1 : out - 1)
+	od
+}
+
 inline popcount(m, k)
 {
 	k = (((m) >> 0) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1) + (((m) >> 3) & 1) +
@@ -140,7 +171,7 @@ inline popcount(m, k)
 
 proctype producer()
 {
-	byte lastLocal = 0, shadow = 0, x, freeSet, n = 1, i;
+	byte lastLocal = 0, shadow = 0, x, freeSet, n = 1, i, ring = LANES - 1;
 
 	do
 	:: atomic {
@@ -150,17 +181,17 @@ proctype producer()
 		:: freeSet == 0 -> goto refresh
 		:: else -> skip
 		fi;
-		/* the highest free lane */
-		i = LANES - 1;
-		do
-		:: (freeSet & BIT(i)) != 0 -> break
-		:: else -> i--
-		od;
+		/* the first free lane at or below the ring cursor (private copy
+		 * in x: the producer is RING's only writer) */
+		ring_first(freeSet, ring, i);
+		ring = (i == 0 -> LANES - 1 : i - 1);
 		freeSet = 0;
 		assert(((A ^ XORACK) & BIT(i)) == 0); /* truly free (ghost read) */
 		slot[i] = n /* payload + header: plain stores */
 	   };
 		/* publish: one release store of A */
+		/* the ring cursor first (relaxed), then A (release) */
+		RING = ring;
 		d_step { lastLocal = lastLocal ^ BIT(i); A = lastLocal; pubval[i] = n; CHANGED_ALL; i = 0; n++ };
 		goto next;
 refresh:
@@ -209,9 +240,8 @@ next:		skip
 proctype consumer(byte c)
 {
 	byte lw = 0; /* == ACK[c] */
-	byte cursor = (REGIONS * c) / N;
-	byte pend, live, peerI, senI, r, take, rest, w, i, v, k;
-	bit jconf, own;
+	byte pend, snap, cl, rg, live, peerI, senI, r, take, rest, w, i, v, k, j;
+	bit jconf, own, busied;
 
 	/* Each atomic step below does exactly one access to a shared protocol
 	 * word; the local computation and branching after it ride along (they
@@ -236,11 +266,14 @@ proctype consumer(byte c)
 #ifdef MUTANT_SNAPSHOT_TAKE
 			rest = pend;
 #endif
+			snap = pend;
 			if
 			:: pend == 0 -> goto fail
 			:: else -> skip
 			fi
 		};
+		/* the ring cursor, after A */
+		rg = RING;
 		/* step 3: live peers and their intents */
 		live = ~DEAD & ALLC;
 		atomic {
@@ -279,14 +312,17 @@ proctype consumer(byte c)
 			fi;
 			k = 0; w = 0; peerI = 0; senI = 0;
 			if
-			:: pend == 0 -> goto fail
+			:: pend == 0 -> snap = 0; rg = 0; goto fail
 			:: else -> skip
 			fi;
+			/* step 5: the candidate region of the oldest pending lane */
 			do
-			:: (pend & BIT((cursor + k) % REGIONS)) != 0 -> r = (cursor + k) % REGIONS; break
-			:: else -> k++
+			:: k == REGIONS -> break
+			:: else -> if :: (pend & BIT(k)) != 0 -> cl = cl | RMASK(k) :: else -> skip fi; k++
 			od;
-			k = 0; pend = 0;
+			ring_first(snap & cl, rg, i);
+			r = i / G;
+			k = 0; pend = 0; snap = 0; cl = 0; i = 0;
 			/* step 6: announce, seq_cst store (pairs with peers' step 7) */
 			WANT[c] = BIT(r);
 			CHANGED(c)
@@ -385,6 +421,22 @@ proctype consumer(byte c)
 			if :: take == 0 -> goto none :: else -> skip fi
 		};
 #endif
+		/* only the oldest lane of the take, by a fresh load of RING */
+		atomic {
+			rg = RING;
+#if defined(MUTANT_TAKE_LOWEST)
+			i = 0;
+			do
+			:: (take & BIT(i)) != 0 -> break
+			:: else -> i++
+			od;
+			take = BIT(i);
+#elif !defined(MUTANT_HOARD)
+			ring_first(take, rg, i);
+			take = BIT(i);
+#endif
+			i = 0
+		};
 #ifdef REAP_CLAIM
 		/* record the claim before decoding (same 64-bit word as ACK) */
 		atomic {
@@ -411,15 +463,24 @@ proctype consumer(byte c)
 		:: atomic {
 			rest != 0;
 			DIE
-			i = 0;
-			do
-			:: (rest & BIT(i)) != 0 -> break
-			:: else -> i++
-			od;
+			ring_first(rest, rg, i);
 			rest = rest & ~BIT(i);
 			v = slot[i]; /* the shared load: copy the lane out */
 			assert(((A ^ XORACK) & BIT(i)) != 0); /* in flight (ghost read) */
 			assert(v >= 1 && v <= TASKS && v == pubval[i]);
+			/* the oldest of its region still waiting (ghost reads) */
+			j = 0;
+			do
+			:: j == LANES -> break
+			:: else ->
+				if
+				:: j != i && (RMASK(r) & BIT(j)) != 0 && ((A ^ XORACK) & BIT(j)) != 0 &&
+				   ((take & ~rest) & BIT(j)) == 0 -> assert(pubval[j] > v)
+				:: else -> skip
+				fi;
+				j++
+			od;
+			j = 0;
 			execd[v]++;
 			assert(execd[v] == 1); /* each lane generation once */
 			v = 0;
@@ -449,18 +510,35 @@ proctype consumer(byte c)
 #ifndef MUTANT_WANT_BEFORE_ACK
 			owner[r]--; own = 0; WANT[c] = 0; CHANGED(c);
 #endif
-			/* step 12 */
-			cursor = (r + 1) % REGIONS;
+#ifdef BUSY
+			rest = take;
+#else
+			rg = 0;
+#endif
 			take = 0;
-			r = 0;
-			goto next
+			r = 0
 		};
+#ifdef BUSY
+		/* start what we took, oldest first; BUSYC's first call is a long
+		 * one that ends only once every task has started */
+		do
+		:: rest != 0 ->
+			atomic { ring_first(rest, rg, i); rest = rest & ~BIT(i); i = 0; nstarted++ };
+			if
+			:: c == BUSYC && !busied -> busied = 1; nstarted == TASKS
+			:: else -> skip
+			fi
+		:: else -> break
+		od;
+		rg = 0;
+#endif
+		goto next;
 withdraw:
 		/* a senior wants r too: the junior withdraws */
-		atomic { WANT[c] = 0; CHANGED(c); live = 0; jconf = 0; r = 0; goto fail };
+		atomic { WANT[c] = 0; CHANGED(c); live = 0; jconf = 0; r = 0; rg = 0; goto fail };
 none:
 		/* nothing left in r: release it */
-		atomic { owner[r]--; own = 0; WANT[c] = 0; CHANGED(c); r = 0 };
+		atomic { owner[r]--; own = 0; WANT[c] = 0; CHANGED(c); r = 0; rg = 0 };
 fail:
 		/* wait until another party wrote a control word (see top) */
 		if

@@ -10,6 +10,13 @@
 // once. The lock and the arena are heap blocks of exactly their size, so
 // under `make SANITIZE=address` any read outside them is caught.
 //
+// Then the pool itself (white box, thread workers whose words the test
+// forges while they are held inside a task): a running stamp naming a call
+// another lane holds, a result for a call another worker holds (or nobody
+// has claimed yet), and a result under another task id each fail only that
+// call with -KNIT_EPROTO, count as a protocol error, and leave the pool
+// serving (a forged stamp never force-stops it).
+//
 // KNIT_STRESS_SCALE (positive integer, default 1) multiplies the iteration
 // counts.
 #include <setjmp.h>
@@ -24,9 +31,14 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include <cmocka.h>
 }
 
+#include <atomic>
+#include <time.h>
+
+#include "knitting.h"
 #include "src/codec.h"
 #include "src/layout.h"
 #include "src/lock2.h"
+#include "src/pool.h"
 
 using namespace knit::detail;
 
@@ -447,6 +459,260 @@ void test_mutated_valid_frames(void **state)
 	       (unsigned long long)proto);
 }
 
+// ---- the pool: words written by workers ---------------------------------------------------
+
+std::atomic<int> g_go{0};      // releases every "hold" task
+std::atomic<int> g_started{0}; // "hold" tasks started
+std::atomic<int> g_lane[8];    // worker that ran hold(i)
+
+// Completions reaped while waiting for another one.
+struct Seen {
+	knit_ticket_t t;
+	int32_t status;
+	int64_t value;
+};
+Seen g_seen[16];
+uint32_t g_nseen = 0;
+
+int64_t mono_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int t_hold(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	const int64_t i = arg->i64;
+	if (i >= 0 && i < 8)
+		g_lane[i].store(knit_ctx_lane(ctx));
+	g_started.fetch_add(1);
+	// Bounded: a broken test ends instead of hanging.
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (!g_go.load() && mono_ns() < end) {
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, nullptr);
+	}
+	*ret = *arg;
+	return 0;
+}
+
+int t_echo(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
+{
+	*ret = *arg;
+	return 0;
+}
+
+const knit_task_t kPoolTasks[] = {{"echo", t_echo, 0, 0}, {"hold", t_hold, 0, 0}};
+
+struct PoolFix {
+	knit_pool_t *pool;
+	Pool *p;
+	uint32_t hold, echo;
+};
+
+void pool_open(PoolFix *f, uint32_t topology, uint32_t hard_timeout_ms)
+{
+	g_go.store(0);
+	g_started.store(0);
+	g_nseen = 0;
+	for (auto &l : g_lane)
+		l.store(-1);
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.workers = 2;
+	o.topology = topology;
+	o.park_ms = 60000;
+	o.hard_timeout_ms = hard_timeout_ms;
+	assert_int_equal(knit_pool_create(&o, kPoolTasks, 2, &f->pool), 0);
+	f->p = &f->pool->p;
+	f->hold = (uint32_t)knit_pool_task_id(f->pool, "hold");
+	f->echo = (uint32_t)knit_pool_task_id(f->pool, "echo");
+	assert_int_not_equal(f->hold, f->echo);
+}
+
+knit_ticket_t enq(PoolFix *f, uint32_t task, int64_t v)
+{
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_I64;
+	a.i64 = v;
+	knit_ticket_t t = 0;
+	assert_int_equal(knit_enqueue(f->pool, task, &a, nullptr, &t), 0);
+	return t;
+}
+
+// Enqueue hold(i) and wait (bounded) until it runs; returns its worker.
+uint32_t hold_call(PoolFix *f, int i, knit_ticket_t *t)
+{
+	const int before = g_started.load();
+	*t = enq(f, f->hold, i);
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (g_started.load() == before && mono_ns() < end) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, nullptr);
+	}
+	assert_int_equal(g_started.load(), before + 1);
+	const int w = g_lane[i].load();
+	assert_true(w == 0 || w == 1);
+	return (uint32_t)w;
+}
+
+// Reap (bounded) until the completion of ticket t arrives; returns its status.
+int32_t reap_status(PoolFix *f, knit_ticket_t t, int64_t *value)
+{
+	const int64_t end = mono_ns() + 10ll * 1000000000;
+	for (;;) {
+		for (uint32_t i = 0; i < g_nseen; i++)
+			if (g_seen[i].t == t) {
+				const Seen s = g_seen[i];
+				g_seen[i] = g_seen[--g_nseen];
+				if (value != nullptr)
+					*value = s.value;
+				return s.status;
+			}
+		if (mono_ns() >= end)
+			break;
+		knit_completion_t c;
+		if (knit_complete(f->pool, &c, 1, 50ll * 1000000) != 1)
+			continue;
+		assert_true(g_nseen < 16);
+		g_seen[g_nseen++] = Seen{c.ticket, c.status, c.result.i64};
+		knit_completion_release(f->pool, &c);
+	}
+	fail_msg("no completion for ticket %llx", (unsigned long long)t);
+	return 1;
+}
+
+// Publish a forged result frame on worker w's return lock, with the worker's
+// own producer endpoint: w is held inside a task (g_started told us, and
+// g_go orders our use before its next one), so the endpoint is idle.
+void forge_result(PoolFix *f, uint32_t w, knit_ticket_t t, uint32_t task, int64_t value)
+{
+	FrameHead h;
+	memset(&h, 0, sizeof h);
+	h.task = task;
+	h.ticket = (uint32_t)t;
+	h.generation = (uint32_t)(t >> 32);
+	h.status = 0;
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_I64;
+	v.i64 = value;
+	assert_true(f->p->lanes[w].wret.publish(h, v) >= 0);
+}
+
+uint64_t proto_errors(PoolFix *f) { return __atomic_load_n(&f->p->st_proto_errors, __ATOMIC_RELAXED); }
+
+// Release the held tasks, check the pool still serves, destroy it.
+void pool_close(PoolFix *f)
+{
+	g_go.store(1);
+	const knit_ticket_t t = enq(f, f->echo, 5);
+	int64_t v = 0;
+	assert_int_equal(reap_status(f, t, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(__atomic_load_n(&f->p->forced, __ATOMIC_RELAXED), 0);
+	assert_int_equal(knit_stop(f->pool, KNIT_STOP_DRAIN, -1), 0);
+	knit_completion_t c;
+	while (knit_complete(f->pool, &c, 1, 0) == 1)
+		knit_completion_release(f->pool, &c);
+	assert_int_equal(knit_pool_destroy(f->pool), 0);
+}
+
+// A worker's running stamp naming a call that another lane holds: with the
+// hard timeout on, an ancient start would have force-stopped the pool. It
+// fails only that call.
+void test_forged_stamp_other_lane(void **)
+{
+	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
+	for (uint32_t k = 0; k < 2; k++) {
+		PoolFix f;
+		pool_open(&f, topo[k], 60000);
+		knit_ticket_t t0;
+		const uint32_t w = hold_call(&f, 0, &t0);
+		const uint32_t other = 1 - w;
+		// The idle worker's stamp (it writes it only around a task).
+		uint32_t *sw = reinterpret_cast<uint32_t *>(f.p->lanes[other].ext);
+		__atomic_store_n(&sw[1], (uint32_t)t0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sw[2], (uint32_t)(t0 >> 32), __ATOMIC_RELAXED);
+		__atomic_store_n(reinterpret_cast<uint64_t *>(f.p->lanes[other].ext + 16), (uint64_t)1,
+		                 __ATOMIC_RELAXED);
+		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2, __ATOMIC_RELEASE);
+		const uint64_t pe = proto_errors(&f);
+		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
+		assert_int_equal(proto_errors(&f), pe + 1);
+		assert_int_equal(__atomic_load_n(&f.p->forced, __ATOMIC_RELAXED), 0);
+		// Withdraw the forgery (start 0 = nothing runs) before the worker
+		// is let go.
+		__atomic_store_n(reinterpret_cast<uint64_t *>(f.p->lanes[other].ext + 16), (uint64_t)0,
+		                 __ATOMIC_RELAXED);
+		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2, __ATOMIC_RELEASE);
+		pool_close(&f);
+	}
+}
+
+// A result for a call that the other worker holds.
+void test_result_from_other_worker(void **)
+{
+	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
+	for (uint32_t k = 0; k < 2; k++) {
+		PoolFix f;
+		pool_open(&f, topo[k], 0);
+		knit_ticket_t t0, t1;
+		const uint32_t w0 = hold_call(&f, 0, &t0);
+		const uint32_t w1 = hold_call(&f, 1, &t1);
+		assert_int_not_equal(w0, w1);
+		const uint64_t pe = proto_errors(&f);
+		forge_result(&f, w1, t0, f.hold, 999);
+		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
+		assert_int_equal(proto_errors(&f), pe + 1);
+		g_go.store(1);
+		int64_t v = -1;
+		assert_int_equal(reap_status(&f, t1, &v), 0); // the other call is untouched
+		assert_int_equal(v, 1);
+		pool_close(&f);
+	}
+}
+
+// Stealing: a result for a call nobody has claimed yet (both workers held,
+// the call waits in the submit queue).
+void test_result_for_unclaimed_call(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	knit_ticket_t t0, t1;
+	const uint32_t w0 = hold_call(&f, 0, &t0);
+	hold_call(&f, 1, &t1);
+	const knit_ticket_t t2 = enq(&f, f.echo, 7);
+	const uint64_t pe = proto_errors(&f);
+	forge_result(&f, w0, t2, f.echo, 999);
+	assert_int_equal(reap_status(&f, t2, nullptr), -KNIT_EPROTO);
+	assert_int_equal(proto_errors(&f), pe + 1);
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t0, nullptr), 0);
+	assert_int_equal(reap_status(&f, t1, nullptr), 0);
+	pool_close(&f);
+}
+
+// A result from the worker that holds the call, under another task id.
+void test_result_task_mismatch(void **)
+{
+	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
+	for (uint32_t k = 0; k < 2; k++) {
+		PoolFix f;
+		pool_open(&f, topo[k], 0);
+		knit_ticket_t t0;
+		const uint32_t w0 = hold_call(&f, 0, &t0);
+		const uint64_t pe = proto_errors(&f);
+		forge_result(&f, w0, t0, f.echo, 999);
+		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
+		assert_int_equal(proto_errors(&f), pe + 1);
+		pool_close(&f);
+	}
+}
+
 } // namespace
 
 int main(void)
@@ -456,6 +722,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_double_arena_reference, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random_bytes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mutated_valid_frames, setup, teardown),
+	    cmocka_unit_test(test_forged_stamp_other_lane),
+	    cmocka_unit_test(test_result_from_other_worker),
+	    cmocka_unit_test(test_result_for_unclaimed_call),
+	    cmocka_unit_test(test_result_task_mismatch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
 // junior that never contends with a senior's announced intent, a senior that
 // waits for a junior and then takes only what the junior left, a consumer
 // that announces WANT and dies (DEAD set) blocking nobody, the lanes it took
-// and never acknowledged taken over by a survivor, and exactly-once delivery
+// and never acknowledged taken over by a survivor, claims of one call (the
+// pool's setting) taken oldest first across regions and lane reuse, and
+// exactly-once delivery
 // for 2 and 3 consumers (and 2 with no spare region) under many thread-driven
 // interleavings.
 #include <pthread.h>
@@ -175,7 +177,6 @@ void test_attach_errors(void **state)
 	assert_int_equal(p.attach_steal(f->lock, f->arena, kCap / 8, f->ctl, 0), -KNIT_EINVAL);
 	assert_int_equal(p.attach_steal(f->lock, f->arena, kCap / 8, f->ctl, 32), -KNIT_EINVAL);
 	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 1, 16), 0); // no spare: allowed
-	assert_int_equal(c.cursor(), 1u); // floor(regions * id / n) = 2 * 1 / 2
 }
 
 // ---- one claim, step by step (lock2.md 3.8) ---------------------------------------------
@@ -184,32 +185,32 @@ void test_example_3_8(void **state)
 {
 	Fix *f = (Fix *)*state;
 	attach(f, 2, 8);
-	assert_int_equal(f->cons[1].cursor(), 2u); // 4 regions * 1 / 2
 	assert_int_equal(publish_i64(f, 1), 31);
 	assert_int_equal(publish_i64(f, 2), 30);
 	assert_int_equal(A(f), 0xC0000000u);
 	assert_int_equal(f->cons[0].pending(), 0xC0000000u);
 	std::vector<uint32_t> seen;
-	// C1 (cursor at region 2) claims region 3: take both lanes, one ACK.
+	// C1 claims region 3 (the oldest lane's): take both lanes, one ACK.
 	assert_int_equal(claim_into(f, 1, &seen), 0xC0000000u);
 	assert_int_equal(seen.size(), 2u);
-	assert_int_equal(seen[0], 2u); // lowest lane first: lane 30 = seq 2
-	assert_int_equal(seen[1], 1u);
+	assert_int_equal(seen[0], 1u); // oldest first: lane 31 = seq 1
+	assert_int_equal(seen[1], 2u);
 	assert_int_equal(ACK(f, 1), 0xC0000000u);
 	assert_int_equal(ACK(f, 0), 0u);
 	assert_int_equal(WANT(f, 1), 0u); // released after the ACK
-	assert_int_equal(f->cons[1].cursor(), 0u); // (3 + 1) mod 4
 	assert_int_equal(f->cons[1].claims(), 1u);
 	assert_int_equal(f->cons[0].pending(), 0u);
 	assert_int_equal(claim_into(f, 0, &seen), 0u); // nothing left
 	// The producer's cached free set excludes 30, 31 until exhaustion; a
 	// refresh XORs the ACK words: everything free again.
+	// The ring goes on below the last lane used (a free lane at or below
+	// the ring cursor, walking down).
 	assert_int_equal(f->prod.refresh(), 0xFFFFFFFFu);
-	assert_int_equal(publish_i64(f, 3), 31);
-	assert_int_equal(A(f), 0x40000000u);
-	assert_int_equal(A(f) ^ ack_xor(f), 0x80000000u);
-	assert_int_equal(claim_into(f, 0, &seen), 0x80000000u);
-	assert_int_equal(ACK(f, 0), 0x80000000u);
+	assert_int_equal(publish_i64(f, 3), 29);
+	assert_int_equal(A(f), 0xE0000000u);
+	assert_int_equal(A(f) ^ ack_xor(f), 0x20000000u);
+	assert_int_equal(claim_into(f, 0, &seen), 0x20000000u);
+	assert_int_equal(ACK(f, 0), 0x20000000u);
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
 	assert_true(f->prod.idle());
 }
@@ -224,20 +225,25 @@ void test_free_set_stale_acks(void **state)
 		assert_int_equal(publish_i64(f, s), (int)(31 - s));
 	assert_int_equal(publish_i64(f, 99), -KNIT_EAGAIN); // full (fresh refresh: nothing acked)
 	std::vector<uint32_t> seen;
-	uint32_t t0 = claim_into(f, 0, &seen); // region 0 (cursor 0)
-	uint32_t t2 = claim_into(f, 2, &seen); // region 2 (cursor 4*2/3 = 2)
-	assert_int_equal(t0, 0x000000FFu);
+	uint32_t t0 = claim_into(f, 0, &seen); // region 3: lane 31 is the oldest
+	uint32_t t2 = claim_into(f, 2, &seen); // region 2: the oldest left
+	assert_int_equal(t0, 0xFF000000u);
 	assert_int_equal(t2, 0x00FF0000u);
+	// Oldest first within each claim.
+	assert_int_equal(seen.size(), 16u);
+	for (uint32_t i = 0; i < 16; i++)
+		assert_int_equal(seen[i], i);
 	// Cached free set is stale (nothing free) until refreshed on exhaustion.
 	assert_int_equal(f->prod.free_cached(), 0u);
 	// A torn read is safe: refresh sees exactly the retired lanes free.
 	assert_int_equal(f->prod.refresh(), t0 | t2);
-	// Publish into a freed lane, then the stale ACK of consumer 2 still
-	// reads correctly: the lane is busy again (A flipped, ACK unchanged).
+	// Publish into a freed lane (the ring is back at lane 31), then the
+	// stale ACK of consumer 0 still reads correctly: the lane is busy again
+	// (A flipped, ACK unchanged).
 	const int lane = publish_i64(f, 100);
-	assert_int_equal(lane, 23);
-	assert_int_equal(f->prod.refresh(), (t0 | t2) & ~(1u << 23));
-	assert_int_equal(f->cons[1].pending(), 0xFF00FF00u | (1u << 23));
+	assert_int_equal(lane, 31);
+	assert_int_equal(f->prod.refresh(), (t0 | t2) & ~(1u << 31));
+	assert_int_equal(f->cons[1].pending(), 0x0000FFFFu | (1u << 31));
 	// Everyone drains; then all free.
 	while (claim_into(f, 1, &seen) != 0 || claim_into(f, 0, &seen) != 0) {
 	}
@@ -337,6 +343,68 @@ void test_senior_waits_for_junior(void **state)
 	assert_int_equal(a.seen[0], 3u);
 	assert_int_equal(f->cons[0].conflicts(), 1u);
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+}
+
+// ---- one call per claim, oldest first --------------------------------------------------
+
+// The pool's setting (take_max 1): every claim takes one lane, and claims
+// taken one after another see the calls in publish order, across regions,
+// while the producer keeps publishing and reuses lanes (the ring).
+void test_one_per_claim_in_order(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 2, 8);
+	f->cons[0].set_take_max(1);
+	f->cons[1].set_take_max(1);
+	std::vector<uint32_t> seen;
+	uint32_t next = 0;
+	for (uint32_t round = 0; round < 40; round++) {
+		// Publish a burst (up to what is free), then take a few.
+		for (uint32_t k = 0; k < 1 + round % 7; k++) {
+			if (publish_i64(f, next) < 0) {
+				f->prod.refresh();
+				if (publish_i64(f, next) < 0)
+					break;
+			}
+			next++;
+		}
+		for (uint32_t k = 0; k < 1 + round % 5; k++) {
+			const uint32_t take = claim_into(f, round % 2, &seen);
+			if (take == 0)
+				break;
+			assert_int_equal(__builtin_popcount(take), 1);
+		}
+	}
+	uint32_t take;
+	while ((take = claim_into(f, 0, &seen)) != 0)
+		assert_int_equal(__builtin_popcount(take), 1);
+	assert_int_equal(seen.size(), next);
+	for (uint32_t i = 0; i < seen.size(); i++)
+		assert_int_equal(seen[i], i);
+	assert_true(next > 64); // lanes were reused
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+}
+
+// A claim that leaves lanes behind: a peer (or the same consumer) takes the
+// next one; nobody holds lanes it did not take.
+void test_one_per_claim_leaves_rest_pending(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 2, 8);
+	f->cons[0].set_take_max(1);
+	f->cons[1].set_take_max(1);
+	for (uint32_t s = 0; s < 3; s++)
+		assert_int_equal(publish_i64(f, s), (int)(31 - s));
+	std::vector<uint32_t> seen;
+	assert_int_equal(claim_into(f, 0, &seen), 1u << 31);
+	// The other two are still pending for everyone.
+	assert_int_equal(f->cons[1].pending(), (1u << 30) | (1u << 29));
+	assert_int_equal(claim_into(f, 1, &seen), 1u << 30);
+	assert_int_equal(claim_into(f, 1, &seen), 1u << 29);
+	assert_int_equal(seen.size(), 3u);
+	assert_int_equal(seen[0], 0u);
+	assert_int_equal(seen[1], 1u);
+	assert_int_equal(seen[2], 2u);
 }
 
 // ---- dead consumers ----------------------------------------------------------------------
@@ -489,9 +557,11 @@ void *race_consumer(void *p)
 	return nullptr;
 }
 
-void race(Fix *f, uint32_t n, uint32_t g, uint32_t total)
+void race(Fix *f, uint32_t n, uint32_t g, uint32_t total, uint32_t take_max = 0)
 {
 	attach(f, n, g);
+	for (uint32_t c = 0; c < n; c++)
+		f->cons[c].set_take_max(take_max);
 	Race r(total);
 	r.f = f;
 	r.total = total;
@@ -563,6 +633,11 @@ void test_exactly_once_3(void **state) { race((Fix *)*state, 3, steal_max_region
 void test_exactly_once_2_no_spare(void **state) { race((Fix *)*state, 2, 16, race_total() / 2); }
 // Narrow regions: many claims per burst.
 void test_exactly_once_3_g1(void **state) { race((Fix *)*state, 3, 1, race_total() / 2); }
+// The pool's setting: one lane per claim, wide regions.
+void test_exactly_once_3_one_per_claim(void **state)
+{
+	race((Fix *)*state, 3, steal_max_region_lanes(3), race_total() / 2, 1);
+}
 
 } // namespace
 
@@ -575,12 +650,15 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_free_set_stale_acks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_junior_respects_senior_intent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_senior_waits_for_junior, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_per_claim_in_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_per_claim_leaves_rest_pending, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_senior_blocks_nobody, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_3_g1, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exactly_once_3_one_per_claim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
