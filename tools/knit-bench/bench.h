@@ -41,8 +41,16 @@ inline uint64_t thread_cpu_ns()
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+// True when host and workers share one CPU: a spin-wait must then give the
+// CPU away, or each wait lasts a scheduler slice.
+extern bool g_yield;
+
 inline void relax()
 {
+	if (g_yield) {
+		sched_yield();
+		return;
+	}
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)

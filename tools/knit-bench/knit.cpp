@@ -455,6 +455,16 @@ const MetricSpec kMean{ "mean", "ns", Better::Lower, false };
 const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
 MetricSpec per_call(const char *n) { return { std::string(n) + "/call", "/call", Better::Lower, false }; }
 
+// The comparison a case without a floor alternates with: the peer its
+// target names when that peer was built, else the SPSC echo ceiling.
+std::string comparison(const std::string &preferred, const std::string &fallback)
+{
+	for (auto &c : cases())
+		if (c.name == preferred)
+			return preferred;
+	return fallback;
+}
+
 } // namespace
 
 void register_knit()
@@ -474,15 +484,17 @@ void register_knit()
 		if (size == 1)
 			reps = scale(20000, 200);
 		std::string name = "knit.batch" + std::to_string(size);
+		std::string cmp = size == 1000 ? comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000")
+		                               : "peer.spsc_echo.batch" + std::to_string(size);
 		add_case({ name, size == 1000 ? "batch1000" : "batch" + std::to_string(size), "knit",
-			   "", with({ kTput }),
+			   cmp, with({ kTput }),
 			   [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
 			   "batch of " + std::to_string(size) + " no-op calls, 1 worker" });
 	}
 	add_case({ "knit.batch1000.work", "batch_work", "knit", "", with({ kTput }),
 		   [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
 		   "batch of 1000 small tasks (64 LCG rounds), 1 worker" });
-	add_case({ "knit.stream", "stream", "knit", "", with({ kTput }), [] { return stream(scale(200000, 2000)); },
+	add_case({ "knit.stream", "stream", "knit", comparison("peer.tbb.stream", "peer.spsc_echo.stream"), with({ kTput }), [] { return stream(scale(200000, 2000)); },
 		   "one thread enqueues continuously, another reaps" });
 	add_case({ "knit.call.cold", "cold", "knit", "floor.futex_pingpong", with({ kP50, kP99, kMean }),
 		   [] { return after_gap(scale(1000, 30), 300000); }, "knit_call after a 300 us gap (worker parked)" });

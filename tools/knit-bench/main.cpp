@@ -31,6 +31,7 @@ namespace kb {
 
 Placement g_place;
 bool g_quick = false;
+bool g_yield = false;
 int g_check_failures = 0;
 
 void check(bool ok, const char *fmt, ...)
@@ -222,6 +223,8 @@ int main(int argc, char **argv)
 		g_place.host = cpus[0];
 		g_place.worker = cpus[1];
 		pin_self(g_place.host);
+	} else {
+		g_yield = true;
 	}
 
 	register_floors();
@@ -266,6 +269,7 @@ int main(int argc, char **argv)
 			const Case *fl = c.floor.empty() ? nullptr : by_name[c.floor];
 			PassResult pr;
 			std::string modes;
+			const uint64_t c0 = now_ns();
 			for (int part = 0; part < 2; part++) {
 				if (fl) {
 					double mp = mode_probe();
@@ -294,8 +298,8 @@ int main(int argc, char **argv)
 			}
 			char probe[64];
 			snprintf(probe, sizeof probe, "%.0f ns", pr.m.modes.empty() ? 0.0 : pr.m.modes[0]);
-			printf("  %-36s mode probe %-8s modes %-6s%s\n", c.name.c_str(), probe, modes.c_str(),
-			       pr.mixed ? "  MIXED: floor and case ran in different modes" : "");
+			printf("  %-36s mode probe %-8s modes %-6s %6.2f s%s\n", c.name.c_str(), probe, modes.c_str(),
+			       (double)(now_ns() - c0) / 1e9, pr.mixed ? "  MIXED: floor and case ran in different modes" : "");
 			fflush(stdout);
 			r.passes.push_back(std::move(pr));
 		}
@@ -369,7 +373,7 @@ int main(int argc, char **argv)
 	}
 
 	// The table.
-	printf("\n%-36s %-18s %12s  %-24s %12s %8s  %-32s %12s %8s  %s\n", "case", "metric", "value", "floor", "floor value",
+	printf("\n%-36s %-18s %12s  %-30s %12s %8s  %-32s %12s %8s  %s\n", "case", "metric", "value", "compared with (alternated)", "its value",
 	       "ratio", "best peer", "peer value", "ratio", "per pass (modes)");
 	for (size_t ri = 0; ri < rows.size(); ri++) {
 		const Row &row = rows[ri];
@@ -404,15 +408,15 @@ int main(int argc, char **argv)
 			snprintf(ratio, sizeof ratio, "%.2fx", row.ratio);
 		if (std::isfinite(row.peer_ratio))
 			snprintf(pratio, sizeof pratio, "%.2fx", row.peer_ratio);
-		printf("%-36s %-18s %12s  %-24s %12s %8s  %-32s %12s %8s  %s\n", row.cs.c_str(),
+		printf("%-36s %-18s %12s  %-30s %12s %8s  %-32s %12s %8s  %s\n", row.cs.c_str(),
 		       (row.metric + (row.better == Better::Lower ? " (-)" : " (+)")).c_str(),
 		       fmt_value(row.value, row.unit).c_str(), row.floor_name.c_str(),
 		       std::isfinite(row.floor_value) ? fmt_value(row.floor_value, row.unit).c_str() : "", ratio,
 		       row.peer_name.c_str(), std::isfinite(row.peer_value) ? fmt_value(row.peer_value, row.unit).c_str() : "",
 		       pratio, pp.c_str());
 	}
-	printf("\n(-) lower is better, (+) higher is better; ratio = value / floor or value / best peer, per pass then "
-	       "median.\nmodes: F fast, S slow cache-line mode before each part (case/floor); ! = a pass whose floor "
+	printf("\n(-) lower is better, (+) higher is better; ratio = value / the case it alternated with (its floor, or "
+	       "the peer its target names), per pass then median; best peer ratio = value / best peer's median.\nmodes: F fast, S slow cache-line mode before each part (case/floor); ! = a pass whose floor "
 	       "and case ran in different modes.\nran %d pass(es) in %.1f s\n",
 	       passes, secs);
 

@@ -169,10 +169,13 @@ template <typename Q> Meas spin_batch(int batch, int reps)
 		uint64_t t0 = now_ns(), sum = 0, v;
 		int sent = 0, got = 0;
 		while (got < batch) {
+			bool moved = false;
 			while (sent < batch && p.req.push((uint64_t)sent + 1))
-				sent++;
+				sent++, moved = true;
 			while (p.resp.pop(v))
-				sum += v, got++;
+				sum += v, got++, moved = true;
+			if (!moved)
+				relax();
 		}
 		m.ns += (double)(now_ns() - t0);
 		m.ops += batch;
@@ -476,6 +479,15 @@ template <typename Q> void add_queue_peer(const std::string &name, const std::st
 void register_peers()
 {
 	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring");
+	// The ceiling at libknitting's other batch sizes (their comparison).
+	for (int size : { 1, 32, 10000 }) {
+		int reps = std::max(1, (g_quick ? 2000 : 400000) / size);
+		if (size == 1)
+			reps = scale(20000, 200);
+		add_case({ "peer.spsc_echo.batch" + std::to_string(size), "batch" + std::to_string(size), "peer", "",
+			   { kTput }, [size, reps] { return spin_batch<SpscRing>(size, reps); },
+			   "hand-rolled SPSC ring pool, batches of " + std::to_string(size) });
+	}
 #ifdef KB_HAVE_BOOST
 	add_queue_peer<BoostQ>("boost_spsc", "Boost.Lockfree spsc_queue");
 #else
