@@ -17,8 +17,17 @@ struct alignas(128) Line {
 };
 
 // Cache-line ping-pong: the host writes i, the partner answers i.
+// The first tenth of every floor's round trips is warm-up, not kept.
+int with_warmup(int n) { return n + n / 10; }
+void drop_warmup(Meas &m, int n)
+{
+	m.samples.erase(m.samples.begin(), m.samples.begin() + (std::ptrdiff_t)(m.samples.size() - (size_t)n));
+}
+
 Meas cacheline(int n)
 {
+	const int keep = n;
+	n = with_warmup(n);
 	Line ping, pong;
 	std::atomic<bool> stop{ false };
 	auto t = pinned_thread(g_place.worker, [&] {
@@ -44,12 +53,15 @@ Meas cacheline(int n)
 	stop = true;
 	t.join();
 	check(pong.v.load() == (uint64_t)n, "cacheline: %d round trips answered", n);
+	drop_warmup(m, keep);
 	return m;
 }
 
 // Futex ping-pong: both sides sleep, so every round trip is two wakes.
 Meas futex_pingpong(int n)
 {
+	const int keep = n;
+	n = with_warmup(n);
 	alignas(128) uint32_t a = 0;
 	alignas(128) uint32_t b = 0;
 	auto t = pinned_thread(g_place.worker, [&] {
@@ -73,12 +85,15 @@ Meas futex_pingpong(int n)
 	t.join();
 	m.calls = (uint64_t)n;
 	m.counts["ctxsw"] = ctx_switches() - cs0;
+	drop_warmup(m, keep);
 	return m;
 }
 
 // One wake per round trip: the host sleeps, the partner spins and wakes it.
 Meas futex_wake_spinner(int n)
 {
+	const int keep = n;
+	n = with_warmup(n);
 	alignas(128) uint32_t a = 0;
 	alignas(128) uint32_t b = 0;
 	auto t = pinned_thread(g_place.worker, [&] {
@@ -98,6 +113,7 @@ Meas futex_wake_spinner(int n)
 		m.samples.push_back((double)(now_ns() - t0));
 	}
 	t.join();
+	drop_warmup(m, keep);
 	return m;
 }
 

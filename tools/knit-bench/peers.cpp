@@ -147,6 +147,12 @@ template <typename Q> Meas spin_pingpong(int n)
 	SpinPool<Q> p;
 	Meas m;
 	uint64_t v, sum = 0;
+	for (int i = 0; i < 1000; i++) { // warm-up: the worker running, the lines hot
+		while (!p.req.push(1))
+			relax();
+		while (!p.resp.pop(v))
+			relax();
+	}
 	for (int i = 1; i <= n; i++) {
 		uint64_t t0 = now_ns();
 		while (!p.req.push((uint64_t)i))
@@ -274,7 +280,11 @@ Meas mutex_roundtrip(int n, uint64_t gap_ns)
 {
 	MutexPool p;
 	Meas m;
-	uint64_t sum = 0;
+	uint64_t sum = 0, warm = 0;
+	for (int i = 0; i < 100; i++) { // warm-up
+		p.submit(1);
+		p.take(&warm);
+	}
 	double cs0 = ctx_switches();
 	for (int i = 1; i <= n; i++) {
 		if (gap_ns)
@@ -345,6 +355,10 @@ Meas blocking_roundtrip(int n, uint64_t gap_ns)
 	});
 	Meas m;
 	uint64_t sum = 0, v;
+	for (int i = 0; i < 100; i++) { // warm-up
+		req.enqueue(1);
+		resp.wait_dequeue(v);
+	}
 	double cs0 = ctx_switches();
 	for (int i = 1; i <= n; i++) {
 		if (gap_ns)
@@ -414,6 +428,12 @@ Meas tbb_arena_roundtrip(int n, uint64_t gap_ns)
 	PinObserver obs(arena);
 	alignas(128) std::atomic<uint64_t> done{ 0 };
 	std::mt19937 rng(12345);
+	for (uint64_t i = 1; i <= 1000; i++) { // warm-up: the worker thread exists and has run
+		arena.enqueue([&done, i] { done.store(i, std::memory_order_release); });
+		while (done.load(std::memory_order_acquire) != i)
+			relax();
+	}
+	done = 0;
 	Meas m;
 	double cs0 = ctx_switches();
 	for (int i = 1; i <= n; i++) {
