@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 			char probe[64];
 			snprintf(probe, sizeof probe, "%.0f ns", pr.m.modes.empty() ? 0.0 : pr.m.modes[0]);
 			printf("  %-36s mode probe %-8s modes %-6s %6.2f s%s\n", c.name.c_str(), probe, modes.c_str(),
-			       (double)(now_ns() - c0) / 1e9, pr.mixed ? "  MIXED: floor and case ran in different modes" : "");
+			       (double)(now_ns() - c0) / 1e9, pr.mixed ? "  MIXED: its parts (or its comparison's) ran in different modes" : "");
 			fflush(stdout);
 			r.passes.push_back(std::move(pr));
 		}
@@ -416,8 +416,8 @@ int main(int argc, char **argv)
 		       pratio, pp.c_str());
 	}
 	printf("\n(-) lower is better, (+) higher is better; ratio = value / the case it alternated with (its floor, or "
-	       "the peer its target names), per pass then median; best peer ratio = value / best peer's median.\nmodes: F fast, S slow cache-line mode before each part (case/floor); ! = a pass whose floor "
-	       "and case ran in different modes.\nran %d pass(es) in %.1f s\n",
+	       "the peer its target names), per pass then median; best peer ratio = value / best peer's median.\nmodes: F fast, S slow cache-line mode before each part (case/comparison); ! = a pass whose "
+	       "parts ran in different modes.\nran %d pass(es) in %.1f s\n",
 	       passes, secs);
 
 	if (!json.empty()) {
