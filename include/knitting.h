@@ -156,6 +156,15 @@ enum knit_doorbell {
 
 #define KNIT_MAX_WORKERS 64
 
+/* Worker CPU placement: a fixed bitmask (bit c % 64 of word c / 64 is CPU c),
+ * wide enough for CPUs 0..1023 (glibc's CPU_SETSIZE). */
+#define KNIT_CPU_MASK_WORDS 16
+
+enum knit_cpu_flags {
+	KNIT_CPU_ONE_PER_WORKER = 1u << 0 /* worker w alone on the (w mod n)-th CPU
+					     of cpu_mask (ascending), not on all of it */
+};
+
 typedef struct knit_pool_options {
 	uint32_t size;               /* sizeof(knit_pool_options_t) */
 	uint32_t workers;            /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
@@ -182,6 +191,12 @@ typedef struct knit_pool_options {
 	uint64_t payload_initial_bytes; /* arena bytes committed at creation; 0 = none */
 	uint64_t max_payload_bytes;  /* per-call payload cap; 0 = payload_max_bytes / 8;
 					at most payload_max_bytes / 8 */
+	/* Worker CPU placement, applied before a worker runs anything. All zero
+	 * (or a shorter, older struct) = none: workers inherit the creating
+	 * thread's affinity. Every CPU must be one the process may use. */
+	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS]; /* the workers' CPUs */
+	uint32_t cpu_flags;          /* enum knit_cpu_flags */
+	uint32_t reserved1;          /* must be 0 */
 } knit_pool_options_t;
 
 /* ------------------------------------------------------------------------ */
@@ -238,7 +253,9 @@ typedef struct knit_lane_stats {
 	uint64_t steal_claims;      /* regions claimed (steal topology) */
 	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
 	uint64_t spurious_wakes;    /* woke neither rung nor by the watchdog */
-	uint64_t reserved[2];
+	uint64_t reserved[1];
+	int64_t cpu;                /* the CPU the worker is pinned to, -1 if not
+				       pinned to exactly one */
 } knit_lane_stats_t;
 
 typedef struct knit_pool_stats {

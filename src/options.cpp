@@ -142,6 +142,20 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	out->payload_max_bytes = pmax;
 	out->payload_initial_bytes = o.payload_initial_bytes;
 	out->max_payload_bytes = per_call;
+
+	// Placement. Whether each CPU is one the process may use is the
+	// kernel's call, made when the workers start (src/pool.cpp).
+	if ((o.cpu_flags & ~(uint32_t)KNIT_CPU_ONE_PER_WORKER) != 0 || o.reserved1 != 0)
+		return -KNIT_EINVAL;
+	uint64_t any = 0;
+	for (uint32_t i = 0; i < KNIT_CPU_MASK_WORDS; i++) {
+		out->cpu_mask[i] = o.cpu_mask[i];
+		any |= o.cpu_mask[i];
+	}
+	if (any == 0 && o.cpu_flags != 0)
+		return -KNIT_EINVAL; // one CPU per worker out of no CPU at all
+	out->place = any != 0;
+	out->one_per_worker = (o.cpu_flags & KNIT_CPU_ONE_PER_WORKER) != 0;
 	return 0;
 }
 

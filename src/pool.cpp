@@ -9,7 +9,9 @@
 // failure at any step undoes every step before it.
 #include "src/common.h"
 
+#include <errno.h>
 #include <new>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -165,8 +167,60 @@ int attach_lane(Pool *p, Lane *l, uint8_t *block)
 	return l->local ? 0 : -KNIT_ENOMEM;
 }
 
+// Worker i's CPU set under the placement options, and the one CPU it is
+// pinned to (-1 when the set has more than one).
+int32_t worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	uint32_t n = 0, last = 0;
+	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+		if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
+			n++, last = c;
+	if (!cfg.one_per_worker) {
+		for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+			if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
+				CPU_SET(c, set);
+		return n == 1 ? (int32_t)last : -1;
+	}
+	uint32_t want = i % n; // n > 0: options_resolve refuses the flag on an empty mask
+	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+		if (((cfg.cpu_mask[c / 64] >> (c % 64)) & 1) && want-- == 0) {
+			CPU_SET(c, set);
+			return (int32_t)c;
+		}
+	return -1; // not reached
+}
+
+// Start worker i, placed as asked. glibc applies an attribute's affinity to
+// the new thread before it runs its start routine, and fails the create when
+// the kernel refuses every CPU; the kernel silently drops the CPUs the
+// process may not use from a wider set, so the set is read back and must be
+// exactly what was asked. 0, -KNIT_EINVAL (a CPU the process may not use;
+// the thread, if started, is left for the caller to stop) or -KNIT_ESYSTEM.
+int start_worker(Pool *p, Lane *l)
+{
+	if (!p->cfg.place)
+		return pthread_create(&l->thread, nullptr, worker_main, l) == 0 ? 0 : -KNIT_ESYSTEM;
+	cpu_set_t want, got;
+	l->cpu = worker_cpus(p->cfg, l->index, &want);
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return -KNIT_ESYSTEM;
+	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
+	if (e == 0)
+		e = pthread_create(&l->thread, &attr, worker_main, l);
+	pthread_attr_destroy(&attr);
+	if (e != 0)
+		return e == EINVAL ? -KNIT_EINVAL : -KNIT_ESYSTEM;
+	l->started = true;
+	if (pthread_getaffinity_np(l->thread, sizeof got, &got) != 0)
+		return -KNIT_ESYSTEM;
+	return CPU_EQUAL(&want, &got) ? 0 : -KNIT_EINVAL;
+}
+
 // Start every worker thread with all async signals blocked (signals belong
-// to the application's threads). Returns 0 or -KNIT_ESYSTEM.
+// to the application's threads). Returns 0, -KNIT_EINVAL (placement) or
+// -KNIT_ESYSTEM.
 int start_workers(Pool *p)
 {
 	sigset_t all, old;
@@ -175,10 +229,9 @@ int start_workers(Pool *p)
 	int rc = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (pthread_create(&l->thread, nullptr, worker_main, l) != 0) {
-			rc = -KNIT_ESYSTEM;
+		rc = start_worker(p, l);
+		if (rc != 0)
 			break;
-		}
 		l->started = true;
 		char name[16] = "knit-w";
 		// i < KNIT_MAX_WORKERS: at most two digits.
@@ -319,6 +372,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		p->lanes[i].pool = p;
 		p->lanes[i].index = i;
 		p->lanes[i].is_inline = i >= p->nworkers;
+		p->lanes[i].cpu = -1;
 	}
 
 	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
@@ -434,6 +488,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
 		if (l->is_inline) {
+			ls.cpu = -1;
 			ls.calls = s.inline_calls;
 			continue;
 		}
@@ -447,6 +502,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
 		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
 		ls.spurious_wakes = knit_load_relaxed_64(lane_counter(l->ext, kWcSpurious));
+		ls.cpu = l->cpu;
 	}
 	memcpy(stats, &s, size);
 	return 0;

@@ -130,6 +130,10 @@ struct PoolConfig {
 	uint64_t payload_max_bytes;
 	uint64_t payload_initial_bytes;
 	uint64_t max_payload_bytes;
+	// Worker placement: `place` when cpu_mask has any bit set.
+	bool place;
+	bool one_per_worker;
+	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
 
 // Validate *in (NULL = all defaults) per the ABI contract and fill *out with
@@ -305,6 +309,7 @@ struct Lane {
 	WorkerLocal *local;
 	pthread_t thread;
 	bool started;
+	int32_t cpu; // the one CPU the worker is pinned to, -1 = none (set before start)
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -490,6 +495,14 @@ void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 void request_worker_stop(Pool *p);
 
 // ---- workers (src/worker.cpp) ----------------------------------------------------------
+// Idle spinning is bounded by the machine: at most spin_cap_of_machine()
+// (online CPUs - 1) worker threads of the whole process spin at once, so a
+// host always has a CPU. A worker takes a slot before it spins and gives it
+// back when the spin ends; without one it parks at once.
+uint32_t spin_cap_of_machine();
+bool spin_slot_acquire(uint32_t *spinners, uint32_t cap);
+void spin_slot_release(uint32_t *spinners);
+extern uint32_t g_spinners; // the process's spinning workers (atomic, relaxed)
 // Thread entry of worker lane `arg` (a Lane *).
 void *worker_main(void *arg);
 

@@ -12,7 +12,8 @@
 //      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
 //      staged and published with one store of A per batch (or earlier when
 //      the batch runs long), then the doorbell is rung if the host armed it;
-//   4. nothing to do: spin up to spin_us (clock read every 64 rounds), then
+//   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
+//      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake: read the wake sequence S, store
 //      parked, seq_cst fence, re-check the queue and the stop word, and only
 //      then futex-wait on S with park_ms as a watchdog.
@@ -20,6 +21,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "src/pool.h"
 #include "src/trace.h"
@@ -288,6 +290,17 @@ bool spin(Lane *l, int64_t spin_ns)
 	}
 }
 
+// Spin only with a slot (see spin_slot_acquire): more spinning threads than
+// CPUs starve the host.
+bool spin_capped(Lane *l, int64_t spin_ns, uint32_t cap)
+{
+	if (spin_ns <= 0 || !spin_slot_acquire(&g_spinners, cap))
+		return false;
+	const bool found = spin(l, spin_ns);
+	spin_slot_release(&g_spinners);
+	return found;
+}
+
 // Leave the parked state. Returns true when a host claimed our park (its CAS
 // parked -> 0 in lane_wake() won): that host sends exactly one wake, and this
 // is where the worker counts it as received, so sent == received always.
@@ -352,6 +365,29 @@ void acknowledge_stop(Lane *l)
 
 } // namespace
 
+uint32_t g_spinners;
+
+uint32_t spin_cap_of_machine()
+{
+	const long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 1 ? (uint32_t)(n - 1) : 0;
+}
+
+// Only a count: nothing is published through it, so relaxed is enough.
+bool spin_slot_acquire(uint32_t *spinners, uint32_t cap)
+{
+	uint32_t n = knit_load_relaxed_32(spinners);
+	while (n < cap) {
+		const uint32_t seen = knit_cas_relaxed_32(spinners, n, n + 1);
+		if (seen == n)
+			return true;
+		n = seen;
+	}
+	return false;
+}
+
+void spin_slot_release(uint32_t *spinners) { knit_fetch_add_relaxed_32(spinners, (uint32_t)-1); }
+
 void *worker_main(void *arg)
 {
 	Lane *l = static_cast<Lane *>(arg);
@@ -359,6 +395,7 @@ void *worker_main(void *arg)
 	WorkerLocal *w = l->local;
 	const int64_t spin_ns = (int64_t)p->cfg.spin_us * 1000;
 	const int64_t park_ns = (int64_t)p->cfg.park_ms * 1000000;
+	const uint32_t spin_cap = spin_ns > 0 ? spin_cap_of_machine() : 0;
 	knit_store_relaxed_32(&l->tid, (uint32_t)knit_sys_gettid());
 	for (;;) {
 		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED.
@@ -375,7 +412,7 @@ void *worker_main(void *arg)
 		}
 		if (progressed)
 			continue;
-		if (spin(l, spin_ns)) {
+		if (spin_capped(l, spin_ns, spin_cap)) {
 			counter_bump(lane_counter(l->ext, kWcSpins));
 			continue;
 		}

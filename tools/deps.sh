@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Install the Debian packages libknitting builds and tests with, only when
-# something is missing. Idempotent; on a machine that has everything it runs
+# Install the Debian packages libknitting builds and tests with (with
+# --bench: the ones `make bench` needs), only when something is missing. Idempotent; on a machine that has everything it runs
 # one dpkg-query and exits (well under a second).
 set -eu
 
@@ -9,6 +9,13 @@ PKGS="g++ make pkg-config liburcu-dev libcmocka-dev libcriterion-dev
 libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev systemtap-sdt-dev
 python3 qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
 abigail-tools spin gnuplot-nox"
+
+# `make bench` only (tools/deps.sh --bench): the peers knit-bench measures
+# libknitting against. knit-bench builds without them and says which it left out.
+BENCH_PKGS="libtbb-dev libboost-dev libconcurrentqueue-dev libatomic-queue-dev gnuplot-nox"
+if [ "${1:-}" = "--bench" ]; then
+	PKGS=$BENCH_PKGS
+fi
 
 missing=""
 for p in $PKGS; do

@@ -58,7 +58,8 @@ class PoolOptions(C.Structure):
         "steal_region_lanes", "stall_free_loops", "max_backoff_ms", "doorbell", "spin_us",
         "park_ms", "abort_capacity", "hard_timeout_ms", "max_pending", "reserved0")] + [
         ("payload_max_bytes", C.c_uint64), ("payload_initial_bytes", C.c_uint64),
-        ("max_payload_bytes", C.c_uint64)]
+        ("max_payload_bytes", C.c_uint64), ("cpu_mask", C.c_uint64 * 16),
+        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -74,7 +75,8 @@ class Completion(C.Structure):
 class LaneStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in (
         "calls", "parks", "wakes_sent", "wakes_received", "watchdog_expiries", "spins",
-        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes")] + [("reserved", C.c_uint64 * 2)]
+        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes")] + [("reserved", C.c_uint64 * 1),
+                                                                             ("cpu", C.c_int64)]
 
 
 class PoolStats(C.Structure):

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: MIT
+// tools/knit-bench/knit.cpp - libknitting's cases: hot round trips, batches,
+// a stream, cold and after-sleep round trips, a 1 MiB bytes echo, create to
+// first result and destroy, the idle cost, 2 workers against 1, and the
+// original's steal benchmark load shapes. Every case also checks its counts
+// (each call completed exactly once, the pool's counters agree) and reports
+// the pool's own counters per call.
+#include "tools/knit-bench/bench.h"
+
+#include <cstring>
+#include <random>
+
+#include "knitting.h"
+
+namespace kb {
+
+namespace {
+
+int scale(int full, int quick) { return g_quick ? quick : full; }
+
+int t_nop(knit_ctx_t *, const knit_value_t *, knit_value_t *) { return 0; }
+int t_echo(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
+{
+	*ret = *arg;
+	return 0;
+}
+// The original's load: `rounds` steps of an LCG; returns the CPU time it took.
+int t_work(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
+{
+	uint64_t c0 = thread_cpu_ns();
+	uint32_t x = 1;
+	for (int64_t i = 0; i < arg->i64; i++)
+		x = x * 1664525u + 1013904223u;
+	__asm__ __volatile__("" ::"r"(x));
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = (int64_t)(thread_cpu_ns() - c0);
+	return 0;
+}
+const knit_task_t kTasks[] = { { "echo", t_echo, 0, 0 }, { "nop", t_nop, 0, 0 }, { "work", t_work, 0, 0 } };
+enum { kEcho = 0, kNop = 1, kWork = 2 }; // ids are indexes in name order
+
+struct PoolSpec {
+	uint32_t workers = 1;
+	uint32_t topology = KNIT_TOPOLOGY_AUTO;
+	uint32_t spin_us = 0;
+	bool pin = true; // one worker on the worker CPU; more: both CPUs
+};
+
+knit_pool_t *make_pool(const PoolSpec &s)
+{
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.workers = s.workers;
+	o.topology = s.topology;
+	o.spin_us = s.spin_us;
+	if (s.pin && g_place.worker >= 0) {
+		o.cpu_mask[g_place.worker / 64] |= 1ull << (g_place.worker % 64);
+		if (s.workers > 1 && g_place.host >= 0) {
+			o.cpu_mask[g_place.host / 64] |= 1ull << (g_place.host % 64);
+			o.cpu_flags = KNIT_CPU_ONE_PER_WORKER;
+		}
+	}
+	knit_pool_t *p = nullptr;
+	int rc = knit_pool_create(&o, kTasks, 3, &p);
+	if (rc != 0) {
+		fprintf(stderr, "knit-bench: knit_pool_create: %s\n", knit_strerror(rc));
+		exit(2);
+	}
+	return p;
+}
+
+struct Snap {
+	knit_pool_stats_t s;
+	double cs;
+};
+Snap snap(knit_pool_t *p)
+{
+	Snap x;
+	memset(&x.s, 0, sizeof x.s);
+	x.s.size = sizeof x.s;
+	knit_pool_stats(p, &x.s, sizeof x.s);
+	x.cs = ctx_switches();
+	return x;
+}
+
+// Per-call counters between two snapshots, and the stats' own consistency.
+void account(Meas &m, const Snap &a, const Snap &b, uint64_t calls, const char *what)
+{
+	double wakes = 0, parks = 0, rings = 0, lane_calls = 0;
+	for (uint32_t i = 0; i < b.s.lanes; i++) {
+		wakes += (double)(b.s.lane[i].wakes_sent - a.s.lane[i].wakes_sent);
+		parks += (double)(b.s.lane[i].parks - a.s.lane[i].parks);
+		rings += (double)(b.s.lane[i].doorbell_rings - a.s.lane[i].doorbell_rings);
+		lane_calls += (double)(b.s.lane[i].calls - a.s.lane[i].calls);
+	}
+	m.calls += calls;
+	m.counts["wakes_sent"] += wakes;
+	m.counts["parks"] += parks;
+	m.counts["doorbell_arms"] += (double)(b.s.doorbell_arms - a.s.doorbell_arms);
+	m.counts["doorbell_wakes"] += (double)(b.s.doorbell_wakes - a.s.doorbell_wakes);
+	// Futex wakes, host and worker together: the host's wakes of parked
+	// workers plus the workers' rings of a sleeping host.
+	m.counts["futex_wakes"] += wakes + (double)(b.s.doorbell_wakes - a.s.doorbell_wakes);
+	m.counts["ctxsw"] += b.cs - a.cs;
+	check(b.s.enqueued - a.s.enqueued == calls, "%s: enqueued %llu, expected %llu", what,
+	      (unsigned long long)(b.s.enqueued - a.s.enqueued), (unsigned long long)calls);
+	check(b.s.completed - a.s.completed == calls, "%s: completed %llu, expected %llu", what,
+	      (unsigned long long)(b.s.completed - a.s.completed), (unsigned long long)calls);
+	check(lane_calls == (double)calls, "%s: lanes ran %.0f calls, expected %llu", what, lane_calls,
+	      (unsigned long long)calls);
+	check(b.s.pending == 0, "%s: %llu calls still pending", what, (unsigned long long)b.s.pending);
+}
+
+knit_value_t i64(int64_t v)
+{
+	knit_value_t x;
+	memset(&x, 0, sizeof x);
+	x.type = KNIT_VALUE_I64;
+	x.i64 = v;
+	return x;
+}
+
+// One knit_call of echo(i); checks the answer.
+void call_echo(knit_pool_t *p, int64_t i)
+{
+	knit_value_t a = i64(i);
+	knit_completion_t c;
+	int rc = knit_call(p, kEcho, &a, &c, -1);
+	check(rc == 0 && c.status == 0 && c.result.type == KNIT_VALUE_I64 && c.result.i64 == i,
+	      "knit_call echo(%lld): rc %d status %d", (long long)i, rc, rc == 0 ? c.status : 0);
+	if (rc == 0)
+		knit_completion_release(p, &c);
+}
+
+// Reap exactly n completions whose user_data is index + 1 in [0, n): each
+// seen once, each status 0. Returns the sum of their i64 results.
+int64_t reap_n(knit_pool_t *p, uint64_t n, std::vector<uint8_t> &seen, const char *what)
+{
+	seen.assign(n, 0);
+	knit_completion_t c[256];
+	int64_t sum = 0;
+	for (uint64_t got = 0; got < n;) {
+		int k = knit_complete(p, c, 256, -1);
+		if (k <= 0) {
+			check(false, "%s: knit_complete returned %d with %llu of %llu reaped", what, k,
+			      (unsigned long long)got, (unsigned long long)n);
+			return sum;
+		}
+		for (int j = 0; j < k; j++) {
+			uint64_t idx = (uint64_t)(uintptr_t)c[j].user_data - 1;
+			check(idx < n && !seen[idx], "%s: completion %llu unknown or seen twice", what,
+			      (unsigned long long)idx);
+			check(c[j].status == 0, "%s: status %d", what, c[j].status);
+			if (idx < n)
+				seen[idx] = 1;
+			if (c[j].result.type == KNIT_VALUE_I64)
+				sum += c[j].result.i64;
+			knit_completion_release(p, &c[j]);
+		}
+		got += (uint64_t)k;
+	}
+	return sum;
+}
+
+void enqueue(knit_pool_t *p, uint32_t task, int64_t arg, uint64_t idx)
+{
+	knit_value_t a = i64(arg);
+	knit_ticket_t t;
+	int rc;
+	while ((rc = knit_enqueue(p, task, &a, (void *)(uintptr_t)(idx + 1), &t)) == -KNIT_EAGAIN)
+		sched_yield();
+	check(rc == 0, "knit_enqueue: %d", rc);
+}
+
+// ---- cases ---------------------------------------------------------------------------------
+
+Meas hot_call(int n)
+{
+	knit_pool_t *p = make_pool({});
+	for (int i = 0; i < 1000; i++) // warm-up
+		call_echo(p, i);
+	Meas m;
+	Snap a = snap(p);
+	for (int i = 1; i <= n; i++) {
+		uint64_t t0 = now_ns();
+		call_echo(p, i);
+		m.samples.push_back((double)(now_ns() - t0));
+	}
+	account(m, a, snap(p), (uint64_t)n, "hot knit_call");
+	knit_pool_destroy(p);
+	return m;
+}
+
+Meas hot_enqueue_complete(int n)
+{
+	knit_pool_t *p = make_pool({});
+	Meas m;
+	std::vector<uint8_t> seen;
+	for (int i = 0; i < 1000; i++) {
+		enqueue(p, kEcho, i, 0);
+		reap_n(p, 1, seen, "warm-up");
+	}
+	Snap a = snap(p);
+	for (int i = 1; i <= n; i++) {
+		uint64_t t0 = now_ns();
+		enqueue(p, kEcho, i, 0);
+		int64_t v = reap_n(p, 1, seen, "hot enqueue+complete");
+		m.samples.push_back((double)(now_ns() - t0));
+		check(v == i, "hot enqueue+complete: echo %lld gave %lld", (long long)i, (long long)v);
+	}
+	account(m, a, snap(p), (uint64_t)n, "hot enqueue+complete");
+	knit_pool_destroy(p);
+	return m;
+}
+
+Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec, const char *what)
+{
+	knit_pool_t *p = make_pool(spec);
+	std::vector<uint8_t> seen;
+	for (int i = 0; i < std::min(size, 1000); i++) // warm-up
+		enqueue(p, task, arg, (uint64_t)i);
+	reap_n(p, (uint64_t)std::min(size, 1000), seen, what);
+	Meas m;
+	Snap a = snap(p);
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < size; i++)
+			enqueue(p, task, arg, (uint64_t)i);
+		reap_n(p, (uint64_t)size, seen, what);
+		m.ns += (double)(now_ns() - t0);
+		m.ops += size;
+	}
+	account(m, a, snap(p), (uint64_t)size * (uint64_t)reps, what);
+	knit_pool_destroy(p);
+	return m;
+}
+
+Meas stream(int n)
+{
+	knit_pool_t *p = make_pool({});
+	Meas m;
+	std::vector<uint8_t> seen;
+	int64_t sum = 0;
+	Snap a = snap(p);
+	uint64_t t0 = now_ns();
+	auto prod = pinned_thread(g_place.host, [&] {
+		for (int i = 0; i < n; i++)
+			enqueue(p, kEcho, i + 1, (uint64_t)i);
+	});
+	auto reap = pinned_thread(g_place.host, [&] { sum = reap_n(p, (uint64_t)n, seen, "stream"); });
+	prod.join();
+	reap.join();
+	m.ns = (double)(now_ns() - t0);
+	m.ops = n;
+	check(sum == (int64_t)n * (n + 1) / 2, "stream: results add up");
+	account(m, a, snap(p), (uint64_t)n, "stream");
+	knit_pool_destroy(p);
+	return m;
+}
+
+// Round trips after the host slept: gap_ns, or 5-10 ms when gap_ns is 1.
+Meas after_gap(int n, uint64_t gap_ns)
+{
+	knit_pool_t *p = make_pool({});
+	call_echo(p, 0);
+	std::mt19937 rng(12345);
+	Meas m;
+	Snap a = snap(p);
+	for (int i = 1; i <= n; i++) {
+		sleep_ns(gap_ns == 1 ? 5000000 + rng() % 5000000 : gap_ns);
+		uint64_t t0 = now_ns();
+		call_echo(p, i);
+		m.samples.push_back((double)(now_ns() - t0));
+	}
+	account(m, a, snap(p), (uint64_t)n, "cold knit_call");
+	knit_pool_destroy(p);
+	return m;
+}
+
+Meas bytes_echo(int n)
+{
+	knit_pool_t *p = make_pool({});
+	const size_t sz = 1 << 20;
+	std::vector<uint8_t> buf(sz);
+	for (size_t i = 0; i < sz; i++)
+		buf[i] = (uint8_t)(i * 7);
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_BYTES;
+	a.data = buf.data();
+	a.len = sz;
+	Meas m;
+	Snap s0 = snap(p);
+	for (int i = 0; i < n + 2; i++) {
+		knit_completion_t c;
+		uint64_t t0 = now_ns();
+		int rc = knit_call(p, kEcho, &a, &c, -1);
+		double dt = (double)(now_ns() - t0);
+		if (i >= 2) // the first two commit the arenas
+			m.samples.push_back(dt);
+		check(rc == 0 && c.status == 0 && c.result.len == sz && memcmp(c.result.data, buf.data(), sz) == 0,
+		      "1 MiB echo came back intact");
+		if (rc == 0)
+			knit_completion_release(p, &c);
+	}
+	account(m, s0, snap(p), (uint64_t)n + 2, "bytes echo");
+	knit_pool_destroy(p);
+	return m;
+}
+
+Meas create_first(int n)
+{
+	Meas m;
+	std::vector<double> destroy;
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = now_ns();
+		knit_pool_t *p = make_pool({});
+		call_echo(p, 7);
+		uint64_t t1 = now_ns();
+		knit_pool_destroy(p);
+		destroy.push_back((double)(now_ns() - t1));
+		m.samples.push_back((double)(t1 - t0));
+	}
+	m.extra["destroy_p50"] = median(destroy);
+	return m;
+}
+
+Meas idle(uint64_t secs_ns)
+{
+	knit_pool_t *p = make_pool({});
+	call_echo(p, 1);
+	sleep_ns(100000000); // past the spin window
+	Snap a = snap(p);
+	rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t t0 = now_ns();
+	sleep_ns(secs_ns);
+	double secs = (double)(now_ns() - t0) / 1e9;
+	getrusage(RUSAGE_SELF, &r1);
+	Snap b = snap(p);
+	double wakeups = 0;
+	for (uint32_t i = 0; i < b.s.lanes; i++)
+		wakeups += (double)(b.s.lane[i].wakes_received - a.s.lane[i].wakes_received +
+		                    b.s.lane[i].watchdog_expiries - a.s.lane[i].watchdog_expiries);
+	auto us = [](const rusage &r) {
+		return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 + (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+	};
+	Meas m;
+	m.extra["wakeups_per_s"] = wakeups / secs;
+	m.extra["cpu_pct"] = (us(r1) - us(r0)) / 1e6 / secs * 100;
+	m.extra["ctxsw_per_s"] = (b.cs - a.cs) / secs;
+	check(b.s.completed == 1 && b.s.pending == 0, "idle: one call, completed");
+	knit_pool_destroy(p);
+	return m;
+}
+
+// 2 workers against 1 on the same batch of small tasks.
+Meas two_vs_one(uint32_t topology, int reps)
+{
+	const int size = 1000;
+	const int64_t rounds = 2000; // a few microseconds each
+	PoolSpec one{ 1, KNIT_TOPOLOGY_AUTO, 0, true };
+	PoolSpec two{ 2, topology, 0, true };
+	Meas m1 = batch(size, reps, kWork, rounds, one, "1 worker");
+	Meas m2 = batch(size, reps, kWork, rounds, two, topology == KNIT_TOPOLOGY_STEAL ? "2 workers steal" : "2 workers lanes");
+	Meas m;
+	m.extra["tput_1w"] = m1.ops / m1.ns * 1e9;
+	m.extra["tput_2w"] = m2.ops / m2.ns * 1e9;
+	m.extra["ratio_2w_1w"] = m.extra["tput_2w"] / m.extra["tput_1w"];
+	m.calls = m2.calls;
+	m.counts = m2.counts;
+	return m;
+}
+
+// mulberry32, the original's seeded generator.
+struct Mulberry {
+	uint32_t s;
+	double next()
+	{
+		s += 0x6d2b79f5u;
+		uint32_t t = s;
+		t = (t ^ (t >> 15)) * (1u | t);
+		t = (t + ((t ^ (t >> 7)) * (61u | t))) ^ t;
+		return (double)(t ^ (t >> 14)) / 4294967296.0;
+	}
+};
+
+int64_t g_base_rounds = 0; // LCG rounds for ~200 us, calibrated once
+
+int64_t base_rounds()
+{
+	if (g_base_rounds)
+		return g_base_rounds;
+	knit_value_t a = i64(200000), r;
+	memset(&r, 0, sizeof r);
+	std::vector<double> v;
+	for (int i = 0; i < 5; i++) {
+		t_work(nullptr, &a, &r);
+		v.push_back((double)r.i64);
+	}
+	double ns = median(v);
+	g_base_rounds = (int64_t)(200000.0 * 200000.0 / std::max(ns, 1.0));
+	return g_base_rounds;
+}
+
+// The original's load shapes: a few hundred tasks of ~200 us base work,
+// flat, random (0.2x..2x) or heavy (10% at 20x), all enqueued at once; the
+// makespan against total work (CPU time the tasks took) / CPUs used.
+Meas load_shape(const std::string &shape, uint32_t topology, int reps)
+{
+	const int tasks = g_quick ? 40 : 300;
+	const int64_t base = base_rounds();
+	Mulberry rng{ 12345 };
+	std::vector<int64_t> sizes;
+	for (int i = 0; i < tasks; i++) {
+		double r = rng.next();
+		if (shape == "flat")
+			sizes.push_back(base);
+		else if (shape == "heavy")
+			sizes.push_back(r < 0.1 ? base * 20 : base);
+		else
+			sizes.push_back(std::max<int64_t>(1, (int64_t)((double)base * (0.2 + r * 1.8))));
+	}
+	PoolSpec spec{ 2, topology, 0, true };
+	knit_pool_t *p = make_pool(spec);
+	std::vector<uint8_t> seen;
+	for (int i = 0; i < 16; i++) // warm-up
+		enqueue(p, kWork, base / 10, (uint64_t)i);
+	reap_n(p, 16, seen, "load warm-up");
+	const double cpus = std::min(2, g_place.ncpu_online);
+	Meas m;
+	std::vector<double> ratio, span;
+	Snap a = snap(p);
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < tasks; i++)
+			enqueue(p, kWork, sizes[(size_t)i], (uint64_t)i);
+		int64_t work = reap_n(p, (uint64_t)tasks, seen, "load shape");
+		double ms = (double)(now_ns() - t0);
+		span.push_back(ms);
+		ratio.push_back(ms / ((double)work / cpus));
+	}
+	account(m, a, snap(p), (uint64_t)tasks * (uint64_t)reps, "load shape");
+	m.extra["makespan_ms"] = median(span) / 1e6;
+	m.extra["makespan_vs_bound"] = median(ratio);
+	knit_pool_destroy(p);
+	return m;
+}
+
+const MetricSpec kP50{ "p50", "ns", Better::Lower, true };
+const MetricSpec kP99{ "p99", "ns", Better::Lower, false };
+const MetricSpec kMax{ "max", "ns", Better::Lower, false };
+const MetricSpec kMean{ "mean", "ns", Better::Lower, false };
+const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
+MetricSpec per_call(const char *n) { return { std::string(n) + "/call", "/call", Better::Lower, false }; }
+
+// The comparison a case without a floor alternates with: the peer its
+// target names when that peer was built, else the SPSC echo ceiling.
+std::string comparison(const std::string &preferred, const std::string &fallback)
+{
+	for (auto &c : cases())
+		if (c.name == preferred)
+			return preferred;
+	return fallback;
+}
+
+} // namespace
+
+void register_knit()
+{
+	const std::vector<MetricSpec> lat_counts = { per_call("futex_wakes"), per_call("wakes_sent"), per_call("parks"),
+		                                     per_call("doorbell_arms"), per_call("doorbell_wakes"), per_call("ctxsw") };
+	auto with = [&](std::vector<MetricSpec> v) {
+		v.insert(v.end(), lat_counts.begin(), lat_counts.end());
+		return v;
+	};
+	add_case({ "knit.call.hot", "hot", "knit", "floor.cacheline", with({ kP50, kP99, kMax, kMean }),
+		   [] { return hot_call(scale(50000, 500)); }, "knit_call, 1 worker spinning, pinned apart from the host" });
+	add_case({ "knit.enqueue_complete.hot", "hot", "knit", "floor.cacheline", with({ kP50, kP99, kMean }),
+		   [] { return hot_enqueue_complete(scale(50000, 500)); }, "knit_enqueue + knit_complete, worker spinning" });
+	for (int size : { 1, 32, 1000, 10000 }) {
+		int reps = std::max(1, (g_quick ? 2000 : 400000) / size);
+		if (size == 1)
+			reps = scale(20000, 200);
+		std::string name = "knit.batch" + std::to_string(size);
+		std::string cmp = size == 1000 ? comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000")
+		                               : "peer.spsc_echo.batch" + std::to_string(size);
+		add_case({ name, size == 1000 ? "batch1000" : "batch" + std::to_string(size), "knit",
+			   cmp, with({ kTput }),
+			   [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
+			   "batch of " + std::to_string(size) + " no-op calls, 1 worker" });
+	}
+	add_case({ "knit.batch1000.work", "batch_work", "knit", "", with({ kTput }),
+		   [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
+		   "batch of 1000 small tasks (64 LCG rounds), 1 worker" });
+	add_case({ "knit.stream", "stream", "knit", comparison("peer.tbb.stream", "peer.spsc_echo.stream"), with({ kTput }), [] { return stream(scale(200000, 2000)); },
+		   "one thread enqueues continuously, another reaps" });
+	add_case({ "knit.call.cold", "cold", "knit", "floor.futex_pingpong", with({ kP50, kP99, kMean }),
+		   [] { return after_gap(scale(1000, 30), 300000); }, "knit_call after a 300 us gap (worker parked)" });
+	add_case({ "knit.call.after_sleep", "first", "knit", "floor.futex_pingpong", with({ kP50, kP99 }),
+		   [] { return after_gap(scale(40, 4), 1); }, "first knit_call after the host slept 5-10 ms" });
+	add_case({ "knit.bytes_1mib", "bytes", "knit", "floor.memcpy_1mib_x2", with({ kP50, kP99 }),
+		   [] { return bytes_echo(scale(200, 5)); }, "knit_call echo of 1 MiB bytes" });
+	add_case({ "knit.create_first_result", "create", "knit", "floor.thread_create_join",
+		   { kP50, kP99, { "destroy_p50", "ns", Better::Lower, false } }, [] { return create_first(scale(200, 5)); },
+		   "knit_pool_create (1 worker) to the first result; destroy" });
+	add_case({ "knit.idle", "idle", "knit", "",
+		   { { "wakeups_per_s", "/s", Better::Lower, false }, { "cpu_pct", "%", Better::Lower, false },
+		     { "ctxsw_per_s", "/s", Better::Lower, false } },
+		   [] { return idle(g_quick ? 200000000ull : 1000000000ull); }, "an idle pool over 2 s (two parts of 1 s)" });
+	for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
+		std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
+		add_case({ "knit.workers2v1." + t, "2v1", "knit", "",
+			   { { "ratio_2w_1w", "x", Better::Higher, false }, { "tput_2w", "calls/s", Better::Higher, false },
+			     { "tput_1w", "calls/s", Better::Higher, false } },
+			   [topo] { return two_vs_one(topo, scale(20, 2)); }, "batch of 1000 ~2 us tasks: 2 workers / 1 worker (" + t + ")" });
+	}
+	for (const char *shape : { "flat", "random", "heavy" })
+		for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
+			std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
+			std::string s = shape;
+			add_case({ "knit.load." + s + "." + t, "load", "knit", "",
+				   { { "makespan_vs_bound", "x", Better::Lower, false }, { "makespan_ms", "ms", Better::Lower, false } },
+				   [s, topo] { return load_shape(s, topo, scale(3, 1)); },
+				   "random-load.ts shape " + s + ", 2 workers, " + t + ": makespan / (work / CPUs)" });
+		}
+}
+
+} // namespace kb
