@@ -3,7 +3,11 @@
 # abi/check-header.sh - the public header compiles on its own as every C and
 # C++ dialect a user might pick, with every warning an error.
 set -eu
+cd "$(dirname "$0")/.."
 hdr=include/knitting.h
+# A missing or empty header would "compile" as nothing: fail instead.
+[ -s "$hdr" ] || { echo "FAIL: $hdr is missing or empty"; exit 1; }
+grep -q 'knit_pool_create' "$hdr" || { echo "FAIL: $hdr declares no knit_pool_create"; exit 1; }
 fail=0
 for std in c99 c11 c17 gnu11; do
 	if ! gcc -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c "$hdr"; then

@@ -16,6 +16,7 @@
 # unavailable: not root, no kernel BTF, the bpf() syscall refused, or the
 # tool could not be built for that reason.
 set -u
+[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib]" >&2; exit 1; }
 tool=$1 prog=$2 mode=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -93,4 +94,7 @@ tpid=
 cat "$tmp/trace.err"
 [ $trc = 0 ] || { echo "FAIL: knit-trace exited with $trc"; exit 1; }
 
+# Nothing to compare is a failure, not a pass.
+[ -s "$tmp/trace.json" ] || { echo "FAIL: knit-trace wrote no report"; exit 1; }
+grep -q '^STATS ' "$tmp/prog.out" || { echo "FAIL: $prog printed no STATS line"; exit 1; }
 python3 "$here/check_trace.py" "$tmp/trace.json" "$tmp/prog.out"
