@@ -236,7 +236,10 @@ typedef struct knit_lane_stats {
 	uint64_t doorbell_rings;    /* times it rang the host's doorbell */
 	uint64_t steal_claims;      /* regions claimed (steal topology) */
 	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
-	uint64_t reserved[3];
+	uint64_t reserved_a[1];     /* taken by another field (being merged) */
+	uint64_t arena_trims;       /* times this lane's request or return arena
+				       gave committed pages back after idling */
+	uint64_t reserved[1];
 } knit_lane_stats_t;
 
 typedef struct knit_pool_stats {
@@ -252,7 +255,10 @@ typedef struct knit_pool_stats {
 	uint64_t doorbell_arms;      /* times a waiting host armed the doorbell */
 	uint64_t doorbell_wakes;     /* times it was woken by a ring */
 	uint64_t inline_calls;       /* calls run on the inline lane */
-	uint64_t reserved[4];
+	uint64_t reserved_a[2];      /* taken by other fields (being merged) */
+	uint64_t arena_committed_bytes; /* payload arena bytes committed now: every
+					   lane, both directions, the submit arena */
+	uint64_t reserved[1];
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 } knit_pool_stats_t;
 

@@ -111,13 +111,23 @@ public:
 	// of every tracked allocation (and above `keep` bytes, a floor worth
 	// keeping committed), up to the highest byte handed out since the last
 	// trim. `region` is the mapping that contains base. Producer thread only;
-	// cheap no-op when nothing was handed out above that line. Meant for the
-	// moment the arena has reset to empty after a burst, so an idle pool does
-	// not pin its high-water mark. Returns 0 or region_release()'s code.
+	// cheap no-op when nothing was handed out above that line. Allocations
+	// the consumers have freed are reclaimed first (as alloc() would), so an
+	// arena whose payloads were all consumed trims down to `keep`. Meant for
+	// a lane that has gone idle after a burst, so an idle pool does not pin
+	// its high-water mark. Returns 0 or region_release()'s code.
 	int trim(Region *region, uint64_t keep);
 
 	// Highest end offset handed out since init() or the last trim().
 	uint64_t high_water() const { return high_water_; }
+
+	// The same, readable from any thread (relaxed: a statistic, the
+	// producer is its only writer).
+	uint64_t high_water_shared() const { return knit_load_relaxed_64(&hw_shared_); }
+
+	// Number of trim() calls that gave pages back. Any thread (relaxed;
+	// the producer is its only writer).
+	uint64_t trims() const { return knit_load_relaxed_64(&trims_); }
 
 	// Number of times the allocator found every tracked slot freed and
 	// restarted at offset 0.
@@ -142,7 +152,11 @@ private:
 	uint32_t start_[kArenaSlots] = {};
 	uint32_t size_[kArenaSlots] = {};
 	uint64_t high_water_ = 0;
+	uint64_t hw_shared_ = 0; // high_water_, for readers on other threads
+	uint64_t trims_ = 0;
 	uint64_t resets_ = 0;
+	void set_high_water(uint64_t hw);
+	void reclaim();
 };
 
 // Consumer side (any process). 0 if bytes [offset, offset+len) lie inside the

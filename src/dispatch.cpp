@@ -725,6 +725,7 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	const int64_t now = knit_now_ns();
 	produced += expire_deadlines(p, now);
 	produced += check_hard_timeout(p, now);
+	host_arena_trim(p, now); // idle lanes give their request arena back (trim.cpp)
 	if (with_inline)
 		produced += run_inline(p);
 	if (produced)

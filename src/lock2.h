@@ -174,6 +174,13 @@ class LockProducer
 	uint32_t published() const { return published_; }
 	// The shared A word, for futex waits/wakes by the runtime (doorbell).
 	uint32_t *publish_word() const { return a_; }
+	// Give this lock's arena pages back above what is still in use and
+	// above `keep` bytes (ArenaProducer::trim). Producer thread only.
+	int trim_arena(Region *region, uint64_t keep) { return arena_.trim(region, keep); }
+	// Any thread (relaxed statistics): the arena's high-water mark since its
+	// last trim, and the trims that gave pages back.
+	uint64_t arena_high_water() const { return arena_.high_water_shared(); }
+	uint64_t arena_trims() const { return arena_.trims(); }
 
       private:
 	// The free-set seam: the word whose bits say "retired". Single consumer:

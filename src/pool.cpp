@@ -366,6 +366,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);
 	s.doorbell_wakes = knit_load_relaxed_64(&p->st_doorbell_wakes);
 	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
+	s.arena_committed_bytes = arena_committed_bytes(p);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
@@ -382,6 +383,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.doorbell_rings = knit_load_relaxed_64(lane_counter(l->ext, kWcDoorbellRings));
 		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
 		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
+		ls.arena_trims = l->req.arena_trims() + l->wret.arena_trims();
 	}
 	memcpy(stats, &s, size);
 	return 0;

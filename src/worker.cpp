@@ -333,6 +333,7 @@ void park(Lane *l, int64_t park_ns)
 	} else if (r == KNIT_FUTEX_TIMED_OUT) {
 		counter_bump(lane_counter(l->ext, kWcWatchdog));
 		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
+		worker_arena_trim(l); // idle for park_ms: give the return arena back (trim.cpp)
 	} else {
 		counter_bump(lane_counter(l->ext, kWcSpurious));
 		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);

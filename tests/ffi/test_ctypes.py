@@ -74,7 +74,8 @@ class Completion(C.Structure):
 class LaneStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in (
         "calls", "parks", "wakes_sent", "wakes_received", "watchdog_expiries", "spins",
-        "doorbell_rings", "steal_claims", "steal_conflicts")] + [("reserved", C.c_uint64 * 3)]
+        "doorbell_rings", "steal_claims", "steal_conflicts")] + [
+        ("reserved_a", C.c_uint64 * 1), ("arena_trims", C.c_uint64), ("reserved", C.c_uint64 * 1)]
 
 
 class PoolStats(C.Structure):
@@ -82,7 +83,8 @@ class PoolStats(C.Structure):
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls")] + [
-        ("reserved", C.c_uint64 * 4), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+        ("reserved_a", C.c_uint64 * 2), ("arena_committed_bytes", C.c_uint64),
+        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
 
 
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,

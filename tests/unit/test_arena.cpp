@@ -800,6 +800,30 @@ void test_trim_after_burst(void **)
 	arena_close(&t);
 }
 
+// An idle arena trims without a further alloc: trim() itself reclaims what
+// the consumer freed, honours the keep floor and counts what it gave back.
+void test_trim_idle_reclaims(void **)
+{
+	TestArena t;
+	arena_open(&t, 16ull << 20, 0);
+	const long pages = (long)((8ull << 20) / region_page_size());
+	Alloc a = must_alloc(&t, 8u << 20);
+	memset(t.prod.at(a.offset), 0x22, 8u << 20);
+	long r1 = resident_pages();
+	assert_int_equal(t.prod.high_water_shared(), 8u << 20);
+	consume(&t, a, 8u << 20);
+	assert_int_equal(t.prod.trim(&t.region, 1u << 20), 0);
+	assert_true(r1 - resident_pages() >= pages * 7 / 8 * 9 / 10);
+	assert_int_equal(t.prod.high_water_shared(), 1u << 20); // the floor stays
+	assert_int_equal(t.prod.trims(), 1);
+	assert_int_equal(t.prod.trim(&t.region, 1u << 20), 0); // nothing above: not counted
+	assert_int_equal(t.prod.trims(), 1);
+	assert_int_equal(t.prod.live_count(), 0);
+	Alloc b = must_alloc(&t, 64);
+	assert_int_equal(b.offset, 0);
+	arena_close(&t);
+}
+
 // ---- concurrent frees -----------------------------------------------------------
 
 // A producer thread allocates (sometimes shrinking, sometimes rolling back)
@@ -995,6 +1019,7 @@ int main(void)
 		cmocka_unit_test(test_check_hostile),
 		cmocka_unit_test(test_foreign_toggle_not_used),
 		cmocka_unit_test(test_trim_after_burst),
+		cmocka_unit_test(test_trim_idle_reclaims),
 		cmocka_unit_test(test_concurrent_frees),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
