@@ -285,8 +285,9 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $< -o $@ -lbpf -lelf -lz
 
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
-# live pool (counts equal to knit_pool_stats). Needs root; skips only where
-# the kernel refuses BPF.
+# live pool (counts equal to knit_pool_stats) of each topology - lanes, steal
+# (the default for 2..31 workers), lanes with an inline lane - traced whole
+# and with --lane 0. Needs root; skips only where the kernel refuses BPF.
 $(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
@@ -298,7 +299,12 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(if $(HAVE_KT),$(KT_BIN))
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)$(RUN) $(SP)trace pool -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool
+	$(Q)for t in lanes steal inline; do \
+		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
+	done
+	$(Q)for t in lanes steal; do \
+		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
+	done
 	$(Q)$(call SUMMARY,0,$(SP)trace)
 CHECK_SUITES += check-trace
 
