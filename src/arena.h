@@ -3,8 +3,7 @@
 // for a slot's inline area travel.
 //
 // One producer allocates, any number of consumers (one, or N under stealing,
-// in this or another process) free. The protocol is the original's
-// regionRegistry (reference/lock2.md 4.3), kept bit for bit where it matters:
+// in this or another process) free. The protocol:
 //
 //   PA   "allocated" toggles, one bit per allocator slot. Written only by the
 //        producer: after writing the slot's table entry, one release store.
@@ -19,9 +18,8 @@
 // start-sorted table of up to 32 tracked allocations, reclaimed lazily from
 // PB at the next alloc(): exact-size hole reuse first, else compaction and
 // first fit, and a reset to offset 0 once every tracked allocation is freed.
-// Unlike the original it checks capacity and reports "no slot" and "no room"
-// as -KNIT_EAGAIN (backpressure: retry after consumers free), never as a
-// stale offset.
+// It checks capacity and reports "no slot" and "no room" as -KNIT_EAGAIN
+// (backpressure: retry after consumers free), never as a stale offset.
 //
 // Nothing read from shared memory is trusted: arena_check() validates a
 // consumer's (slot, offset, len) against PA^PB and the table with 64-bit
@@ -92,7 +90,7 @@ public:
 
 	// Only n bytes of the unpublished reservation `slot` are used: its size
 	// becomes align64(n) (at least one granule) and the tail is a reusable gap
-	// for the next alloc() (lock2.md setSlotLength). Never grows. Ignored for
+	// for the next alloc(). Never grows. Ignored for
 	// a slot that is not a live reservation of ours. Call before publishing.
 	void shrink(uint32_t slot, uint32_t n);
 

@@ -50,7 +50,8 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 		p->tasks[i].flags = tasks[i].flags;
 		w += n;
 	}
-	// Ids identify, names order (0.1.63): the id is the index in strcmp order.
+	// Ids identify, names order: the id is the index in strcmp order, so it
+	// does not depend on the order the caller listed the tasks in.
 	qsort(p->tasks, ntasks, sizeof(TaskEntry), cmp_task);
 	for (size_t i = 1; i < ntasks; i++)
 		if (strcmp(p->tasks[i - 1].name, p->tasks[i].name) == 0)

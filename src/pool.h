@@ -70,7 +70,8 @@ struct Lane;
 
 // ---- constants ------------------------------------------------------------------
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
-inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (the original's)
+inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (bounds the
+                                                      // wait before a batch's results are published)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
