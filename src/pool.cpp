@@ -210,7 +210,7 @@ void pool_free(knit_pool *kp)
 } // namespace
 
 extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
-					 size_t ntasks, knit_pool_t **out)
+					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
 {
 	if (out == nullptr)
 		return -KNIT_EINVAL;
@@ -314,7 +314,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	return 0;
 }
 
-extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
+extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -327,7 +327,7 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
 	return 0;
 }
 
-extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name)
+extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || name == nullptr)
 		return -KNIT_EINVAL;
@@ -346,7 +346,7 @@ extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *n
 	return -KNIT_ENOTASK;
 }
 
-extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size)
+extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || stats == nullptr)
 		return -KNIT_EINVAL;

@@ -465,7 +465,7 @@ void ctx_free_allocs(knit_ctx *ctx)
 
 using namespace knit::detail;
 
-extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx)
+extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
@@ -476,21 +476,21 @@ extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx)
 	return (knit_load_acquire_32(&ctx->pool->abort_words[b / 32]) >> (b % 32)) & 1;
 }
 
-extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx)
+extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
 	return ctx->deadline_ns;
 }
 
-extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx)
+extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
 	return (int)ctx->lane;
 }
 
-extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size)
+extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr || size == 0 || size > ctx->pool->cfg.max_payload_bytes)
 		return nullptr;
