@@ -269,18 +269,23 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 		bpf_map_delete_elem(&parked, &tid);
 	}
 	rv = bpf_map_lookup_elem(&rings, &tid);
+	if (!rv && (reason == KT_REASON_RUNG || reason == KT_REASON_STOP)) {
+		/* A host claimed this wake but its ring probe has not fired
+		 * yet (the probe follows the claim): leave a marker for it.
+		 * NOEXIST: the ring probe may be inserting on another CPU right
+		 * now; whichever insert loses sees the other's entry. */
+		struct ring_val mark = { .ts = now, .pool = pool, .lane = lane,
+					 .state = RING_CLAIMED };
+
+		if (!bpf_map_update_elem(&rings, &tid, &mark, BPF_NOEXIST))
+			return 0;
+		rv = bpf_map_lookup_elem(&rings, &tid); /* the ring won the race */
+	}
 	if (rv && rv->state != RING_CLAIMED) {
 		record(rv->pool, rv->lane, KT_VIEW_WAKE_PROBE, rv->ts, now);
 		if (rv->state != RING_ONCPU)
 			count(rv->pool, rv->lane, KT_EV_RING_RUNNING);
 		bpf_map_delete_elem(&rings, &tid);
-	} else if (reason == KT_REASON_RUNG || reason == KT_REASON_STOP) {
-		/* A host claimed this wake but its ring probe has not fired
-		 * yet (the probe follows the claim): leave a marker for it. */
-		struct ring_val mark = { .ts = now, .pool = pool, .lane = lane,
-					 .state = RING_CLAIMED };
-
-		bpf_map_update_elem(&rings, &tid, &mark, BPF_ANY);
 	}
 	return 0;
 }
@@ -300,6 +305,12 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 	tid = known ? *known : (__u32)target_tid;
 	if (!tid)
 		return 0;
+	/* NOEXIST first: a plain lookup-then-update would overwrite the
+	 * marker of a worker whose wake probe (on another CPU) slipped in
+	 * between, losing this ring from every view. */
+	rv.ts = bpf_ktime_get_ns();
+	if (!bpf_map_update_elem(&rings, &tid, &rv, BPF_NOEXIST))
+		return 0;
 	old = bpf_map_lookup_elem(&rings, &tid);
 	if (old && old->state == RING_CLAIMED && old->pool == pool && old->lane == lane) {
 		/* The worker already woke with this ring: it never slept. */
@@ -308,7 +319,6 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 		bpf_map_delete_elem(&rings, &tid);
 		return 0;
 	}
-	rv.ts = bpf_ktime_get_ns();
 	bpf_map_update_elem(&rings, &tid, &rv, BPF_ANY);
 	return 0;
 }
