@@ -117,7 +117,9 @@ RES ?= $(B)/results
 # Suites run under a sanitizer are recorded as e.g. "thread-unit".
 SP := $(if $(SANITIZE),$(SANITIZE)-,)
 RUN := tests/run.sh $(RES)
-SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1))
+# $(call SUMMARY,MAKE_STATUS,SUITES): summarise only SUITES (a single-suite run
+# must not count what earlier suites left in $(RES)); `make check` passes none.
+SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1) $(2))
 TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
 TEST_CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
 # White-box tests link the static build of src/ and may call knit__ internals.
@@ -140,7 +142,7 @@ $(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard test
 check-unit: $(UNIT_BINS)
 	$(Q)$(RUN) --clear $(SP)unit
 	$(Q)for t in $(UNIT_BINS); do $(RUN) $(SP)unit $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)unit)
 
 # api (Criterion): black-box against the shared library.
 API_SRCS := $(sort $(wildcard tests/api/test_*.c))
@@ -154,7 +156,7 @@ $(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(
 check-api: $(API_BINS)
 	$(Q)$(RUN) --clear $(SP)api
 	$(Q)for t in $(API_BINS); do $(RUN) $(SP)api $$(basename $$t) -- $$t --jobs=1 -q; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)api)
 
 # stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
 STRESS_SRCS := $(sort $(wildcard tests/stress/*.c tests/stress/*.cpp))
@@ -171,7 +173,7 @@ $(B)/tests/stress/%: tests/stress/%.cpp $(LIB_TEST_A) $(wildcard tests/stress/*.
 check-stress: $(STRESS_BINS)
 	$(Q)$(RUN) --clear $(SP)stress
 	$(Q)for t in $(STRESS_BINS); do $(RUN) $(SP)stress $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)stress)
 
 # examples: programs against the shared library; demo.c is `make demo`.
 EXAMPLE_SRCS := $(sort $(wildcard tests/examples/*.c))
@@ -184,14 +186,14 @@ $(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
 check-examples: $(EXAMPLE_BINS)
 	$(Q)$(RUN) --clear $(SP)examples
 	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) $(SP)examples $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)examples)
 
 # model: every tests/model/*.pml checked exhaustively by spin.
 MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
 check-model:
 	$(Q)$(RUN) --clear $(SP)model
 	$(Q)for m in $(MODEL_SRCS); do $(RUN) $(SP)model $$(basename $$m .pml) -- tests/model/check.sh $$m $(B)/model; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)model)
 
 # fuzz (libFuzzer, clang): each tests/fuzz/fuzz_*.cpp for a bounded time.
 FUZZ_SECONDS ?= 30
@@ -212,7 +214,7 @@ check-fuzz: $(FUZZ_BINS)
 		$(RUN) $(SP)fuzz $$n -- $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix=build/fuzz/$$n- \
 		build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)fuzz)
 
 # cross: arch/ (and the protocol code) for aarch64 and riscv64 under qemu-user.
 CROSS_TARGETS := aarch64:aarch64-linux-gnu-gcc:: aarch64-lse:aarch64-linux-gnu-gcc:-march=armv8.1-a:max \
@@ -228,27 +230,27 @@ check-cross:
 			$(RUN) $(SP)cross $$name-$$t -- tests/cross/build-and-run.sh "$$cc" "$$march" "$$cpu" "$$arch" $$src $$out; \
 		done; \
 	done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)cross)
 
 # ffi: foreign callers drive the shared library.
 FFI_SRCS := $(sort $(wildcard tests/ffi/test_*.py))
 check-ffi: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)ffi
 	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) $(SP)ffi $$(basename $$t .py) -- python3 $$t; done
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)ffi)
 
 # abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++.
 abi-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)abi
 	$(Q)$(RUN) $(SP)abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
 	$(Q)$(RUN) $(SP)abi header -- abi/check-header.sh
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)abi)
 
 # man-check: every exported function has a page; every page is mandoc-clean.
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)man)
 
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
 	check-cross check-ffi abi-check man-check check-sanitizers
@@ -316,8 +318,9 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $< -o $@ -lbpf -lelf -lz
 
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
-# live pool (counts equal to knit_pool_stats). Needs root; skips only where
-# the kernel refuses BPF.
+# live pool (counts equal to knit_pool_stats) of each topology - lanes, steal
+# (the default for 2..31 workers), lanes with an inline lane - traced whole
+# and with --lane 0. Needs root; skips only where the kernel refuses BPF.
 $(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
@@ -329,8 +332,13 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(if $(HAVE_KT),$(KT_BIN))
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)$(RUN) $(SP)trace pool -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool
-	$(Q)$(call SUMMARY,0)
+	$(Q)for t in lanes steal inline; do \
+		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
+	done
+	$(Q)for t in lanes steal; do \
+		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
+	done
+	$(Q)$(call SUMMARY,0,$(SP)trace)
 CHECK_SUITES += check-trace
 
 # The concurrency tests again under ThreadSanitizer (builtins layer), and the
@@ -341,7 +349,7 @@ check-sanitizers:
 		check-unit check-stress || st=1; \
 	$(MAKE) --no-print-directory -k SANITIZE=address RES=$(abspath $(RES)) KNIT_SUMMARY=0 \
 		check-unit check-api || st=1; \
-	$(call SUMMARY,$$st)
+	$(call SUMMARY,$$st,thread-unit thread-stress address-unit address-api)
 
 check: deps
 	$(Q)rm -rf $(RES) && mkdir -p $(RES)

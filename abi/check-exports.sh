@@ -4,8 +4,13 @@
 # The shared library exports exactly the functions the version script lists,
 # all knit_*, none C++ (no _Z symbol defined or needed), and does not need
 # libstdc++ at run time.
+# Fails when an input is missing or empty (no library, no map, no export,
+# nothing listed): comparing two empty lists would prove nothing.
 set -eu
+[ $# -eq 2 ] || { echo "usage: $0 LIB MAP" >&2; exit 1; }
 lib=$1 map=$2
+[ -f "$lib" ] || { echo "FAIL: no library $lib"; exit 1; }
+[ -s "$map" ] || { echo "FAIL: no version script $map (missing or empty)"; exit 1; }
 fail=0
 needed=$(readelf -d "$lib" | awk '/NEEDED/ { gsub(/[\[\]]/, "", $5); print $5 }')
 echo "NEEDED: $(echo $needed)"
@@ -17,6 +22,8 @@ if ldd "$lib" | grep -q 'libstdc++'; then
 fi
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sed 's/@.*//' | sort -u)
 listed=$(sed -n '/global:/,/local:/p' "$map" | grep -oE '^[[:space:]]*knit_[a-z0-9_]+' | sed 's/^[[:space:]]*//' | sort -u)
+[ -n "$exported" ] || { echo "FAIL: $lib exports nothing"; exit 1; }
+[ -n "$listed" ] || { echo "FAIL: $map lists no knit_ function under global:"; exit 1; }
 extra=$(comm -23 <(echo "$exported") <(echo "$listed"))
 missing=$(comm -13 <(echo "$exported") <(echo "$listed"))
 if [ -n "$extra" ]; then echo "FAIL: exported but not in $map:"; echo "$extra"; fail=1; fi

@@ -24,6 +24,15 @@ extern "C" {
 #define KNIT_API
 #endif
 
+/* Under C++ every function is declared noexcept: none of them throws, and a
+ * task must not throw or longjmp out of its task function either (the
+ * library cannot unwind its own state; see knit_pool_create(3)). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define KNIT_NOEXCEPT noexcept
+#else
+#define KNIT_NOEXCEPT
+#endif
+
 #define KNIT_VERSION_MAJOR 0
 #define KNIT_VERSION_MINOR 1
 #define KNIT_VERSION_PATCH 0
@@ -253,7 +262,8 @@ typedef struct knit_lane_stats {
 	uint64_t steal_claims;      /* regions claimed (steal topology) */
 	uint64_t steal_conflicts;   /* claims withdrawn or waited for */
 	uint64_t spurious_wakes;    /* woke neither rung nor by the watchdog */
-	uint64_t reserved[1];
+	uint64_t arena_trims;       /* times this lane's request or return arena
+				       gave committed pages back after idling */
 	int64_t cpu;                /* the CPU the worker is pinned to, -1 if not
 				       pinned to exactly one */
 } knit_lane_stats_t;
@@ -273,7 +283,9 @@ typedef struct knit_pool_stats {
 	uint64_t inline_calls;       /* calls run on the inline lane */
 	uint64_t proto_errors;       /* frames from workers failing validation */
 	uint64_t late_drops;         /* results for calls completed already */
-	uint64_t reserved[2];
+	uint64_t arena_committed_bytes; /* payload arena bytes committed now: every
+					   lane, both directions, the submit arena */
+	uint64_t reserved[1];
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 } knit_pool_stats_t;
 
@@ -284,56 +296,56 @@ typedef struct knit_pool_stats {
 /* Create a pool running `ntasks` tasks (sorted by name: task ids are indexes
  * in name order). opts may be NULL. */
 KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
-			      size_t ntasks, knit_pool_t **out);
+			      size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT;
 
 /* Id of the task named `name`, or -KNIT_ENOTASK. */
-KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name);
+KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name) KNIT_NOEXCEPT;
 
 /* Enqueue a call. Thread-safe. arg may be NULL (KNIT_VALUE_NONE). */
 KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
-			  void *user_data, knit_ticket_t *ticket);
+			  void *user_data, knit_ticket_t *ticket) KNIT_NOEXCEPT;
 KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 			     void *user_data, const knit_call_options_t *opts,
-			     knit_ticket_t *ticket);
+			     knit_ticket_t *ticket) KNIT_NOEXCEPT;
 
 /* Reap up to max completions. timeout_ns: 0 = poll, < 0 = wait until at
  * least one arrives (or the pool is stopped and drained). Returns the count. */
 KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
-			   int64_t timeout_ns);
+			   int64_t timeout_ns) KNIT_NOEXCEPT;
 
 /* Free what a completion's result owns; the completion is then empty. */
-KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c);
+KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;
 
 /* An eventfd, readable while completions are waiting. Owned by the pool. */
-KNIT_API int knit_completion_fd(knit_pool_t *pool);
+KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT;
 
 /* One synchronous round trip. Returns 0 when *out holds the completion (look
  * at out->status), or a negative code when the call could not be made. */
 KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
-		       knit_completion_t *out, int64_t timeout_ns);
+		       knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT;
 
-KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags);
+KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags) KNIT_NOEXCEPT;
 
 /* Stop with acknowledgement from every worker. */
-KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns);
+KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT;
 
 /* Stop (cancelling) if needed, join the workers, free everything. */
-KNIT_API int knit_pool_destroy(knit_pool_t *pool);
+KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT;
 
-KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size);
+KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT;
 
 /* Worker side: only valid inside a task function, on its own ctx. */
-KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx);
-KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx);
-KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size);
-KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx);
+KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
+KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
+KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT;
+KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
 
 /* The library's version as KNIT_VERSION_NUMBER would spell it. */
-KNIT_API uint32_t knit_version(void);
+KNIT_API uint32_t knit_version(void) KNIT_NOEXCEPT;
 
 /* A static, human-readable description of a code (positive or negative);
  * never NULL. */
-KNIT_API const char *knit_strerror(int code);
+KNIT_API const char *knit_strerror(int code) KNIT_NOEXCEPT;
 
 #ifdef __cplusplus
 }

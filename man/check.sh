@@ -1,26 +1,45 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # man/check.sh LIB - every exported function has a man3 page (a page of its
-# own or a .so alias), libknitting(7) exists, and mandoc -Tlint finds nothing
-# at warning level or above in any page.
+# own or a symlink alias), libknitting(7) exists, and mandoc -Tlint finds
+# nothing at warning level or above in any page.
+# Fails when its input is missing or empty: no library, a library without
+# exported functions, or no pages.
 set -eu
-lib=$1
+[ $# -eq 1 ] || { echo "usage: $0 LIB" >&2; exit 1; }
+# Resolve LIB before changing directory: a relative path is relative to the
+# caller's directory, not to man/.
+[ -f "$1" ] || { echo "FAIL: no library $1"; exit 1; }
+lib=$(readlink -f "$1")
 cd "$(dirname "$0")"
 fail=0
-for sym in $(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort -u); do
+syms=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort -u)
+[ -n "$syms" ] || { echo "FAIL: $lib exports no function (nothing to check)"; exit 1; }
+nsyms=0
+for sym in $syms; do
+	nsyms=$((nsyms + 1))
 	if [ ! -f "man3/$sym.3" ]; then echo "FAIL: no man page man3/$sym.3"; fail=1; fi
 done
 [ -f man7/libknitting.7 ] || { echo "FAIL: no man7/libknitting.7"; fail=1; }
 shopt -s nullglob
 pages=(man3/*.3 man7/*.7 man8/*.8)
+[ ${#pages[@]} -gt 0 ] || { echo "FAIL: no man pages in $(pwd)"; exit 1; }
 for p in "${pages[@]}"; do
-	if head -n 1 "$p" | grep -q '^\.so '; then
-		target=$(head -n 1 "$p" | awk '{ print $2 }')
-		[ -f "$target" ] || { echo "FAIL: $p aliases missing $target"; fail=1; }
+	# Aliases are symlinks in the same directory, so `man -l man/man3/X.3`
+	# works from any directory (a .so request resolves against the reader's
+	# working directory, which fails from the repository root).
+	if [ -L "$p" ]; then
+		target=$(readlink "$p")
+		case $target in */*) echo "FAIL: $p links outside its directory ($target)"; fail=1 ;; esac
+		[ -f "$p" ] || { echo "FAIL: $p aliases missing $target"; fail=1; }
+		continue
+	fi
+	if grep -q '^\.so ' "$p"; then
+		echo "FAIL: $p uses .so (make it a symlink: man -l fails on .so from elsewhere)"; fail=1
 		continue
 	fi
 	out=$(mandoc -Tlint -Wwarning "$p" 2>&1 || true)
 	if [ -n "$out" ]; then echo "FAIL: mandoc -Tlint $p:"; echo "$out"; fail=1; fi
 done
-echo "checked ${#pages[@]} pages"
+echo "checked ${#pages[@]} pages against $nsyms exported functions"
 exit $fail

@@ -360,20 +360,20 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max)
 } // namespace
 
 extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
-				     void *user_data, knit_ticket_t *ticket)
+				     void *user_data, knit_ticket_t *ticket) KNIT_NOEXCEPT
 {
 	return enqueue_ex(pool, task, arg, user_data, nullptr, 0, nullptr, ticket, 0);
 }
 
 extern "C" KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 					void *user_data, const knit_call_options_t *opts,
-					knit_ticket_t *ticket)
+					knit_ticket_t *ticket) KNIT_NOEXCEPT
 {
 	return enqueue_ex(pool, task, arg, user_data, opts, 0, nullptr, ticket, 0);
 }
 
 extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
-				      int64_t timeout_ns)
+				      int64_t timeout_ns) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || out == nullptr || max == 0)
 		return -KNIT_EINVAL;
@@ -405,7 +405,7 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	return n;
 }
 
-extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c)
+extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
@@ -440,7 +440,7 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completi
 	return 0;
 }
 
-extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
+extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -467,7 +467,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool)
 }
 
 extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
-				  knit_completion_t *out, int64_t timeout_ns)
+				  knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT
 {
 	if (out == nullptr)
 		return -KNIT_EINVAL;
@@ -488,7 +488,7 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	return 0;
 }
 
-extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags)
+extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -526,7 +526,7 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	return 0;
 }
 
-extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns)
+extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;

@@ -28,8 +28,16 @@ void ArenaProducer::init(const ArenaShared &s, uint64_t per_call_max)
 	pa_mirror_ = knit_load_acquire_32(s_.pa);
 	used_ = 0;
 	count_ = 0;
-	high_water_ = 0;
+	set_high_water(0);
+	knit_store_relaxed_64(&trims_, 0);
 	resets_ = 0;
+}
+
+void ArenaProducer::set_high_water(uint64_t hw)
+{
+	high_water_ = hw;
+	// Relaxed: a statistic for other threads; nothing is ordered by it.
+	knit_store_relaxed_64(&hw_shared_, hw);
 }
 
 // Lowest slot that is neither tracked nor showing a PA^PB bit we cannot
@@ -103,7 +111,8 @@ void ArenaProducer::commit(uint32_t slot, uint64_t offset, uint64_t size)
 	// A1 release: pairs with the acquire load of PA in arena_check (A2); the
 	// table entry above is visible to whoever sees this bit.
 	knit_store_release_32(s_.pa, pa_mirror_);
-	high_water_ = max_of(high_water_, offset + size);
+	if (offset + size > high_water_)
+		set_high_water(offset + size);
 }
 
 int ArenaProducer::alloc(uint32_t n, uint32_t *slot, uint32_t *offset)
@@ -212,12 +221,36 @@ uint32_t ArenaProducer::live_count()
 	return (uint32_t)__builtin_popcount(live);
 }
 
+// Drop the tracked allocations consumers have freed (trim only: alloc()
+// reclaims the same way, with exact-size reuse first).
+void ArenaProducer::reclaim()
+{
+	if (used_ == 0) {
+		return;
+	}
+	// acquire: pairs with the consumers' XORs in arena_free (F1) and with
+	// rollback, like F2: their copy-out of a range happens before trim()
+	// gives its pages back (the bytes would read as zeros afterwards).
+	uint32_t freed = used_ & ~(pa_mirror_ ^ knit_load_acquire_32(s_.pb));
+	if (freed == used_) {
+		count_ = 0;
+		used_ = 0;
+		resets_++;
+	} else if (freed != 0) {
+		compact(freed);
+	}
+}
+
 int ArenaProducer::trim(Region *region, uint64_t keep)
 {
 	if (region == nullptr || region->base == nullptr || s_.base < region->base ||
 	    (uint64_t)(s_.base - region->base) > region->size) {
 		return -KNIT_EINVAL;
 	}
+	if (high_water_ <= min_of(keep, s_.capacity)) {
+		return 0; // nothing handed out above the floor since the last trim
+	}
+	reclaim();
 	uint64_t lo = max_of(tracked_end(), min_of(keep, s_.capacity));
 	uint64_t hi = high_water_;
 	if (hi <= lo) {
@@ -233,7 +266,10 @@ int ArenaProducer::trim(Region *region, uint64_t keep)
 	uint64_t top = min_of(align_up(base_off + hi, page), base_off + s_.capacity);
 	int rc = region_release(region, base_off + lo, top - (base_off + lo));
 	if (rc == 0) {
-		high_water_ = lo;
+		set_high_water(lo);
+		if (align_up(base_off + lo, page) < top) { // a whole page went back
+			knit_store_relaxed_64(&trims_, trims_ + 1); // relaxed: statistic
+		}
 	}
 	return rc;
 }

@@ -3,8 +3,7 @@
 // for a slot's inline area travel.
 //
 // One producer allocates, any number of consumers (one, or N under stealing,
-// in this or another process) free. The protocol is the original's
-// regionRegistry (reference/lock2.md 4.3), kept bit for bit where it matters:
+// in this or another process) free. The protocol:
 //
 //   PA   "allocated" toggles, one bit per allocator slot. Written only by the
 //        producer: after writing the slot's table entry, one release store.
@@ -19,9 +18,8 @@
 // start-sorted table of up to 32 tracked allocations, reclaimed lazily from
 // PB at the next alloc(): exact-size hole reuse first, else compaction and
 // first fit, and a reset to offset 0 once every tracked allocation is freed.
-// Unlike the original it checks capacity and reports "no slot" and "no room"
-// as -KNIT_EAGAIN (backpressure: retry after consumers free), never as a
-// stale offset.
+// It checks capacity and reports "no slot" and "no room" as -KNIT_EAGAIN
+// (backpressure: retry after consumers free), never as a stale offset.
 //
 // Nothing read from shared memory is trusted: arena_check() validates a
 // consumer's (slot, offset, len) against PA^PB and the table with 64-bit
@@ -92,7 +90,7 @@ public:
 
 	// Only n bytes of the unpublished reservation `slot` are used: its size
 	// becomes align64(n) (at least one granule) and the tail is a reusable gap
-	// for the next alloc() (lock2.md setSlotLength). Never grows. Ignored for
+	// for the next alloc(). Never grows. Ignored for
 	// a slot that is not a live reservation of ours. Call before publishing.
 	void shrink(uint32_t slot, uint32_t n);
 
@@ -111,13 +109,23 @@ public:
 	// of every tracked allocation (and above `keep` bytes, a floor worth
 	// keeping committed), up to the highest byte handed out since the last
 	// trim. `region` is the mapping that contains base. Producer thread only;
-	// cheap no-op when nothing was handed out above that line. Meant for the
-	// moment the arena has reset to empty after a burst, so an idle pool does
-	// not pin its high-water mark. Returns 0 or region_release()'s code.
+	// cheap no-op when nothing was handed out above that line. Allocations
+	// the consumers have freed are reclaimed first (as alloc() would), so an
+	// arena whose payloads were all consumed trims down to `keep`. Meant for
+	// a lane that has gone idle after a burst, so an idle pool does not pin
+	// its high-water mark. Returns 0 or region_release()'s code.
 	int trim(Region *region, uint64_t keep);
 
 	// Highest end offset handed out since init() or the last trim().
 	uint64_t high_water() const { return high_water_; }
+
+	// The same, readable from any thread (relaxed: a statistic, the
+	// producer is its only writer).
+	uint64_t high_water_shared() const { return knit_load_relaxed_64(&hw_shared_); }
+
+	// Number of trim() calls that gave pages back. Any thread (relaxed;
+	// the producer is its only writer).
+	uint64_t trims() const { return knit_load_relaxed_64(&trims_); }
 
 	// Number of times the allocator found every tracked slot freed and
 	// restarted at offset 0.
@@ -142,7 +150,11 @@ private:
 	uint32_t start_[kArenaSlots] = {};
 	uint32_t size_[kArenaSlots] = {};
 	uint64_t high_water_ = 0;
+	uint64_t hw_shared_ = 0; // high_water_, for readers on other threads
+	uint64_t trims_ = 0;
 	uint64_t resets_ = 0;
+	void set_high_water(uint64_t hw);
+	void reclaim();
 };
 
 // Consumer side (any process). 0 if bytes [offset, offset+len) lie inside the

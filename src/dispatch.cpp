@@ -834,6 +834,7 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	const int64_t now = knit_now_ns();
 	produced += expire_deadlines(p, now);
 	produced += check_hard_timeout(p, now);
+	host_arena_trim(p, now); // idle lanes give their request arena back (trim.cpp)
 	if (with_inline)
 		produced += run_inline(p);
 	if (produced)
@@ -1021,7 +1022,9 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 			if (ready(p, arg))
 				return true;
 			if (n != 0) {
-				stall = 0; // only completions reset the stall count (0.1.63)
+				// Only completions reset the stall count: a pass that
+				// merely placed calls brought the waiter nothing.
+				stall = 0;
 				continue;
 			}
 			stall++;
@@ -1033,9 +1036,9 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		if (ran && stall <= p->cfg.stall_free_loops)
 			continue; // a free pass
 		// Before arming: a short bounded spin while calls are in flight, so
-		// a hot round trip costs no futex sleep (a native pass is far
-		// cheaper than the original's pump hop, so the free passes alone
-		// would arm the doorbell before any worker could answer).
+		// a hot round trip costs no futex sleep (a pass is far cheaper than
+		// a worker's round trip, so the free passes alone would arm the
+		// doorbell before any worker could answer).
 		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
 			const int64_t t0 = knit_now_ns();
 			const int64_t end = t0 + spin_left;

@@ -41,7 +41,8 @@
 //              128-byte block of slot i's inline tail)
 //  The producer writes only the slot it publishes, and only between seeing the
 //  lane free and publishing it. No control word of another party lives in a
-//  slot (unlike the original, where ACK/WANT/LIVE/doorbell shared slot lines).
+//  slot: ACK/WANT/LIVE and the doorbell have blocks of their own, so a
+//  producer's slot writes never share a cache line with another party's word.
 //
 //  ARENA DATA: a separate range (offset + capacity, 4096-aligned here so the
 //  arena can be committed lazily page by page; allocations inside are 64-byte
@@ -68,7 +69,7 @@
 //  Zero-filled memory is a valid initial lane block: A == B == PA == PB == 0
 //  (all lanes free), stop = RUNNING, not parked, doorbell disarmed.
 //
-// ---- STEAL CONTROL BLOCK (reserved now; used by the stealing issue) ----------
+// ---- STEAL CONTROL BLOCK (steal topology: at the start of the steal area) ----
 //
 //  offset       size  name      writer               reader
 //  -----------  ----  --------  -------------------  -------------------------------

@@ -91,7 +91,7 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 uint32_t LockProducer::load_retired()
 {
 	if (steal_ctl_ != nullptr) {
-		// Steal (lock2.md 3.3): retired = XOR of every consumer's ACK word.
+		// Steal (steal.h): retired = XOR of every consumer's ACK word.
 		// A torn multi-word read is safe: between two publishes of a lane
 		// exactly one ACK bit flips once, so the lane reads busy or
 		// correctly free, never free while busy.
@@ -113,7 +113,7 @@ int LockProducer::pick_lane()
 {
 	uint32_t free = free_cached();
 	if (free == 0) {
-		// Refresh only when the cached free set is exhausted (lock2.md 2.3):
+		// Refresh only when the cached free set is exhausted (lock2.h):
 		// a stale shadow can only hide free lanes, never show a busy one.
 		shadow_ = load_retired();
 		free = free_cached();
@@ -303,7 +303,8 @@ uint32_t LockConsumer::pending()
 	if (steal_)
 		return seen_ & ~taken_; // only what a claim offered (steal.cpp)
 	// C1: acquire, pairs with the producer's release store of A in flush()
-	// (P1). Never cached: the consumer must see A fresh (lock2.md 2.3, S5).
+	// (P1). Never cached: a stale A would hide published lanes, and a
+	// worker re-checking before it parks must see the host's last publish.
 	seen_ = knit_load_acquire_32(a_) ^ mirror_;
 	return seen_ & ~taken_;
 }

@@ -4,7 +4,7 @@
 // another process (the same bytes mapped at different addresses: everything
 // is an offset from the lock base, see src/layout.h for the layout table).
 //
-// Protocol (reference/lock2.md section 2): lane i is free when bit i of A
+// Protocol: lane i is free when bit i of A
 // (producer's publish word) equals bit i of B (consumer's ack word), in
 // flight when they differ. The producer writes slot i, then flips bit i of A
 // with one release store (several lanes per store with stage()+flush()). The
@@ -117,7 +117,7 @@ class LockProducer
 	// arena capacity not arena_capacity_ok, per_call_max 0).
 	int attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 
-	// Attach as the producer endpoint of a STEAL submit lock (lock2.md 3.3):
+	// Attach as the producer endpoint of a STEAL submit lock (steal.h):
 	// as attach(), but "retired" is the XOR of the `consumers` ACK words of
 	// the steal control block at steal_ctl (layout.h) instead of B.
 	// consumers in [1, kMaxStealConsumers], else -KNIT_EINVAL.
@@ -175,12 +175,20 @@ class LockProducer
 	uint32_t published() const { return published_; }
 	// The shared A word, for futex waits/wakes by the runtime (doorbell).
 	uint32_t *publish_word() const { return a_; }
+	// Give this lock's arena pages back above what is still in use and
+	// above `keep` bytes (ArenaProducer::trim). Producer thread only.
+	int trim_arena(Region *region, uint64_t keep) { return arena_.trim(region, keep); }
+	// Any thread (relaxed statistics): the arena's high-water mark since its
+	// last trim, and the trims that gave pages back.
+	uint64_t arena_high_water() const { return arena_.high_water_shared(); }
+	uint64_t arena_trims() const { return arena_.trims(); }
 
       private:
 	// The free-set seam: the word whose bits say "retired". Single consumer:
 	// an acquire load of B. A steal producer replaces this with the XOR of
 	// every consumer's ACK word (acquire loads; a torn multi-word read is safe:
-	// lock2.md 3.3). Only called when the cached free set is empty (2.3).
+	// see attach_steal). Only called when the cached free set is empty
+	// ("Protocol" above: a stale B only hides free lanes).
 	uint32_t load_retired();
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
@@ -226,8 +234,8 @@ class LockConsumer
 	// mirror of B, minus lanes decoded since the last retire. Never cached.
 	uint32_t pending();
 
-	// Pop the next lane of a pending() snapshot in the original's descending
-	// round-robin order (highest lane strictly below the previous one taken,
+	// Pop the next lane of a pending() snapshot in descending round-robin
+	// order (so no lane starves behind lower ones) (highest lane strictly below the previous one taken,
 	// else the highest): clears it from *snapshot and returns it, or -1 when
 	// *snapshot is 0. The cursor persists across passes.
 	int next_lane(uint32_t *snapshot);

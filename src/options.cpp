@@ -48,7 +48,7 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	out->doorbell = o.doorbell != KNIT_DOORBELL_OFF;
 
 	// Topology. AUTO: STEAL for 2..31 workers with no explicit balancer and
-	// no inline lane (the original's default), LANES otherwise (more than 31
+	// no inline lane (work goes to whichever worker is free), LANES otherwise (more than 31
 	// workers: the claim protocol has 31 consumers at most).
 	// Explicit STEAL: with a balancer or an inline lane, or with more than
 	// 31 workers, -KNIT_EINVAL (an explicit request that cannot be honoured
@@ -74,8 +74,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		return -KNIT_EINVAL;
 	}
 	// steal_region_lanes: a power of two (else -KNIT_EINVAL, whatever the
-	// topology), clamped into [1, widest with 32/g >= workers + 1] (the
-	// original's rule); 0 = the widest. Ignored by the lanes topology.
+	// topology), clamped into [1, widest with 32/g >= workers + 1] (one
+	// spare region for a delayed claimant, steal.h); 0 = the widest. Ignored by the lanes topology.
 	if (o.steal_region_lanes != 0 && (o.steal_region_lanes & (o.steal_region_lanes - 1)) != 0)
 		return -KNIT_EINVAL;
 	out->steal_g = 0;

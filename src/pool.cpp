@@ -91,7 +91,8 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 		p->tasks[i].flags = tasks[i].flags;
 		w += n;
 	}
-	// Ids identify, names order (0.1.63): the id is the index in strcmp order.
+	// Ids identify, names order: the id is the index in strcmp order, so it
+	// does not depend on the order the caller listed the tasks in.
 	qsort(p->tasks, ntasks, sizeof(TaskEntry), cmp_task);
 	for (size_t i = 1; i < ntasks; i++)
 		if (strcmp(p->tasks[i - 1].name, p->tasks[i].name) == 0)
@@ -307,7 +308,7 @@ void pool_free(knit_pool *kp)
 } // namespace
 
 extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
-					 size_t ntasks, knit_pool_t **out)
+					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
 {
 	if (out == nullptr)
 		return -KNIT_EINVAL;
@@ -417,7 +418,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	return 0;
 }
 
-extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
+extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -434,7 +435,7 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool)
 	return 0;
 }
 
-extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name)
+extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *name) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || name == nullptr)
 		return -KNIT_EINVAL;
@@ -453,7 +454,7 @@ extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *n
 	return -KNIT_ENOTASK;
 }
 
-extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size)
+extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || stats == nullptr)
 		return -KNIT_EINVAL;
@@ -484,6 +485,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
 	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
+	s.arena_committed_bytes = arena_committed_bytes(p);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
@@ -502,6 +504,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.steal_claims = knit_load_relaxed_64(lane_counter(l->ext, kWcStealClaims));
 		ls.steal_conflicts = knit_load_relaxed_64(lane_counter(l->ext, kWcStealConflicts));
 		ls.spurious_wakes = knit_load_relaxed_64(lane_counter(l->ext, kWcSpurious));
+		ls.arena_trims = l->req.arena_trims() + l->wret.arena_trims();
 		ls.cpu = l->cpu;
 	}
 	memcpy(stats, &s, size);

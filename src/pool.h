@@ -71,7 +71,8 @@ struct Lane;
 
 // ---- constants ------------------------------------------------------------------
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
-inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (the original's)
+inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (bounds the
+                                                      // wait before a batch's results are published)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
 inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
 inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
@@ -300,6 +301,8 @@ struct Lane {
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
 	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
 	uint64_t wakes_sent;       // atomic add, any host thread
+	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
+	                           // dispatcher-owned, src/trim.cpp)
 	// Worker side (the lane's thread only).
 	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
 		      // read by the host only as the host_ring probe's argument
@@ -351,6 +354,8 @@ struct alignas(128) Pool {
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
+	int64_t submit_idle_ns;               // steal: submit lock idle since (0 = busy;
+	                                      // dispatcher-owned, src/trim.cpp)
 
 	// The dispatcher try-lock, alone on its block.
 	alignas(128) uint32_t dispatch_lock;
@@ -493,6 +498,17 @@ void cancel_all(Pool *p);
 void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
+
+// ---- arena give-back (src/trim.cpp) ------------------------------------------------------
+// Dispatcher holder, once per pass: trim the request arena of every lane
+// (the submit arena under STEAL) that has had nothing in flight for park_ms.
+void host_arena_trim(Pool *p, int64_t now);
+// Worker lane l's own thread, after its park watchdog expired (idle for
+// park_ms): trim its return arena.
+void worker_arena_trim(Lane *l);
+// Payload arena bytes committed now, every lane, both directions, the
+// submit arena included (any thread; relaxed statistics).
+uint64_t arena_committed_bytes(Pool *p);
 
 // ---- workers (src/worker.cpp) ----------------------------------------------------------
 // Idle spinning is bounded by the machine: at most spin_cap_of_machine()

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // src/steal.h - work stealing: N consumers (worker threads) claim frames from
-// ONE shared submit lock that the host alone produces into (reference
-// lock2.md section 3, runtime.md section 5).
+// ONE shared submit lock that the host alone produces into (the lock itself:
+// lock2.h; the pool side: pool.h, "Topology KNIT_TOPOLOGY_STEAL").
 //
 // Shared words (steal control block, layout.h; every word alone on 128 B):
 //   DEAD    host only, atomic OR, never cleared: bit c = consumer c is gone
@@ -13,7 +13,7 @@
 // Regions: g lanes each (power of two), regions = 32 / g >= consumers + 1
 // (one spare region for a delayed claimant). Region r = lanes [r*g, (r+1)*g).
 //
-// The claim (lock2.md 3.5, consumer c; lower id = senior):
+// The claim (consumer c; lower id = senior):
 //   1 snapshot pending = A ^ mine ^ XOR ACK[p != c]; nothing -> no claim
 //   2-4 load DEAD once; live peers' WANT: peer intent, senior intent; never
 //       pick a region a senior announced; prefer one nobody announced
@@ -45,7 +45,7 @@
 // a call it has not started: a busy worker leaves everything else pending
 // for its idle peers (and the claim that leaves more pending wakes one).
 //
-// Why exactly once (3.6): a consumer only takes lanes of the region it owns;
+// Why exactly once: a consumer only takes lanes of the region it owns;
 // two consumers announcing the same region: the seq_cst fences make at least
 // one see the other; a junior that sees a senior withdraws; a senior that
 // sees a junior waits until the junior's WANT drops, which happens only after

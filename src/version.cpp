@@ -5,7 +5,7 @@
 
 #include "src/common.h"
 
-extern "C" KNIT_API uint32_t knit_version(void) { return KNIT_VERSION_NUMBER; }
+extern "C" KNIT_API uint32_t knit_version(void) KNIT_NOEXCEPT { return KNIT_VERSION_NUMBER; }
 
 namespace {
 const char *const error_text[KNIT_ERROR_MAX_] = {
@@ -28,7 +28,7 @@ const char *const error_text[KNIT_ERROR_MAX_] = {
 };
 } // namespace
 
-extern "C" KNIT_API const char *knit_strerror(int code)
+extern "C" KNIT_API const char *knit_strerror(int code) KNIT_NOEXCEPT
 {
 	if (code < 0)
 		code = code < -KNIT_ERROR_MAX_ ? KNIT_ERROR_MAX_ : -code; // never negate INT_MIN

@@ -345,6 +345,7 @@ void park(Lane *l, int64_t park_ns)
 	} else if (r == KNIT_FUTEX_TIMED_OUT) {
 		counter_bump(lane_counter(l->ext, kWcWatchdog));
 		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
+		worker_arena_trim(l); // idle for park_ms: give the return arena back (trim.cpp)
 	} else {
 		counter_bump(lane_counter(l->ext, kWcSpurious));
 		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);
@@ -536,7 +537,7 @@ void ctx_free_allocs(knit_ctx *ctx)
 
 using namespace knit::detail;
 
-extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx)
+extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
@@ -547,21 +548,21 @@ extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx)
 	return (knit_load_acquire_32(&ctx->pool->abort_words[b / 32]) >> (b % 32)) & 1;
 }
 
-extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx)
+extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
 	return ctx->deadline_ns;
 }
 
-extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx)
+extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
 	return (int)ctx->lane;
 }
 
-extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size)
+extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT
 {
 	if (ctx == nullptr || size == 0 || size > ctx->pool->cfg.max_payload_bytes)
 		return nullptr;

@@ -15,6 +15,10 @@ if [ $# -ne 6 ]; then
 fi
 cc=$1 march=$2 cpu=$3 arch=$4 src=$5 out=$6
 qemu=qemu-$arch
+if [ ! -s "$src" ]; then
+	echo "FAIL: test source $src is missing or empty" >&2
+	exit 1
+fi
 
 missing=
 command -v "$cc" >/dev/null 2>&1 || missing="$missing $cc"

@@ -126,13 +126,14 @@ size_t ffi_offsetof(const char *name)
 	O(knit_lane_stats_t, wakes_received) O(knit_lane_stats_t, watchdog_expiries)
 	O(knit_lane_stats_t, spins) O(knit_lane_stats_t, doorbell_rings) O(knit_lane_stats_t, steal_claims)
 	O(knit_lane_stats_t, steal_conflicts) O(knit_lane_stats_t, spurious_wakes)
-	O(knit_lane_stats_t, reserved) O(knit_lane_stats_t, cpu)
+	O(knit_lane_stats_t, arena_trims) O(knit_lane_stats_t, cpu)
 	O(knit_pool_stats_t, size) O(knit_pool_stats_t, lanes) O(knit_pool_stats_t, topology)
 	O(knit_pool_stats_t, workers) O(knit_pool_stats_t, enqueued) O(knit_pool_stats_t, completed)
 	O(knit_pool_stats_t, pending) O(knit_pool_stats_t, backlog) O(knit_pool_stats_t, backlog_high_water)
 	O(knit_pool_stats_t, doorbell_arms) O(knit_pool_stats_t, doorbell_wakes)
 	O(knit_pool_stats_t, inline_calls) O(knit_pool_stats_t, proto_errors)
-	O(knit_pool_stats_t, late_drops) O(knit_pool_stats_t, reserved) O(knit_pool_stats_t, lane)
+	O(knit_pool_stats_t, late_drops) O(knit_pool_stats_t, arena_committed_bytes)
+	O(knit_pool_stats_t, reserved) O(knit_pool_stats_t, lane)
 #undef O
 	return (size_t)-1;
 }

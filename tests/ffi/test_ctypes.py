@@ -75,8 +75,8 @@ class Completion(C.Structure):
 class LaneStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in (
         "calls", "parks", "wakes_sent", "wakes_received", "watchdog_expiries", "spins",
-        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes")] + [("reserved", C.c_uint64 * 1),
-                                                                             ("cpu", C.c_int64)]
+        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes", "arena_trims")] + [
+        ("cpu", C.c_int64)]
 
 
 class PoolStats(C.Structure):
@@ -84,8 +84,8 @@ class PoolStats(C.Structure):
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
-                    "late_drops")] + [
-        ("reserved", C.c_uint64 * 2), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+                    "late_drops", "arena_committed_bytes")] + [
+        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
 
 
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,

@@ -35,9 +35,20 @@
 # verdict; the last lines of the output are the verdict summary (the test
 # harness shows the tail of the log on failure).
 set -u
-if [ $# -ne 2 ] || [ ! -f "$1" ]; then
+if [ $# -ne 2 ]; then
 	echo "usage: $0 MODEL.pml OUTDIR" >&2
 	exit 2
+fi
+# A missing model, or one without a process to run, checks nothing: fail.
+if [ ! -s "$1" ]; then
+	echo "FAIL: model $1 is missing or empty"
+	exit 1
+fi
+incs=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1")
+if ! (cd "$(dirname "$1")" && cat "$(basename "$1")" $incs) |
+	grep -Eq '^[[:space:]]*(active[[:space:]]+(\[[^]]*\][[:space:]]*)?proctype|init)'; then
+	echo "FAIL: model $1 has no active proctype or init: nothing would run"
+	exit 1
 fi
 model=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 name=$(basename "$model" .pml)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/doorbell.pml - the host doorbell on a worker's return lock
- * (reference/lock2.md 2.10 and invariant 33; DESIGN.md section 4; word:
- * src/layout.h LANE BLOCK doorbell word).
+ * (src/dispatch.cpp host_sleep() and the worker's ring after it publishes
+ * results; libknitting(7) "Parking and waking"; word: src/layout.h LANE
+ * BLOCK doorbell word).
  *
  * On the return lock the worker is the producer (publish word A) and the host
  * the consumer (ack word B, private mirror lw). When the host has drained

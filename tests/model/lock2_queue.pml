@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/lock2_queue.pml - the single-producer single-consumer lock2
- * lane protocol (reference/lock2.md section 2, invariants 6.1 #1-10).
+ * lane protocol (src/lock2.h "Protocol"; the invariants are the asserts below).
  *
  * A is the producer's publish word, B the consumer's acknowledge word; lane i
  * is free iff bit i of A equals bit i of B. The producer keeps its own copy of

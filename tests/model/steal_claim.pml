@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/steal_claim.pml - work stealing on one submit lock: one
- * producer, N consumers, the region-Dekker claim (reference/lock2.md 3.2-3.6,
- * invariants 6.1 #13-20; words: src/layout.h STEAL CONTROL BLOCK).
+ * producer, N consumers, the region-Dekker claim (the steps and why it is
+ * exactly once: src/steal.h; words: src/layout.h STEAL CONTROL BLOCK).
  *
  * Shared words: A (producer), ACK[c] and WANT[c] (consumer c only), DEAD
  * (host only; bit c = consumer c gone; zero = all alive, the complement of the
@@ -10,7 +10,7 @@
  * handling (REAP_CLAIM), CLAIM[c]: the lanes consumer c has taken and not yet
  * retired, stored by c in the same 64-bit word as ACK[c].
  *
- * Consumer c, one claim attempt (lock2.md 3.5):
+ * Consumer c, one claim attempt (src/steal.h "The claim"):
  *   1 pending = load(A) ^ lw ^ XOR load(ACK[p]) (p != c), one load per step
  *   2 pending regions        3 live = ~load(DEAD); peer/senior intents from
  *   4 skip senior intents; prefer regions nobody wants     load(WANT[p])
@@ -33,8 +33,8 @@
  * purely local computation and branching ride along with the step before
  * them (invisible to the other parties, so this loses no interleaving), and
  * ghost state may be read or written. All steps are sequentially consistent,
- * as the protocol requires for the WANT store / peer WANT loads (lock2.md
- * 2.7: seq_cst store + loads, or a seq_cst fence between them).
+ * as the protocol requires for the WANT store / peer WANT loads (a Dekker
+ * pair: seq_cst store + loads, or a seq_cst fence between them).
  *
  * A failed attempt (nothing pending, senior intent, senior conflict, empty
  * take) blocks until some other party has written a control word since the

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/wake.pml - the no-lost-wake park/wake handshake and the stop
- * word of a worker lane (DESIGN.md section 4, reference/lock2.md 2.11;
- * words: src/layout.h LANE BLOCK: wake sequence, parked flag, stop word).
+ * word of a worker lane (src/worker.cpp park(), src/dispatch.cpp lane_wake(),
+ * libknitting(7) "Parking and waking"; words: src/layout.h LANE BLOCK: wake
+ * sequence, parked flag, stop word).
  *
  * Worker, every loop pass:
  *   top:  if stop == REQUESTED: stop = ACKNOWLEDGED, exit

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tests/stress/arena_xor.cpp - the payload arena under concurrent frees
-// (lock2.md invariant 27): one producer allocates, shrinks, rolls back and
+// (PB takes every free as an atomic XOR, arena.h): one producer allocates, shrinks, rolls back and
 // publishes frames through 32 lanes of a small (pressured) arena; several
 // consumers claim lanes, check each frame with arena_check, verify its unique
 // pattern and free its slot with the PB XOR. Run twice:

@@ -3,8 +3,7 @@
  * tests/stress/pool_steal.c - a work-stealing pool under load: 4 workers
  * (oversubscribed on a 2-core machine, so any unbounded spin in the claim
  * protocol or the park path shows up as a stall), 2 million calls natively
- * split over the three load shapes of the original's
- * bench/steal/random-load.ts:
+ * split over three load shapes (uniform, random and heavy-tailed task cost):
  *   flat    every call costs 10 units;
  *   random  uniform 2..20 units (0.2x - 2x);
  *   heavy   90% cost 10 units, 10% cost 200 (20x).

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib]
+# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib] [--arg ARG]... [--lane N]
 #
 # End-to-end test of knit-trace(8): start PROGRAM (trace_fixture or
-# trace_pool; it waits for a go file), attach `knit-trace -p PID --json` to it
+# trace_pool; it waits for a go file; each --arg is passed after the go file,
+# e.g. trace_pool's topology), attach `knit-trace -p PID --json` to it
 # (with --lib: `-l PROGRAM` too, for the fixture, whose probes are in the
-# executable), give the go signal once knit-trace says it is attached, let the
+# executable; with --lane N: `--lane N`, and check_trace.py then checks that
+# only lane N was reported, with all of its calls), give the go signal once
+# knit-trace says it is attached, let the
 # program run to its end (knit-trace reports when the process exits), then
 # check_trace.py compares knit-trace's counts with the program's own STATS
 # line and checks the latencies.
@@ -16,7 +19,18 @@
 # unavailable: not root, no kernel BTF, the bpf() syscall refused, or the
 # tool could not be built for that reason.
 set -u
-tool=$1 prog=$2 mode=${3:-}
+[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib] [--arg ARG]... [--lane N]" >&2; exit 1; }
+tool=$1 prog=$2 mode=
+shift 2
+pargs=() lane=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) mode=--lib; shift ;;
+	--arg) [ $# -ge 2 ] || { echo "FAIL: --arg needs a value"; exit 1; }; pargs+=("$2"); shift 2 ;;
+	--lane) [ $# -ge 2 ] || { echo "FAIL: --lane needs a value"; exit 1; }; lane=(--lane "$2"); shift 2 ;;
+	*) echo "FAIL: unknown argument $1"; exit 1 ;;
+	esac
+done
 here=$(cd "$(dirname "$0")" && pwd)
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -41,7 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$prog" "$tmp/go" >"$tmp/prog.out" 2>"$tmp/prog.err" &
+"$prog" "$tmp/go" "${pargs[@]}" >"$tmp/prog.out" 2>"$tmp/prog.err" &
 ppid=$!
 # Attach only once the child has exec'd the program (before that the pid is
 # still the forking shell) and, when knit-trace must find the library in
@@ -55,7 +69,7 @@ for _ in $(seq 300); do
 	kill -0 "$ppid" 2>/dev/null || break
 	sleep 0.1
 done
-args=(-p "$ppid" --json)
+args=(-p "$ppid" --json "${lane[@]}")
 [ "$mode" = --lib ] && args+=(-l "$(readlink -f "$prog")")
 echo "run: $tool ${args[*]}"
 "$tool" "${args[@]}" >"$tmp/trace.json" 2>"$tmp/trace.err" &
@@ -93,4 +107,7 @@ tpid=
 cat "$tmp/trace.err"
 [ $trc = 0 ] || { echo "FAIL: knit-trace exited with $trc"; exit 1; }
 
-python3 "$here/check_trace.py" "$tmp/trace.json" "$tmp/prog.out"
+# Nothing to compare is a failure, not a pass.
+[ -s "$tmp/trace.json" ] || { echo "FAIL: knit-trace wrote no report"; exit 1; }
+grep -q '^STATS ' "$tmp/prog.out" || { echo "FAIL: $prog printed no STATS line"; exit 1; }
+python3 "$here/check_trace.py" "$tmp/trace.json" "$tmp/prog.out" "${lane[@]}"

@@ -2,11 +2,17 @@
 /*
  * trace_pool - a live pool for the knit-trace end-to-end test.
  *
- *   trace_pool GOFILE [COLD_CALLS] [HOT_CALLS]
+ *   trace_pool GOFILE [TOPOLOGY [COLD_CALLS [HOT_CALLS]]]
+ *
+ * TOPOLOGY: lanes (KNIT_TOPOLOGY_LANES, the default here), steal
+ * (KNIT_TOPOLOGY_STEAL: every call goes through the shared submit queue and
+ * is attributed to the lane that ran it) or inline (lanes plus an inline
+ * lane, which runs some of the hot calls on this thread).
  *
  * Waits (bounded) until GOFILE exists, so knit-trace can attach before the
  * pool is created; then creates a two-worker pool, runs COLD_CALLS cold calls
- * (each on a lane whose worker has parked again since its previous call),
+ * (each once the target worker - under steal, every worker - has parked again
+ * since the previous call),
  * HOT_CALLS hot calls (a burst enqueued at once, so workers find the next call
  * without parking, plus a few knit_call round trips), stops the pool with
  * drain and prints the pool's own statistics as one "STATS {json}" line,
@@ -82,18 +88,27 @@ int main(int argc, char **argv)
 	knit_pool_options_t opts;
 	knit_pool_stats_t st;
 	knit_pool_t *pool;
-	uint64_t last_parks[WORKERS] = { 0 };
+	uint64_t last_parks[WORKERS] = { 0 }, last_calls[WORKERS] = { 0 };
+	int ran[WORKERS] = { 0 };
 	long cold = 20, hot = 200, sync_calls = 10;
 	int err, i, rc = 0;
 
+	const char *topo = "lanes";
+
 	if (argc < 2) {
-		fprintf(stderr, "usage: trace_pool GOFILE [COLD_CALLS] [HOT_CALLS]\n");
+		fprintf(stderr, "usage: trace_pool GOFILE [lanes|steal|inline [COLD_CALLS [HOT_CALLS]]]\n");
 		return 2;
 	}
 	if (argc > 2)
-		cold = atol(argv[2]);
+		topo = argv[2];
 	if (argc > 3)
-		hot = atol(argv[3]);
+		cold = atol(argv[3]);
+	if (argc > 4)
+		hot = atol(argv[4]);
+	if (strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
+		fprintf(stderr, "FAIL: unknown topology %s\n", topo);
+		return 2;
+	}
 	for (i = 0; i < 30000 && access(argv[1], F_OK); i++)
 		nap_ms(1);
 	if (access(argv[1], F_OK)) {
@@ -104,31 +119,44 @@ int main(int argc, char **argv)
 	memset(&opts, 0, sizeof(opts));
 	opts.size = sizeof(opts);
 	opts.workers = WORKERS;
-	opts.topology = KNIT_TOPOLOGY_LANES;
+	opts.topology = strcmp(topo, "steal") ? KNIT_TOPOLOGY_LANES : KNIT_TOPOLOGY_STEAL;
+	if (!strcmp(topo, "inline"))
+		opts.inline_lane = KNIT_INLINE_LAST;
 	err = knit_pool_create(&opts, tasks, 1, &pool);
 	if (err) {
 		fprintf(stderr, "FAIL: knit_pool_create: %s\n", knit_strerror(err));
 		return 1;
 	}
 
-	/* Cold calls: the target lane's worker has parked since its last call. */
+	/* Cold calls: the target lane's worker has parked since its last call
+	 * (steal: calls cannot be pinned, so every worker has). */
+	const int steal = !strcmp(topo, "steal");
 	for (long c = 0; c < cold && !rc; c++) {
 		unsigned lane = (unsigned)(c % WORKERS);
 		knit_call_options_t co = { .size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = lane };
 		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = c };
 		knit_completion_t done;
 
-		if (wait_parked(pool, lane, last_parks[lane])) {
-			fprintf(stderr, "FAIL: lane %u never parked\n", lane);
+		/* Which workers must park (again) first: each one that ran the
+		 * previous cold call, and one never seen parked that may take this
+		 * call (the target lane; under steal, any worker). The others
+		 * have parked since their last call and stay parked. */
+		for (unsigned w = 0; w < WORKERS && !rc; w++) {
+			int must = ran[w] || (last_parks[w] == 0 && (steal || w == lane));
+			if (must && wait_parked(pool, w, last_parks[w])) {
+				fprintf(stderr, "FAIL: lane %u never parked\n", w);
+				rc = 1;
+			}
+		}
+		if (rc || get_stats(pool, &st)) {
 			rc = 1;
 			break;
 		}
-		if (get_stats(pool, &st)) {
-			rc = 1;
-			break;
+		for (unsigned w = 0; w < WORKERS; w++) {
+			last_parks[w] = st.lane[w].parks;
+			last_calls[w] = st.lane[w].calls;
 		}
-		last_parks[lane] = st.lane[lane].parks;
-		err = knit_enqueue_ex(pool, 0, &arg, NULL, &co, NULL);
+		err = knit_enqueue_ex(pool, 0, &arg, NULL, steal ? NULL : &co, NULL);
 		if (err) {
 			fprintf(stderr, "FAIL: knit_enqueue_ex: %s\n", knit_strerror(err));
 			rc = 1;
@@ -141,6 +169,10 @@ int main(int argc, char **argv)
 			break;
 		}
 		rc = check_completion(pool, &done, c + 1) ? 1 : 0;
+		if (!rc && get_stats(pool, &st))
+			rc = 1;
+		for (unsigned w = 0; w < WORKERS && !rc; w++)
+			ran[w] = st.lane[w].calls != last_calls[w];
 	}
 
 	/* Hot calls: one burst, reaped as they come. */
@@ -189,10 +221,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FAIL: knit_pool_stats\n");
 		rc = 1;
 	} else {
-		printf("STATS {\"pool\":\"%p\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
+		printf("STATS {\"pool\":\"%p\",\"topology\":\"%s\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
 		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
 		       "\"doorbell_wakes\":%llu,\"lanes\":[",
-		       (void *)pool, st.workers, cold, hot + sync_calls,
+		       (void *)pool, topo, st.workers, cold, hot + sync_calls,
 		       (unsigned long long)st.enqueued, (unsigned long long)st.completed,
 		       (unsigned long long)st.doorbell_arms, (unsigned long long)st.doorbell_wakes);
 		for (unsigned l = 0; l < st.lanes && l <= KNIT_MAX_WORKERS; l++) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // tests/unit/test_arena.cpp - the payload arena allocator (src/arena.h):
-// every behaviour of the original regionRegistry's tests (exact-size reuse,
+// every behaviour the allocator promises (exact-size reuse,
 // reset to 0, compaction, first fit, shrink, 32 slots, > 2^31 offsets, no
 // overlap over thousands of random steps against a shadow model), the
-// "no room" backpressure the original lacked, arena_check against hostile
+// "no room" backpressure, arena_check against hostile
 // shared words, and frees racing from two consumer threads.
 //
 // KNIT_STRESS_SCALE (a positive integer, default 1) multiplies the random and
@@ -198,8 +198,9 @@ void test_reset_when_all_freed(void **)
 	arena_close(&t);
 }
 
-// The original's signed/unsigned quirk skipped the reset when slot 31 was
-// tracked; here all 32 slots tracked and freed still resets to 0.
+// A signed test of the slot mask would skip the reset when slot 31 is
+// tracked (its bit is the sign bit); all 32 slots tracked and freed must
+// still reset to 0.
 void test_reset_with_slot31(void **)
 {
 	TestArena t;
@@ -507,7 +508,7 @@ void test_random_against_model(void **)
 	std::mt19937 rng(20240611);
 	uint64_t steps = scaled(20000);
 	if (steps < 6000) {
-		steps = 6000; // the original's bar, even under sanitizers
+		steps = 6000; // enough to reach every allocator path, even under sanitizers
 	}
 	uint64_t allocs = 0, eagain = 0, exact = 0;
 	for (uint64_t step = 0; step < steps; step++) {
@@ -800,6 +801,30 @@ void test_trim_after_burst(void **)
 	arena_close(&t);
 }
 
+// An idle arena trims without a further alloc: trim() itself reclaims what
+// the consumer freed, honours the keep floor and counts what it gave back.
+void test_trim_idle_reclaims(void **)
+{
+	TestArena t;
+	arena_open(&t, 16ull << 20, 0);
+	const long pages = (long)((8ull << 20) / region_page_size());
+	Alloc a = must_alloc(&t, 8u << 20);
+	memset(t.prod.at(a.offset), 0x22, 8u << 20);
+	long r1 = resident_pages();
+	assert_int_equal(t.prod.high_water_shared(), 8u << 20);
+	consume(&t, a, 8u << 20);
+	assert_int_equal(t.prod.trim(&t.region, 1u << 20), 0);
+	assert_true(r1 - resident_pages() >= pages * 7 / 8 * 9 / 10);
+	assert_int_equal(t.prod.high_water_shared(), 1u << 20); // the floor stays
+	assert_int_equal(t.prod.trims(), 1);
+	assert_int_equal(t.prod.trim(&t.region, 1u << 20), 0); // nothing above: not counted
+	assert_int_equal(t.prod.trims(), 1);
+	assert_int_equal(t.prod.live_count(), 0);
+	Alloc b = must_alloc(&t, 64);
+	assert_int_equal(b.offset, 0);
+	arena_close(&t);
+}
+
 // ---- concurrent frees -----------------------------------------------------------
 
 // A producer thread allocates (sometimes shrinking, sometimes rolling back)
@@ -995,6 +1020,7 @@ int main(void)
 		cmocka_unit_test(test_check_hostile),
 		cmocka_unit_test(test_foreign_toggle_not_used),
 		cmocka_unit_test(test_trim_after_burst),
+		cmocka_unit_test(test_trim_idle_reclaims),
 		cmocka_unit_test(test_concurrent_frees),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tests/unit/test_lock2.cpp - the lock2 lane protocol, transition by
-// transition, and the exact behaviours the original's lock.test.ts pins:
+// transition, and the exact behaviours lock2.h promises:
 // highest-free-lane choice, stale-shadow reuse order, descending round-robin
 // consumption, batch retire and batch publish with one store each, publish
 // fails iff 32 lanes are in flight, A == B after a full drain, toggle wrap
@@ -191,7 +191,7 @@ void test_full_iff_32_in_flight(void **state)
 	assert_int_equal(pub(f, 33), -KNIT_EAGAIN);
 }
 
-// lock.test.ts: fill 31..2, consumer acks 31 and 30, the next two publishes
+// Stale shadow: fill 31..2, consumer acks 31 and 30, the next two publishes
 // use 1 and 0 (stale shadow), only then the producer refreshes and reuses 31
 // then 30.
 void test_stale_shadow_reuse_order(void **state)

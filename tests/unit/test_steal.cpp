@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // tests/unit/test_steal.cpp - the work-stealing claim protocol, white box
-// (src/steal.h): the region rule and its clamp, one claim step by step (the
-// lock2.md 3.8 example), the producer's free set with stale ACK words, a
-// junior that never contends with a senior's announced intent, a senior that
-// waits for a junior and then takes only what the junior left, a consumer
-// that announces WANT and dies (DEAD set) blocking nobody, the lanes it took
-// and never acknowledged taken over by a survivor, claims of one call (the
-// pool's setting) taken oldest first across regions and lane reuse, and
-// exactly-once delivery
-// for 2 and 3 consumers (and 2 with no spare region) under many thread-driven
+// (src/steal.h): the region rule and its clamp, one claim step by step (2
+// consumers, 4 regions of 8 lanes, two calls in one region), the producer's
+// free set with stale ACK words, a junior that never contends with a
+// senior's announced intent, a senior that waits for a junior and then takes
+// only what the junior left, a consumer that announces WANT and dies (DEAD
+// set) blocking nobody, the lanes it took and never acknowledged taken over
+// by a survivor, claims of one call (the pool's setting) taken oldest first
+// across regions and lane reuse, and exactly-once delivery for 2 and 3
+// consumers (and 2 with no spare region) under many thread-driven
 // interleavings.
 #include <pthread.h>
 #include <sched.h>
@@ -179,9 +179,9 @@ void test_attach_errors(void **state)
 	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 1, 16), 0); // no spare: allowed
 }
 
-// ---- one claim, step by step (lock2.md 3.8) ---------------------------------------------
+// ---- one claim, step by step ---------------------------------------------------------------
 
-void test_example_3_8(void **state)
+void test_claim_example(void **state)
 {
 	Fix *f = (Fix *)*state;
 	attach(f, 2, 8);
@@ -629,7 +629,7 @@ uint32_t race_total()
 
 void test_exactly_once_2(void **state) { race((Fix *)*state, 2, steal_max_region_lanes(2), race_total()); }
 void test_exactly_once_3(void **state) { race((Fix *)*state, 3, steal_max_region_lanes(3), race_total()); }
-// No spare region (lock2.md 3.4: a progress property, not a safety one).
+// No spare region (steal.h: the spare is for progress, not for safety).
 void test_exactly_once_2_no_spare(void **state) { race((Fix *)*state, 2, 16, race_total() / 2); }
 // Narrow regions: many claims per burst.
 void test_exactly_once_3_g1(void **state) { race((Fix *)*state, 3, 1, race_total() / 2); }
@@ -646,7 +646,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_region_rule),
 	    cmocka_unit_test_setup_teardown(test_attach_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_example_3_8, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_example, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_free_set_stale_acks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_junior_respects_senior_intent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_senior_waits_for_junior, setup, teardown),

@@ -146,14 +146,15 @@ static __always_inline __u32 cur_tid(void)
 }
 
 /* Should a probe for (pool, lane) be looked at? lane KT_LANE_POOL passes the
- * lane filter: pool-level probes have no lane. */
+ * lane filter (pool-level probes have no lane), and so does KT_LANE_SHARED (a
+ * call in the shared submit queue has no lane until a worker starts it). */
 static __always_inline bool wanted(__u64 pool, __u32 lane)
 {
 	if (targ_tgid && (bpf_get_current_pid_tgid() >> 32) != targ_tgid)
 		return false;
 	if (targ_pool && pool != targ_pool)
 		return false;
-	if (filter_lane && lane != KT_LANE_POOL && lane != targ_lane)
+	if (filter_lane && lane != KT_LANE_POOL && lane != KT_LANE_SHARED && lane != targ_lane)
 		return false;
 	return true;
 }
@@ -268,18 +269,23 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 		bpf_map_delete_elem(&parked, &tid);
 	}
 	rv = bpf_map_lookup_elem(&rings, &tid);
+	if (!rv && (reason == KT_REASON_RUNG || reason == KT_REASON_STOP)) {
+		/* A host claimed this wake but its ring probe has not fired
+		 * yet (the probe follows the claim): leave a marker for it.
+		 * NOEXIST: the ring probe may be inserting on another CPU right
+		 * now; whichever insert loses sees the other's entry. */
+		struct ring_val mark = { .ts = now, .pool = pool, .lane = lane,
+					 .state = RING_CLAIMED };
+
+		if (!bpf_map_update_elem(&rings, &tid, &mark, BPF_NOEXIST))
+			return 0;
+		rv = bpf_map_lookup_elem(&rings, &tid); /* the ring won the race */
+	}
 	if (rv && rv->state != RING_CLAIMED) {
 		record(rv->pool, rv->lane, KT_VIEW_WAKE_PROBE, rv->ts, now);
 		if (rv->state != RING_ONCPU)
 			count(rv->pool, rv->lane, KT_EV_RING_RUNNING);
 		bpf_map_delete_elem(&rings, &tid);
-	} else if (reason == KT_REASON_RUNG || reason == KT_REASON_STOP) {
-		/* A host claimed this wake but its ring probe has not fired
-		 * yet (the probe follows the claim): leave a marker for it. */
-		struct ring_val mark = { .ts = now, .pool = pool, .lane = lane,
-					 .state = RING_CLAIMED };
-
-		bpf_map_update_elem(&rings, &tid, &mark, BPF_ANY);
 	}
 	return 0;
 }
@@ -299,6 +305,12 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 	tid = known ? *known : (__u32)target_tid;
 	if (!tid)
 		return 0;
+	/* NOEXIST first: a plain lookup-then-update would overwrite the
+	 * marker of a worker whose wake probe (on another CPU) slipped in
+	 * between, losing this ring from every view. */
+	rv.ts = bpf_ktime_get_ns();
+	if (!bpf_map_update_elem(&rings, &tid, &rv, BPF_NOEXIST))
+		return 0;
 	old = bpf_map_lookup_elem(&rings, &tid);
 	if (old && old->state == RING_CLAIMED && old->pool == pool && old->lane == lane) {
 		/* The worker already woke with this ring: it never slept. */
@@ -307,7 +319,6 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 		bpf_map_delete_elem(&rings, &tid);
 		return 0;
 	}
-	rv.ts = bpf_ktime_get_ns();
 	bpf_map_update_elem(&rings, &tid, &rv, BPF_ANY);
 	return 0;
 }
@@ -359,7 +370,9 @@ int BPF_USDT(task_enqueue, __u64 pool, __u32 lane, __u64 ticket)
 
 	if (!wanted(pool, lane))
 		return 0;
-	count(pool, lane, KT_EV_TASK_ENQUEUE);
+	/* A steal pool's shared queue is not a lane: its enqueues count at pool
+	 * level; task_start gives the call its lane (cv.lane until then). */
+	count(pool, lane == KT_LANE_SHARED ? KT_LANE_POOL : lane, KT_EV_TASK_ENQUEUE);
 	bpf_map_update_elem(&calls, &ck, &cv, BPF_ANY);
 	return 0;
 }
@@ -409,15 +422,23 @@ int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 
 	(void)status;
 	cv = bpf_map_lookup_elem(&calls, &ck);
-	/* The lane filter applies through the lane the call was enqueued on. */
-	if (filter_lane && (!cv || cv->lane != targ_lane))
+	/* The lane filter applies through the lane the call ran on (the lane it
+	 * was enqueued on, or under steal the one whose task_start took it). A
+	 * filtered-out call's entry is dropped all the same. */
+	if (filter_lane && (!cv || cv->lane != targ_lane)) {
+		if (cv)
+			bpf_map_delete_elem(&calls, &ck);
 		return 0;
+	}
 	if (!wanted(pool, KT_LANE_POOL))
 		return 0;
 	count(pool, KT_LANE_POOL, KT_EV_TASK_COMPLETE);
 	if (cv) {
+		/* Completed without ever starting (cancelled, expired) while in
+		 * the shared queue: a pool-level sample. */
 		if (cv->enq_ts)
-			record(pool, cv->lane, KT_VIEW_CALL, cv->enq_ts, bpf_ktime_get_ns());
+			record(pool, cv->lane == KT_LANE_SHARED ? KT_LANE_POOL : cv->lane, KT_VIEW_CALL,
+			       cv->enq_ts, bpf_ktime_get_ns());
 		bpf_map_delete_elem(&calls, &ck);
 	}
 	return 0;

@@ -47,6 +47,12 @@ _Static_assert(KT_REASON_STOP == KNIT_TRACE_WAKE_STOP, "reason codes drifted");
 #define PROVIDER "knitting"
 #define BTF_PATH "/sys/kernel/btf/vmlinux"
 
+/* Units of the text output (JSON is always in nanoseconds). */
+enum units { UNITS_NS, UNITS_US, UNITS_MS };
+static const char *const units_name[] = { "nsecs", "usecs", "msecs" };
+static const char *const units_short[] = { "ns", "us", "ms" };
+static const double units_div[] = { 1.0, 1e3, 1e6 };
+
 static struct env {
 	pid_t pid;
 	const char *lib;
@@ -61,8 +67,10 @@ static struct env {
 	bool timestamp;
 	bool verbose;
 	unsigned hist_views; /* bitmask of enum kt_view printed as histograms */
+	int units;           /* enum units: of the text histograms and summary */
 } env = {
 	.hist_views = 1u << KT_VIEW_WAKE_ONCPU,
+	.units = UNITS_US,
 };
 
 static volatile sig_atomic_t exiting;
@@ -122,6 +130,9 @@ static const char argp_program_doc[] =
 	"Views: wake_cpu (host ring -> worker on a CPU), wake_probe (ring -> worker\n"
 	"wake probe), park, queue, service, call, stop, doorbell. All are summarised\n"
 	"(count, min, p50, p99, max); -H picks which get a full log2 histogram.\n"
+	"Times print in microseconds (-m: milliseconds, -n: nanoseconds), histograms\n"
+	"and summary alike. p50/p99 are read off the log2 histogram: interpolated\n"
+	"within the bucket holding them (and within min..max), so estimates, marked ~.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    knit-trace -p 1234            # trace pid 1234 until Ctrl-C or it exits\n"
@@ -129,6 +140,7 @@ static const char argp_program_doc[] =
 	"    knit-trace -p 1234 -d 5       # trace for 5 seconds, then report\n"
 	"    knit-trace -p 1234 --lane 0   # only lane 0 of every pool\n"
 	"    knit-trace -p 1234 -H all     # histograms for every view\n"
+	"    knit-trace -p 1234 -m         # times in milliseconds\n"
 	"    knit-trace -p 1234 --json     # one JSON object per report\n"
 	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.0\n"
 	"                                  # every process using that library\n";
@@ -152,6 +164,9 @@ static const struct argp_option opts[] = {
 				   "'none' (default wake_cpu)", 0 },
 	{ "by-pool", OPT_BY_POOL, NULL, 0, "Merge the lanes of each pool in histograms", 0 },
 	{ "timestamp", 'T', NULL, 0, "Print a timestamp with each report", 0 },
+	{ "milliseconds", 'm', NULL, 0, "Text output in milliseconds", 0 },
+	{ "microseconds", 'u', NULL, 0, "Text output in microseconds (the default)", 0 },
+	{ "nanoseconds", 'n', NULL, 0, "Text output in nanoseconds", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{ 0 },
@@ -244,6 +259,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case 'T':
 		env.timestamp = true;
+		break;
+	case 'm':
+		env.units = UNITS_MS;
+		break;
+	case 'u':
+		env.units = UNITS_US;
+		break;
+	case 'n':
+		env.units = UNITS_NS;
 		break;
 	case 'v':
 		env.verbose = true;
@@ -529,32 +553,43 @@ static void hist_merge(struct kt_hist *into, const struct kt_hist *h)
 	into->sum_ns += h->sum_ns;
 }
 
-/* The q-quantile (0 < q <= 1) read off the log2 histogram: the upper edge
- * of the bucket holding the q*count-th sample, clamped to [min, max]. An
- * over-estimate of at most 2x, never more than the true maximum. */
+/* The q-quantile (0 < q <= 1) estimated from the log2 histogram: the bucket
+ * holding the sample of rank q*count is found exactly; within it the value is
+ * interpolated linearly over the bucket's range narrowed to [min, max] (all
+ * the histogram knows). So the estimate is always inside the true value's
+ * bucket and inside [min, max], and is exact when that range is one value
+ * (e.g. a single sample). Not a measured value: printed marked "~". */
 static __u64 hist_quantile(const struct kt_hist *h, double q)
 {
-	__u64 total = 0, want, cum = 0, v = 0;
+	__u64 total = 0, cum = 0;
+	double rank;
 
 	for (int i = 0; i < KT_MAX_SLOTS; i++)
 		total += h->slots[i];
 	if (!total)
 		return 0;
-	want = (__u64)(q * (double)total + 0.999999);
-	if (want < 1)
-		want = 1;
+	rank = q * (double)total;
+	if (rank < 1)
+		rank = 1;
 	for (int i = 0; i < KT_MAX_SLOTS; i++) {
-		cum += h->slots[i];
-		if (cum >= want) {
-			v = i >= 63 ? UINT64_MAX : (2ULL << i) - 1;
-			break;
+		double lo, hi, frac;
+
+		if (!h->slots[i] || (double)(cum + h->slots[i]) < rank) {
+			cum += h->slots[i];
+			continue;
 		}
+		lo = i ? (double)(1ULL << i) : 0;
+		hi = i == KT_MAX_SLOTS - 1 ? (double)h->max_ns : (double)((2ULL << i) - 1);
+		if (lo < (double)h->min_ns)
+			lo = (double)h->min_ns;
+		if (hi > (double)h->max_ns)
+			hi = (double)h->max_ns;
+		if (hi < lo) /* min/max raced with the buckets: stay inside min..max */
+			hi = lo;
+		frac = (rank - (double)cum) / (double)h->slots[i];
+		return (__u64)(lo + frac * (hi - lo) + 0.5);
 	}
-	if (v > h->max_ns)
-		v = h->max_ns;
-	if (v < h->min_ns)
-		v = h->min_ns;
-	return v;
+	return h->max_ns;
 }
 
 /* ---- text output --------------------------------------------------------- */
@@ -587,11 +622,18 @@ static void print_hist(const struct kt_hist *h)
 		printf("     (no samples)\n");
 		return;
 	}
-	printf("%25s : %-10s distribution\n", "nsecs", "count");
+	printf("%25s : %-10s distribution\n", units_name[env.units], "count");
 	for (int i = first; i <= last; i++) {
 		__u64 lo = i ? 1ULL << i : 0, hi = (2ULL << i) - 1;
 
-		printf("%11llu -> %-10llu : %-10llu |", lo, hi, h->slots[i]);
+		/* Buckets are log2 of nanoseconds; other units show their edges
+		 * scaled, with the decimals that keeps them exact. */
+		if (env.units == UNITS_NS)
+			printf("%11llu -> %-10llu : %-10llu |", lo, hi, h->slots[i]);
+		else
+			printf("%11.*f -> %-10.*f : %-10llu |", env.units == UNITS_US ? 3 : 6,
+			       lo / units_div[env.units], env.units == UNITS_US ? 3 : 6,
+			       hi / units_div[env.units], h->slots[i]);
 		print_stars(h->slots[i], max, 40);
 		printf("|\n");
 	}
@@ -608,9 +650,12 @@ static const char *lane_str(uint32_t lane, char *buf, size_t n)
 
 static void print_summary_row(__u64 pool, const char *lane, int view, const struct kt_hist *h)
 {
-	printf("0x%-14llx %-5s %-11s %8llu %10.1f %10.1f %10.1f %10.1f\n", pool,
-	       lane, view_name[view], h->count, h->min_ns / 1e3, hist_quantile(h, 0.5) / 1e3,
-	       hist_quantile(h, 0.99) / 1e3, h->max_ns / 1e3);
+	const double d = units_div[env.units];
+	const int prec = env.units == UNITS_NS ? 0 : env.units == UNITS_US ? 1 : 3;
+
+	printf("0x%-14llx %-5s %-11s %8llu %10.*f %10.*f %10.*f %10.*f\n", pool, lane,
+	       view_name[view], h->count, prec, h->min_ns / d, prec, hist_quantile(h, 0.5) / d,
+	       prec, hist_quantile(h, 0.99) / d, prec, h->max_ns / d);
 }
 
 static void print_text(void)
@@ -651,8 +696,17 @@ static void print_text(void)
 	}
 
 	/* Latency summary: every view with samples, per lane and per pool. */
-	printf("\n%-16s %-5s %-11s %8s %10s %10s %10s %10s\n", "POOL", "LANE", "VIEW", "COUNT",
-	       "MIN(us)", "P50(us)", "P99(us)", "MAX(us)");
+	{
+		char h[4][16];
+		const char *u = units_short[env.units];
+
+		snprintf(h[0], sizeof(h[0]), "MIN(%s)", u);
+		snprintf(h[1], sizeof(h[1]), "~P50(%s)", u);
+		snprintf(h[2], sizeof(h[2]), "~P99(%s)", u);
+		snprintf(h[3], sizeof(h[3]), "MAX(%s)", u);
+		printf("\n%-16s %-5s %-11s %8s %10s %10s %10s %10s\n", "POOL", "LANE", "VIEW",
+		       "COUNT", h[0], h[1], h[2], h[3]);
+	}
 	for (size_t i = 0; i < nrecs; i++) {
 		size_t end = i;
 
@@ -704,9 +758,13 @@ static void print_text(void)
 		if (!recs[i].have_counts || recs[i].lane != KT_LANE_POOL)
 			continue;
 		printf("pool 0x%llx: %llu doorbell arms, %llu"
-		       " doorbell wakes, %llu calls completed\n",
+		       " doorbell wakes, %llu calls completed",
 		       recs[i].pool, e[KT_EV_DOORBELL_ARM], e[KT_EV_DOORBELL_WAKE],
 		       e[KT_EV_TASK_COMPLETE]);
+		if (e[KT_EV_TASK_ENQUEUE]) /* steal: ENQ per lane stays 0 */
+			printf(", %llu calls enqueued to the shared submit queue",
+			       e[KT_EV_TASK_ENQUEUE]);
+		printf("\n");
 	}
 }
 
@@ -769,7 +827,8 @@ static void print_json(const char *lib, double secs)
 			printf("\\u%04x", *c);
 		else
 			putchar(*c);
-	printf("\",\"pools\":[");
+	/* p50_ns/p99_ns are estimates (hist_quantile), say so once per report. */
+	printf("\",\"quantiles\":\"log2-bucket-interpolated\",\"pools\":[");
 	for (size_t i = 0; i < nrecs;) {
 		size_t end = i;
 		struct kt_counts tot;
@@ -1021,8 +1080,17 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "knit-trace: attached %d probes in %s (every process)", attached,
 			lib);
-	fprintf(stderr, "; tracing%s. Hit Ctrl-C to end.\n",
-		env.pid ? " until it exits" : "");
+	/* Say what ends the trace: -d, or interval x count, or Ctrl-C; with -p
+	 * also the process exiting. */
+	if (env.duration)
+		fprintf(stderr, "; tracing for %ld s%s. Hit Ctrl-C to end early.\n", env.duration,
+			env.pid ? " or until it exits" : "");
+	else if (env.interval && env.times)
+		fprintf(stderr, "; tracing for %ld reports every %ld s%s. Hit Ctrl-C to end early.\n",
+			env.times, env.interval, env.pid ? " or until it exits" : "");
+	else
+		fprintf(stderr, "; tracing%s. Hit Ctrl-C to end.\n",
+			env.pid ? " until it exits" : "");
 
 	start = last = mono_now();
 	for (;;) {

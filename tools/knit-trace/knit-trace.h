@@ -13,6 +13,11 @@
 
 /* Stands for "no lane": probes that belong to the whole pool. */
 #define KT_LANE_POOL 0xffffffffu
+/* The lane argument of task_enqueue for a call put into the shared submit
+ * queue of a steal pool (the library's kStealLane, src/steal.h): no lane yet.
+ * The enqueue counts at pool level and the call belongs to the lane whose
+ * task_start runs it; it never makes a row of its own. */
+#define KT_LANE_SHARED 0xfffffffeu
 
 /* Latency views (one log2 histogram each, per pool and lane). */
 enum kt_view {
