@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 
 using namespace knit::detail;
@@ -73,23 +74,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		return -KNIT_ECLOSED;
 	}
 	int err = 0;
-	Call *c = p->tickets.alloc(&err);
+	Call *c = call_alloc_locked(p, a.abortable, &err);
 	if (c == nullptr) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
 		return err;
 	}
-	if (a.abortable) {
-		c->abort_bit = abort_alloc_locked(p);
-		if (c->abort_bit < 0) {
-			c->holds = 0;
-			p->tickets.free(c);
-			pthread_mutex_unlock(&p->mu);
-			free(buf);
-			return -KNIT_EAGAIN;
-		}
-	}
-	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
 	c->task = a.task;
 	c->flags = a.flags;
 	c->pin_lane = a.pin_lane;
@@ -157,13 +147,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	// call the caller was told failed, and count it out twice).
 	if (over && !c->completed) {
 		// Never reachable by anyone else: undo it completely.
-		abort_release_locked(p, c);
-		// acq_rel: pairs with the acquire loads of outstanding (as above).
-		const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
-		c->holds = 0;
-		free(c->arg_buf);
-		c->arg_buf = nullptr;
-		p->tickets.free(c);
+		const uint64_t before = call_undo_locked(p, c);
 		pthread_mutex_unlock(&p->mu);
 		// The undo can be what takes outstanding to 0 (a knit_stop that
 		// set closed after our increment counted this call): the waiters
@@ -180,12 +164,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	uint32_t drop = kHoldEnqueue;
 	if (!queued)
 		drop |= kHoldHostQueue;
-	if (a.deadline_ns != 0 && !c->completed) {
-		p->heap.push(c);
-		Call *top = p->heap.top();
-		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
-				      top ? (uint64_t)top->deadline_ns : 0);
-	}
+	if (a.deadline_ns != 0 && !c->completed)
+		deadline_track_locked(p, c);
 	if (out_call != nullptr)
 		*out_call = c; // kHoldUser keeps it ours
 	call_unhold_locked(p, c, drop);
@@ -274,89 +254,6 @@ bool drained_ready(Pool *p, void *)
 	return knit_load_acquire_64(&p->outstanding) == 0;
 }
 
-// A completion's check word: ties its handle to this pool, so stray bytes
-// are unlikely to pass for a handle even before the table lookup.
-uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
-
-// Register result bytes about to be handed out (under mu): the handle
-// (never 0), or 0 when the table cannot grow.
-uint64_t owned_register_locked(Pool *p, uint8_t *buf)
-{
-	uint32_t slot;
-	if (p->owned_free != 0) {
-		slot = p->owned_free - 1;
-		p->owned_free = p->owned[slot].next;
-	} else {
-		if (p->owned_n == p->owned_cap) {
-			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
-			if (ncap <= p->owned_cap)
-				return 0;
-			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
-			if (m == nullptr)
-				return 0;
-			p->owned = static_cast<OwnedBuf *>(m);
-			p->owned_cap = ncap;
-		}
-		slot = p->owned_n++;
-		p->owned[slot].gen = 0;
-	}
-	OwnedBuf *o = &p->owned[slot];
-	o->gen++;
-	if (o->gen == 0)
-		o->gen = 1;
-	o->buf = buf;
-	o->next = 0;
-	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
-}
-
-// Move a completed record into *out (the bytes change owner) and drop the
-// user hold (under mu).
-void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
-{
-	memset(out, 0, sizeof *out);
-	out->ticket = ticket_of(c);
-	out->user_data = c->user_data;
-	out->status = c->status;
-	out->task = c->task;
-	out->result = c->result;
-	if (c->result_buf != nullptr) {
-		const uint64_t h = owned_register_locked(p, c->result_buf);
-		if (h != 0) {
-			out->reserved[0] = h;
-			out->reserved[1] = owned_check(p, h);
-		} else {
-			// No room to track the bytes: the call still gets its one
-			// completion, as an allocation failure.
-			free(c->result_buf);
-			out->status = -KNIT_ENOMEM;
-			memset(&out->result, 0, sizeof out->result);
-		}
-	}
-	c->result_buf = nullptr;
-	memset(&c->result, 0, sizeof c->result);
-	call_unhold_locked(p, c, kHoldUser);
-	knit_add_relaxed_64(&p->st_completed, 1);
-}
-
-int deliver(Pool *p, knit_completion_t *out, unsigned max)
-{
-	if (knit_load_relaxed_32(&p->cq_count) == 0)
-		return 0;
-	unsigned n = 0;
-	pthread_mutex_lock(&p->mu);
-	while (n < max && p->cq_head != nullptr) {
-		Call *c = p->cq_head;
-		p->cq_head = c->cq_next;
-		if (p->cq_head == nullptr)
-			p->cq_tail = nullptr;
-		knit_fetch_add_relaxed_32(&p->cq_count, (uint32_t)-1);
-		hand_out_locked(p, c, &out[n]);
-		n++;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return (int)n;
-}
-
 } // namespace
 
 extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
@@ -409,35 +306,7 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completi
 {
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
-	Pool *p = &pool->p;
-	const uint64_t h = c->reserved[0];
-	if (h == 0) {
-		// Owns nothing: empty (never filled, already released, or a
-		// result without bytes) unless it points at bytes not ours.
-		if (codec_has_bytes(c->result.type) && c->result.data != nullptr)
-			return -KNIT_EINVAL;
-	} else {
-		const uint32_t slot = (uint32_t)h - 1;
-		const uint32_t gen = (uint32_t)(h >> 32);
-		pthread_mutex_lock(&p->mu);
-		OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
-		if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
-		    c->result.data != o->buf) {
-			pthread_mutex_unlock(&p->mu);
-			return -KNIT_EINVAL; // a copy already released, or never ours
-		}
-		uint8_t *buf = o->buf;
-		o->buf = nullptr;
-		o->next = p->owned_free;
-		p->owned_free = slot + 1;
-		pthread_mutex_unlock(&p->mu);
-		free(buf);
-	}
-	c->reserved[0] = 0;
-	c->reserved[1] = 0;
-	memset(&c->result, 0, sizeof c->result);
-	c->result.type = KNIT_VALUE_NONE;
-	return 0;
+	return completion_release(&pool->p, c);
 }
 
 extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
@@ -497,8 +366,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	Pool *p = &pool->p;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED;
-	const uint32_t index = (uint32_t)ticket;
-	const uint32_t gen = (uint32_t)(ticket >> 32);
+	const uint32_t index = ticket_index(ticket);
+	const uint32_t gen = ticket_gen(ticket);
 	Call *c = gen != 0 ? p->tickets.lookup(index) : nullptr;
 	if (c == nullptr)
 		return -KNIT_ENOTFOUND;
@@ -512,9 +381,7 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 			pthread_mutex_unlock(&p->mu);
 			return -KNIT_EINVAL;
 		}
-		const uint32_t b = (uint32_t)c->abort_bit;
-		// Release: pairs with the worker's acquire load in knit_ctx_aborted().
-		knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
+		abort_raise_locked(p, c);
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}

@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
 
@@ -49,33 +50,6 @@ uint64_t rng_next(Pool *p)
 	p->rng = x;
 	return x * 0x2545F4914F6CDD1Dull;
 }
-
-void update_earliest_locked(Pool *p)
-{
-	Call *t = p->heap.top();
-	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
-			      t ? (uint64_t)t->deadline_ns : 0);
-}
-
-int64_t earliest_deadline(Pool *p)
-{
-	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
-}
-
-} // namespace
-
-void backlog_hw_update(Pool *p, uint64_t now_count)
-{
-	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
-	while (now_count > hw) {
-		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
-		if (seen == hw)
-			break;
-		hw = seen;
-	}
-}
-
-namespace {
 
 void efd_write(Pool *p)
 {
@@ -685,32 +659,15 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 
 // ---- public-to-the-runtime functions --------------------------------------------------
 
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+void backlog_hw_update(Pool *p, uint64_t now_count)
 {
-	*out = v;
-	*buf = nullptr;
-	if (!codec_has_bytes(v.type)) {
-		out->data = nullptr;
-		out->len = 0;
-		if (v.type != KNIT_VALUE_ERROR)
-			out->code = 0;
-		return 0;
+	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
+	while (now_count > hw) {
+		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
+		if (seen == hw)
+			break;
+		hw = seen;
 	}
-	if (v.type != KNIT_VALUE_ERROR)
-		out->code = 0;
-	if (v.type == KNIT_VALUE_BYTES && v.len == 0) {
-		out->data = nullptr;
-		return 0;
-	}
-	uint8_t *b = static_cast<uint8_t *>(malloc(v.len + 1));
-	if (b == nullptr)
-		return -KNIT_ENOMEM;
-	if (v.len)
-		memcpy(b, v.data, v.len);
-	b[v.len] = 0; // strings and error messages are NUL-terminated
-	out->data = b;
-	*buf = b;
-	return 0;
 }
 
 bool dispatch_trylock(Pool *p)
@@ -840,115 +797,6 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	if (produced)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
-}
-
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf)
-{
-	if (c->completed || !c->live) {
-		free(result_buf);
-		return false;
-	}
-	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
-	knit_store_relaxed_32(&c->completed, 1);
-	c->status = status;
-	c->result = result;
-	c->result_buf = result_buf;
-	if (c->heap_pos != kNoHeap) {
-		p->heap.remove(c);
-		update_earliest_locked(p);
-	}
-	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
-		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
-		// running task to stop. The bit stays allocated, and raised, until
-		// the record is recycled, which waits for the task's late result
-		// (a placed call keeps kHoldHostQueue until its frame is reaped).
-		abort_raise_locked(p, c);
-	} else {
-		abort_release_locked(p, c);
-	}
-	if (c->flags & kCallPrivate) {
-		// Release: pairs with the acquire load of done in knit_call's
-		// readiness check: status and result are visible with it.
-		knit_store_release_32(&c->done, 1);
-	} else {
-		c->cq_next = nullptr;
-		if (p->cq_tail)
-			p->cq_tail->cq_next = c;
-		else
-			p->cq_head = c;
-		p->cq_tail = c;
-		knit_add_relaxed_32(&p->cq_count, 1);
-	}
-	// Last, with release: pairs with the acquire load of outstanding in
-	// knit_complete() before it reads cq_count: whoever sees this call no
-	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
-	// while a completion is on its way).
-	knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
-	return true;
-}
-
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
-{
-	c->holds &= ~holds;
-	if (c->holds != 0)
-		return;
-	if (c->heap_pos != kNoHeap) {
-		p->heap.remove(c);
-		update_earliest_locked(p);
-	}
-	abort_release_locked(p, c);
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	free(c->result_buf);
-	c->result_buf = nullptr;
-	p->tickets.free(c);
-}
-
-int32_t abort_alloc_locked(Pool *p)
-{
-	const uint32_t cap = p->cfg.abort_capacity;
-	if (p->abort_used >= cap)
-		return -1;
-	const uint32_t words = p->abort_nwords;
-	for (uint32_t k = 0; k < words; k++) {
-		uint32_t w = (p->abort_cursor + k) % words;
-		uint32_t free_bits = ~p->abort_in_use[w];
-		if (w == words - 1 && cap % 32 != 0)
-			free_bits &= (1u << (cap % 32)) - 1;
-		if (free_bits == 0)
-			continue;
-		uint32_t b = (uint32_t)__builtin_ctz(free_bits);
-		p->abort_in_use[w] |= 1u << b;
-		p->abort_used++;
-		p->abort_cursor = (w + 1) % words;
-		// Clear the shared bit before the call can be published (the
-		// release store of A then orders it for the worker).
-		knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
-		return (int32_t)(w * 32 + b);
-	}
-	return -1;
-}
-
-void abort_raise_locked(Pool *p, Call *c)
-{
-	if (c->abort_bit < 0)
-		return;
-	const uint32_t b = (uint32_t)c->abort_bit;
-	// Release: pairs with the worker's acquire load in knit_ctx_aborted().
-	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
-}
-
-void abort_release_locked(Pool *p, Call *c)
-{
-	if (c->abort_bit < 0)
-		return;
-	uint32_t w = (uint32_t)c->abort_bit / 32, b = (uint32_t)c->abort_bit % 32;
-	p->abort_in_use[w] &= ~(1u << b);
-	p->abort_used--;
-	// Pairs with the worker's acquire load in knit_ctx_aborted(): a task
-	// still running after its call completed may see the bit cleared.
-	knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
-	c->abort_bit = -1;
 }
 
 void host_event(Pool *p, bool to_fd)

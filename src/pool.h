@@ -141,7 +141,7 @@ struct PoolConfig {
 // every default resolved. Returns 0, -KNIT_EVERSION or -KNIT_EINVAL.
 int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 
-// ---- call records (src/tickets.cpp) -------------------------------------------------
+// ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
 // Structural references that keep a record from being recycled. The record
 // returns to the free list when the last one is dropped (under mu).
@@ -193,8 +193,11 @@ inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
 
 // A ticket: (generation << 32) | index, generation >= 1, so never 0; a
 // generation is never reused for an index (a record is retired after its
-// last one, see tickets.cpp), so a ticket is never reused.
-inline uint64_t ticket_of(const Call *c) { return ((uint64_t)c->gen << 32) | c->index; }
+// last one, see calls.cpp), so a ticket is never reused.
+inline uint64_t ticket_pack(uint32_t gen, uint32_t index) { return ((uint64_t)gen << 32) | index; }
+inline uint32_t ticket_index(uint64_t ticket) { return (uint32_t)ticket; }
+inline uint32_t ticket_gen(uint64_t ticket) { return (uint32_t)(ticket >> 32); }
+inline uint64_t ticket_of(const Call *c) { return ticket_pack(c->gen, c->index); }
 
 // The table of call records: chunks of kTicketChunk allocated on first use,
 // a LIFO free list. At most `capacity` (init) records are live at once;
@@ -399,6 +402,13 @@ struct alignas(128) Pool {
 	uint64_t st_late_drops, st_proto_errors;
 };
 
+// The earliest deadline of any call in the heap, 0 = none (any thread;
+// written under mu by src/calls.cpp).
+inline int64_t earliest_deadline(Pool *p)
+{
+	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+}
+
 // ---- fork (src/pool.cpp) ----------------------------------------------------------------
 // Bumped by a pthread_atfork child handler in every child of fork(2)
 // (relaxed: the child is single-threaded when the handler runs).
@@ -449,19 +459,6 @@ void dispatch_backlog_append(Pool *p, Call *c);
 // of the backlog without overtaking one)? Holder only.
 bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 
-// Complete a call (under mu): status/result become its completion. Returns
-// false (and does nothing) when it was already completed. Takes ownership of
-// result_buf either way (frees it when dropped).
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
-// Drop holds (under mu); recycles the record when none is left.
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
-// Raise a call's abort bit, keeping it allocated (under mu).
-void abort_raise_locked(Pool *p, Call *c);
-// Release a call's abort bit (under mu).
-void abort_release_locked(Pool *p, Call *c);
-// Allocate an abort bit (under mu): the id, or -1 when all are in use.
-int32_t abort_alloc_locked(Pool *p);
-
 // Tell host waiters something happened (completions, inline work, stop, a
 // new deadline): bump the doorbell sequence and wake them if any sleep, and
 // bring the completion eventfd up to date (when `to_fd`: efd_sync()).
@@ -478,10 +475,6 @@ void efd_sync(Pool *p);
 // its wake sequence, one futex wake). `only_blocked`: wake only a worker
 // parked waiting for return-arena room (parked == 2). Returns true if woken.
 bool lane_wake(Pool *p, Lane *l, bool only_blocked);
-
-// Copy a value view into malloc'd memory (strings and errors NUL-terminated).
-// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM.
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
 
 // The waiting ladder shared by knit_complete, knit_call and knit_stop(DRAIN):
 // run passes while possible, then sleep on the doorbell (or the backoff

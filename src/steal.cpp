@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 #include "src/steal.h"
 #include "src/trace.h"

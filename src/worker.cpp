@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
 
@@ -239,7 +240,7 @@ void run_batch(Lane *l)
 			if (stamp)
 				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
 			TaskOutcome o;
-			const uint64_t ticket = ((uint64_t)f.head.generation << 32) | f.head.ticket;
+			const uint64_t ticket = ticket_pack(f.head.generation, f.head.ticket);
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
