@@ -11,6 +11,7 @@
 
 #include "src/calls.h"
 #include "src/pool.h"
+#include "src/wake.h"
 
 using namespace knit::detail;
 
@@ -152,9 +153,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		// The undo can be what takes outstanding to 0 (a knit_stop that
 		// set closed after our increment counted this call): the waiters
 		// of drained_ready() / complete_ready() must re-evaluate, exactly
-		// as after a completion. Dekker: host_event()'s seq_cst fence
+		// as after a completion. Dekker: host_event()'s seq_cst fence (H1)
 		// between our decrement and its load of host_waiters pairs with
-		// the fence in host_sleep() between the waiter's increment of
+		// the D1 fence in host_doorbell_sleep() between the waiter's increment of
 		// host_waiters and its ready() re-check: either it sees 0 or we
 		// see it waiting and bump the doorbell sequence it sleeps on.
 		if (before == 1)
@@ -173,9 +174,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
 	if (a.deadline_ns != 0) {
-		// Dekker: pairs with the fence in host_sleep() between its
-		// increment of host_waiters and its read of earliest_deadline
-		// (next_wake): either it plans with our deadline or we see it
+		// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep()
+		// between its increment of host_waiters and its read of
+		// earliest_deadline (next_wake): either it plans with our deadline or we see it
 		// waiting and bump the sequence it sleeps on. The unlock above is
 		// only a release, so without this fence our load of host_waiters
 		// could pass the store of earliest_deadline (tests/model/

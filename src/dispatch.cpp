@@ -8,19 +8,10 @@
 // nobody ever waits for it. The holder owns the request-lock producers, the
 // return-lock consumers, the private backlog list and the inline FIFO.
 //
-// No lost wake, host -> worker (lane_wake): the host publishes into lane i
-// (release store of A), then a seq_cst fence, then loads `parked`; the worker
-// stores `parked`, fences, then re-checks A before it futex-waits on its wake
-// sequence (worker.cpp park()). One of the two sees the other's store.
-//
-// No lost ring, worker -> host (the doorbell): a waiting host arms
-// (store armed = 1), fences, re-checks every return lock's A against what was
-// last reaped, and only then futex-waits on the doorbell sequence it read
-// before arming; a worker publishes results (release store of A), fences,
-// loads armed and, if set, CASes it 1 -> 0 (one ring per burst), bumps the
-// sequence and wakes. Host-side events (completions produced by another host
-// thread, inline work left behind, stop, a new deadline) bump the same
-// sequence through host_event(), which pairs its fence with the sleeper's.
+// Waking (the workers after a publish, host waiters after a completion, the
+// doorbell sleep and the completion eventfd) is the wake room's protocol:
+// src/wake.h has its pairing table (W*, D*, H*, E*), which the fences here
+// name.
 #include "src/common.h"
 
 #include <limits.h>
@@ -30,6 +21,7 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/wake.h"
 
 namespace knit::detail {
 
@@ -49,12 +41,6 @@ uint64_t rng_next(Pool *p)
 	x ^= x >> 27;
 	p->rng = x;
 	return x * 0x2545F4914F6CDD1Dull;
-}
-
-void efd_write(Pool *p)
-{
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -166,9 +152,9 @@ void flush_staged(Pool *p)
 	}
 	if (flushed == 0)
 		return;
-	// Dekker (no lost wake): pairs with the worker's fence between its store
-	// of `parked` and its re-check of A in park(): either it sees our A or
-	// we see it parked.
+	// W1 (no lost wake): pairs with the worker's W2 fence between its store
+	// of `parked` and its re-check of A in worker_park(): either it sees our
+	// A or we see it parked.
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		if (flushed & (1ull << i))
@@ -346,9 +332,9 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	pthread_mutex_unlock(&p->mu);
 	l->ret.retire_taken(); // C3: release store of B
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	// Dekker: pairs with the worker's fence after it stores parked = 2
-	// (waiting for return-arena room) and before it retries: either it
-	// sees the room we just gave back or we see it parked.
+	// W1: pairs with the worker's W2 fence after it stores kParkedForRoom
+	// and before it retries: either it sees the room we just gave back or
+	// we see it parked.
 	knit_fence_seq_cst();
 	lane_wake(p, l, true);
 	return produced;
@@ -510,69 +496,6 @@ uint32_t run_inline(Pool *p)
 	return produced;
 }
 
-// Is there anything a dispatcher pass could do right now? (Any thread.)
-bool work_pending(Pool *p, int64_t now)
-{
-	if (knit_load_relaxed_32(&p->inline_queued) != 0)
-		return true;
-	int64_t ed = earliest_deadline(p);
-	if (ed != 0 && ed <= now)
-		return true;
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		// Acquire: pairs with the worker's release store of A (P1): a
-		// result published before our arm is seen here, else rung.
-		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
-			return true;
-	}
-	return false;
-}
-
-// ---- the completion eventfd -------------------------------------------------------------
-//
-// Contract (knit_completion_fd(3)): the fd is readable if and only if a
-// knit_complete(..., 0) would return at least one completion (or
-// -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
-// It is a level, kept by two rules that hold on every thread:
-//  - whoever makes something pending (a worker publishing results, a host
-//    completing calls, a dispatcher holder leaving work behind) does so
-//    BEFORE it calls efd_sync(), which writes;
-//  - whoever clears it (efd_sync() finding nothing pending, as
-//    knit_complete() does before it returns) reads the fd FIRST and
-//    re-checks afterwards, writing again when something is pending.
-// The eventfd's own lock orders a write before a later read, so a clearer
-// that swallowed a write sees what preceded it; the seq_cst fences below
-// make that independent of the kernel. So nothing pending is ever left
-// unreadable (no stranded result), and the last thread to act leaves the fd
-// unreadable when nothing is pending (no spurious wake-up once quiet).
-//
-// Work that needs a dispatcher pass (results to reap, inline calls, expired
-// deadlines) counts only while nobody holds the dispatcher: a loop woken
-// then could not run the pass (its try-lock fails) and would spin until
-// the holder lets go. The holder's dispatch_unlock() re-checks after its
-// release instead. Dekker: its release + fence + work_pending() against the
-// caller's fence (after its progress: the worker's publish, a clear) + load
-// of dispatch_lock here: either the holder sees the work or we see it gone.
-
-bool efd_pending(Pool *p)
-{
-	if (knit_load_relaxed_32(&p->cq_count) != 0)
-		return true;
-	// Acquire: as in knit_complete(), a zero outstanding means every
-	// completion is already counted in cq_count.
-	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
-		return true;
-	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
-		return false; // its holder re-checks on release (above)
-	return work_pending(p, knit_now_ns());
-}
-
-void efd_clear(Pool *p)
-{
-	uint64_t v;
-	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
-}
-
 // When must a sleeping host look again, at the latest? slice_ns < 0: no
 // periodic look. Returns an absolute time, or -1 for "not until woken".
 int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
@@ -593,6 +516,34 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 		}
 	}
 	return wake == INT64_MAX ? -1 : wake;
+}
+
+// The re-check of a host about to sleep (SleepRecheck, wake.h): true when
+// it must not sleep, else when to look again.
+struct SleepCheck {
+	ReadyFn ready;
+	void *arg;
+	int64_t deadline_ns; // absolute, < 0 = none
+	int64_t slice;       // periodic look (backoff ladder), < 0 = none
+};
+
+bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
+{
+	const SleepCheck *s = static_cast<const SleepCheck *>(arg);
+	const int64_t now = knit_now_ns();
+	// Work waiting for a pass keeps us awake, unless another thread holds
+	// the dispatcher: it looks for such work after releasing it (Dekker:
+	// its release + fence + load of host_waiters against our increment +
+	// D1 fence + load of the lock) and wakes us if it left any.
+	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
+	if (s->ready(p, s->arg) || (!held && work_pending(p, now)) ||
+	    (s->deadline_ns >= 0 && now >= s->deadline_ns))
+		return true;
+	int64_t wake = next_wake(p, now, s->slice);
+	if (s->deadline_ns >= 0 && (wake < 0 || s->deadline_ns < wake))
+		wake = s->deadline_ns;
+	*wake_at = wake;
+	return false;
 }
 
 // Sleep until something may have happened (see the file comment).
@@ -616,43 +567,8 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		}
 		slice = (int64_t)rung * 1000000;
 	}
-	// Acquire: pairs with the add in host_event() / the worker's ring, so a
-	// bump we compare against below is never older than what we re-check.
-	const uint32_t seq = knit_load_acquire_32(p->db_seq);
-	// Announce the waiter; the seq_cst fence below orders it before our
-	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
-	knit_add_acq_rel_32(&p->host_waiters, 1);
-	if (doorbell) {
-		knit_store_relaxed_32(p->db_armed, 1);
-		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-		KNIT_TRACE_DOORBELL_ARM(p);
-	}
-	// Dekker: pairs with the worker's fence between its release store of A
-	// and its load of armed (ring_doorbell in worker.cpp), with the fence
-	// in host_event() between its progress and its load of host_waiters,
-	// and with the fence in enqueue() (api.cpp) between its store of a new
-	// earliest_deadline and its load of host_waiters: either they see us
-	// armed/waiting or we see their work (or deadline, in next_wake()).
-	knit_fence_seq_cst();
-	const int64_t now = knit_now_ns();
-	// Work waiting for a pass keeps us awake, unless another thread holds
-	// the dispatcher: it looks for such work after releasing it (Dekker:
-	// its release + fence + load of host_waiters against our increment +
-	// fence + load of the lock) and wakes us if it left any.
-	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
-	if (!ready(p, arg) && (held || !work_pending(p, now)) && (deadline_ns < 0 || now < deadline_ns)) {
-		int64_t wake = next_wake(p, now, slice);
-		if (deadline_ns >= 0 && (wake < 0 || deadline_ns < wake))
-			wake = deadline_ns;
-		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
-		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq) {
-			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-			KNIT_TRACE_DOORBELL_WAKE(p);
-		}
-	}
-	// acq_rel: nothing pairs with the decrement beyond the counter itself
-	// (a waker that still sees us only sends a wake nobody needs).
-	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+	SleepCheck sc = {ready, arg, deadline_ns, slice};
+	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc);
 }
 
 } // namespace
@@ -687,17 +603,18 @@ void dispatch_unlock(Pool *p)
 		knit_store_release_32(&p->dispatch_lock, 0);
 		// Pairs with the fence in enqueue (after its backlog push, before its
 		// try-lock): either it gets the lock or we see its call below; and
-		// with the fence in host_sleep(): a host that went to sleep because
-		// we held the lock is woken when we leave work behind (results not
-		// reaped, inline calls not run, deadlines not expired).
+		// (H1) with the D1 fence in host_doorbell_sleep(): a host that
+		// went to sleep because we held the lock is woken when we leave
+		// work behind (results not reaped, inline calls not run,
+		// deadlines not expired).
 		knit_fence_seq_cst();
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the
 		// fd did not count the work waiting for our pass (efd_pending);
-		// this re-check after the release does (Dekker: this fence
+		// this re-check after the release does (Dekker, E3: this fence
 		// against the one before efd_pending()'s load of dispatch_lock).
-		// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+		// E2, acquire: pairs with the release store of efd_on (E1).
 		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
 			efd_sync(p);
 		// A half-pushed node blocked our last drain: its pusher try-locks
@@ -797,62 +714,6 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	if (produced)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
-}
-
-void host_event(Pool *p, bool to_fd)
-{
-	// Dekker: pairs with the fence in host_sleep() between its waiter count
-	// increment and its re-check: either it sees our progress or we see it.
-	knit_fence_seq_cst();
-	if (knit_load_relaxed_32(&p->host_waiters) != 0) {
-		// Release: pairs with the acquire load of the sequence in host_sleep().
-		knit_add_acq_rel_32(p->db_seq, 1);
-		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
-	}
-	if (to_fd)
-		efd_sync(p);
-}
-
-void efd_sync(Pool *p)
-{
-	// Acquire: pairs with the release store of efd_on in knit_completion_fd()
-	// (the fd number is visible with the flag).
-	if (!knit_load_acquire_32(&p->efd_on))
-		return;
-	if (efd_pending(p)) {
-		efd_write(p);
-		// A reaper may have emptied everything before our write landed:
-		// look again, and take a write that signals nothing back. Pairs
-		// with the fence after the clear below (on the reaper's thread).
-		knit_fence_seq_cst();
-		if (efd_pending(p))
-			return;
-	}
-	efd_clear(p);
-	// Pairs with the fence above and with the producers' ordering of their
-	// progress before their write: whatever preceded a write we swallowed
-	// is visible to the re-check.
-	knit_fence_seq_cst();
-	if (efd_pending(p))
-		efd_write(p);
-}
-
-bool lane_wake(Pool *p, Lane *l, bool only_blocked)
-{
-	uint32_t v = knit_load_relaxed_32(l->parked);
-	if (v == 0 || (only_blocked && v != 2))
-		return false;
-	// The CAS claims the wake: exactly one host thread sends it, and a
-	// second publish before the worker is up sees parked == 0 and sends none.
-	if (knit_cas_acq_rel_32(l->parked, v, 0) != v)
-		return false;
-	KNIT_TRACE_HOST_RING(p, l->index, knit_load_relaxed_32(&l->tid));
-	// Release: pairs with the worker's acquire load of the sequence after
-	// its futex wait (a changed sequence = it was rung).
-	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
-	knit_add_acq_rel_32(l->wake_seq, 1);
-	knit_futex_wake(l->wake_seq, 1, p->futex_shared);
-	return true;
 }
 
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
@@ -959,8 +820,8 @@ void request_worker_stop(Pool *p)
 			KNIT_TRACE_STOP_REQUEST(p, i);
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
 	}
-	// Dekker: pairs with the worker's fence in park() between its store of
-	// parked and its re-check of the stop word.
+	// W1: pairs with the worker's W2 fence in worker_park() between its
+	// store of parked and its re-check of the stop word.
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);

@@ -291,7 +291,7 @@ struct Lane {
 	// Shared words (worker lanes).
 	uint8_t *block;
 	uint32_t *wake_seq;
-	uint32_t *parked; // 0 awake, 1 parked, 2 parked waiting for return-arena room
+	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
 	// Host side (dispatcher holder only).
@@ -458,23 +458,6 @@ void dispatch_backlog_append(Pool *p, Call *c);
 // Does no call like c wait in the private backlog (so c may be placed ahead
 // of the backlog without overtaking one)? Holder only.
 bool dispatch_backlog_clear_for(Pool *p, const Call *c);
-
-// Tell host waiters something happened (completions, inline work, stop, a
-// new deadline): bump the doorbell sequence and wake them if any sleep, and
-// bring the completion eventfd up to date (when `to_fd`: efd_sync()).
-void host_event(Pool *p, bool to_fd);
-
-// The completion eventfd's level (the contract of knit_completion_fd(3);
-// see dispatch.cpp): any thread, after making completions or results
-// pending (it writes; call it after a seq_cst fence that follows the
-// progress), or after reaping (it clears when nothing is left, and
-// re-checks). A no-op until the fd exists.
-void efd_sync(Pool *p);
-
-// Wake worker lane `l` if it announced it is parked (CAS parked -> 0, bump
-// its wake sequence, one futex wake). `only_blocked`: wake only a worker
-// parked waiting for return-arena room (parked == 2). Returns true if woken.
-bool lane_wake(Pool *p, Lane *l, bool only_blocked);
 
 // The waiting ladder shared by knit_complete, knit_call and knit_stop(DRAIN):
 // run passes while possible, then sleep on the doorbell (or the backoff

@@ -19,7 +19,8 @@
 //  S5 A: acquire loads pair with the producer's release store in flush().
 //  S6 host publish (release store of A) + seq_cst fence before reading the
 //     workers' parked flags (steal_flush) pairs with the worker's fence in
-//     park() between its store of parked and its re-check (pending()).
+//     worker_park() between its store of parked and its re-check (pending()):
+//     W1/W2 of src/wake.h.
 #include "src/common.h"
 
 #include <sched.h>
@@ -29,6 +30,7 @@
 #include "src/pool.h"
 #include "src/steal.h"
 #include "src/trace.h"
+#include "src/wake.h"
 
 namespace knit::detail {
 
@@ -345,31 +347,11 @@ void steal_flush(Pool *p)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
-	// S6 (no lost wake): pairs with the worker's fence in park() between its
+	// S6 = W1 (no lost wake): pairs with the worker's W2 fence in worker_park() between its
 	// store of parked and its re-check of the submit lock (pending()):
 	// either it sees our A or we see it parked below.
 	knit_fence_seq_cst();
 	steal_wake_one(p);
-}
-
-bool steal_wake_one(Pool *p)
-{
-	const uint32_t n = p->nworkers;
-	const uint32_t start = knit_load_relaxed_32(&p->steal.wake_cursor) % n;
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t w = (start + i) % n;
-		Lane *l = &p->lanes[w];
-		// Only a worker that says it is parked waiting for work (1): a
-		// spinning or running one finds the work itself, one parked for
-		// return-arena room (2) cannot claim.
-		if (knit_load_relaxed_32(l->parked) != 1)
-			continue;
-		if (lane_wake(p, l, false)) {
-			knit_store_relaxed_32(&p->steal.wake_cursor, (w + 1) % n);
-			return true;
-		}
-	}
-	return false;
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

@@ -226,10 +226,6 @@ int steal_stage(Pool *p, Call *c);
 // Host (dispatcher holder): publish every staged frame (one release store
 // of A), then wake ONE parked worker.
 void steal_flush(Pool *p);
-// Wake one worker that announced parked == 1 (parked waiting for work; one
-// waiting for return-arena room cannot claim), scanning from the wake
-// cursor. Any thread. Returns true when a wake was sent.
-bool steal_wake_one(Pool *p);
 // Host: worker i will never run again (acknowledged stop, failed to start).
 void steal_worker_gone(Pool *p, uint32_t i);
 // Host (dispatcher holder, mu NOT held): attribute every claim made since

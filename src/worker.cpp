@@ -14,9 +14,10 @@
 //      the batch runs long), then the doorbell is rung if the host armed it;
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
-//      park with the no-lost-wake handshake: read the wake sequence S, store
-//      parked, seq_cst fence, re-check the queue and the stop word, and only
-//      then futex-wait on S with park_ms as a watchdog.
+//      park with the no-lost-wake handshake of src/wake.h (worker_park: read
+//      the wake sequence S, store parked, seq_cst fence, re-check the queue
+//      and the stop word here, and only then futex-wait on S with park_ms as
+//      a watchdog).
 #include "src/common.h"
 
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/wake.h"
 
 namespace knit::detail {
 
@@ -69,31 +71,8 @@ void flush_results(Lane *l)
 {
 	if (l->wret.staged() == 0)
 		return;
-	Pool *p = l->pool;
 	l->wret.flush(); // P1: release store of A
-	// Dekker: pairs with the host's fence in host_sleep() between its store
-	// of armed and its re-check of A: either it sees our results or we see
-	// it armed. Also orders the publish before efd_sync()'s load of the
-	// dispatcher lock (pairs with the fence in dispatch_unlock()).
-	knit_fence_seq_cst();
-	// Counters are bumped before the ring: whoever the ring wakes may read
-	// the stats at once.
-	// Acquire: pairs with the release store of efd_on (the fd is set).
-	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
-	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
-	if (fd || armed) {
-		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
-		KNIT_TRACE_DOORBELL_RING(p, l->index);
-	}
-	if (fd)
-		// Our results are published (and fenced, above): it writes, or
-		// leaves them to the dispatcher holder's release (dispatch.cpp).
-		efd_sync(p);
-	if (armed) {
-		// Release: pairs with the host's acquire load of the sequence.
-		knit_add_acq_rel_32(p->db_seq, 1);
-		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
-	}
+	worker_ring(l); // D2: the fence, then the doorbell and the fd
 }
 
 // Queue a result locally (return arena full). The value is copied.
@@ -302,60 +281,26 @@ bool spin_capped(Lane *l, int64_t spin_ns, uint32_t cap)
 	return found;
 }
 
-// Leave the parked state. Returns true when a host claimed our park (its CAS
-// parked -> 0 in lane_wake() won): that host sends exactly one wake, and this
-// is where the worker counts it as received, so sent == received always.
-bool unpark(Lane *l)
+// The re-check after announcing a park (ParkRecheck, wake.h): work, a stop
+// request, or results that went out now keep us awake.
+bool park_recheck(Lane *l)
 {
-	// acq_rel: pairs with the host's CAS in lane_wake(); whoever moves
-	// parked to 0 first owns the wake.
-	return knit_xchg_acq_rel_32(l->parked, 0) == 0;
+	return worker_request_pending(l) || knit_load_relaxed_32(l->stop) != kStopRunning ||
+	       (l->local->pend_count != 0 && publish_pending(l));
 }
 
 void park(Lane *l, int64_t park_ns)
 {
-	Pool *p = l->pool;
-	WorkerLocal *w = l->local;
-	// Acquire: pairs with the host's add to the sequence in lane_wake().
-	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
-	knit_store_relaxed_32(l->parked, w->pend_count != 0 ? 2 : 1);
-	// Dekker (no lost wake): pairs with the host's fence between its release
-	// store of A (flush_staged; steal: steal_flush, S6 in steal.cpp), of the
-	// stop word (request_worker_stop) or of B (reap_lane) and its load of
-	// parked in lane_wake(): either we see its store in the re-check below
-	// or it sees us parked and rings.
-	knit_fence_seq_cst();
-	if (worker_request_pending(l) || knit_load_relaxed_32(l->stop) != kStopRunning ||
-	    (w->pend_count != 0 && publish_pending(l))) {
-		if (unpark(l)) { // a host rang while we were re-checking
-			counter_bump(lane_counter(l->ext, kWcWakesReceived));
-			KNIT_TRACE_WORKER_WAKE(p, l->index,
-					       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
-											     : KNIT_TRACE_WAKE_RUNG);
-		}
-		return;
-	}
-	counter_bump(lane_counter(l->ext, kWcParks));
-	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
-	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
-	if (unpark(l)) {
-		counter_bump(lane_counter(l->ext, kWcWakesReceived));
-		KNIT_TRACE_WORKER_WAKE(p, l->index,
-				       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
-										     : KNIT_TRACE_WAKE_RUNG);
-	} else if (r == KNIT_FUTEX_TIMED_OUT) {
-		counter_bump(lane_counter(l->ext, kWcWatchdog));
-		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
-		worker_arena_trim(l); // idle for park_ms: give the return arena back (trim.cpp)
-	} else {
-		counter_bump(lane_counter(l->ext, kWcSpurious));
-		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);
-	}
+	// Results waiting for return-arena room: only the host's reap (which
+	// gives room back) wakes us for them (lane_wake's only_blocked).
+	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
+	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
+		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
 
 void acknowledge_stop(Lane *l)
 {
-	knit_store_relaxed_32(l->parked, 0);
+	knit_store_relaxed_32(l->parked, kAwake);
 	// Before the store: once the host sees ACKNOWLEDGED it may return and
 	// the process exit.
 	KNIT_TRACE_STOP_ACK(l->pool, l->index);
