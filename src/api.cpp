@@ -95,50 +95,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	knit_add_acq_rel_64(&p->outstanding, 1);
 	pthread_mutex_unlock(&p->mu);
 
-	bool placed_direct = false, queued = false, over = false;
-	if (dispatch_trylock(p)) {
-		dispatch_flush_backlog(p);
-		if (dispatch_backlog_clear_for(p, c)) {
-			placed_direct = dispatch_place_new(p, c);
-			// A placed call keeps its host-queue hold until it ran
-			// (inline lane) or its frame was reaped (worker lanes).
-			if (placed_direct && c->lane != kNoLane)
-				queued = true;
-		}
-		if (!placed_direct) {
-			uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
-			if (old >= p->cfg.max_pending) {
-				knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-				over = true;
-			} else {
-				dispatch_backlog_append(p, c);
-				queued = true;
-			}
-		}
-		dispatch_unlock(p);
-	} else {
-		uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
-		if (old >= p->cfg.max_pending) {
-			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-			over = true;
-		} else {
-			queued = true;
-			cds_wfcq_node_init(&c->qnode);
-			// Release: pairs with the dispatcher's acquire load of pub after
-			// it dequeues the node (dispatch_flush_backlog).
-			knit_store_release_32(&c->pub, 1);
-			cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
-			// Pairs with the fence in dispatch_unlock() after the release:
-			// either the holder sees our node or our try-lock succeeds.
-			knit_fence_seq_cst();
-			if (dispatch_trylock(p)) {
-				dispatch_flush_backlog(p);
-				dispatch_unlock(p);
-			}
-		}
-	}
-	if (queued && !over)
-		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+	const int admitted = dispatch_submit(p, c);
+	const bool queued = admitted > 0;
 
 	pthread_mutex_lock(&p->mu);
 	// A knit_stop(CANCEL) that ran while we were placing the call finds it
@@ -146,7 +104,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	// It then has its one completion, so it was accepted: report success
 	// below instead of undoing it (undoing would deliver a completion for a
 	// call the caller was told failed, and count it out twice).
-	if (over && !c->completed) {
+	if (admitted == -KNIT_EAGAIN && !c->completed) {
 		// Never reachable by anyone else: undo it completely.
 		const uint64_t before = call_undo_locked(p, c);
 		pthread_mutex_unlock(&p->mu);

@@ -43,6 +43,108 @@ uint64_t rng_next(Pool *p)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
+// The request frame that tells a worker to run c.
+FrameHead frame_of(const Call *c)
+{
+	FrameHead h;
+	memset(&h, 0, sizeof h);
+	h.task = c->task;
+	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
+	h.ticket = c->index;
+	h.generation = c->gen;
+	h.status = 0;
+	h.deadline_ns = (uint64_t)c->deadline_ns;
+	return h;
+}
+
+// c's argument bytes are in shared memory now: the host copy is no longer
+// needed.
+void drop_arg_copy(Call *c)
+{
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	c->arg.data = nullptr;
+}
+
+// ---- the steal topology's host side (the claim protocol: src/steal.h) --------------
+
+// Attribute every claim made since the last look (holder, mu NOT held). A
+// worker's ACK toggle of an unclaimed lane makes that worker the claimant of
+// the lane's call (Call::lane = the worker), so a result or a running stamp
+// counts only from the worker that claimed the call. Toggles of lanes with
+// no unclaimed call are ignored.
+void steal_track(Pool *p)
+{
+	StealHost &s = p->steal;
+	if (!s.on || s.unclaimed == 0)
+		return;
+	uint32_t claimed[kMaxStealConsumers];
+	uint32_t any = 0;
+	for (uint32_t w = 0; w < p->nworkers; w++) {
+		// S2: acquire, pairs with worker w's release store of ACK[w]
+		// (claim_end): a claim is seen before anything the worker did
+		// after it (its result's publish, its running stamp).
+		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
+		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		s.ack_seen[w] = a;
+		any |= claimed[w];
+	}
+	if (any == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t w = 0; w < p->nworkers; w++)
+		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+				c->lane = w;
+		}
+	pthread_mutex_unlock(&p->mu);
+	s.unclaimed &= ~any;
+}
+
+// Stage c into the shared submit lock (holder). 0, -KNIT_EAGAIN (no free
+// lane or arena room now) or another negative code (never publishable).
+int steal_stage(Pool *p, Call *c)
+{
+	const FrameHead h = frame_of(c);
+	StealHost &s = p->steal;
+	int rc = s.req.stage(h, c->arg);
+	if (rc < 0)
+		return rc;
+	const uint32_t bit = 1u << (uint32_t)rc;
+	if (s.unclaimed & bit) {
+		// The producer saw this lane retired in ACK words we have not
+		// looked at since: attribute the claim of its previous call now
+		// (our loads are at least as new as the producer's).
+		steal_track(p);
+		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+	}
+	s.lane_ticket[rc] = c->index;
+	s.lane_gen[rc] = c->gen;
+	s.unclaimed |= bit;
+	s.staged++;
+	c->lane = kStealLane;
+	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
+	drop_arg_copy(c);
+	return 0;
+}
+
+// Publish every staged frame (one release store of A), then wake ONE parked
+// worker (holder).
+void steal_flush(Pool *p)
+{
+	if (p->steal.staged == 0)
+		return;
+	p->steal.req.flush(); // S5 / P1: one release store of A
+	p->steal.staged = 0;
+	// S6 = W1 (no lost wake): pairs with the worker's W2 fence in worker_park() between its
+	// store of parked and its re-check of the submit lock (pending()):
+	// either it sees our A or we see it parked below.
+	knit_fence_seq_cst();
+	steal_wake_one(p);
+}
+
 // ---- placement ---------------------------------------------------------------------
 
 // Put c into lane l (holder only). 0, -KNIT_EAGAIN (no room now) or another
@@ -64,32 +166,21 @@ int stage_call(Pool *p, Lane *l, Call *c)
 		knit_add_relaxed_32(&p->inline_queued, 1);
 		return 0;
 	}
-	FrameHead h;
-	memset(&h, 0, sizeof h);
-	h.task = c->task;
-	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
-	h.ticket = c->index;
-	h.generation = c->gen;
-	h.status = 0;
-	h.deadline_ns = (uint64_t)c->deadline_ns;
-	int rc = l->req.stage(h, c->arg);
+	int rc = l->req.stage(frame_of(c), c->arg);
 	if (rc < 0)
 		return rc;
 	l->inflight++;
 	l->staged++;
 	c->lane = l->index;
 	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
-	// The bytes are in shared memory now; the host copy is no longer needed.
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	c->arg.data = nullptr;
+	drop_arg_copy(c);
 	return 0;
 }
 
 int place(Pool *p, Call *c)
 {
 	if (p->steal.on)
-		return steal_stage(p, c); // one shared submit lock (steal.cpp)
+		return steal_stage(p, c); // one shared submit lock
 	if (c->flags & kCallPinned)
 		return stage_call(p, &p->lanes[c->pin_lane], c);
 	const uint32_t n = p->nlanes;
@@ -586,6 +677,58 @@ void backlog_hw_update(Pool *p, uint64_t now_count)
 	}
 }
 
+namespace {
+// Count one more call in the backlog, within max_pending (any thread):
+// false, and nothing counted, when it is full.
+bool backlog_admit(Pool *p)
+{
+	const uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
+	if (old < p->cfg.max_pending)
+		return true;
+	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+	return false;
+}
+} // namespace
+
+int dispatch_submit(Pool *p, Call *c)
+{
+	bool placed_direct = false, queued = false;
+	if (dispatch_trylock(p)) {
+		dispatch_flush_backlog(p);
+		if (dispatch_backlog_clear_for(p, c)) {
+			placed_direct = dispatch_place_new(p, c);
+			// A placed call keeps its host-queue hold until it ran
+			// (inline lane) or its frame was reaped (worker lanes).
+			if (placed_direct && c->lane != kNoLane)
+				queued = true;
+		}
+		if (!placed_direct && backlog_admit(p)) {
+			dispatch_backlog_append(p, c);
+			queued = true;
+		}
+		dispatch_unlock(p);
+	} else if (backlog_admit(p)) {
+		queued = true;
+		cds_wfcq_node_init(&c->qnode);
+		// Release: pairs with the dispatcher's acquire load of pub after
+		// it dequeues the node (dispatch_flush_backlog).
+		knit_store_release_32(&c->pub, 1);
+		cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
+		// Pairs with the fence in dispatch_unlock() after the release:
+		// either the holder sees our node or our try-lock succeeds.
+		knit_fence_seq_cst();
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+		}
+	}
+	if (!placed_direct && !queued)
+		return -KNIT_EAGAIN; // backlog full (max_pending)
+	if (queued)
+		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+	return queued ? 1 : 0;
+}
+
 bool dispatch_trylock(Pool *p)
 {
 	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
@@ -601,8 +744,9 @@ void dispatch_unlock(Pool *p)
 	for (;;) {
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
-		// Pairs with the fence in enqueue (after its backlog push, before its
-		// try-lock): either it gets the lock or we see its call below; and
+		// Pairs with the fence in dispatch_submit (after its backlog push,
+		// before its try-lock): either it gets the lock or we see its call
+		// below; and
 		// (H1) with the D1 fence in host_doorbell_sleep(): a host that
 		// went to sleep because we held the lock is woken when we leave
 		// work behind (results not reaped, inline calls not run,
@@ -825,6 +969,12 @@ void request_worker_stop(Pool *p)
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
+}
+
+void steal_worker_gone(Pool *p, uint32_t i)
+{
+	if (p->steal.on && i < p->nworkers)
+		steal_mark_dead(p->steal.ctl, i);
 }
 
 } // namespace knit::detail

@@ -318,6 +318,23 @@ struct Lane {
 	int32_t cpu; // the one CPU the worker is pinned to, -1 = none (set before start)
 };
 
+// ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
+struct StealHost {
+	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
+	uint8_t *ctl;        // steal control block
+	uint8_t *lock;       // the shared submit lock
+	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
+	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
+	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
+	// Who claimed what (dispatcher holder only; see steal_track): the call
+	// each submit lane carries until a worker's ACK toggle names its
+	// claimant, and the last ACK word seen from each worker.
+	uint32_t unclaimed;                 // lanes whose call has no claimant yet
+	uint32_t lane_ticket[kLanes];       // that call's record index
+	uint32_t lane_gen[kLanes];          // and generation
+	uint32_t ack_seen[kMaxStealConsumers];
+};
+
 // ---- the pool ------------------------------------------------------------------------
 
 struct TaskEntry {
@@ -431,6 +448,15 @@ inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relax
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
 
+// Admit a new call (accepted and counted in outstanding; holds
+// kHoldHostQueue): place it at once when the dispatcher is free and no call
+// like it waits, else queue it in the backlog, within max_pending. Returns 1
+// when a lane or the backlog keeps it (its host-queue hold stays), 0 when no
+// queue keeps it any more (it ran inline, or was completed), -KNIT_EAGAIN
+// when the backlog is full (nothing references it; the caller undoes it
+// unless a stop completed it meanwhile). Any host thread.
+int dispatch_submit(Pool *p, Call *c);
+
 // Try to become the dispatcher (never blocks). Pairs with dispatch_unlock.
 bool dispatch_trylock(Pool *p);
 // Release the dispatcher, then re-check the backlog and take it again when
@@ -474,6 +500,10 @@ void cancel_all(Pool *p);
 void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
+
+// Steal topology: worker i will never run again (acknowledged stop, failed
+// to start): survivors may ignore its WANT (steal.h, dead consumers).
+void steal_worker_gone(Pool *p, uint32_t i);
 
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane

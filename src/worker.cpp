@@ -21,6 +21,7 @@
 #include "src/common.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -73,6 +74,63 @@ void flush_results(Lane *l)
 		return;
 	l->wret.flush(); // P1: release store of A
 	worker_ring(l); // D2: the fence, then the doorbell and the fd
+}
+
+// Is there request work for this worker? Lanes topology: its request lock
+// has pending frames. Steal: the submit lock has pending lanes AND the
+// worker may claim (no results waiting for room).
+bool worker_request_pending(Lane *l)
+{
+	if (!l->pool->steal.on)
+		return l->wreq.pending() != 0; // C1: acquire load of A
+	// A worker whose results wait for return-arena room may not claim.
+	return l->local->pend_count == 0 && l->sc.pending() != 0;
+}
+
+// Steal topology: claim into the local run queue (only when it is empty and
+// no result waits for room) what the consumer's take_max allows (the pool:
+// one call, the oldest of a region), copying each frame's argument out so
+// the lanes can be ACKed at once. Returns the frames taken (0: none).
+uint32_t steal_take(Lane *l)
+{
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	// Claim only with an empty run queue and every result written.
+	if (w->held_count != 0 || w->pend_count != 0 || l->wret.staged() != 0)
+		return 0;
+	uint32_t n = 0;
+	const uint64_t conflicts0 = l->sc.conflicts();
+	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
+		if (rc == -KNIT_EINVAL)
+			return; // not offered: cannot happen with our own take
+		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
+		f.slot = lane;
+		f.rc = rc;
+		f.head = h;
+		f.buf = nullptr;
+		memset(&f.view, 0, sizeof f.view);
+		// The lane is ACKed at the end of the claim: the argument must not
+		// point into it any more.
+		if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
+			f.rc = -KNIT_ENOMEM;
+		w->held_count++;
+		n++;
+	});
+	if (l->sc.conflicts() != conflicts0)
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealConflicts), l->sc.conflicts());
+	if (take != 0) {
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
+		// More pending than we took: hand it to a parked peer now rather
+		// than after our batch (the host woke only one of us).
+		if (l->sc.pending() != 0)
+			steal_wake_one(p);
+	} else if (l->sc.pending() != 0) {
+		// Pending but not ours to take: a peer is mid-claim on it (or a
+		// senior announced it). That lasts one straight-line claim; let
+		// the peer run instead of spinning on it.
+		sched_yield();
+	}
+	return n;
 }
 
 // Queue a result locally (return arena full). The value is copied.
@@ -162,7 +220,7 @@ bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskO
 bool take_requests(Lane *l)
 {
 	if (l->pool->steal.on)
-		return steal_take(l) != 0; // claim a region of the shared lock (steal.cpp)
+		return steal_take(l) != 0; // claim a region of the shared lock
 	WorkerLocal *w = l->local;
 	uint32_t snap = l->wreq.pending();
 	if (snap == 0)
