@@ -393,7 +393,12 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
-	p->lanes = static_cast<Lane *>(calloc(p->nlanes, sizeof(Lane)));
+	// Lane is 128-byte aligned (its host and worker halves): calloc's
+	// alignment is not enough.
+	void *lanes_mem = nullptr;
+	if (posix_memalign(&lanes_mem, alignof(Lane), (size_t)p->nlanes * sizeof(Lane)) == 0)
+		memset(lanes_mem, 0, (size_t)p->nlanes * sizeof(Lane));
+	p->lanes = static_cast<Lane *>(lanes_mem);
 	if (p->abort_in_use == nullptr || p->lanes == nullptr) {
 		pool_free(kp);
 		return -KNIT_ENOMEM;

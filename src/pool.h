@@ -1,11 +1,25 @@
 // SPDX-License-Identifier: MIT
-// src/pool.h - the thread-pool runtime behind the C ABI: the pool, its lanes,
-// the host-side call records and the worker-side context. Shared by
-// src/options.cpp (option resolution), src/pool.cpp (create, destroy, stats),
-// src/tickets.cpp (call records, deadline heap), src/dispatch.cpp (the host
-// dispatcher: placement, reaping, the waiting ladder, the doorbell),
-// src/worker.cpp (the worker loop, park/wake, knit_ctx_*) and src/api.cpp
-// (the public entries).
+// src/pool.h - the thread-pool runtime's types behind the C ABI: the pool,
+// its lanes, the host-side call records and the worker-side context, plus
+// the entry points of the rooms that share them: src/options.cpp (option
+// resolution), src/pool.cpp (create, destroy, stats), src/dispatch.cpp (the
+// host dispatcher: admission, placement, reaping, deadlines, the waiting
+// ladder), src/trim.cpp (arena give-back) and src/worker.cpp (the worker
+// loop, the task runner, knit_ctx_*). Two rooms have their own contract
+// header above this one: src/calls.h (call records' lifecycle, hand-out)
+// and src/wake.h (park/unpark, the doorbell, host events, the eventfd).
+// src/api.cpp holds the host ABI entries: argument checks, then a call into
+// each room.
+//
+// Floors (project headers; every #include points down, none back up):
+//   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
+//   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
+//   protocol only) -> src/pool.h (types) -> {src/wake.h, src/calls.h,
+//   options.cpp} -> {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp}
+// (include/knitting.h and src/trace.h are the ground floor: they include
+// nothing of ours). wake.cpp and calls.cpp include only pool.h (and
+// trace.h) below their own header, so neither room calls the other or any
+// room above it.
 //
 // Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a thread with
 // a request lock (host produces, worker consumes) and a return lock (worker
@@ -284,18 +298,28 @@ struct WorkerLocal {
 	uint32_t pend_head, pend_count;
 };
 
+// Who writes what decides where it lives: the host half and the worker half
+// each start a 128-byte block of their own (alignas), so the host's
+// per-call writes (in-flight counts, staging, reaping) never share a cache
+// line (or an adjacent-line prefetch pair) with the worker's.
 struct Lane {
+	// Set at creation, read-only afterwards (both sides).
 	Pool *pool;
 	uint32_t index;
 	bool is_inline;
+	bool started;  // the thread was started (host: create/destroy only)
+	int32_t cpu;   // the one CPU the worker is pinned to, -1 = none (set before start)
+	pthread_t thread;
 	// Shared words (worker lanes).
 	uint8_t *block;
 	uint32_t *wake_seq;
 	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
-	// Host side (dispatcher holder only).
-	LockProducer req;
+	WorkerLocal *local; // the worker's run queue and pending results
+
+	// ---- host half (dispatcher holder only, unless noted) ----
+	alignas(128) LockProducer req;
 	LockConsumer ret;
 	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
 	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
@@ -306,16 +330,14 @@ struct Lane {
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
-	// Worker side (the lane's thread only).
-	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
-		      // read by the host only as the host_ring probe's argument
+
+	// ---- worker half (the lane's thread only) ----
+	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
+	                           // (relaxed), read by the host only as the
+	                           // host_ring probe's argument
 	LockConsumer wreq;
 	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
-	WorkerLocal *local;
-	pthread_t thread;
-	bool started;
-	int32_t cpu; // the one CPU the worker is pinned to, -1 = none (set before start)
 };
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
@@ -390,6 +412,13 @@ struct alignas(128) Pool {
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
+	// The completion eventfd, written once (knit_completion_fd) and read
+	// by every worker after every result (worker_ring): on a block of its
+	// own, away from outstanding and mu, which the host writes ~10 times
+	// per call.
+	alignas(128) uint32_t efd_on; // 1 once efd exists (atomic; workers read)
+	int efd;                      // completion eventfd or -1
+
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
@@ -397,8 +426,6 @@ struct alignas(128) Pool {
 	uint64_t outstanding;               // accepted, not completed (atomic)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
-	int efd;                            // completion eventfd or -1
-	uint32_t efd_on;                    // 1 once efd exists (atomic; workers read)
 
 	// Under mu.
 	pthread_mutex_t mu;
