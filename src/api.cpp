@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // src/api.cpp - the host-side entries of the C ABI: enqueue, complete, call,
 // cancel, stop, the completion eventfd and completion release. Argument
-// checks come first and never touch the pool's state; every accepted call
-// ends in exactly one completion (see dispatch.cpp for how).
+// checks come first and never touch the pool's state; then each entry calls
+// into the rooms: src/calls.h (records, completion, hand-out),
+// src/dispatch.cpp (admission: dispatch_submit; the waiting ladder) and
+// src/wake.h (host events, the eventfd). Every accepted call ends in exactly
+// one completion (src/calls.h has the record's life).
 #include "src/common.h"
 
 #include <fcntl.h>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// src/dispatch.cpp - the host dispatcher: placing calls into lanes (the
-// balancers), the bounded multi-producer backlog, reaping results, deadline
-// expiry, the hard timeout, the inline lane, completions, and the waiting
-// ladder with the doorbell.
+// src/dispatch.cpp - the host dispatcher: admitting calls (dispatch_submit),
+// placing them into lanes (the balancers; the steal topology's submit lock),
+// the bounded multi-producer backlog, reaping results, deadline expiry, the
+// hard timeout, the inline lane, and the waiting ladder. A call record's
+// lifecycle is src/calls.h's; waking is src/wake.h's.
 //
 // The dispatcher is a try-lock: any host thread that gets it runs a pass;
 // nobody ever waits for it. The holder owns the request-lock producers, the
@@ -138,9 +139,10 @@ void steal_flush(Pool *p)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
-	// S6 = W1 (no lost wake): pairs with the worker's W2 fence in worker_park() between its
-	// store of parked and its re-check of the submit lock (pending()):
-	// either it sees our A or we see it parked below.
+	// S6 = W1 (no lost wake): pairs with the worker's W2 fence in
+	// worker_park() between its store of parked and its re-check of the
+	// submit lock (pending()): either it sees our A or we see it parked
+	// below.
 	knit_fence_seq_cst();
 	steal_wake_one(p);
 }

@@ -20,9 +20,9 @@
 //  S4 DEAD: the host's release OR pairs with the consumers' acquire loads.
 //  S5 A: acquire loads pair with the producer's release store in flush().
 //  S6 host publish (release store of A) + seq_cst fence before reading the
-//     workers' parked flags (steal_flush, src/dispatch.cpp) pairs with the worker's fence in
-//     worker_park() between its store of parked and its re-check (pending()):
-//     W1/W2 of src/wake.h.
+//     workers' parked flags (steal_flush, src/dispatch.cpp) pairs with the
+//     worker's fence in worker_park() between its store of parked and its
+//     re-check (pending()): W1/W2 of src/wake.h.
 #include "src/common.h"
 
 #include <sched.h>

@@ -349,8 +349,9 @@ bool park_recheck(Lane *l)
 
 void park(Lane *l, int64_t park_ns)
 {
-	// Results waiting for return-arena room: only the host's reap (which
-	// gives room back) wakes us for them (lane_wake's only_blocked).
+	// Results waiting for return-arena room: the host's reap, which gives
+	// room back, wakes us even when it publishes nothing (lane_wake's
+	// only_blocked), and steal_wake_one passes us over (we may not claim).
 	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
 	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
 		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
