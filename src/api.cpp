@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 // src/api.cpp - the host-side entries of the C ABI: enqueue, complete, call,
 // cancel, stop, the completion eventfd and completion release. Argument
-// checks come first and never touch the pool's state; every accepted call
-// ends in exactly one completion (see dispatch.cpp for how).
+// checks come first and never touch the pool's state; then each entry calls
+// into the rooms: src/calls.h (records, completion, hand-out),
+// src/dispatch.cpp (admission: dispatch_submit; the waiting ladder) and
+// src/wake.h (host events, the eventfd). Every accepted call ends in exactly
+// one completion (src/calls.h has the record's life).
 #include "src/common.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
+#include "src/wake.h"
 
 using namespace knit::detail;
 
@@ -73,23 +78,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		return -KNIT_ECLOSED;
 	}
 	int err = 0;
-	Call *c = p->tickets.alloc(&err);
+	Call *c = call_alloc_locked(p, a.abortable, &err);
 	if (c == nullptr) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
 		return err;
 	}
-	if (a.abortable) {
-		c->abort_bit = abort_alloc_locked(p);
-		if (c->abort_bit < 0) {
-			c->holds = 0;
-			p->tickets.free(c);
-			pthread_mutex_unlock(&p->mu);
-			free(buf);
-			return -KNIT_EAGAIN;
-		}
-	}
-	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
 	c->task = a.task;
 	c->flags = a.flags;
 	c->pin_lane = a.pin_lane;
@@ -104,50 +98,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	knit_add_acq_rel_64(&p->outstanding, 1);
 	pthread_mutex_unlock(&p->mu);
 
-	bool placed_direct = false, queued = false, over = false;
-	if (dispatch_trylock(p)) {
-		dispatch_flush_backlog(p);
-		if (dispatch_backlog_clear_for(p, c)) {
-			placed_direct = dispatch_place_new(p, c);
-			// A placed call keeps its host-queue hold until it ran
-			// (inline lane) or its frame was reaped (worker lanes).
-			if (placed_direct && c->lane != kNoLane)
-				queued = true;
-		}
-		if (!placed_direct) {
-			uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
-			if (old >= p->cfg.max_pending) {
-				knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-				over = true;
-			} else {
-				dispatch_backlog_append(p, c);
-				queued = true;
-			}
-		}
-		dispatch_unlock(p);
-	} else {
-		uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
-		if (old >= p->cfg.max_pending) {
-			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-			over = true;
-		} else {
-			queued = true;
-			cds_wfcq_node_init(&c->qnode);
-			// Release: pairs with the dispatcher's acquire load of pub after
-			// it dequeues the node (dispatch_flush_backlog).
-			knit_store_release_32(&c->pub, 1);
-			cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
-			// Pairs with the fence in dispatch_unlock() after the release:
-			// either the holder sees our node or our try-lock succeeds.
-			knit_fence_seq_cst();
-			if (dispatch_trylock(p)) {
-				dispatch_flush_backlog(p);
-				dispatch_unlock(p);
-			}
-		}
-	}
-	if (queued && !over)
-		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+	const int admitted = dispatch_submit(p, c);
+	const bool queued = admitted > 0;
 
 	pthread_mutex_lock(&p->mu);
 	// A knit_stop(CANCEL) that ran while we were placing the call finds it
@@ -155,22 +107,16 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	// It then has its one completion, so it was accepted: report success
 	// below instead of undoing it (undoing would deliver a completion for a
 	// call the caller was told failed, and count it out twice).
-	if (over && !c->completed) {
+	if (admitted == -KNIT_EAGAIN && !c->completed) {
 		// Never reachable by anyone else: undo it completely.
-		abort_release_locked(p, c);
-		// acq_rel: pairs with the acquire loads of outstanding (as above).
-		const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
-		c->holds = 0;
-		free(c->arg_buf);
-		c->arg_buf = nullptr;
-		p->tickets.free(c);
+		const uint64_t before = call_undo_locked(p, c);
 		pthread_mutex_unlock(&p->mu);
 		// The undo can be what takes outstanding to 0 (a knit_stop that
 		// set closed after our increment counted this call): the waiters
 		// of drained_ready() / complete_ready() must re-evaluate, exactly
-		// as after a completion. Dekker: host_event()'s seq_cst fence
+		// as after a completion. Dekker: host_event()'s seq_cst fence (H1)
 		// between our decrement and its load of host_waiters pairs with
-		// the fence in host_sleep() between the waiter's increment of
+		// the D1 fence in host_doorbell_sleep() between the waiter's increment of
 		// host_waiters and its ready() re-check: either it sees 0 or we
 		// see it waiting and bump the doorbell sequence it sleeps on.
 		if (before == 1)
@@ -180,12 +126,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	uint32_t drop = kHoldEnqueue;
 	if (!queued)
 		drop |= kHoldHostQueue;
-	if (a.deadline_ns != 0 && !c->completed) {
-		p->heap.push(c);
-		Call *top = p->heap.top();
-		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
-				      top ? (uint64_t)top->deadline_ns : 0);
-	}
+	if (a.deadline_ns != 0 && !c->completed)
+		deadline_track_locked(p, c);
 	if (out_call != nullptr)
 		*out_call = c; // kHoldUser keeps it ours
 	call_unhold_locked(p, c, drop);
@@ -193,9 +135,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
 	if (a.deadline_ns != 0) {
-		// Dekker: pairs with the fence in host_sleep() between its
-		// increment of host_waiters and its read of earliest_deadline
-		// (next_wake): either it plans with our deadline or we see it
+		// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep()
+		// between its increment of host_waiters and its read of
+		// earliest_deadline (next_wake): either it plans with our deadline or we see it
 		// waiting and bump the sequence it sleeps on. The unlock above is
 		// only a release, so without this fence our load of host_waiters
 		// could pass the store of earliest_deadline (tests/model/
@@ -274,89 +216,6 @@ bool drained_ready(Pool *p, void *)
 	return knit_load_acquire_64(&p->outstanding) == 0;
 }
 
-// A completion's check word: ties its handle to this pool, so stray bytes
-// are unlikely to pass for a handle even before the table lookup.
-uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
-
-// Register result bytes about to be handed out (under mu): the handle
-// (never 0), or 0 when the table cannot grow.
-uint64_t owned_register_locked(Pool *p, uint8_t *buf)
-{
-	uint32_t slot;
-	if (p->owned_free != 0) {
-		slot = p->owned_free - 1;
-		p->owned_free = p->owned[slot].next;
-	} else {
-		if (p->owned_n == p->owned_cap) {
-			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
-			if (ncap <= p->owned_cap)
-				return 0;
-			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
-			if (m == nullptr)
-				return 0;
-			p->owned = static_cast<OwnedBuf *>(m);
-			p->owned_cap = ncap;
-		}
-		slot = p->owned_n++;
-		p->owned[slot].gen = 0;
-	}
-	OwnedBuf *o = &p->owned[slot];
-	o->gen++;
-	if (o->gen == 0)
-		o->gen = 1;
-	o->buf = buf;
-	o->next = 0;
-	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
-}
-
-// Move a completed record into *out (the bytes change owner) and drop the
-// user hold (under mu).
-void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
-{
-	memset(out, 0, sizeof *out);
-	out->ticket = ticket_of(c);
-	out->user_data = c->user_data;
-	out->status = c->status;
-	out->task = c->task;
-	out->result = c->result;
-	if (c->result_buf != nullptr) {
-		const uint64_t h = owned_register_locked(p, c->result_buf);
-		if (h != 0) {
-			out->reserved[0] = h;
-			out->reserved[1] = owned_check(p, h);
-		} else {
-			// No room to track the bytes: the call still gets its one
-			// completion, as an allocation failure.
-			free(c->result_buf);
-			out->status = -KNIT_ENOMEM;
-			memset(&out->result, 0, sizeof out->result);
-		}
-	}
-	c->result_buf = nullptr;
-	memset(&c->result, 0, sizeof c->result);
-	call_unhold_locked(p, c, kHoldUser);
-	knit_add_relaxed_64(&p->st_completed, 1);
-}
-
-int deliver(Pool *p, knit_completion_t *out, unsigned max)
-{
-	if (knit_load_relaxed_32(&p->cq_count) == 0)
-		return 0;
-	unsigned n = 0;
-	pthread_mutex_lock(&p->mu);
-	while (n < max && p->cq_head != nullptr) {
-		Call *c = p->cq_head;
-		p->cq_head = c->cq_next;
-		if (p->cq_head == nullptr)
-			p->cq_tail = nullptr;
-		knit_fetch_add_relaxed_32(&p->cq_count, (uint32_t)-1);
-		hand_out_locked(p, c, &out[n]);
-		n++;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return (int)n;
-}
-
 } // namespace
 
 extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
@@ -409,35 +268,7 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completi
 {
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
-	Pool *p = &pool->p;
-	const uint64_t h = c->reserved[0];
-	if (h == 0) {
-		// Owns nothing: empty (never filled, already released, or a
-		// result without bytes) unless it points at bytes not ours.
-		if (codec_has_bytes(c->result.type) && c->result.data != nullptr)
-			return -KNIT_EINVAL;
-	} else {
-		const uint32_t slot = (uint32_t)h - 1;
-		const uint32_t gen = (uint32_t)(h >> 32);
-		pthread_mutex_lock(&p->mu);
-		OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
-		if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
-		    c->result.data != o->buf) {
-			pthread_mutex_unlock(&p->mu);
-			return -KNIT_EINVAL; // a copy already released, or never ours
-		}
-		uint8_t *buf = o->buf;
-		o->buf = nullptr;
-		o->next = p->owned_free;
-		p->owned_free = slot + 1;
-		pthread_mutex_unlock(&p->mu);
-		free(buf);
-	}
-	c->reserved[0] = 0;
-	c->reserved[1] = 0;
-	memset(&c->result, 0, sizeof c->result);
-	c->result.type = KNIT_VALUE_NONE;
-	return 0;
+	return completion_release(&pool->p, c);
 }
 
 extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
@@ -497,8 +328,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	Pool *p = &pool->p;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED;
-	const uint32_t index = (uint32_t)ticket;
-	const uint32_t gen = (uint32_t)(ticket >> 32);
+	const uint32_t index = ticket_index(ticket);
+	const uint32_t gen = ticket_gen(ticket);
 	Call *c = gen != 0 ? p->tickets.lookup(index) : nullptr;
 	if (c == nullptr)
 		return -KNIT_ENOTFOUND;
@@ -512,9 +343,7 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 			pthread_mutex_unlock(&p->mu);
 			return -KNIT_EINVAL;
 		}
-		const uint32_t b = (uint32_t)c->abort_bit;
-		// Release: pairs with the worker's acquire load in knit_ctx_aborted().
-		knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
+		abort_raise_locked(p, c);
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}

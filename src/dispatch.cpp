@@ -1,34 +1,28 @@
 // SPDX-License-Identifier: MIT
-// src/dispatch.cpp - the host dispatcher: placing calls into lanes (the
-// balancers), the bounded multi-producer backlog, reaping results, deadline
-// expiry, the hard timeout, the inline lane, completions, and the waiting
-// ladder with the doorbell.
+// src/dispatch.cpp - the host dispatcher: admitting calls (dispatch_submit),
+// placing them into lanes (the balancers; the steal topology's submit lock),
+// the bounded multi-producer backlog, reaping results, deadline expiry, the
+// hard timeout, the inline lane, and the waiting ladder. A call record's
+// lifecycle is src/calls.h's; waking is src/wake.h's.
 //
 // The dispatcher is a try-lock: any host thread that gets it runs a pass;
 // nobody ever waits for it. The holder owns the request-lock producers, the
 // return-lock consumers, the private backlog list and the inline FIFO.
 //
-// No lost wake, host -> worker (lane_wake): the host publishes into lane i
-// (release store of A), then a seq_cst fence, then loads `parked`; the worker
-// stores `parked`, fences, then re-checks A before it futex-waits on its wake
-// sequence (worker.cpp park()). One of the two sees the other's store.
-//
-// No lost ring, worker -> host (the doorbell): a waiting host arms
-// (store armed = 1), fences, re-checks every return lock's A against what was
-// last reaped, and only then futex-waits on the doorbell sequence it read
-// before arming; a worker publishes results (release store of A), fences,
-// loads armed and, if set, CASes it 1 -> 0 (one ring per burst), bumps the
-// sequence and wakes. Host-side events (completions produced by another host
-// thread, inline work left behind, stop, a new deadline) bump the same
-// sequence through host_event(), which pairs its fence with the sleeper's.
+// Waking (the workers after a publish, host waiters after a completion, the
+// doorbell sleep and the completion eventfd) is the wake room's protocol:
+// src/wake.h has its pairing table (W*, D*, H*, E*), which the fences here
+// name.
 #include "src/common.h"
 
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/wake.h"
 
 namespace knit::detail {
 
@@ -50,37 +44,107 @@ uint64_t rng_next(Pool *p)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
-void update_earliest_locked(Pool *p)
+// The request frame that tells a worker to run c.
+FrameHead frame_of(const Call *c)
 {
-	Call *t = p->heap.top();
-	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
-			      t ? (uint64_t)t->deadline_ns : 0);
+	FrameHead h;
+	memset(&h, 0, sizeof h);
+	h.task = c->task;
+	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
+	h.ticket = c->index;
+	h.generation = c->gen;
+	h.status = 0;
+	h.deadline_ns = (uint64_t)c->deadline_ns;
+	return h;
 }
 
-int64_t earliest_deadline(Pool *p)
+// c's argument bytes are in shared memory now: the host copy is no longer
+// needed.
+void drop_arg_copy(Call *c)
 {
-	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	c->arg.data = nullptr;
 }
 
-} // namespace
+// ---- the steal topology's host side (the claim protocol: src/steal.h) --------------
 
-void backlog_hw_update(Pool *p, uint64_t now_count)
+// Attribute every claim made since the last look (holder, mu NOT held). A
+// worker's ACK toggle of an unclaimed lane makes that worker the claimant of
+// the lane's call (Call::lane = the worker), so a result or a running stamp
+// counts only from the worker that claimed the call. Toggles of lanes with
+// no unclaimed call are ignored.
+void steal_track(Pool *p)
 {
-	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
-	while (now_count > hw) {
-		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
-		if (seen == hw)
-			break;
-		hw = seen;
+	StealHost &s = p->steal;
+	if (!s.on || s.unclaimed == 0)
+		return;
+	uint32_t claimed[kMaxStealConsumers];
+	uint32_t any = 0;
+	for (uint32_t w = 0; w < p->nworkers; w++) {
+		// S2: acquire, pairs with worker w's release store of ACK[w]
+		// (claim_end): a claim is seen before anything the worker did
+		// after it (its result's publish, its running stamp).
+		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
+		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		s.ack_seen[w] = a;
+		any |= claimed[w];
 	}
+	if (any == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t w = 0; w < p->nworkers; w++)
+		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+				c->lane = w;
+		}
+	pthread_mutex_unlock(&p->mu);
+	s.unclaimed &= ~any;
 }
 
-namespace {
-
-void efd_write(Pool *p)
+// Stage c into the shared submit lock (holder). 0, -KNIT_EAGAIN (no free
+// lane or arena room now) or another negative code (never publishable).
+int steal_stage(Pool *p, Call *c)
 {
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
+	const FrameHead h = frame_of(c);
+	StealHost &s = p->steal;
+	int rc = s.req.stage(h, c->arg);
+	if (rc < 0)
+		return rc;
+	const uint32_t bit = 1u << (uint32_t)rc;
+	if (s.unclaimed & bit) {
+		// The producer saw this lane retired in ACK words we have not
+		// looked at since: attribute the claim of its previous call now
+		// (our loads are at least as new as the producer's).
+		steal_track(p);
+		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+	}
+	s.lane_ticket[rc] = c->index;
+	s.lane_gen[rc] = c->gen;
+	s.unclaimed |= bit;
+	s.staged++;
+	c->lane = kStealLane;
+	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
+	drop_arg_copy(c);
+	return 0;
+}
+
+// Publish every staged frame (one release store of A), then wake ONE parked
+// worker (holder).
+void steal_flush(Pool *p)
+{
+	if (p->steal.staged == 0)
+		return;
+	p->steal.req.flush(); // S5 / P1: one release store of A
+	p->steal.staged = 0;
+	// S6 = W1 (no lost wake): pairs with the worker's W2 fence in
+	// worker_park() between its store of parked and its re-check of the
+	// submit lock (pending()): either it sees our A or we see it parked
+	// below.
+	knit_fence_seq_cst();
+	steal_wake_one(p);
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -104,32 +168,21 @@ int stage_call(Pool *p, Lane *l, Call *c)
 		knit_add_relaxed_32(&p->inline_queued, 1);
 		return 0;
 	}
-	FrameHead h;
-	memset(&h, 0, sizeof h);
-	h.task = c->task;
-	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
-	h.ticket = c->index;
-	h.generation = c->gen;
-	h.status = 0;
-	h.deadline_ns = (uint64_t)c->deadline_ns;
-	int rc = l->req.stage(h, c->arg);
+	int rc = l->req.stage(frame_of(c), c->arg);
 	if (rc < 0)
 		return rc;
 	l->inflight++;
 	l->staged++;
 	c->lane = l->index;
 	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
-	// The bytes are in shared memory now; the host copy is no longer needed.
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	c->arg.data = nullptr;
+	drop_arg_copy(c);
 	return 0;
 }
 
 int place(Pool *p, Call *c)
 {
 	if (p->steal.on)
-		return steal_stage(p, c); // one shared submit lock (steal.cpp)
+		return steal_stage(p, c); // one shared submit lock
 	if (c->flags & kCallPinned)
 		return stage_call(p, &p->lanes[c->pin_lane], c);
 	const uint32_t n = p->nlanes;
@@ -192,9 +245,9 @@ void flush_staged(Pool *p)
 	}
 	if (flushed == 0)
 		return;
-	// Dekker (no lost wake): pairs with the worker's fence between its store
-	// of `parked` and its re-check of A in park(): either it sees our A or
-	// we see it parked.
+	// W1 (no lost wake): pairs with the worker's W2 fence between its store
+	// of `parked` and its re-check of A in worker_park(): either it sees our
+	// A or we see it parked.
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		if (flushed & (1ull << i))
@@ -372,9 +425,9 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	pthread_mutex_unlock(&p->mu);
 	l->ret.retire_taken(); // C3: release store of B
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	// Dekker: pairs with the worker's fence after it stores parked = 2
-	// (waiting for return-arena room) and before it retries: either it
-	// sees the room we just gave back or we see it parked.
+	// W1: pairs with the worker's W2 fence after it stores kParkedForRoom
+	// and before it retries: either it sees the room we just gave back or
+	// we see it parked.
 	knit_fence_seq_cst();
 	lane_wake(p, l, true);
 	return produced;
@@ -536,69 +589,6 @@ uint32_t run_inline(Pool *p)
 	return produced;
 }
 
-// Is there anything a dispatcher pass could do right now? (Any thread.)
-bool work_pending(Pool *p, int64_t now)
-{
-	if (knit_load_relaxed_32(&p->inline_queued) != 0)
-		return true;
-	int64_t ed = earliest_deadline(p);
-	if (ed != 0 && ed <= now)
-		return true;
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		// Acquire: pairs with the worker's release store of A (P1): a
-		// result published before our arm is seen here, else rung.
-		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
-			return true;
-	}
-	return false;
-}
-
-// ---- the completion eventfd -------------------------------------------------------------
-//
-// Contract (knit_completion_fd(3)): the fd is readable if and only if a
-// knit_complete(..., 0) would return at least one completion (or
-// -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
-// It is a level, kept by two rules that hold on every thread:
-//  - whoever makes something pending (a worker publishing results, a host
-//    completing calls, a dispatcher holder leaving work behind) does so
-//    BEFORE it calls efd_sync(), which writes;
-//  - whoever clears it (efd_sync() finding nothing pending, as
-//    knit_complete() does before it returns) reads the fd FIRST and
-//    re-checks afterwards, writing again when something is pending.
-// The eventfd's own lock orders a write before a later read, so a clearer
-// that swallowed a write sees what preceded it; the seq_cst fences below
-// make that independent of the kernel. So nothing pending is ever left
-// unreadable (no stranded result), and the last thread to act leaves the fd
-// unreadable when nothing is pending (no spurious wake-up once quiet).
-//
-// Work that needs a dispatcher pass (results to reap, inline calls, expired
-// deadlines) counts only while nobody holds the dispatcher: a loop woken
-// then could not run the pass (its try-lock fails) and would spin until
-// the holder lets go. The holder's dispatch_unlock() re-checks after its
-// release instead. Dekker: its release + fence + work_pending() against the
-// caller's fence (after its progress: the worker's publish, a clear) + load
-// of dispatch_lock here: either the holder sees the work or we see it gone.
-
-bool efd_pending(Pool *p)
-{
-	if (knit_load_relaxed_32(&p->cq_count) != 0)
-		return true;
-	// Acquire: as in knit_complete(), a zero outstanding means every
-	// completion is already counted in cq_count.
-	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
-		return true;
-	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
-		return false; // its holder re-checks on release (above)
-	return work_pending(p, knit_now_ns());
-}
-
-void efd_clear(Pool *p)
-{
-	uint64_t v;
-	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
-}
-
 // When must a sleeping host look again, at the latest? slice_ns < 0: no
 // periodic look. Returns an absolute time, or -1 for "not until woken".
 int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
@@ -619,6 +609,34 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 		}
 	}
 	return wake == INT64_MAX ? -1 : wake;
+}
+
+// The re-check of a host about to sleep (SleepRecheck, wake.h): true when
+// it must not sleep, else when to look again.
+struct SleepCheck {
+	ReadyFn ready;
+	void *arg;
+	int64_t deadline_ns; // absolute, < 0 = none
+	int64_t slice;       // periodic look (backoff ladder), < 0 = none
+};
+
+bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
+{
+	const SleepCheck *s = static_cast<const SleepCheck *>(arg);
+	const int64_t now = knit_now_ns();
+	// Work waiting for a pass keeps us awake, unless another thread holds
+	// the dispatcher: it looks for such work after releasing it (Dekker:
+	// its release + fence + load of host_waiters against our increment +
+	// D1 fence + load of the lock) and wakes us if it left any.
+	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
+	if (s->ready(p, s->arg) || (!held && work_pending(p, now)) ||
+	    (s->deadline_ns >= 0 && now >= s->deadline_ns))
+		return true;
+	int64_t wake = next_wake(p, now, s->slice);
+	if (s->deadline_ns >= 0 && (wake < 0 || s->deadline_ns < wake))
+		wake = s->deadline_ns;
+	*wake_at = wake;
+	return false;
 }
 
 // Sleep until something may have happened (see the file comment).
@@ -642,75 +660,75 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		}
 		slice = (int64_t)rung * 1000000;
 	}
-	// Acquire: pairs with the add in host_event() / the worker's ring, so a
-	// bump we compare against below is never older than what we re-check.
-	const uint32_t seq = knit_load_acquire_32(p->db_seq);
-	// Announce the waiter; the seq_cst fence below orders it before our
-	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
-	knit_add_acq_rel_32(&p->host_waiters, 1);
-	if (doorbell) {
-		knit_store_relaxed_32(p->db_armed, 1);
-		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-		KNIT_TRACE_DOORBELL_ARM(p);
-	}
-	// Dekker: pairs with the worker's fence between its release store of A
-	// and its load of armed (ring_doorbell in worker.cpp), with the fence
-	// in host_event() between its progress and its load of host_waiters,
-	// and with the fence in enqueue() (api.cpp) between its store of a new
-	// earliest_deadline and its load of host_waiters: either they see us
-	// armed/waiting or we see their work (or deadline, in next_wake()).
-	knit_fence_seq_cst();
-	const int64_t now = knit_now_ns();
-	// Work waiting for a pass keeps us awake, unless another thread holds
-	// the dispatcher: it looks for such work after releasing it (Dekker:
-	// its release + fence + load of host_waiters against our increment +
-	// fence + load of the lock) and wakes us if it left any.
-	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
-	if (!ready(p, arg) && (held || !work_pending(p, now)) && (deadline_ns < 0 || now < deadline_ns)) {
-		int64_t wake = next_wake(p, now, slice);
-		if (deadline_ns >= 0 && (wake < 0 || deadline_ns < wake))
-			wake = deadline_ns;
-		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
-		if (doorbell && knit_load_relaxed_32(p->db_seq) != seq) {
-			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-			KNIT_TRACE_DOORBELL_WAKE(p);
-		}
-	}
-	// acq_rel: nothing pairs with the decrement beyond the counter itself
-	// (a waker that still sees us only sends a wake nobody needs).
-	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+	SleepCheck sc = {ready, arg, deadline_ns, slice};
+	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc);
 }
 
 } // namespace
 
 // ---- public-to-the-runtime functions --------------------------------------------------
 
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+void backlog_hw_update(Pool *p, uint64_t now_count)
 {
-	*out = v;
-	*buf = nullptr;
-	if (!codec_has_bytes(v.type)) {
-		out->data = nullptr;
-		out->len = 0;
-		if (v.type != KNIT_VALUE_ERROR)
-			out->code = 0;
-		return 0;
+	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
+	while (now_count > hw) {
+		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
+		if (seen == hw)
+			break;
+		hw = seen;
 	}
-	if (v.type != KNIT_VALUE_ERROR)
-		out->code = 0;
-	if (v.type == KNIT_VALUE_BYTES && v.len == 0) {
-		out->data = nullptr;
-		return 0;
+}
+
+namespace {
+// Count one more call in the backlog, within max_pending (any thread):
+// false, and nothing counted, when it is full.
+bool backlog_admit(Pool *p)
+{
+	const uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
+	if (old < p->cfg.max_pending)
+		return true;
+	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+	return false;
+}
+} // namespace
+
+int dispatch_submit(Pool *p, Call *c)
+{
+	bool placed_direct = false, queued = false;
+	if (dispatch_trylock(p)) {
+		dispatch_flush_backlog(p);
+		if (dispatch_backlog_clear_for(p, c)) {
+			placed_direct = dispatch_place_new(p, c);
+			// A placed call keeps its host-queue hold until it ran
+			// (inline lane) or its frame was reaped (worker lanes).
+			if (placed_direct && c->lane != kNoLane)
+				queued = true;
+		}
+		if (!placed_direct && backlog_admit(p)) {
+			dispatch_backlog_append(p, c);
+			queued = true;
+		}
+		dispatch_unlock(p);
+	} else if (backlog_admit(p)) {
+		queued = true;
+		cds_wfcq_node_init(&c->qnode);
+		// Release: pairs with the dispatcher's acquire load of pub after
+		// it dequeues the node (dispatch_flush_backlog).
+		knit_store_release_32(&c->pub, 1);
+		cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
+		// Pairs with the fence in dispatch_unlock() after the release:
+		// either the holder sees our node or our try-lock succeeds.
+		knit_fence_seq_cst();
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+		}
 	}
-	uint8_t *b = static_cast<uint8_t *>(malloc(v.len + 1));
-	if (b == nullptr)
-		return -KNIT_ENOMEM;
-	if (v.len)
-		memcpy(b, v.data, v.len);
-	b[v.len] = 0; // strings and error messages are NUL-terminated
-	out->data = b;
-	*buf = b;
-	return 0;
+	if (!placed_direct && !queued)
+		return -KNIT_EAGAIN; // backlog full (max_pending)
+	if (queued)
+		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+	return queued ? 1 : 0;
 }
 
 bool dispatch_trylock(Pool *p)
@@ -728,19 +746,21 @@ void dispatch_unlock(Pool *p)
 	for (;;) {
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
-		// Pairs with the fence in enqueue (after its backlog push, before its
-		// try-lock): either it gets the lock or we see its call below; and
-		// with the fence in host_sleep(): a host that went to sleep because
-		// we held the lock is woken when we leave work behind (results not
-		// reaped, inline calls not run, deadlines not expired).
+		// Pairs with the fence in dispatch_submit (after its backlog push,
+		// before its try-lock): either it gets the lock or we see its call
+		// below; and
+		// (H1) with the D1 fence in host_doorbell_sleep(): a host that
+		// went to sleep because we held the lock is woken when we leave
+		// work behind (results not reaped, inline calls not run,
+		// deadlines not expired).
 		knit_fence_seq_cst();
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the
 		// fd did not count the work waiting for our pass (efd_pending);
-		// this re-check after the release does (Dekker: this fence
+		// this re-check after the release does (Dekker, E3: this fence
 		// against the one before efd_pending()'s load of dispatch_lock).
-		// Acquire: pairs with the release store of efd_on in knit_completion_fd().
+		// E2, acquire: pairs with the release store of efd_on (E1).
 		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
 			efd_sync(p);
 		// A half-pushed node blocked our last drain: its pusher try-locks
@@ -840,171 +860,6 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	if (produced)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
-}
-
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf)
-{
-	if (c->completed || !c->live) {
-		free(result_buf);
-		return false;
-	}
-	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
-	knit_store_relaxed_32(&c->completed, 1);
-	c->status = status;
-	c->result = result;
-	c->result_buf = result_buf;
-	if (c->heap_pos != kNoHeap) {
-		p->heap.remove(c);
-		update_earliest_locked(p);
-	}
-	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
-		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
-		// running task to stop. The bit stays allocated, and raised, until
-		// the record is recycled, which waits for the task's late result
-		// (a placed call keeps kHoldHostQueue until its frame is reaped).
-		abort_raise_locked(p, c);
-	} else {
-		abort_release_locked(p, c);
-	}
-	if (c->flags & kCallPrivate) {
-		// Release: pairs with the acquire load of done in knit_call's
-		// readiness check: status and result are visible with it.
-		knit_store_release_32(&c->done, 1);
-	} else {
-		c->cq_next = nullptr;
-		if (p->cq_tail)
-			p->cq_tail->cq_next = c;
-		else
-			p->cq_head = c;
-		p->cq_tail = c;
-		knit_add_relaxed_32(&p->cq_count, 1);
-	}
-	// Last, with release: pairs with the acquire load of outstanding in
-	// knit_complete() before it reads cq_count: whoever sees this call no
-	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
-	// while a completion is on its way).
-	knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
-	return true;
-}
-
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
-{
-	c->holds &= ~holds;
-	if (c->holds != 0)
-		return;
-	if (c->heap_pos != kNoHeap) {
-		p->heap.remove(c);
-		update_earliest_locked(p);
-	}
-	abort_release_locked(p, c);
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	free(c->result_buf);
-	c->result_buf = nullptr;
-	p->tickets.free(c);
-}
-
-int32_t abort_alloc_locked(Pool *p)
-{
-	const uint32_t cap = p->cfg.abort_capacity;
-	if (p->abort_used >= cap)
-		return -1;
-	const uint32_t words = p->abort_nwords;
-	for (uint32_t k = 0; k < words; k++) {
-		uint32_t w = (p->abort_cursor + k) % words;
-		uint32_t free_bits = ~p->abort_in_use[w];
-		if (w == words - 1 && cap % 32 != 0)
-			free_bits &= (1u << (cap % 32)) - 1;
-		if (free_bits == 0)
-			continue;
-		uint32_t b = (uint32_t)__builtin_ctz(free_bits);
-		p->abort_in_use[w] |= 1u << b;
-		p->abort_used++;
-		p->abort_cursor = (w + 1) % words;
-		// Clear the shared bit before the call can be published (the
-		// release store of A then orders it for the worker).
-		knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
-		return (int32_t)(w * 32 + b);
-	}
-	return -1;
-}
-
-void abort_raise_locked(Pool *p, Call *c)
-{
-	if (c->abort_bit < 0)
-		return;
-	const uint32_t b = (uint32_t)c->abort_bit;
-	// Release: pairs with the worker's acquire load in knit_ctx_aborted().
-	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
-}
-
-void abort_release_locked(Pool *p, Call *c)
-{
-	if (c->abort_bit < 0)
-		return;
-	uint32_t w = (uint32_t)c->abort_bit / 32, b = (uint32_t)c->abort_bit % 32;
-	p->abort_in_use[w] &= ~(1u << b);
-	p->abort_used--;
-	// Pairs with the worker's acquire load in knit_ctx_aborted(): a task
-	// still running after its call completed may see the bit cleared.
-	knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
-	c->abort_bit = -1;
-}
-
-void host_event(Pool *p, bool to_fd)
-{
-	// Dekker: pairs with the fence in host_sleep() between its waiter count
-	// increment and its re-check: either it sees our progress or we see it.
-	knit_fence_seq_cst();
-	if (knit_load_relaxed_32(&p->host_waiters) != 0) {
-		// Release: pairs with the acquire load of the sequence in host_sleep().
-		knit_add_acq_rel_32(p->db_seq, 1);
-		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
-	}
-	if (to_fd)
-		efd_sync(p);
-}
-
-void efd_sync(Pool *p)
-{
-	// Acquire: pairs with the release store of efd_on in knit_completion_fd()
-	// (the fd number is visible with the flag).
-	if (!knit_load_acquire_32(&p->efd_on))
-		return;
-	if (efd_pending(p)) {
-		efd_write(p);
-		// A reaper may have emptied everything before our write landed:
-		// look again, and take a write that signals nothing back. Pairs
-		// with the fence after the clear below (on the reaper's thread).
-		knit_fence_seq_cst();
-		if (efd_pending(p))
-			return;
-	}
-	efd_clear(p);
-	// Pairs with the fence above and with the producers' ordering of their
-	// progress before their write: whatever preceded a write we swallowed
-	// is visible to the re-check.
-	knit_fence_seq_cst();
-	if (efd_pending(p))
-		efd_write(p);
-}
-
-bool lane_wake(Pool *p, Lane *l, bool only_blocked)
-{
-	uint32_t v = knit_load_relaxed_32(l->parked);
-	if (v == 0 || (only_blocked && v != 2))
-		return false;
-	// The CAS claims the wake: exactly one host thread sends it, and a
-	// second publish before the worker is up sees parked == 0 and sends none.
-	if (knit_cas_acq_rel_32(l->parked, v, 0) != v)
-		return false;
-	KNIT_TRACE_HOST_RING(p, l->index, knit_load_relaxed_32(&l->tid));
-	// Release: pairs with the worker's acquire load of the sequence after
-	// its futex wait (a changed sequence = it was rung).
-	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
-	knit_add_acq_rel_32(l->wake_seq, 1);
-	knit_futex_wake(l->wake_seq, 1, p->futex_shared);
-	return true;
 }
 
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
@@ -1111,11 +966,17 @@ void request_worker_stop(Pool *p)
 			KNIT_TRACE_STOP_REQUEST(p, i);
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
 	}
-	// Dekker: pairs with the worker's fence in park() between its store of
-	// parked and its re-check of the stop word.
+	// W1: pairs with the worker's W2 fence in worker_park() between its
+	// store of parked and its re-check of the stop word.
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
+}
+
+void steal_worker_gone(Pool *p, uint32_t i)
+{
+	if (p->steal.on && i < p->nworkers)
+		steal_mark_dead(p->steal.ctl, i);
 }
 
 } // namespace knit::detail

@@ -136,6 +136,36 @@ void prefault(uint8_t *base, uint64_t bytes)
 		__atomic_store_n(base + off, (uint8_t)0, __ATOMIC_RELAXED);
 }
 
+// Attach the host producer and every worker's consumer to the steal area at
+// `area` (4096-aligned, steal_area_bytes(arena_cap) bytes of the pool
+// region). Returns 0 or -KNIT_ESYSTEM.
+int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
+{
+	StealHost &s = p->steal;
+	s.ctl = area;
+	s.lock = area + kStealLockOff;
+	uint8_t *arena = s.lock + lock_arena_offset();
+	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
+	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
+	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
+		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
+			return -KNIT_ESYSTEM;
+		// One call per claim: a worker never holds calls it has not
+		// started (steal.h, claim size).
+		p->lanes[i].sc.set_take_max(1);
+	}
+	s.staged = 0;
+	s.wake_cursor = 0;
+	s.unclaimed = 0;
+	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
+		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
+	s.on = true;
+	return 0;
+}
+
 int attach_lane(Pool *p, Lane *l, uint8_t *block)
 {
 	const uint64_t cap = arena_capacity(p->cfg);
@@ -363,7 +393,12 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
-	p->lanes = static_cast<Lane *>(calloc(p->nlanes, sizeof(Lane)));
+	// Lane is 128-byte aligned (its host and worker halves): calloc's
+	// alignment is not enough.
+	void *lanes_mem = nullptr;
+	if (posix_memalign(&lanes_mem, alignof(Lane), (size_t)p->nlanes * sizeof(Lane)) == 0)
+		memset(lanes_mem, 0, (size_t)p->nlanes * sizeof(Lane));
+	p->lanes = static_cast<Lane *>(lanes_mem);
 	if (p->abort_in_use == nullptr || p->lanes == nullptr) {
 		pool_free(kp);
 		return -KNIT_ENOMEM;

@@ -1,11 +1,25 @@
 // SPDX-License-Identifier: MIT
-// src/pool.h - the thread-pool runtime behind the C ABI: the pool, its lanes,
-// the host-side call records and the worker-side context. Shared by
-// src/options.cpp (option resolution), src/pool.cpp (create, destroy, stats),
-// src/tickets.cpp (call records, deadline heap), src/dispatch.cpp (the host
-// dispatcher: placement, reaping, the waiting ladder, the doorbell),
-// src/worker.cpp (the worker loop, park/wake, knit_ctx_*) and src/api.cpp
-// (the public entries).
+// src/pool.h - the thread-pool runtime's types behind the C ABI: the pool,
+// its lanes, the host-side call records and the worker-side context, plus
+// the entry points of the rooms that share them: src/options.cpp (option
+// resolution), src/pool.cpp (create, destroy, stats), src/dispatch.cpp (the
+// host dispatcher: admission, placement, reaping, deadlines, the waiting
+// ladder), src/trim.cpp (arena give-back) and src/worker.cpp (the worker
+// loop, the task runner, knit_ctx_*). Two rooms have their own contract
+// header above this one: src/calls.h (call records' lifecycle, hand-out)
+// and src/wake.h (park/unpark, the doorbell, host events, the eventfd).
+// src/api.cpp holds the host ABI entries: argument checks, then a call into
+// each room.
+//
+// Floors (project headers; every #include points down, none back up):
+//   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
+//   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
+//   protocol only) -> src/pool.h (types) -> {src/wake.h, src/calls.h,
+//   options.cpp} -> {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp}
+// (include/knitting.h and src/trace.h are the ground floor: they include
+// nothing of ours). wake.cpp and calls.cpp include only pool.h (and
+// trace.h) below their own header, so neither room calls the other or any
+// room above it.
 //
 // Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a thread with
 // a request lock (host produces, worker consumes) and a return lock (worker
@@ -141,7 +155,7 @@ struct PoolConfig {
 // every default resolved. Returns 0, -KNIT_EVERSION or -KNIT_EINVAL.
 int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 
-// ---- call records (src/tickets.cpp) -------------------------------------------------
+// ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
 // Structural references that keep a record from being recycled. The record
 // returns to the free list when the last one is dropped (under mu).
@@ -193,8 +207,11 @@ inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
 
 // A ticket: (generation << 32) | index, generation >= 1, so never 0; a
 // generation is never reused for an index (a record is retired after its
-// last one, see tickets.cpp), so a ticket is never reused.
-inline uint64_t ticket_of(const Call *c) { return ((uint64_t)c->gen << 32) | c->index; }
+// last one, see calls.cpp), so a ticket is never reused.
+inline uint64_t ticket_pack(uint32_t gen, uint32_t index) { return ((uint64_t)gen << 32) | index; }
+inline uint32_t ticket_index(uint64_t ticket) { return (uint32_t)ticket; }
+inline uint32_t ticket_gen(uint64_t ticket) { return (uint32_t)(ticket >> 32); }
+inline uint64_t ticket_of(const Call *c) { return ticket_pack(c->gen, c->index); }
 
 // The table of call records: chunks of kTicketChunk allocated on first use,
 // a LIFO free list. At most `capacity` (init) records are live at once;
@@ -281,18 +298,28 @@ struct WorkerLocal {
 	uint32_t pend_head, pend_count;
 };
 
+// Who writes what decides where it lives: the host half and the worker half
+// each start a 128-byte block of their own (alignas), so the host's
+// per-call writes (in-flight counts, staging, reaping) never share a cache
+// line (or an adjacent-line prefetch pair) with the worker's.
 struct Lane {
+	// Set at creation, read-only afterwards (both sides).
 	Pool *pool;
 	uint32_t index;
 	bool is_inline;
+	bool started;  // the thread was started (host: create/destroy only)
+	int32_t cpu;   // the one CPU the worker is pinned to, -1 = none (set before start)
+	pthread_t thread;
 	// Shared words (worker lanes).
 	uint8_t *block;
 	uint32_t *wake_seq;
-	uint32_t *parked; // 0 awake, 1 parked, 2 parked waiting for return-arena room
+	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
-	// Host side (dispatcher holder only).
-	LockProducer req;
+	WorkerLocal *local; // the worker's run queue and pending results
+
+	// ---- host half (dispatcher holder only, unless noted) ----
+	alignas(128) LockProducer req;
 	LockConsumer ret;
 	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
 	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
@@ -303,16 +330,31 @@ struct Lane {
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
-	// Worker side (the lane's thread only).
-	uint32_t tid; // kernel thread id: stored by the worker at start (relaxed),
-		      // read by the host only as the host_ring probe's argument
+
+	// ---- worker half (the lane's thread only) ----
+	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
+	                           // (relaxed), read by the host only as the
+	                           // host_ring probe's argument
 	LockConsumer wreq;
 	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
-	WorkerLocal *local;
-	pthread_t thread;
-	bool started;
-	int32_t cpu; // the one CPU the worker is pinned to, -1 = none (set before start)
+};
+
+// ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
+struct StealHost {
+	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
+	uint8_t *ctl;        // steal control block
+	uint8_t *lock;       // the shared submit lock
+	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
+	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
+	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
+	// Who claimed what (dispatcher holder only; see steal_track): the call
+	// each submit lane carries until a worker's ACK toggle names its
+	// claimant, and the last ACK word seen from each worker.
+	uint32_t unclaimed;                 // lanes whose call has no claimant yet
+	uint32_t lane_ticket[kLanes];       // that call's record index
+	uint32_t lane_gen[kLanes];          // and generation
+	uint32_t ack_seen[kMaxStealConsumers];
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -370,6 +412,13 @@ struct alignas(128) Pool {
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
+	// The completion eventfd, written once (knit_completion_fd) and read
+	// by every worker after every result (worker_ring): on a block of its
+	// own, away from outstanding and mu, which the host writes ~10 times
+	// per call.
+	alignas(128) uint32_t efd_on; // 1 once efd exists (atomic; workers read)
+	int efd;                      // completion eventfd or -1
+
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
@@ -377,8 +426,6 @@ struct alignas(128) Pool {
 	uint64_t outstanding;               // accepted, not completed (atomic)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
-	int efd;                            // completion eventfd or -1
-	uint32_t efd_on;                    // 1 once efd exists (atomic; workers read)
 
 	// Under mu.
 	pthread_mutex_t mu;
@@ -398,6 +445,13 @@ struct alignas(128) Pool {
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
 };
+
+// The earliest deadline of any call in the heap, 0 = none (any thread;
+// written under mu by src/calls.cpp).
+inline int64_t earliest_deadline(Pool *p)
+{
+	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+}
 
 // ---- fork (src/pool.cpp) ----------------------------------------------------------------
 // Bumped by a pthread_atfork child handler in every child of fork(2)
@@ -420,6 +474,15 @@ inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
 inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + 1); }
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
+
+// Admit a new call (accepted and counted in outstanding; holds
+// kHoldHostQueue): place it at once when the dispatcher is free and no call
+// like it waits, else queue it in the backlog, within max_pending. Returns 1
+// when a lane or the backlog keeps it (its host-queue hold stays), 0 when no
+// queue keeps it any more (it ran inline, or was completed), -KNIT_EAGAIN
+// when the backlog is full (nothing references it; the caller undoes it
+// unless a stop completed it meanwhile). Any host thread.
+int dispatch_submit(Pool *p, Call *c);
 
 // Try to become the dispatcher (never blocks). Pairs with dispatch_unlock.
 bool dispatch_trylock(Pool *p);
@@ -449,40 +512,6 @@ void dispatch_backlog_append(Pool *p, Call *c);
 // of the backlog without overtaking one)? Holder only.
 bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 
-// Complete a call (under mu): status/result become its completion. Returns
-// false (and does nothing) when it was already completed. Takes ownership of
-// result_buf either way (frees it when dropped).
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
-// Drop holds (under mu); recycles the record when none is left.
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
-// Raise a call's abort bit, keeping it allocated (under mu).
-void abort_raise_locked(Pool *p, Call *c);
-// Release a call's abort bit (under mu).
-void abort_release_locked(Pool *p, Call *c);
-// Allocate an abort bit (under mu): the id, or -1 when all are in use.
-int32_t abort_alloc_locked(Pool *p);
-
-// Tell host waiters something happened (completions, inline work, stop, a
-// new deadline): bump the doorbell sequence and wake them if any sleep, and
-// bring the completion eventfd up to date (when `to_fd`: efd_sync()).
-void host_event(Pool *p, bool to_fd);
-
-// The completion eventfd's level (the contract of knit_completion_fd(3);
-// see dispatch.cpp): any thread, after making completions or results
-// pending (it writes; call it after a seq_cst fence that follows the
-// progress), or after reaping (it clears when nothing is left, and
-// re-checks). A no-op until the fd exists.
-void efd_sync(Pool *p);
-
-// Wake worker lane `l` if it announced it is parked (CAS parked -> 0, bump
-// its wake sequence, one futex wake). `only_blocked`: wake only a worker
-// parked waiting for return-arena room (parked == 2). Returns true if woken.
-bool lane_wake(Pool *p, Lane *l, bool only_blocked);
-
-// Copy a value view into malloc'd memory (strings and errors NUL-terminated).
-// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM.
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
-
 // The waiting ladder shared by knit_complete, knit_call and knit_stop(DRAIN):
 // run passes while possible, then sleep on the doorbell (or the backoff
 // ladder) until `ready(p, arg)` holds or deadline_ns (absolute, < 0 = none)
@@ -498,6 +527,10 @@ void cancel_all(Pool *p);
 void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
+
+// Steal topology: worker i will never run again (acknowledged stop, failed
+// to start): survivors may ignore its WANT (steal.h, dead consumers).
+void steal_worker_gone(Pool *p, uint32_t i);
 
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// src/steal.cpp - the work-stealing claim protocol (StealConsumer), the steal
-// producer's placement and waking, and the worker's claim step. See
-// src/steal.h for the protocol, the exactly-once argument and the handling of
-// dead consumers.
+// src/steal.cpp - the work-stealing claim protocol (StealConsumer) and the
+// steal area's geometry. See src/steal.h for the protocol, the exactly-once
+// argument and the handling of dead consumers. The pool's use of it lives
+// with the rooms that use it: the host's staging, publish, claim tracking
+// and dead-worker marking in src/dispatch.cpp, the worker's claim step in
+// src/worker.cpp, the attach in src/pool.cpp.
 //
 // Fence / ordering pairs of this module (S*):
 //  S1 WANT announce: release store + ONE seq_cst fence, then the peers' WANT
@@ -18,16 +20,15 @@
 //  S4 DEAD: the host's release OR pairs with the consumers' acquire loads.
 //  S5 A: acquire loads pair with the producer's release store in flush().
 //  S6 host publish (release store of A) + seq_cst fence before reading the
-//     workers' parked flags (steal_flush) pairs with the worker's fence in
-//     park() between its store of parked and its re-check (pending()).
+//     workers' parked flags (steal_flush, src/dispatch.cpp) pairs with the
+//     worker's fence in worker_park() between its store of parked and its
+//     re-check (pending()): W1/W2 of src/wake.h.
 #include "src/common.h"
 
 #include <sched.h>
 #include <stdlib.h>
 
-#include "src/pool.h"
 #include "src/steal.h"
-#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -261,202 +262,11 @@ uint32_t StealConsumer::claim_end()
 	return done;
 }
 
-// ---- host side -----------------------------------------------------------------------
-
-namespace {
-constexpr uint64_t kStealLockOff = align_up(kStealControlBytes, kArenaAlign);
-} // namespace
+// ---- the steal area ------------------------------------------------------------------
 
 uint64_t steal_area_bytes(uint64_t arena_cap)
 {
 	return kStealLockOff + lock_region_bytes(arena_cap);
-}
-
-int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
-{
-	StealHost &s = p->steal;
-	s.ctl = area;
-	s.lock = area + kStealLockOff;
-	uint8_t *arena = s.lock + lock_arena_offset();
-	// Commit payload_initial_bytes of the submit arena now (one write per
-	// page; relaxed: nobody else runs yet), as pool.cpp does per lane.
-	const uint64_t pre = min_of(p->cfg.payload_initial_bytes, arena_cap);
-	for (uint64_t off = 0; off < pre; off += region_page_size())
-		__atomic_store_n(arena + off, (uint8_t)0, __ATOMIC_RELAXED);
-	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
-	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
-		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
-			return -KNIT_ESYSTEM;
-		// One call per claim: a worker never holds calls it has not
-		// started (steal.h, claim size).
-		p->lanes[i].sc.set_take_max(1);
-	}
-	s.staged = 0;
-	s.wake_cursor = 0;
-	s.unclaimed = 0;
-	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
-		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
-	s.on = true;
-	return 0;
-}
-
-int steal_stage(Pool *p, Call *c)
-{
-	FrameHead h;
-	memset(&h, 0, sizeof h);
-	h.task = c->task;
-	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
-	h.ticket = c->index;
-	h.generation = c->gen;
-	h.status = 0;
-	h.deadline_ns = (uint64_t)c->deadline_ns;
-	StealHost &s = p->steal;
-	int rc = s.req.stage(h, c->arg);
-	if (rc < 0)
-		return rc;
-	const uint32_t bit = 1u << (uint32_t)rc;
-	if (s.unclaimed & bit) {
-		// The producer saw this lane retired in ACK words we have not
-		// looked at since: attribute the claim of its previous call now
-		// (our loads are at least as new as the producer's).
-		steal_track(p);
-		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
-	}
-	s.lane_ticket[rc] = c->index;
-	s.lane_gen[rc] = c->gen;
-	s.unclaimed |= bit;
-	s.staged++;
-	c->lane = kStealLane;
-	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
-	// The bytes are in shared memory now; the host copy is no longer needed.
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	c->arg.data = nullptr;
-	return 0;
-}
-
-void steal_flush(Pool *p)
-{
-	if (p->steal.staged == 0)
-		return;
-	p->steal.req.flush(); // S5 / P1: one release store of A
-	p->steal.staged = 0;
-	// S6 (no lost wake): pairs with the worker's fence in park() between its
-	// store of parked and its re-check of the submit lock (pending()):
-	// either it sees our A or we see it parked below.
-	knit_fence_seq_cst();
-	steal_wake_one(p);
-}
-
-bool steal_wake_one(Pool *p)
-{
-	const uint32_t n = p->nworkers;
-	const uint32_t start = knit_load_relaxed_32(&p->steal.wake_cursor) % n;
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t w = (start + i) % n;
-		Lane *l = &p->lanes[w];
-		// Only a worker that says it is parked waiting for work (1): a
-		// spinning or running one finds the work itself, one parked for
-		// return-arena room (2) cannot claim.
-		if (knit_load_relaxed_32(l->parked) != 1)
-			continue;
-		if (lane_wake(p, l, false)) {
-			knit_store_relaxed_32(&p->steal.wake_cursor, (w + 1) % n);
-			return true;
-		}
-	}
-	return false;
-}
-
-void steal_worker_gone(Pool *p, uint32_t i)
-{
-	if (p->steal.on && i < p->nworkers)
-		steal_mark_dead(p->steal.ctl, i);
-}
-
-void steal_track(Pool *p)
-{
-	StealHost &s = p->steal;
-	if (!s.on || s.unclaimed == 0)
-		return;
-	uint32_t claimed[kMaxStealConsumers];
-	uint32_t any = 0;
-	for (uint32_t w = 0; w < p->nworkers; w++) {
-		// S2: acquire, pairs with worker w's release store of ACK[w]
-		// (claim_end): a claim is seen before anything the worker did
-		// after it (its result's publish, its running stamp).
-		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
-		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
-		s.ack_seen[w] = a;
-		any |= claimed[w];
-	}
-	if (any == 0)
-		return;
-	pthread_mutex_lock(&p->mu);
-	for (uint32_t w = 0; w < p->nworkers; w++)
-		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
-			const uint32_t lane = (uint32_t)__builtin_ctz(m);
-			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
-				c->lane = w;
-		}
-	pthread_mutex_unlock(&p->mu);
-	s.unclaimed &= ~any;
-}
-
-// ---- worker side -----------------------------------------------------------------------
-
-bool worker_request_pending(Lane *l)
-{
-	if (!l->pool->steal.on)
-		return l->wreq.pending() != 0; // C1: acquire load of A
-	// A worker whose results wait for return-arena room may not claim.
-	return l->local->pend_count == 0 && l->sc.pending() != 0;
-}
-
-uint32_t steal_take(Lane *l)
-{
-	Pool *p = l->pool;
-	WorkerLocal *w = l->local;
-	// Claim only with an empty run queue and every result written.
-	if (w->held_count != 0 || w->pend_count != 0 || l->wret.staged() != 0)
-		return 0;
-	uint32_t n = 0;
-	const uint64_t conflicts0 = l->sc.conflicts();
-	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
-		if (rc == -KNIT_EINVAL)
-			return; // not offered: cannot happen with our own take
-		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
-		f.slot = lane;
-		f.rc = rc;
-		f.head = h;
-		f.buf = nullptr;
-		memset(&f.view, 0, sizeof f.view);
-		// The lane is ACKed at the end of the claim: the argument must not
-		// point into it any more.
-		if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
-			f.rc = -KNIT_ENOMEM;
-		w->held_count++;
-		n++;
-	});
-	if (l->sc.conflicts() != conflicts0)
-		knit_store_relaxed_64(lane_counter(l->ext, kWcStealConflicts), l->sc.conflicts());
-	if (take != 0) {
-		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
-		// More pending than we took: hand it to a parked peer now rather
-		// than after our batch (the host woke only one of us).
-		if (l->sc.pending() != 0)
-			steal_wake_one(p);
-	} else if (l->sc.pending() != 0) {
-		// Pending but not ours to take: a peer is mid-claim on it (or a
-		// senior announced it). That lasts one straight-line claim; let
-		// the peer run instead of spinning on it.
-		sched_yield();
-	}
-	return n;
 }
 
 } // namespace knit::detail

@@ -75,9 +75,6 @@
 
 namespace knit::detail {
 
-struct Pool;
-struct Lane;
-
 // Lane index recorded in a call published into the shared submit lock.
 inline constexpr uint32_t kStealLane = 0xFFFFFFFEu;
 // Senior wait: cpu_relax rounds before each sched_yield.
@@ -192,62 +189,12 @@ class StealConsumer
 	uint64_t claims_ = 0, conflicts_ = 0;
 };
 
-// ---- the host side of a steal pool ------------------------------------------------
-struct StealHost {
-	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
-	uint8_t *ctl;        // steal control block
-	uint8_t *lock;       // the shared submit lock
-	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
-	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
-	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
-	// Who claimed what (dispatcher holder only; see steal_track): the call
-	// each submit lane carries until a worker's ACK toggle names its
-	// claimant, and the last ACK word seen from each worker.
-	uint32_t unclaimed;                 // lanes whose call has no claimant yet
-	uint32_t lane_ticket[kLanes];       // that call's record index
-	uint32_t lane_gen[kLanes];          // and generation
-	uint32_t ack_seen[kMaxStealConsumers];
-};
-
-// Bytes of the steal area of a pool region (control block, submit lock and
-// its arena of arena_cap bytes), 4096-aligned.
+// The steal area of a pool region: the control block, then the submit lock
+// at kStealLockOff, then its arena.
+inline constexpr uint64_t kStealLockOff = align_up(kStealControlBytes, kArenaAlign);
+// Bytes of the steal area (control block, submit lock and its arena of
+// arena_cap bytes), 4096-aligned.
 uint64_t steal_area_bytes(uint64_t arena_cap);
-
-// Attach the host producer and every worker's consumer to the steal area at
-// `area` (4096-aligned, steal_area_bytes(arena_cap) bytes of the pool
-// region). Returns 0 or -KNIT_ESYSTEM.
-int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap);
-
-// Host (dispatcher holder): stage call `c` (a struct Call *) into the shared
-// submit lock. 0, -KNIT_EAGAIN (no free lane or arena room now) or another
-// negative code (never publishable).
-struct Call;
-int steal_stage(Pool *p, Call *c);
-// Host (dispatcher holder): publish every staged frame (one release store
-// of A), then wake ONE parked worker.
-void steal_flush(Pool *p);
-// Wake one worker that announced parked == 1 (parked waiting for work; one
-// waiting for return-arena room cannot claim), scanning from the wake
-// cursor. Any thread. Returns true when a wake was sent.
-bool steal_wake_one(Pool *p);
-// Host: worker i will never run again (acknowledged stop, failed to start).
-void steal_worker_gone(Pool *p, uint32_t i);
-// Host (dispatcher holder, mu NOT held): attribute every claim made since
-// the last look. A worker's ACK toggle of an unclaimed lane makes that
-// worker the claimant of the lane's call (Call::lane = the worker), so a
-// result or a running stamp counts only from the worker that claimed the
-// call. Toggles of lanes with no unclaimed call are ignored.
-void steal_track(Pool *p);
-
-// Worker (lane l's thread): is there request work for this worker? Lanes
-// topology: its request lock has pending frames. Steal: the submit lock has
-// pending lanes AND the worker may claim (no results waiting for room).
-bool worker_request_pending(Lane *l);
-// Worker: claim into the local run queue (only when it is empty and no
-// result waits for room) what the consumer's take_max allows (the pool: one
-// call, the oldest of a region), copying each frame's argument out so the
-// lanes can be ACKed at once. Returns the frames taken (0: none).
-uint32_t steal_take(Lane *l);
 
 } // namespace knit::detail
 

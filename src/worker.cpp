@@ -14,17 +14,21 @@
 //      the batch runs long), then the doorbell is rung if the host armed it;
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
-//      park with the no-lost-wake handshake: read the wake sequence S, store
-//      parked, seq_cst fence, re-check the queue and the stop word, and only
-//      then futex-wait on S with park_ms as a watchdog.
+//      park with the no-lost-wake handshake of src/wake.h (worker_park: read
+//      the wake sequence S, store parked, seq_cst fence, re-check the queue
+//      and the stop word here, and only then futex-wait on S with park_ms as
+//      a watchdog).
 #include "src/common.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/wake.h"
 
 namespace knit::detail {
 
@@ -68,31 +72,65 @@ void flush_results(Lane *l)
 {
 	if (l->wret.staged() == 0)
 		return;
-	Pool *p = l->pool;
 	l->wret.flush(); // P1: release store of A
-	// Dekker: pairs with the host's fence in host_sleep() between its store
-	// of armed and its re-check of A: either it sees our results or we see
-	// it armed. Also orders the publish before efd_sync()'s load of the
-	// dispatcher lock (pairs with the fence in dispatch_unlock()).
-	knit_fence_seq_cst();
-	// Counters are bumped before the ring: whoever the ring wakes may read
-	// the stats at once.
-	// Acquire: pairs with the release store of efd_on (the fd is set).
-	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
-	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
-	if (fd || armed) {
-		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
-		KNIT_TRACE_DOORBELL_RING(p, l->index);
+	worker_ring(l); // D2: the fence, then the doorbell and the fd
+}
+
+// Is there request work for this worker? Lanes topology: its request lock
+// has pending frames. Steal: the submit lock has pending lanes AND the
+// worker may claim (no results waiting for room).
+bool worker_request_pending(Lane *l)
+{
+	if (!l->pool->steal.on)
+		return l->wreq.pending() != 0; // C1: acquire load of A
+	// A worker whose results wait for return-arena room may not claim.
+	return l->local->pend_count == 0 && l->sc.pending() != 0;
+}
+
+// Steal topology: claim into the local run queue (only when it is empty and
+// no result waits for room) what the consumer's take_max allows (the pool:
+// one call, the oldest of a region), copying each frame's argument out so
+// the lanes can be ACKed at once. Returns the frames taken (0: none).
+uint32_t steal_take(Lane *l)
+{
+	Pool *p = l->pool;
+	WorkerLocal *w = l->local;
+	// Claim only with an empty run queue and every result written.
+	if (w->held_count != 0 || w->pend_count != 0 || l->wret.staged() != 0)
+		return 0;
+	uint32_t n = 0;
+	const uint64_t conflicts0 = l->sc.conflicts();
+	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
+		if (rc == -KNIT_EINVAL)
+			return; // not offered: cannot happen with our own take
+		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
+		f.slot = lane;
+		f.rc = rc;
+		f.head = h;
+		f.buf = nullptr;
+		memset(&f.view, 0, sizeof f.view);
+		// The lane is ACKed at the end of the claim: the argument must not
+		// point into it any more.
+		if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
+			f.rc = -KNIT_ENOMEM;
+		w->held_count++;
+		n++;
+	});
+	if (l->sc.conflicts() != conflicts0)
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealConflicts), l->sc.conflicts());
+	if (take != 0) {
+		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
+		// More pending than we took: hand it to a parked peer now rather
+		// than after our batch (the host woke only one of us).
+		if (l->sc.pending() != 0)
+			steal_wake_one(p);
+	} else if (l->sc.pending() != 0) {
+		// Pending but not ours to take: a peer is mid-claim on it (or a
+		// senior announced it). That lasts one straight-line claim; let
+		// the peer run instead of spinning on it.
+		sched_yield();
 	}
-	if (fd)
-		// Our results are published (and fenced, above): it writes, or
-		// leaves them to the dispatcher holder's release (dispatch.cpp).
-		efd_sync(p);
-	if (armed) {
-		// Release: pairs with the host's acquire load of the sequence.
-		knit_add_acq_rel_32(p->db_seq, 1);
-		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
-	}
+	return n;
 }
 
 // Queue a result locally (return arena full). The value is copied.
@@ -182,7 +220,7 @@ bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskO
 bool take_requests(Lane *l)
 {
 	if (l->pool->steal.on)
-		return steal_take(l) != 0; // claim a region of the shared lock (steal.cpp)
+		return steal_take(l) != 0; // claim a region of the shared lock
 	WorkerLocal *w = l->local;
 	uint32_t snap = l->wreq.pending();
 	if (snap == 0)
@@ -239,7 +277,7 @@ void run_batch(Lane *l)
 			if (stamp)
 				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
 			TaskOutcome o;
-			const uint64_t ticket = ((uint64_t)f.head.generation << 32) | f.head.ticket;
+			const uint64_t ticket = ticket_pack(f.head.generation, f.head.ticket);
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
@@ -301,60 +339,27 @@ bool spin_capped(Lane *l, int64_t spin_ns, uint32_t cap)
 	return found;
 }
 
-// Leave the parked state. Returns true when a host claimed our park (its CAS
-// parked -> 0 in lane_wake() won): that host sends exactly one wake, and this
-// is where the worker counts it as received, so sent == received always.
-bool unpark(Lane *l)
+// The re-check after announcing a park (ParkRecheck, wake.h): work, a stop
+// request, or results that went out now keep us awake.
+bool park_recheck(Lane *l)
 {
-	// acq_rel: pairs with the host's CAS in lane_wake(); whoever moves
-	// parked to 0 first owns the wake.
-	return knit_xchg_acq_rel_32(l->parked, 0) == 0;
+	return worker_request_pending(l) || knit_load_relaxed_32(l->stop) != kStopRunning ||
+	       (l->local->pend_count != 0 && publish_pending(l));
 }
 
 void park(Lane *l, int64_t park_ns)
 {
-	Pool *p = l->pool;
-	WorkerLocal *w = l->local;
-	// Acquire: pairs with the host's add to the sequence in lane_wake().
-	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
-	knit_store_relaxed_32(l->parked, w->pend_count != 0 ? 2 : 1);
-	// Dekker (no lost wake): pairs with the host's fence between its release
-	// store of A (flush_staged; steal: steal_flush, S6 in steal.cpp), of the
-	// stop word (request_worker_stop) or of B (reap_lane) and its load of
-	// parked in lane_wake(): either we see its store in the re-check below
-	// or it sees us parked and rings.
-	knit_fence_seq_cst();
-	if (worker_request_pending(l) || knit_load_relaxed_32(l->stop) != kStopRunning ||
-	    (w->pend_count != 0 && publish_pending(l))) {
-		if (unpark(l)) { // a host rang while we were re-checking
-			counter_bump(lane_counter(l->ext, kWcWakesReceived));
-			KNIT_TRACE_WORKER_WAKE(p, l->index,
-					       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
-											     : KNIT_TRACE_WAKE_RUNG);
-		}
-		return;
-	}
-	counter_bump(lane_counter(l->ext, kWcParks));
-	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
-	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
-	if (unpark(l)) {
-		counter_bump(lane_counter(l->ext, kWcWakesReceived));
-		KNIT_TRACE_WORKER_WAKE(p, l->index,
-				       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
-										     : KNIT_TRACE_WAKE_RUNG);
-	} else if (r == KNIT_FUTEX_TIMED_OUT) {
-		counter_bump(lane_counter(l->ext, kWcWatchdog));
-		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
-		worker_arena_trim(l); // idle for park_ms: give the return arena back (trim.cpp)
-	} else {
-		counter_bump(lane_counter(l->ext, kWcSpurious));
-		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);
-	}
+	// Results waiting for return-arena room: the host's reap, which gives
+	// room back, wakes us even when it publishes nothing (lane_wake's
+	// only_blocked), and steal_wake_one passes us over (we may not claim).
+	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
+	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
+		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
 
 void acknowledge_stop(Lane *l)
 {
-	knit_store_relaxed_32(l->parked, 0);
+	knit_store_relaxed_32(l->parked, kAwake);
 	// Before the store: once the host sees ACKNOWLEDGED it may return and
 	// the process exit.
 	KNIT_TRACE_STOP_ACK(l->pool, l->index);

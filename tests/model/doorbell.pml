@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/doorbell.pml - the host doorbell on a worker's return lock
- * (src/dispatch.cpp host_sleep() and the worker's ring after it publishes
- * results; libknitting(7) "Parking and waking"; word: src/layout.h LANE
+ * (src/wake.cpp host_doorbell_sleep() and worker_ring(), D1-D4 in
+ * src/wake.h; the re-check: src/dispatch.cpp sleep_recheck(); libknitting(7) "Parking and waking"; word: src/layout.h LANE
  * BLOCK doorbell word).
  *
  * On the return lock the worker is the producer (publish word A) and the host

@@ -2,7 +2,7 @@
 /*
  * tests/model/host_event.pml - a new earliest deadline against a host thread
  * going to sleep on the doorbell sequence (src/api.cpp enqueue(),
- * src/dispatch.cpp host_sleep() and host_event()).
+ * src/wake.cpp host_doorbell_sleep() and host_event(), H1/D1 in src/wake.h).
  *
  * A host thread blocked in knit_complete / knit_call / knit_stop(DRAIN)
  * sleeps until the earliest call deadline it read, or without a deadline

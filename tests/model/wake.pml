@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/wake.pml - the no-lost-wake park/wake handshake and the stop
- * word of a worker lane (src/worker.cpp park(), src/dispatch.cpp lane_wake(),
+ * word of a worker lane (src/wake.cpp worker_park() and lane_wake(), W1-W4
+ * in src/wake.h; the re-check: src/worker.cpp park_recheck();
  * libknitting(7) "Parking and waking"; words: src/layout.h LANE BLOCK: wake
  * sequence, parked flag, stop word).
  *

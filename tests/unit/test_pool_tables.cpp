@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tests/unit/test_pool_tables.cpp - white-box checks of the runtime's host
-// tables (src/tickets.cpp) and option resolution (src/options.cpp): tickets
+// tables (src/calls.cpp) and option resolution (src/options.cpp): tickets
 // are never 0 and never reused, capacity is a hard bound, records recycle,
 // the deadline heap pops in order and removes from the middle, and every
 // option rule of the ABI contract (defaults, KNIT_ZERO, errors).

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+// src/calls.cpp - the host's call records, the deadline heap, and the call
+// lifecycle (src/calls.h): completion, holds, abort bits, hand-out.
+//
+// A call record lives from knit_enqueue until its completion has been handed
+// out and nothing references it any more (CallHold; a placed call's frame
+// holds it until reaped); then it goes back to a LIFO free list with its
+// generation kept, and the next use bumps the generation. A ticket is
+// (generation << 32 | index); a record that has used its last generation
+// (0xFFFFFFFF) is retired for good instead of wrapping to 1, and a fresh
+// index takes its place. So an (index, generation) pair, hence a ticket and
+// the pair a frame carries as its late-result guard, is never reused. Records
+// are allocated in chunks on first use; at most `capacity` are live at once
+// (the lanes' in-flight slots plus max_pending). Indexes go up to
+// capacity(), which leaves room for kRetireAllowance retirements beyond
+// the capacity: each costs 2^32 - 1 calls on one record, so the pool takes
+// at least 2^52 calls before it could run out (then -KNIT_EAGAIN).
+#include "src/common.h"
+
+#include <stdlib.h>
+
+#include "src/calls.h"
+#include "src/trace.h"
+
+namespace knit::detail {
+
+int TicketTable::init(uint32_t capacity)
+{
+	max_live_ = capacity;
+	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
+	if (limit > kTicketIndexMax)
+		limit = kTicketIndexMax;
+	capacity_ = (uint32_t)limit;
+	nchunks_ = (capacity_ + kTicketChunk - 1) / kTicketChunk;
+	chunks_ = static_cast<Call **>(calloc(nchunks_ ? nchunks_ : 1, sizeof(Call *)));
+	next_new_ = 0;
+	live_ = 0;
+	free_ = nullptr;
+	return chunks_ ? 0 : -KNIT_ENOMEM;
+}
+
+void TicketTable::fini()
+{
+	if (chunks_ == nullptr)
+		return;
+	for (uint32_t i = 0; i < nchunks_; i++)
+		::free(chunks_[i]);
+	::free(chunks_);
+	chunks_ = nullptr;
+	nchunks_ = 0;
+	next_new_ = 0;
+	live_ = 0;
+	free_ = nullptr;
+}
+
+Call *TicketTable::alloc(int *err)
+{
+	if (live_ >= max_live_) {
+		*err = -KNIT_EAGAIN;
+		return nullptr;
+	}
+	Call *c = free_;
+	// A record at its last generation is retired: dropped from the free
+	// list for good (its stale tickets then never match a live call).
+	while (c != nullptr && c->gen == kGenLast) {
+		free_ = c->next;
+		c->next = nullptr;
+		c = free_;
+	}
+	if (c != nullptr) {
+		free_ = c->next;
+	} else {
+		if (next_new_ >= capacity_) {
+			*err = -KNIT_EAGAIN;
+			return nullptr;
+		}
+		const uint32_t ci = next_new_ / kTicketChunk;
+		if (chunks_[ci] == nullptr) {
+			Call *chunk = static_cast<Call *>(calloc(kTicketChunk, sizeof(Call)));
+			if (chunk == nullptr) {
+				*err = -KNIT_ENOMEM;
+				return nullptr;
+			}
+			for (uint32_t i = 0; i < kTicketChunk; i++) {
+				chunk[i].index = ci * kTicketChunk + i;
+				chunk[i].heap_pos = kNoHeap;
+			}
+			// Release: pairs with the acquire load in lookup(), so a
+			// lookup from another thread sees the initialised indexes.
+			__atomic_store_n(&chunks_[ci], chunk, __ATOMIC_RELEASE);
+		}
+		c = &chunks_[ci][next_new_ % kTicketChunk];
+		next_new_++;
+	}
+	// gen is bumped at every allocation and starts at 1: ticket never 0;
+	// it never wraps (retired above at kGenLast).
+	const uint32_t gen = c->gen + 1;
+	const uint32_t index = c->index;
+	memset(c, 0, sizeof *c);
+	c->index = index;
+	c->gen = gen;
+	c->live = 1;
+	c->abort_bit = -1;
+	c->lane = kNoLane;
+	c->heap_pos = kNoHeap;
+	c->result.type = KNIT_VALUE_NONE;
+	live_++;
+	return c;
+}
+
+void TicketTable::free(Call *c)
+{
+	live_--;
+	c->live = 0;
+	c->next = free_;
+	free_ = c;
+}
+
+Call *TicketTable::lookup(uint32_t index) const
+{
+	if (index >= capacity_)
+		return nullptr;
+	// Acquire: pairs with the release store of the chunk pointer in alloc().
+	Call *chunk = __atomic_load_n(&chunks_[index / kTicketChunk], __ATOMIC_ACQUIRE);
+	return chunk ? &chunk[index % kTicketChunk] : nullptr;
+}
+
+// ---- deadline heap -------------------------------------------------------------------
+
+int DeadlineHeap::init(uint32_t capacity)
+{
+	cap_ = capacity ? capacity : 1;
+	n_ = 0;
+	a_ = static_cast<Call **>(malloc((size_t)cap_ * sizeof(Call *)));
+	return a_ ? 0 : -KNIT_ENOMEM;
+}
+
+void DeadlineHeap::fini()
+{
+	::free(a_);
+	a_ = nullptr;
+	n_ = cap_ = 0;
+}
+
+void DeadlineHeap::sift_up(uint32_t i)
+{
+	Call *c = a_[i];
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (a_[parent]->deadline_ns <= c->deadline_ns)
+			break;
+		place(i, a_[parent]);
+		i = parent;
+	}
+	place(i, c);
+}
+
+void DeadlineHeap::sift_down(uint32_t i)
+{
+	Call *c = a_[i];
+	for (;;) {
+		uint32_t l = 2 * i + 1;
+		if (l >= n_)
+			break;
+		uint32_t m = l;
+		if (l + 1 < n_ && a_[l + 1]->deadline_ns < a_[l]->deadline_ns)
+			m = l + 1;
+		if (a_[m]->deadline_ns >= c->deadline_ns)
+			break;
+		place(i, a_[m]);
+		i = m;
+	}
+	place(i, c);
+}
+
+void DeadlineHeap::push(Call *c)
+{
+	if (c->heap_pos != kNoHeap || n_ >= cap_)
+		return; // cannot happen: one entry per live record, cap = records
+	place(n_, c);
+	n_++;
+	sift_up(n_ - 1);
+}
+
+void DeadlineHeap::remove(Call *c)
+{
+	uint32_t i = c->heap_pos;
+	if (i == kNoHeap || i >= n_ || a_[i] != c)
+		return;
+	c->heap_pos = kNoHeap;
+	n_--;
+	if (i == n_)
+		return;
+	Call *moved = a_[n_];
+	place(i, moved);
+	sift_down(i);
+	sift_up(moved->heap_pos);
+}
+
+// ---- the lifecycle ------------------------------------------------------------------
+
+namespace {
+
+void update_earliest_locked(Pool *p)
+{
+	Call *t = p->heap.top();
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
+			      t ? (uint64_t)t->deadline_ns : 0);
+}
+
+} // namespace
+
+Call *call_alloc_locked(Pool *p, bool abortable, int *err)
+{
+	Call *c = p->tickets.alloc(err);
+	if (c == nullptr)
+		return nullptr;
+	if (abortable) {
+		c->abort_bit = abort_alloc_locked(p);
+		if (c->abort_bit < 0) {
+			c->holds = 0;
+			p->tickets.free(c);
+			*err = -KNIT_EAGAIN;
+			return nullptr;
+		}
+	}
+	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
+	return c;
+}
+
+uint64_t call_undo_locked(Pool *p, Call *c)
+{
+	abort_release_locked(p, c);
+	// acq_rel: pairs with the acquire loads of outstanding in
+	// drained_ready() / knit_complete() (as the increment in enqueue()).
+	const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	c->holds = 0;
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	p->tickets.free(c);
+	return before;
+}
+
+void deadline_track_locked(Pool *p, Call *c)
+{
+	p->heap.push(c);
+	update_earliest_locked(p);
+}
+
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf)
+{
+	if (c->completed || !c->live) {
+		free(result_buf);
+		return false;
+	}
+	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
+	knit_store_relaxed_32(&c->completed, 1);
+	c->status = status;
+	c->result = result;
+	c->result_buf = result_buf;
+	if (c->heap_pos != kNoHeap) {
+		p->heap.remove(c);
+		update_earliest_locked(p);
+	}
+	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
+		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
+		// running task to stop. The bit stays allocated, and raised, until
+		// the record is recycled, which waits for the task's late result
+		// (a placed call keeps kHoldHostQueue until its frame is reaped).
+		abort_raise_locked(p, c);
+	} else {
+		abort_release_locked(p, c);
+	}
+	if (c->flags & kCallPrivate) {
+		// Release: pairs with the acquire load of done in knit_call's
+		// readiness check: status and result are visible with it.
+		knit_store_release_32(&c->done, 1);
+	} else {
+		c->cq_next = nullptr;
+		if (p->cq_tail)
+			p->cq_tail->cq_next = c;
+		else
+			p->cq_head = c;
+		p->cq_tail = c;
+		knit_add_relaxed_32(&p->cq_count, 1);
+	}
+	// Last, with release: pairs with the acquire load of outstanding in
+	// knit_complete() before it reads cq_count: whoever sees this call no
+	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
+	// while a completion is on its way).
+	knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	return true;
+}
+
+void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
+{
+	c->holds &= ~holds;
+	if (c->holds != 0)
+		return;
+	if (c->heap_pos != kNoHeap) {
+		p->heap.remove(c);
+		update_earliest_locked(p);
+	}
+	abort_release_locked(p, c);
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	free(c->result_buf);
+	c->result_buf = nullptr;
+	p->tickets.free(c);
+}
+
+int32_t abort_alloc_locked(Pool *p)
+{
+	const uint32_t cap = p->cfg.abort_capacity;
+	if (p->abort_used >= cap)
+		return -1;
+	const uint32_t words = p->abort_nwords;
+	for (uint32_t k = 0; k < words; k++) {
+		uint32_t w = (p->abort_cursor + k) % words;
+		uint32_t free_bits = ~p->abort_in_use[w];
+		if (w == words - 1 && cap % 32 != 0)
+			free_bits &= (1u << (cap % 32)) - 1;
+		if (free_bits == 0)
+			continue;
+		uint32_t b = (uint32_t)__builtin_ctz(free_bits);
+		p->abort_in_use[w] |= 1u << b;
+		p->abort_used++;
+		p->abort_cursor = (w + 1) % words;
+		// Clear the shared bit before the call can be published (the
+		// release store of A then orders it for the worker).
+		knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
+		return (int32_t)(w * 32 + b);
+	}
+	return -1;
+}
+
+void abort_raise_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit < 0)
+		return;
+	const uint32_t b = (uint32_t)c->abort_bit;
+	// Release: pairs with the worker's acquire load in knit_ctx_aborted().
+	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
+}
+
+void abort_release_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit < 0)
+		return;
+	uint32_t w = (uint32_t)c->abort_bit / 32, b = (uint32_t)c->abort_bit % 32;
+	p->abort_in_use[w] &= ~(1u << b);
+	p->abort_used--;
+	// Pairs with the worker's acquire load in knit_ctx_aborted(): a task
+	// still running after its call completed may see the bit cleared.
+	knit_and_acq_rel_32(&p->abort_words[w], ~(1u << b));
+	c->abort_bit = -1;
+}
+
+int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+{
+	*out = v;
+	*buf = nullptr;
+	if (!codec_has_bytes(v.type)) {
+		out->data = nullptr;
+		out->len = 0;
+		if (v.type != KNIT_VALUE_ERROR)
+			out->code = 0;
+		return 0;
+	}
+	if (v.type != KNIT_VALUE_ERROR)
+		out->code = 0;
+	if (v.type == KNIT_VALUE_BYTES && v.len == 0) {
+		out->data = nullptr;
+		return 0;
+	}
+	uint8_t *b = static_cast<uint8_t *>(malloc(v.len + 1));
+	if (b == nullptr)
+		return -KNIT_ENOMEM;
+	if (v.len)
+		memcpy(b, v.data, v.len);
+	b[v.len] = 0; // strings and error messages are NUL-terminated
+	out->data = b;
+	*buf = b;
+	return 0;
+}
+
+namespace {
+
+// A completion's check word: ties its handle to this pool, so stray bytes
+// are unlikely to pass for a handle even before the table lookup.
+uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
+
+// Register result bytes about to be handed out (under mu): the handle
+// (never 0), or 0 when the table cannot grow.
+uint64_t owned_register_locked(Pool *p, uint8_t *buf)
+{
+	uint32_t slot;
+	if (p->owned_free != 0) {
+		slot = p->owned_free - 1;
+		p->owned_free = p->owned[slot].next;
+	} else {
+		if (p->owned_n == p->owned_cap) {
+			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
+			if (ncap <= p->owned_cap)
+				return 0;
+			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
+			if (m == nullptr)
+				return 0;
+			p->owned = static_cast<OwnedBuf *>(m);
+			p->owned_cap = ncap;
+		}
+		slot = p->owned_n++;
+		p->owned[slot].gen = 0;
+	}
+	OwnedBuf *o = &p->owned[slot];
+	o->gen++;
+	if (o->gen == 0)
+		o->gen = 1;
+	o->buf = buf;
+	o->next = 0;
+	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
+}
+
+} // namespace
+
+// Move a completed record into *out (the bytes change owner) and drop the
+// user hold (under mu).
+void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
+{
+	memset(out, 0, sizeof *out);
+	out->ticket = ticket_of(c);
+	out->user_data = c->user_data;
+	out->status = c->status;
+	out->task = c->task;
+	out->result = c->result;
+	if (c->result_buf != nullptr) {
+		const uint64_t h = owned_register_locked(p, c->result_buf);
+		if (h != 0) {
+			out->reserved[0] = h;
+			out->reserved[1] = owned_check(p, h);
+		} else {
+			// No room to track the bytes: the call still gets its one
+			// completion, as an allocation failure.
+			free(c->result_buf);
+			out->status = -KNIT_ENOMEM;
+			memset(&out->result, 0, sizeof out->result);
+		}
+	}
+	c->result_buf = nullptr;
+	memset(&c->result, 0, sizeof c->result);
+	call_unhold_locked(p, c, kHoldUser);
+	knit_add_relaxed_64(&p->st_completed, 1);
+}
+
+int deliver(Pool *p, knit_completion_t *out, unsigned max)
+{
+	if (knit_load_relaxed_32(&p->cq_count) == 0)
+		return 0;
+	unsigned n = 0;
+	pthread_mutex_lock(&p->mu);
+	while (n < max && p->cq_head != nullptr) {
+		Call *c = p->cq_head;
+		p->cq_head = c->cq_next;
+		if (p->cq_head == nullptr)
+			p->cq_tail = nullptr;
+		knit_fetch_add_relaxed_32(&p->cq_count, (uint32_t)-1);
+		hand_out_locked(p, c, &out[n]);
+		n++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return (int)n;
+}
+
+int completion_release(Pool *p, knit_completion_t *c)
+{
+	const uint64_t h = c->reserved[0];
+	if (h == 0) {
+		// Owns nothing: empty (never filled, already released, or a
+		// result without bytes) unless it points at bytes not ours.
+		if (codec_has_bytes(c->result.type) && c->result.data != nullptr)
+			return -KNIT_EINVAL;
+	} else {
+		const uint32_t slot = (uint32_t)h - 1;
+		const uint32_t gen = (uint32_t)(h >> 32);
+		pthread_mutex_lock(&p->mu);
+		OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
+		if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
+		    c->result.data != o->buf) {
+			pthread_mutex_unlock(&p->mu);
+			return -KNIT_EINVAL; // a copy already released, or never ours
+		}
+		uint8_t *buf = o->buf;
+		o->buf = nullptr;
+		o->next = p->owned_free;
+		p->owned_free = slot + 1;
+		pthread_mutex_unlock(&p->mu);
+		free(buf);
+	}
+	c->reserved[0] = 0;
+	c->reserved[1] = 0;
+	memset(&c->result, 0, sizeof c->result);
+	c->result.type = KNIT_VALUE_NONE;
+	return 0;
+}
+
+} // namespace knit::detail

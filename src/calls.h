@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// src/calls.h - the room for call records and their lifecycle: allocation,
+// completion, holds, abort bits, the deadline heap's earliest deadline, and
+// the hand-out of completions (with the registry of result bytes a
+// completion owns until knit_completion_release). The record types
+// themselves (Call, CallHold, CallFlag, TicketTable, DeadlineHeap) are pool
+// types (src/pool.h): Pool embeds the table and the heap. Implemented in
+// src/calls.cpp; every *_locked function runs under the pool's mu.
+//
+// A record's life: call_alloc_locked (holds: enqueue + host queue + user) ->
+// placed, run, reaped -> call_complete_locked (exactly once: cancel, stop,
+// deadline, hard timeout and a worker's result race for it) -> handed out
+// (hand_out_locked drops kHoldUser) -> the last call_unhold_locked recycles
+// it. A call refused after allocation (backlog full) is undone with
+// call_undo_locked instead: it was never reachable by anyone else.
+#ifndef KNIT_SRC_CALLS_H
+#define KNIT_SRC_CALLS_H
+
+#include "src/common.h"
+
+#include "knitting.h"
+#include "src/pool.h"
+
+namespace knit::detail {
+
+// A new record (under mu) with every hold and, when `abortable`, an abort
+// bit: nullptr with *err = -KNIT_EAGAIN (no record or no abort bit free) or
+// -KNIT_ENOMEM. The caller fills the call's fields before it is reachable.
+Call *call_alloc_locked(Pool *p, bool abortable, int *err);
+// Take back a call nobody else could reach (under mu): its abort bit, its
+// argument copy, the record and its count in outstanding. Returns
+// outstanding before the decrement.
+uint64_t call_undo_locked(Pool *p, Call *c);
+
+// Complete a call (under mu): status/result become its completion. Returns
+// false (and does nothing) when it was already completed. Takes ownership of
+// result_buf either way (frees it when dropped).
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
+// Drop holds (under mu); recycles the record when none is left.
+void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+
+// Allocate an abort bit (under mu): the id, or -1 when all are in use.
+int32_t abort_alloc_locked(Pool *p);
+// Raise a call's abort bit, keeping it allocated (under mu).
+void abort_raise_locked(Pool *p, Call *c);
+// Release a call's abort bit (under mu).
+void abort_release_locked(Pool *p, Call *c);
+
+// Put a call with a deadline into the deadline heap and bring the pool's
+// earliest deadline (earliest_deadline() in pool.h) up to date (under mu).
+void deadline_track_locked(Pool *p, Call *c);
+
+// Move a completed record into *out (the result bytes change owner: a
+// handle in out->reserved names them) and drop the user hold (under mu).
+void hand_out_locked(Pool *p, Call *c, knit_completion_t *out);
+// Hand out up to max queued completions (takes mu). Returns how many.
+int deliver(Pool *p, knit_completion_t *out, unsigned max);
+// Free the result bytes completion *c owns (knit_completion_release(3)):
+// 0, or -KNIT_EINVAL when *c names bytes that are not (or no longer) ours.
+int completion_release(Pool *p, knit_completion_t *c);
+
+// Copy a value view into malloc'd memory (strings and errors NUL-terminated).
+// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM.
+int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
+
+} // namespace knit::detail
+
+#endif

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+// src/wake.cpp - the room for waking (src/wake.h has the pairing table):
+// worker park/unpark, the host's doorbell sleep and its ring, host events,
+// and the completion eventfd's level.
+//
+// No lost wake, host -> worker: the host publishes into lane i (release
+// store of A), fences, then loads `parked` (W1); the worker stores `parked`,
+// fences, then re-checks A before it futex-waits on its wake sequence (W2).
+// One of the two sees the other's store.
+//
+// No lost ring, worker -> host (the doorbell): a waiting host arms
+// (store armed = 1), fences, re-checks every return lock's A against what was
+// last reaped, and only then futex-waits on the doorbell sequence it read
+// before arming (D1); a worker publishes results (release store of A),
+// fences, loads armed and, if set, CASes it 1 -> 0 (one ring per burst),
+// bumps the sequence and wakes (D2, D3). Host-side events (completions
+// produced by another host thread, inline work left behind, stop, a new
+// deadline) bump the same sequence through host_event(), which pairs its
+// fence with the sleeper's (H1).
+#include "src/common.h"
+
+#include <limits.h>
+
+#include "src/pool.h"
+#include "src/trace.h"
+#include "src/wake.h"
+
+namespace knit::detail {
+
+namespace {
+
+// Leave the parked state. Returns true when a host claimed our park (its CAS
+// parked -> kAwake in lane_wake() won): that host sends exactly one wake,
+// and this is where the worker counts it as received, so sent == received.
+bool unpark(Lane *l)
+{
+	// W4, acq_rel: pairs with the host's CAS in lane_wake() (W3); whoever
+	// moves parked to kAwake first owns the wake.
+	return knit_xchg_acq_rel_32(l->parked, kAwake) == kAwake;
+}
+
+void count_received(Lane *l)
+{
+	counter_bump(lane_counter(l->ext, kWcWakesReceived));
+	KNIT_TRACE_WORKER_WAKE(l->pool, l->index,
+			       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
+									     : KNIT_TRACE_WAKE_RUNG);
+}
+
+} // namespace
+
+WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns)
+{
+	Pool *p = l->pool;
+	// W4, acquire: pairs with the host's add to the sequence in lane_wake().
+	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
+	knit_store_relaxed_32(l->parked, why);
+	// W2 (no lost wake): pairs with the host's W1 fence between its release
+	// store of A (flush_staged; steal: steal_flush, S6 in steal.cpp), of the
+	// stop word (request_worker_stop) or of B (reap_lane) and its load of
+	// parked in lane_wake(): either we see its store in the re-check below
+	// or it sees us parked and rings.
+	knit_fence_seq_cst();
+	if (recheck(l)) {
+		if (unpark(l)) // a host rang while we were re-checking
+			count_received(l);
+		return kWokeRecheck;
+	}
+	counter_bump(lane_counter(l->ext, kWcParks));
+	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
+	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
+	if (unpark(l)) {
+		count_received(l);
+		return kWokeRung;
+	}
+	if (r == KNIT_FUTEX_TIMED_OUT) {
+		counter_bump(lane_counter(l->ext, kWcWatchdog));
+		KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_WATCHDOG);
+		return kWokeWatchdog;
+	}
+	counter_bump(lane_counter(l->ext, kWcSpurious));
+	KNIT_TRACE_WORKER_WAKE(p, l->index, KNIT_TRACE_WAKE_SPURIOUS);
+	return kWokeSpurious;
+}
+
+void worker_ring(Lane *l)
+{
+	Pool *p = l->pool;
+	// D2 (Dekker): pairs with the host's D1 fence in host_doorbell_sleep()
+	// between its store of armed and its re-check of A: either it sees our
+	// results or we see it armed. Also orders the publish before
+	// efd_sync()'s load of the dispatcher lock (E3; pairs with the fence in
+	// dispatch_unlock()).
+	knit_fence_seq_cst();
+	// Counters are bumped before the ring: whoever the ring wakes may read
+	// the stats at once.
+	// E2, acquire: pairs with the release store of efd_on (E1): the fd is set.
+	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
+	// D3: the CAS claims the ring (one per burst).
+	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
+	if (fd || armed) {
+		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
+		KNIT_TRACE_DOORBELL_RING(p, l->index);
+	}
+	if (fd)
+		// Our results are published (and fenced, above): it writes, or
+		// leaves them to the dispatcher holder's release (dispatch.cpp).
+		efd_sync(p);
+	if (armed) {
+		// D3, release: pairs with the host's acquire load of the sequence (D4).
+		knit_add_acq_rel_32(p->db_seq, 1);
+		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
+	}
+}
+
+bool lane_wake(Pool *p, Lane *l, bool only_blocked)
+{
+	uint32_t v = knit_load_relaxed_32(l->parked);
+	if (v == kAwake || (only_blocked && v != kParkedForRoom))
+		return false;
+	// W3: the CAS claims the wake: exactly one host thread sends it, and a
+	// second publish before the worker is up sees kAwake and sends none.
+	if (knit_cas_acq_rel_32(l->parked, v, kAwake) != v)
+		return false;
+	KNIT_TRACE_HOST_RING(p, l->index, knit_load_relaxed_32(&l->tid));
+	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
+	// W3, release: pairs with the worker's acquire load of the sequence
+	// after its futex wait (W4: a changed sequence = it was rung).
+	knit_add_acq_rel_32(l->wake_seq, 1);
+	knit_futex_wake(l->wake_seq, 1, p->futex_shared);
+	return true;
+}
+
+bool steal_wake_one(Pool *p)
+{
+	const uint32_t n = p->nworkers;
+	const uint32_t start = knit_load_relaxed_32(&p->steal.wake_cursor) % n;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t w = (start + i) % n;
+		Lane *l = &p->lanes[w];
+		// Only a worker that says it is parked waiting for work: a
+		// spinning or running one finds the work itself, one parked for
+		// return-arena room cannot claim.
+		if (knit_load_relaxed_32(l->parked) != kParked)
+			continue;
+		if (lane_wake(p, l, false)) {
+			knit_store_relaxed_32(&p->steal.wake_cursor, (w + 1) % n);
+			return true;
+		}
+	}
+	return false;
+}
+
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg)
+{
+	// D4, acquire: pairs with the add in host_event() (H2) / the worker's
+	// ring (D3), so a bump we compare against below is never older than
+	// what we re-check.
+	const uint32_t seq = knit_load_acquire_32(p->db_seq);
+	// Announce the waiter; the seq_cst fence below orders it before our
+	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
+	knit_add_acq_rel_32(&p->host_waiters, 1);
+	if (arm) {
+		knit_store_relaxed_32(p->db_armed, 1);
+		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+		KNIT_TRACE_DOORBELL_ARM(p);
+	}
+	// D1 (Dekker): pairs with the worker's D2 fence between its release
+	// store of A and its load of armed (worker_ring), with the H1 fence in
+	// host_event() between its progress and its load of host_waiters, with
+	// the H1 fence in enqueue() (api.cpp) between its store of a new
+	// earliest_deadline and its load of host_waiters, and with the fence in
+	// dispatch_unlock() after its release: either they see us armed/waiting
+	// or we see their work (or deadline) in the re-check.
+	knit_fence_seq_cst();
+	int64_t wake = -1;
+	if (!recheck(p, arg, &wake)) {
+		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
+		if (arm && knit_load_relaxed_32(p->db_seq) != seq) {
+			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+			KNIT_TRACE_DOORBELL_WAKE(p);
+		}
+	}
+	// acq_rel: nothing pairs with the decrement beyond the counter itself
+	// (a waker that still sees us only sends a wake nobody needs).
+	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+}
+
+void host_event(Pool *p, bool to_fd)
+{
+	// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep() between
+	// its waiter count increment and its re-check: either it sees our
+	// progress or we see it.
+	knit_fence_seq_cst();
+	if (knit_load_relaxed_32(&p->host_waiters) != 0) {
+		// H2, release: pairs with the acquire load of the sequence (D4).
+		knit_add_acq_rel_32(p->db_seq, 1);
+		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
+	}
+	if (to_fd)
+		efd_sync(p);
+}
+
+bool work_pending(Pool *p, int64_t now)
+{
+	if (knit_load_relaxed_32(&p->inline_queued) != 0)
+		return true;
+	int64_t ed = earliest_deadline(p);
+	if (ed != 0 && ed <= now)
+		return true;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		// Acquire: pairs with the worker's release store of A (P1): a
+		// result published before our arm is seen here, else rung.
+		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
+			return true;
+	}
+	return false;
+}
+
+// ---- the completion eventfd -------------------------------------------------------------
+//
+// Contract (knit_completion_fd(3)): the fd is readable if and only if a
+// knit_complete(..., 0) would return at least one completion (or
+// -KNIT_ECLOSED: the pool is stopped and drained, so a loop learns of it).
+// It is a level, kept by two rules that hold on every thread:
+//  - whoever makes something pending (a worker publishing results, a host
+//    completing calls, a dispatcher holder leaving work behind) does so
+//    BEFORE it calls efd_sync(), which writes;
+//  - whoever clears it (efd_sync() finding nothing pending, as
+//    knit_complete() does before it returns) reads the fd FIRST and
+//    re-checks afterwards, writing again when something is pending.
+// The eventfd's own lock orders a write before a later read, so a clearer
+// that swallowed a write sees what preceded it; the seq_cst fences below
+// make that independent of the kernel. So nothing pending is ever left
+// unreadable (no stranded result), and the last thread to act leaves the fd
+// unreadable when nothing is pending (no spurious wake-up once quiet).
+//
+// Work that needs a dispatcher pass (results to reap, inline calls, expired
+// deadlines) counts only while nobody holds the dispatcher: a loop woken
+// then could not run the pass (its try-lock fails) and would spin until
+// the holder lets go. The holder's dispatch_unlock() re-checks after its
+// release instead. Dekker: its release + fence + work_pending() against the
+// caller's fence (after its progress: the worker's publish, a clear) + load
+// of dispatch_lock here: either the holder sees the work or we see it gone.
+
+namespace {
+
+void efd_write(Pool *p)
+{
+	uint64_t one = 1;
+	(void)knit_sys_write(p->efd, &one, sizeof one);
+}
+
+bool efd_pending(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	// Acquire: as in knit_complete(), a zero outstanding means every
+	// completion is already counted in cq_count.
+	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
+		return true;
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false; // its holder re-checks on release (above)
+	return work_pending(p, knit_now_ns());
+}
+
+void efd_clear(Pool *p)
+{
+	uint64_t v;
+	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
+}
+
+} // namespace
+
+void efd_sync(Pool *p)
+{
+	// Acquire: pairs with the release store of efd_on in knit_completion_fd()
+	// (the fd number is visible with the flag).
+	if (!knit_load_acquire_32(&p->efd_on))
+		return;
+	if (efd_pending(p)) {
+		efd_write(p);
+		// A reaper may have emptied everything before our write landed:
+		// look again, and take a write that signals nothing back. Pairs
+		// with the fence after the clear below (on the reaper's thread).
+		knit_fence_seq_cst();
+		if (efd_pending(p))
+			return;
+	}
+	efd_clear(p);
+	// Pairs with the fence above and with the producers' ordering of their
+	// progress before their write: whatever preceded a write we swallowed
+	// is visible to the re-check.
+	knit_fence_seq_cst();
+	if (efd_pending(p))
+		efd_write(p);
+}
+
+} // namespace knit::detail

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// src/wake.h - the room for waking: a worker parks and a host unparks it
+// (the eventcount of tests/model/wake.pml), a waiting host sleeps on the
+// doorbell and a worker or another host thread rings it
+// (tests/model/doorbell.pml, host_event.pml), and the completion eventfd is
+// kept level. Implemented in src/wake.cpp.
+//
+// Each handshake is a Dekker pair: one side stores, fences, then loads what
+// the other side stores. The re-check a sleeper runs after its fence belongs
+// to the caller (what counts as "work" is the worker's or the dispatcher's
+// business) and is passed in, as folly's ParkingLot passes its toPark
+// callback: this room owns only the order of the steps.
+//
+// Fence pairing (every non-relaxed access of the handshakes):
+//
+//  edge                                      this side                        pairs with
+//  ----------------------------------------  -------------------------------  ------------
+//  W1 publish work / stop / room, then look   store_rel(A) (lock2 P1) or the   W2
+//     for a parked worker (flush_staged,      stop CAS or store_rel(B) (C3);
+//     steal_flush, request_worker_stop,       seq_cst fence; load parked
+//     reap_lane; then lane_wake)
+//  W2 announce the park, then re-check        store parked; seq_cst fence;     W1
+//     (worker_park)                           recheck()
+//  W3 claim the park and ring (lane_wake)     CAS parked -> kAwake (acq_rel);  W4
+//                                             add_acq_rel(wake_seq); wake
+//  W4 read the sequence, leave the park       load_acq(wake_seq);              W3
+//     (worker_park)                           xchg parked -> kAwake (acq_rel)
+//  D1 arm, then re-check                      add host_waiters; armed = 1;     D2, H1
+//     (host_doorbell_sleep)                   seq_cst fence; recheck()
+//  D2 publish results, then look for an       store_rel(A) (lock2 P1);         D1, E3
+//     armed host (worker_ring)                seq_cst fence; load armed
+//  D3 ring (worker_ring)                      CAS armed 1 -> 0 (acq_rel);      D4
+//                                             add_acq_rel(db_seq); wake
+//  D4 read the sequence slept on              load_acq(db_seq) before D1       D3, H2
+//  H1 host progress, then look for sleepers   progress; seq_cst fence; load    D1
+//     (host_event; enqueue's new deadline;    host_waiters
+//     dispatch_unlock's re-check)
+//  H2 ring the sleepers (host_event)          add_acq_rel(db_seq); wake        D4
+//  E1 the fd exists (knit_completion_fd)      store_rel(efd_on)                E2
+//  E2 use the fd (efd_sync, worker_ring)      load_acq(efd_on)                 E1
+//  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
+//     (efd_sync)                                                               thread's), D2
+//
+// Park states (the parked word of a lane, ParkState) are written by the
+// worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
+// host thread that claims the wake (W3): a wake is sent exactly once per
+// announced park, and the worker counts it as received exactly then.
+#ifndef KNIT_SRC_WAKE_H
+#define KNIT_SRC_WAKE_H
+
+#include "src/common.h"
+
+#include "src/pool.h"
+
+namespace knit::detail {
+
+// The parked word of a worker lane (Lane::parked).
+enum ParkState : uint32_t {
+	kAwake = 0,         // running, spinning, or woken
+	kParked = 1,        // parked waiting for work
+	kParkedForRoom = 2, // parked waiting for return-arena room (results wait)
+};
+
+// ---- worker side (lane l's own thread) --------------------------------------------
+
+// The worker's re-check after announcing its park (W2): true when it must
+// not sleep (work, a stop request, or results that went out).
+typedef bool (*ParkRecheck)(Lane *l);
+
+// How a park ended.
+enum WakeReason : uint32_t {
+	kWokeRecheck,  // the re-check found something: never slept
+	kWokeRung,     // a host claimed the park (lane_wake)
+	kWokeWatchdog, // park_ns passed with no wake
+	kWokeSpurious, // the futex returned for no reason of ours
+};
+
+// Park lane l as `why` until a host rings it or park_ns passes (the
+// watchdog), unless recheck(l) finds something after the announcement.
+// Counts parks and wakes in the lane's worker counters.
+WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns);
+
+// After the worker published results (release store of A): ring a host that
+// armed the doorbell, and bring the completion eventfd up to date (D2, D3).
+void worker_ring(Lane *l);
+
+// ---- host side ---------------------------------------------------------------------
+
+// Wake worker lane `l` if it announced a park (W3). `only_blocked`: wake only
+// a worker parked waiting for return-arena room (kParkedForRoom). The caller
+// fenced after its publish (W1). Returns true if this call sent the wake.
+bool lane_wake(Pool *p, Lane *l, bool only_blocked);
+// Steal topology: wake ONE worker parked waiting for work (kParked; one
+// parked for room cannot claim), scanning from the wake cursor. Any thread,
+// after a fenced publish (W1). Returns true when a wake was sent.
+bool steal_wake_one(Pool *p);
+
+// The host's re-check after announcing its sleep (D1): true when it must
+// not sleep; else *wake_at is the absolute time to look again (-1: only
+// when rung).
+typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
+// Sleep on the doorbell sequence until rung or *wake_at, unless recheck
+// finds something after the announcement. `arm`: ask the workers to ring
+// (the doorbell option); without it only host events (H2) and the timeout
+// end the sleep.
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
+
+// Tell host waiters something happened (completions, inline work, stop, a
+// new deadline): bump the doorbell sequence and wake them if any sleep (H1,
+// H2), and bring the completion eventfd up to date (when `to_fd`: efd_sync()).
+void host_event(Pool *p, bool to_fd);
+
+// Is there anything a dispatcher pass could do right now (results to reap,
+// inline calls, an expired deadline)? Any thread: part of every host
+// re-check.
+bool work_pending(Pool *p, int64_t now);
+
+// The completion eventfd's level (the contract of knit_completion_fd(3);
+// see wake.cpp): any thread, after making completions or results pending
+// (it writes; call it after a seq_cst fence that follows the progress), or
+// after reaping (it clears when nothing is left, and re-checks). A no-op
+// until the fd exists.
+void efd_sync(Pool *p);
+
+} // namespace knit::detail
+
+#endif
