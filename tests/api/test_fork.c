@@ -194,6 +194,11 @@ KT(fork, child_dead_parent_serves_inline)
 KT(fork, pool_created_in_child_works)
 {
 	knit_pool_t *parent = kt_pool_n(1);
+	/* One round trip first: the worker has finished starting (thread set-up
+	 * takes allocator and sanitizer-runtime locks) and sits idle, so the
+	 * fork cannot catch one of those locks held; the child, which creates
+	 * threads of its own, would then block on it for good. */
+	parent_serves(parent, kt_id(parent, "echo"), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
