@@ -333,7 +333,12 @@ KT(placement, spinning_workers_capped_by_cpus)
 		calls += after.lane[w].calls - before.lane[w].calls;
 	}
 	cr_expect_eq(calls, (uint64_t)ROUNDS * workers);
-	cr_expect_geq(wakes, ROUNDS / 2, "%llu wakes in %d rounds: more than %ld workers spun at once",
+	/* Not one wake per round: a call can reach a worker that was denied a
+	 * spin slot before it has announced itself parked (its re-check then
+	 * finds the call and no wake is sent), which a loaded machine makes
+	 * common. Without the cap no worker ever parks here, so any sizeable
+	 * number of wakes shows the cap at work. */
+	cr_expect_geq(wakes, ROUNDS / 8, "%llu wakes in %d rounds: more than %ld workers spun at once",
 		      (unsigned long long)wakes, ROUNDS, ncpu - 1);
 	kt_destroy(pool);
 }
