@@ -316,7 +316,9 @@ KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned m
 /* Free what a completion's result owns; the completion is then empty. */
 KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;
 
-/* An eventfd, readable while completions are waiting. Owned by the pool. */
+/* A pollable descriptor (never read it), readable while knit_complete(..., 0)
+ * would return something: results, and calls whose deadline passed. Owned by
+ * the pool. */
 KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT;
 
 /* One synchronous round trip. Returns 0 when *out holds the completion (look

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
@@ -279,18 +280,40 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 	if (pool_forked(p))
 		return -KNIT_ECLOSED; // the inherited fd is the parent's too
 	pthread_mutex_lock(&p->mu);
-	if (p->efd < 0) {
-		int fd = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (fd < 0) {
+	if (p->epfd < 0) {
+		// The descriptor is an epoll instance over two: the eventfd that
+		// results and completions write (efd_sync), and a timerfd armed at
+		// the earliest call deadline (calls.cpp), so that a timeout makes it
+		// readable too although nothing else happens.
+		const int efd = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		const int epfd = efd < 0 ? -1 : knit_sys_epoll_create1(EPOLL_CLOEXEC);
+		int rc = efd < 0 || epfd < 0 ? -1 : deadline_timer_open_locked(p);
+		if (rc == 0) {
+			struct epoll_event ev;
+			memset(&ev, 0, sizeof ev);
+			ev.events = EPOLLIN;
+			rc = knit_sys_epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev);
+			if (rc == 0)
+				rc = knit_sys_epoll_ctl(epfd, EPOLL_CTL_ADD, p->tfd, &ev);
+		}
+		if (rc != 0) {
+			if (p->tfd >= 0)
+				knit_sys_close(p->tfd);
+			p->tfd = -1;
+			if (epfd >= 0)
+				knit_sys_close(epfd);
+			if (efd >= 0)
+				knit_sys_close(efd);
 			pthread_mutex_unlock(&p->mu);
 			return -KNIT_ESYSTEM;
 		}
-		p->efd = fd;
+		p->efd = efd;
+		p->epfd = epfd;
 		// Release: pairs with the acquire loads of efd_on by the workers
 		// and host_event(): the fd number is visible with the flag.
 		knit_store_release_32(&p->efd_on, 1);
 	}
-	const int fd = p->efd;
+	const int fd = p->epfd;
 	pthread_mutex_unlock(&p->mu);
 	// Results may already wait (queued, or published and not reaped yet).
 	efd_sync(p);

@@ -18,6 +18,7 @@
 #include "src/common.h"
 
 #include <stdlib.h>
+#include <sys/timerfd.h>
 
 #include "src/calls.h"
 #include "src/trace.h"
@@ -201,14 +202,49 @@ void DeadlineHeap::remove(Call *c)
 
 namespace {
 
+// Arm the completion descriptor's timerfd at `at` (absolute, knit_now_ns's
+// CLOCK_MONOTONIC; 0 disarms). Re-arming also resets a fired timer, so the
+// descriptor reads "a deadline passed that no pass has handled" exactly:
+// the pass that expires the heap top changes the top, and we land here.
+// A syscall only while a completion descriptor exists and only when the
+// earliest deadline changes.
+void deadline_timer_arm_locked(Pool *p, int64_t at)
+{
+	if (p->tfd < 0 || at == p->tfd_target)
+		return;
+	struct itimerspec its;
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_sec = at / 1000000000;
+	its.it_value.tv_nsec = at % 1000000000;
+	// An absolute time already past fires at once: the deadline waits for
+	// a pass, so the descriptor is readable, as it should be.
+	if (knit_sys_timerfd_settime(p->tfd, at != 0 ? TFD_TIMER_ABSTIME : 0, &its) == 0)
+		p->tfd_target = at;
+}
+
 void update_earliest_locked(Pool *p)
 {
 	Call *t = p->heap.top();
-	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline),
-			      t ? (uint64_t)t->deadline_ns : 0);
+	const int64_t at = t ? t->deadline_ns : 0;
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline), (uint64_t)at);
+	deadline_timer_arm_locked(p, at);
 }
 
 } // namespace
+
+int deadline_timer_open_locked(Pool *p)
+{
+	if (p->tfd >= 0)
+		return 0;
+	const int fd = knit_sys_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	p->tfd = fd;
+	p->tfd_target = 0;
+	Call *t = p->heap.top();
+	deadline_timer_arm_locked(p, t ? t->deadline_ns : 0);
+	return 0;
+}
 
 Call *call_alloc_locked(Pool *p, bool abortable, int *err)
 {

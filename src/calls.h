@@ -50,6 +50,10 @@ void abort_release_locked(Pool *p, Call *c);
 // earliest deadline (earliest_deadline() in pool.h) up to date (under mu).
 void deadline_track_locked(Pool *p, Call *c);
 
+// Create the deadline timerfd and arm it at the earliest deadline (under mu,
+// by knit_completion_fd). 0, or a negative -errno from the kernel.
+int deadline_timer_open_locked(Pool *p);
+
 // Move a completed record into *out (the result bytes change owner: a
 // handle in out->reserved names them) and drop the user hold (under mu).
 void hand_out_locked(Pool *p, Call *c, knit_completion_t *out);

@@ -54,6 +54,10 @@ void pool_free_forked(knit_pool *kp)
 	region_destroy(&p->region);
 	if (p->efd >= 0)
 		knit_sys_close(p->efd);
+	if (p->tfd >= 0)
+		knit_sys_close(p->tfd);
+	if (p->epfd >= 0)
+		knit_sys_close(p->epfd);
 	free(p->tasks);
 	free(p->names);
 	kp->~knit_pool();
@@ -328,6 +332,10 @@ void pool_free(knit_pool *kp)
 	region_destroy(&p->region);
 	if (p->efd >= 0)
 		knit_sys_close(p->efd);
+	if (p->tfd >= 0)
+		knit_sys_close(p->tfd);
+	if (p->epfd >= 0)
+		knit_sys_close(p->epfd);
 	free(p->tasks);
 	free(p->names);
 	pthread_mutex_destroy(&p->mu);
@@ -362,6 +370,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	p->cfg = cfg;
 	p->fork_gen = knit_load_relaxed_32(&g_fork_gen);
 	p->efd = -1;
+	p->tfd = -1;
+	p->epfd = -1;
 	p->region.fd = -1;
 	pthread_mutex_init(&p->mu, nullptr);
 	__cds_wfcq_init(&p->bq_head, &p->bq_tail);

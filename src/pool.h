@@ -440,6 +440,13 @@ struct alignas(128) Pool {
 	uint32_t owned_cap;    // slots allocated
 	uint32_t owned_free;   // free list head (slot + 1, 0 = empty)
 	uint64_t owned_salt;   // per-pool: the completion's check word mixes it in
+	// The completion descriptor (knit_completion_fd): an epoll instance
+	// watching the eventfd (efd) and a timerfd armed at the earliest call
+	// deadline, so a deadline makes it readable without any call into the
+	// library (src/calls.cpp deadline_timer_*).
+	int epfd;            // what knit_completion_fd returns, or -1
+	int tfd;             // the deadline timerfd, or -1
+	int64_t tfd_target;  // the deadline it is armed at, 0 = disarmed
 
 	// Statistics (relaxed atomics).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;

@@ -107,4 +107,26 @@ static inline int knit_sys_ftruncate(int fd, long len)
 }
 static inline int knit_sys_gettid(void) { return (int)knit_syscall0(SYS_gettid); }
 
+/* timerfd_create(2) / timerfd_settime(2): the fd or 0, else -errno. `its`
+ * is a struct itimerspec (passed untyped so this header needs no <time.h>). */
+static inline int knit_sys_timerfd_create(int clockid, int flags)
+{
+	return (int)knit_syscall2(SYS_timerfd_create, clockid, flags);
+}
+static inline int knit_sys_timerfd_settime(int fd, int flags, const void *its)
+{
+	return (int)knit_syscall4(SYS_timerfd_settime, fd, flags, (long)its, 0);
+}
+
+/* epoll_create1(2) / epoll_ctl(2): the fd or 0, else -errno. `ev` is a
+ * struct epoll_event (packed on x86-64: pass libc's type). */
+static inline int knit_sys_epoll_create1(int flags)
+{
+	return (int)knit_syscall1(SYS_epoll_create1, flags);
+}
+static inline int knit_sys_epoll_ctl(int epfd, int op, int fd, void *ev)
+{
+	return (int)knit_syscall4(SYS_epoll_ctl, epfd, op, fd, (long)ev);
+}
+
 #endif /* KNIT_ARCH_GENERIC_SYSCALL_H */

@@ -72,7 +72,7 @@ static int reap_all(knit_pool_t *pool)
 }
 
 /* One epoll loop until `want` completions arrived; returns the wake-ups. */
-static int event_loop(knit_pool_t *pool, int ep, int fd, int want, int trial)
+static int event_loop(knit_pool_t *pool, int ep, int want, int trial)
 {
 	int got = 0, wakes = 0;
 	while (got < want) {
@@ -87,9 +87,7 @@ static int event_loop(knit_pool_t *pool, int ep, int fd, int want, int trial)
 				       trial, got, want, (unsigned long long)s.pending);
 		}
 		wakes++;
-		uint64_t v;
-		(void)!read(fd, &v, sizeof v); /* the documented reset; optional */
-		got += reap_all(pool);
+		got += reap_all(pool); /* no read: knit_complete keeps the level */
 	}
 	cr_assert_eq(got, want);
 	return wakes;
@@ -111,7 +109,7 @@ static void run_trials(knit_pool_t *pool, const char *task)
 			a[i] = (struct enq_arg){ .pool = pool, .task = id, .n = PER_THREAD };
 			cr_assert_eq(pthread_create(&th[i], NULL, enqueuer, &a[i]), 0);
 		}
-		event_loop(pool, ep, fd, ENQUEUERS * PER_THREAD, trial);
+		event_loop(pool, ep, ENQUEUERS * PER_THREAD, trial);
 		for (int i = 0; i < ENQUEUERS; i++) {
 			pthread_join(th[i], NULL);
 			cr_assert_eq(a[i].failed, 0);
@@ -184,5 +182,74 @@ KT(completion_fd, reap_clears_without_read)
 		kt_sleep_ms(5);
 		cr_assert(!fd_readable_now(fd), "round %d: fd readable after a full reap", round);
 	}
+	kt_destroy(pool);
+}
+
+/* A call whose timeout passes while its task runs (or while it waits for a
+ * lane) is completed by a dispatcher pass; the descriptor must become
+ * readable when the deadline passes although nothing else happens (no
+ * result, no other call into the library), and a reap that takes the
+ * expired call leaves it unreadable. Counts only: the wait is a hang guard. */
+static void deadline_wakes_loop(uint32_t topology)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.topology = topology;
+	knit_pool_t *pool = kt_pool(&o);
+	int fd = knit_completion_fd(pool);
+	cr_assert_geq(fd, 0);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	kt_gate_close();
+	uint32_t block = kt_id(pool, "block");
+	for (int round = 0; round < 3; round++) {
+		knit_ticket_t t = kt_enq_ex(pool, block, kt_i64(round), NULL, 0, 30, 0);
+		cr_assert(kt_wait_started(round + 1), "round %d: the task never started", round);
+		/* No call into the library from here on until the fd says so. */
+		int rc = epoll_wait(ep, &ev, 1, GUARD_MS);
+		cr_assert_eq(rc, 1, "round %d: the deadline passed and the fd stayed unreadable", round);
+		knit_completion_t c;
+		cr_assert_eq(knit_complete(pool, &c, 1, 0), 1, "round %d: readable, nothing to reap", round);
+		cr_expect_eq(c.ticket, t);
+		cr_expect_eq(c.status, -KNIT_ETIMEDOUT, "round %d: status %d", round, c.status);
+		knit_completion_release(pool, &c);
+		cr_expect(!fd_readable_now(fd), "round %d: fd readable after the reap", round);
+		/* Let the task end (its late result is dropped) before the next. */
+		kt_gate_open();
+		kt_sleep_ms(20);
+		kt_gate_close();
+		cr_expect_eq(knit_complete(pool, &c, 1, 0), 0);
+	}
+	close(ep);
+	kt_gate_open();
+	kt_destroy(pool);
+}
+
+KT(completion_fd, deadline_makes_readable_lanes)
+{
+	deadline_wakes_loop(KNIT_TOPOLOGY_LANES);
+}
+
+KT(completion_fd, deadline_makes_readable_steal)
+{
+	deadline_wakes_loop(KNIT_TOPOLOGY_STEAL);
+}
+
+/* A call that completes before its deadline leaves nothing behind: once it
+ * is reaped the fd stays unreadable when its (now irrelevant) deadline
+ * passes. */
+KT(completion_fd, met_deadline_leaves_fd_quiet)
+{
+	knit_pool_t *pool = kt_pool_n(1);
+	int fd = knit_completion_fd(pool);
+	cr_assert_geq(fd, 0);
+	uint32_t echo = kt_id(pool, "echo");
+	kt_enq_ex(pool, echo, kt_i64(7), NULL, 0, 40, 0);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, GUARD_MS), 1, "the result never made the fd readable");
+	cr_assert_eq(reap_all(pool), 1);
+	kt_sleep_ms(80); /* past the deadline */
+	cr_expect(!fd_readable_now(fd), "fd readable for a deadline of a call already reaped");
 	kt_destroy(pool);
 }
