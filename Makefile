@@ -283,7 +283,7 @@ bench: deps-bench
 check-bench: $(KB_BIN)
 	$(Q)$(RUN) --clear $(SP)bench
 	$(Q)$(RUN) $(SP)bench quick -- $(KB_BIN) --quick
-	$(Q)$(call SUMMARY,0)
+	$(Q)$(call SUMMARY,0,$(SP)bench)
 CHECK_SUITES += check-bench
 FORCE:
 

@@ -138,7 +138,8 @@ struct PoolConfig {
 	uint32_t max_backoff_ms;
 	bool doorbell;
 	uint32_t spin_us;
-	uint32_t park_ms;
+	uint32_t park_ms;    // watchdog period (park_watchdog) and arena idle time
+	bool park_watchdog;  // park_ms was given: every park is timed
 	uint32_t abort_capacity;
 	uint32_t hard_timeout_ms;
 	uint32_t max_pending;

@@ -353,7 +353,12 @@ void park(Lane *l, int64_t park_ns)
 	// room back, wakes us even when it publishes nothing (lane_wake's
 	// only_blocked), and steal_wake_one passes us over (we may not claim).
 	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
-	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
+	// No watchdog by default: an idle worker sleeps until rung and costs
+	// nothing. Only a return arena holding pages above its floor still
+	// wants the timed park, to give them back once idle for park_ms.
+	Pool *p = l->pool;
+	const bool timed = p->cfg.park_watchdog || l->wret.arena_high_water() > p->cfg.payload_initial_bytes;
+	if (worker_park(l, why, park_recheck, timed ? park_ns : -1) == kWokeWatchdog)
 		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
 
