@@ -11,6 +11,8 @@
 #   make SANITIZE=thread|address check    everything under a sanitizer
 #   make install DESTDIR=... prefix=...
 #   V=1                  show commands
+#   WERROR=1             warnings are errors (CI sets it)
+#   CPPFLAGS, CFLAGS, CXXFLAGS, LDFLAGS from the environment are honoured
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -62,13 +64,18 @@ SAN_FLAGS += -DKNIT_USE_CC_BUILTINS=1
 endif
 
 OPT ?= -O2
-WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS_ALL := -I. -Iinclude -D_GNU_SOURCE
-CFLAGS_ALL := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS)
+# Warnings are errors only when asked (WERROR=1, as CI does): a newer
+# compiler's new warning must not break a user's or a distribution's build.
+WERROR ?=
+WARN := -Wall -Wextra -Wno-missing-field-initializers $(if $(filter 1,$(WERROR)),-Werror)
+# CPPFLAGS, CFLAGS, CXXFLAGS and LDFLAGS from the environment or the command
+# line (a distribution's hardening flags) come after ours, so they win.
+CPPFLAGS_ALL := -I. -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
+CFLAGS_ALL := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CFLAGS)
 # No libstdc++ at run time: no exceptions, no RTTI, no guarded statics.
 CXXFLAGS_ALL := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti \
 	-fno-threadsafe-statics -fvisibility=hidden -fvisibility-inlines-hidden \
-	-fno-plt $(SAN_FLAGS)
+	-fno-plt $(SAN_FLAGS) $(CXXFLAGS)
 LIB_LDLIBS := -lurcu-common -lpthread
 
 # ---- library ------------------------------------------------------------------
@@ -91,7 +98,7 @@ $(B)/obj/%.o: %.cpp
 $(LIB_SO): $(LIB_OBJS) abi/libknitting.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD    $@")
-	$(Q)$(CC) -shared $(SAN_FLAGS) -Wl,-soname,$(SONAME) \
+	$(Q)$(CC) -shared $(SAN_FLAGS) $(LDFLAGS) -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=abi/libknitting.map -Wl,-z,defs -Wl,-z,now \
 		-Wl,--as-needed -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 
@@ -120,8 +127,9 @@ RUN := tests/run.sh $(RES)
 # $(call SUMMARY,MAKE_STATUS,SUITES): summarise only SUITES (a single-suite run
 # must not count what earlier suites left in $(RES)); `make check` passes none.
 SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1) $(2))
-TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
-TEST_CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests
+TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests $(CFLAGS) $(LDFLAGS)
+TEST_CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests \
+	$(CXXFLAGS) $(LDFLAGS)
 # White-box tests link the static build of src/ and may call knit__ internals.
 WHITEBOX_LIBS := $(LIB_TEST_A) $(LIB_LDLIBS) -lstdc++ -lm
 
@@ -272,7 +280,7 @@ $(B)/tools/knit-bench.flags: FORCE
 $(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) include/knitting.h $(B)/tools/knit-bench.flags
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $@")
-	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(KB_SRCS) -o $@ \
+	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
 		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $$(cat $(B)/tools/knit-bench.flags) -lpthread
 deps-bench:
 	$(Q)sh tools/deps.sh --bench
@@ -315,7 +323,8 @@ $(KT_OUT)/knit-trace.skel.h: $(KT_OUT)/knit-trace.bpf.o
 $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $@")
-	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $< -o $@ -lbpf -lelf -lz
+	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
+		$< -o $@ -lbpf -lelf -lz
 
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
 # live pool (counts equal to knit_pool_stats) of each topology - lanes, steal
