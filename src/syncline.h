@@ -136,6 +136,19 @@
 //                                          (line_seq and the slot are the
 //                                          new holder's only after it)
 //
+// Where it plugs in (one call into this room each; the rooms' own logic
+// stays where it is):
+//  - api.cpp knit_call: after the argument checks, try the line (eligible,
+//    claimed, not closed) and return its completion; otherwise enqueue_ex
+//    as today.
+//  - worker.cpp worker_request_pending: OR the line's S3 check in, so the
+//    idle spin and park_recheck (W2) both see a line request; worker_main:
+//    serve the line once per pass, after take_requests, before run_batch.
+//  - api.cpp knit_stop(CANCEL) and knit_pool_destroy: S8 next to cancel_all.
+//  - pool.cpp: the line area in the region and the Lane words; stats: the
+//    sync_calls count in reserved[0] (man/man3/knit_pool_stats.3, the ffi
+//    mirrors in tests/ffi).
+//
 // Not covered by the model (limits): the payload bytes themselves (the
 // model checks the value word), the spill hand-off (ordered by S5/S6 like
 // the reply fields), several lanes (lines are independent; claim failure
