@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// src/syncline.h - the synchronous call line of a worker lane: the contract
+// of the knit_call fast path (protocol, words, pairing table, lifecycle),
+// proved by tests/model/syncline.pml.
+//
+// Status: contract and model only. No room implements it yet (there is no
+// src/syncline.cpp and nothing includes this header); knit_call still takes
+// the ticketed path for every call. The layout below is the one an
+// implementation must use; the constants are checked at compile time.
+//
+// Why: a knit_call that has nothing to track (no deadline, no abort bit)
+// needs none of the ticket table, the mutex, the backlog, the dispatcher
+// pass or the completion queue; its caller is blocked until the result
+// comes back anyway. A line is one request slot and one reply slot per
+// worker lane that the caller fills, publishes with one release store, and
+// spins on, like an SPSC ping-pong; the worker looks at it once per loop pass
+// and in its park re-check.
+//
+// Eligibility (decided by the caller before it claims a line; any "no" takes
+// today's path, which stays the complete implementation of knit_call):
+//  - thread workers (the line's spill hand-off and the Lane words below live
+//    in process-private memory) and no hard timeout (hard_timeout_ms == 0:
+//    the running-stamp watchdog and the forced stop stay the dispatcher's);
+//  - timeout_ns <= 0 and the task's timeout_ms == 0 (no deadline to track),
+//    and the task not abortable (no abort bit to allocate);
+//  - the argument's payload fits the request slot inline (kLinePayload);
+//  - some worker lane's line is IDLE and the CAS that claims it wins. The
+//    caller tries lanes from a relaxed rotating cursor, idle lanes first
+//    (inflight == 0), and never waits for a line: a lost CAS on every
+//    lane falls back. The lane need not be idle: the worker serves the line
+//    between batches, so a sync call waits at most one batch (kWorkerBatch
+//    tasks) behind queued calls, and queued calls never see the line.
+//
+// Words (per worker lane; the line's region area is new: kLineAreaOff after
+// the lane extensions, kLineBytes per worker lane):
+//
+//  region (shared; nothing read from it is trusted)
+//  offset  size  name          writer              reader / pairs with
+//  ------  ----  ------------  ------------------  -------------------------------------
+//       0   128  request block claim holder        worker: acquire load of rq_seq (S3)
+//                 +0  u32 rq_seq   release store (S2), after the fields below
+//                 +4  u32 task     +8  u32 lane (echo check)  +12 u32 value type
+//                 +16 u64 scalar / payload length  +24 u64 reserved (0)
+//                 +32 kLinePayload payload bytes (bytes, string + NUL, error text)
+//     128   128  reply block   worker              claim holder: acquire load of rp_seq (S6)
+//                 +0  u32 rp_seq   release store (S5), after the fields below
+//                 +4  u32 lane     +8  i32 status  +12 u32 value type
+//                 +16 u64 scalar / payload length  +24 u32 where (0 inline, 1 spill)
+//                 +32 kLinePayload payload bytes
+//  Lane (process-private)
+//    host half: line_state  LineState, CAS by any host thread (S1, S4, S8)
+//               line_seq    requests published, claim holder only (never read
+//                           back from the region)
+//    worker half: line_served  requests served (worker only)
+//                 line_spill   malloc'd result bytes too big for the reply
+//                              block, with their length; handed over by the
+//                              release store of rp_seq, taken (freed or owned)
+//                              by the claim holder after S6
+//
+// Protocol (a request is sequence s = line_seq + 1; the worker serves
+// exactly line_served + 1):
+//  S1 admit and claim: add_seq_cst(outstanding, 1); CAS line_state IDLE ->
+//     CLAIMED (acq_rel; lost: undo outstanding, fall back); then load closed:
+//     set -> line_state = IDLE, undo outstanding (ring host waiters if it
+//     reached 0), return -KNIT_ECLOSED. The claim comes BEFORE the closed
+//     load so a knit_stop(CANCEL) either sees the claim or the caller sees
+//     closed (model: MUTANT_CLOSED_BEFORE_CLAIM hangs the caller).
+//  S2 write the request fields, then store_release(rq_seq, s); seq_cst fence;
+//     load parked; lane_wake if parked (wake.h W1: the line is "work" for
+//     the park re-check).
+//  S3 worker, once per pass and in park_recheck (wake.h W2): load_acquire
+//     rq_seq == line_served + 1 -> a request. Any other value but
+//     line_served is a protocol fault: counted, not served.
+//  S4 the worker validates the request like the codec validates a frame
+//     (task < ntasks, lane == its own, type known, length <= kLinePayload,
+//     string NUL present) and runs it (run_task; kWcCalls counts it), or
+//     replies -KNIT_EPROTO without running it.
+//  S5 the worker writes the reply fields (a result that does not fit goes
+//     to line_spill, or -KNIT_ETOOBIG beyond max_payload_bytes exactly as on
+//     the ticketed path), store_release(rp_seq, s), line_served = s; then
+//     worker_ring (wake.h D2/D3: seq_cst fence, load db_armed, ring).
+//  S6 the caller spins (bounded by the host spin budget, pause between
+//     loads) on load_acquire(rp_seq) == s or line_state == CANCELLED; then
+//     sleeps on the doorbell (wake.h D1/D4, host_doorbell_sleep with that
+//     re-check; without the doorbell option, the backoff ladder's timed
+//     sleeps). On the reply it copies the fields out, validates them (rp_seq
+//     == s, lane == its lane, status 0 / -KNIT_ETASK / -KNIT_ETOOBIG /
+//     -KNIT_ENOMEM, type known, length within the slot or equal to the
+//     spill's), THEN releases the line: CAS CLAIMED -> IDLE (acq_rel). Won:
+//     the call completes with the reply (a bad one: -KNIT_EPROTO,
+//     st_proto_errors, and the line goes RETIRED: its words cannot be
+//     trusted again). Lost (CANCELLED): the reply is dropped (st_late_drops)
+//     and the call completes with -KNIT_ECLOSED. Reading before releasing is
+//     what keeps the next claim holder's request from overwriting this reply
+//     (model: MUTANT_RELEASE_BEFORE_READ returns another caller's value).
+//  S7 completion: st_enqueued was counted at S2, st_completed and the
+//     sync_calls stat (knit_pool_stats_t reserved[0]) now; outstanding -= 1,
+//     host_event if it reached 0 (a knit_stop(DRAIN) waits for it). The
+//     completion is handed out as knit_call's today: ticket 0 is never a
+//     valid ticket, so out->ticket = 0 marks "no ticket" for the fast path
+//     (knit_cancel on it is -KNIT_ENOTFOUND, as for any unknown ticket);
+//     payload results are registered in the owned table (one mu pair).
+//  S8 knit_stop(CANCEL) / knit_pool_destroy, after storing closed and the
+//     fence of host_event: for each worker lane, CAS line_state CLAIMED ->
+//     CANCELLED, then host_event (rings the caller asleep on the doorbell;
+//     model: MUTANT_NO_CANCEL_RING hangs it). The caller completes with
+//     -KNIT_ECLOSED, exactly as a running call cancelled by cancel_all: the
+//     observable behaviour of the ticketed path. A CANCELLED line is never
+//     claimed again (the pool is closed for good); the worker may serve it or
+//     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
+//     nothing new: outstanding covers line calls, and the worker serves a
+//     line request before it can see a stop requested after the drain.
+//
+// Exactly once: only the caller completes a line call (the canceller only
+// flips the state), and the CAS of S6 against the CAS of S8 decides between
+// the reply and -KNIT_ECLOSED. A call is on the line from S2 to S7.
+//
+// Fence pairing (every non-relaxed access of the line):
+//
+//  edge                                    this side                         pairs with
+//  --------------------------------------  --------------------------------  -----------
+//  S1 claim, then look at closed           add_seq_cst(outstanding);         S8 (and stop's
+//                                          CAS line_state (acq_rel); load    closed store +
+//                                          closed                            host_event fence)
+//  S2 request fields -> publish            store_release(rq_seq)             S3
+//  S2' publish, then look for a park       seq_cst fence; load parked        W2 (wake.h)
+//  S3 see the request                      load_acquire(rq_seq)              S2
+//  S5 reply fields + spill -> publish      store_release(rp_seq)             S6
+//  S5' publish, then look for an armed     worker_ring: seq_cst fence;       D1 (wake.h)
+//      host                                load db_armed
+//  S6 see the reply, read, then release    load_acquire(rp_seq); copy out;   S5; S8 (one
+//                                          CAS line_state (acq_rel)          of the CASes wins)
+//  S8 closed, then look at the lines       host_event's seq_cst fence; CAS   S1, S6
+//                                          line_state CLAIMED -> CANCELLED
+//  S9 next claim after a release           CAS IDLE -> CLAIMED (acq_rel)     S6's release CAS
+//                                          (line_seq and the slot are the
+//                                          new holder's only after it)
+//
+// Where it plugs in (one call into this room each; the rooms' own logic
+// stays where it is):
+//  - api.cpp knit_call: after the argument checks, try the line (eligible,
+//    claimed, not closed) and return its completion; otherwise enqueue_ex
+//    as today.
+//  - worker.cpp worker_request_pending: OR the line's S3 check in, so the
+//    idle spin and park_recheck (W2) both see a line request; worker_main:
+//    serve the line once per pass, after take_requests, before run_batch.
+//  - api.cpp knit_stop(CANCEL) and knit_pool_destroy: S8 next to cancel_all.
+//  - pool.cpp: the line area in the region and the Lane words; stats: the
+//    sync_calls count in reserved[0] (man/man3/knit_pool_stats.3, the ffi
+//    mirrors in tests/ffi).
+//
+// Not covered by the model (limits): the payload bytes themselves (the
+// model checks the value word), the spill hand-off (ordered by S5/S6 like
+// the reply fields), several lanes (lines are independent; claim failure
+// is a fallback, not a wait) and process workers (ineligible).
+#ifndef KNIT_SRC_SYNCLINE_H
+#define KNIT_SRC_SYNCLINE_H
+
+#include "src/common.h"
+
+#include "src/layout.h"
+
+namespace knit::detail {
+
+// Line states (Lane::line_state, process-private).
+enum LineState : uint32_t {
+	kLineIdle = 0,      // free: any host thread may claim it
+	kLineClaimed = 1,   // one caller's request is being written or served
+	kLineCancelled = 2, // a stop cancelled the call on it; never claimed again
+	kLineRetired = 3,   // a reply failed validation; never claimed again
+};
+
+inline constexpr uint64_t kLineOffRequest = 0;
+inline constexpr uint64_t kLineOffReply = kBlock;
+inline constexpr uint64_t kLineBytes = 2 * kBlock;
+inline constexpr uint64_t kLineHeadBytes = 32;
+inline constexpr uint64_t kLinePayload = kBlock - kLineHeadBytes; // inline bytes per direction
+static_assert(kLineHeadBytes + kLinePayload == kBlock, "a slot is one block");
+
+} // namespace knit::detail
+
+#endif

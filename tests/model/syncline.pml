@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/model/syncline.pml - the synchronous call line of a worker lane
+ * (the contract: src/syncline.h, edges S1-S9; the park/wake half is W1-W4
+ * of src/wake.h, the host's sleep is the doorbell's D1-D4).
+ *
+ * One line, one worker, NC caller threads making CALLS calls each, and one
+ * stopper running knit_stop(DRAIN) or knit_stop(CANCEL) at any moment.
+ *
+ * Caller, per call (host thread, any number of them):
+ *   outstanding += 1                     -- S1: seq_cst RMW
+ *   CAS line IDLE -> CLAIMED             -- S1: seq_cst RMW; failure: fall back
+ *   if closed: line = IDLE, outstanding -= 1, return ECLOSED (no call made)
+ *   write request; s = private seq + 1; store_release(rq_seq, s)    -- S2
+ *   fence(seq_cst); if parked: lane_wake                          -- W1
+ *   loop: if load_acquire(rp_seq) == s: read reply, CAS CLAIMED -> IDLE:
+ *             won: return the reply; lost (CANCELLED): return ECLOSED
+ *         if line == CANCELLED: return ECLOSED (the line stays retired)
+ *         (after the bounded spin) d = db_seq; armed = 1; fence;   -- D1
+ *         re-check the two conditions above; futex_wait(db_seq, d)
+ *   outstanding -= 1
+ * Worker, every loop pass and in its park re-check:
+ *   if load_acquire(rq_seq) == served + 1: read request, run, write the
+ *     reply, store_release(rp_seq, served + 1)                       -- S5
+ *     fence(seq_cst); if armed: CAS armed 1 -> 0, db_seq += 1, wake all -- D2/D3
+ *   if stop == REQUESTED: acknowledge, exit
+ *   park: s = seq; parked = 1; fence; re-check line and stop; futex_wait -- W2
+ * Stopper:
+ *   closed = 1; fence(seq_cst)                                        -- S7
+ *   DRAIN:  wait until outstanding == 0
+ *   CANCEL: CAS line CLAIMED -> CANCELLED; db_seq += 1, wake all (host_event)
+ *   stop = REQUESTED; fence; if parked: lane_wake; wait for the ack
+ *
+ * Every statement is one sequentially consistent step (the seq_cst fences
+ * are implied); the NOFENCE_* runs put one side's Dekker store in an x86-TSO
+ * store buffer that drains at the next locked instruction or syscall.
+ * futex is exact (compare-and-queue is one step, a wake reaches queued
+ * waiters only). There is no watchdog: a lost wake leaves a process blocked
+ * for good, which spin reports as an invalid end state; the drain waiter's
+ * own sleep (host_wait, host_event.pml) is abstracted to a blocking guard.
+ *
+ * Checked: every call that was made ends in exactly one completion (a
+ * reply, or ECLOSED when the stop cancelled it); a reply a caller returns
+ * is the one computed from its own request; nothing blocks for good; the
+ * worker always acknowledges the stop.
+ *
+ * Mutants (each must fail):
+ *   NOFENCE_PUBLISH           no fence between the rq_seq store and the parked load
+ *   NOFENCE_REPLY             no fence between the rp_seq store and the armed load
+ *   MUTANT_NO_LINE_RECHECK    the worker's park re-check ignores the line
+ *   MUTANT_CLOSED_BEFORE_CLAIM the caller reads closed before it claims the line
+ *   MUTANT_RELEASE_BEFORE_READ the caller frees the line, then reads the reply
+ *   MUTANT_NO_CANCEL_RING     the canceller does not ring the doorbell
+ */
+
+/* check: safety | cc: -DSAFETY | pan: -m20000 */
+/* check: one_caller_three_calls | spin: -DNC=1 -DCALLS=3 | cc: -DSAFETY | pan: -m20000 */
+/* check: nofence_publish | spin: -DNOFENCE_PUBLISH | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: nofence_reply | spin: -DNOFENCE_REPLY | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_no_line_recheck | spin: -DMUTANT_NO_LINE_RECHECK | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_closed_before_claim | spin: -DMUTANT_CLOSED_BEFORE_CLAIM | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_release_before_read | spin: -DMUTANT_RELEASE_BEFORE_READ | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_no_cancel_ring | spin: -DMUTANT_NO_CANCEL_RING | cc: -DSAFETY | pan: -m20000 | expect: fail */
+
+#ifndef NC
+#define NC 2
+#endif
+#ifndef CALLS
+#define CALLS 1
+#endif
+
+#define IDLE 0
+#define CLAIMED 1
+#define CANCELLED 2
+
+#define RUNNING 0
+#define REQUESTED 1
+#define ACKNOWLEDGED 2
+
+/* the line: the state word is host-private (Lane), the rest is shared */
+byte line = IDLE;
+byte hseq = 0;   /* the line's request count: host-private, claim holder only */
+byte rq_seq = 0; /* request block: sequence (host writes) */
+byte rq_val = 0; /* request block: argument */
+byte rp_seq = 0; /* reply block: sequence (worker writes) */
+byte rp_val = 0; /* reply block: value */
+
+/* waking: the worker's park (wake.pml) and the hosts' doorbell (doorbell.pml) */
+byte wseq = 0;
+bit parked = 0;
+bit wsleeping = 0;
+byte db_seq = 0;
+bit armed = 0;
+bit hsleeping[NC];
+
+byte stop = RUNNING;
+bit closed = 0;
+byte outstanding = 0;
+
+/* ghosts */
+byte made = 0;      /* calls that went onto the line */
+byte completed = 0; /* completions those calls ended in */
+bit cancel_mode = 0;
+
+#define WAKE_HOSTS  d_step { byte i_ = 0; do :: i_ < NC -> hsleeping[i_] = 0; i_++ :: else -> break od }
+#define LANE_WAKE   atomic { if :: parked == 1 -> parked = 0; wseq++; wsleeping = 0 :: else -> skip fi }
+#ifdef MUTANT_NO_LINE_RECHECK
+#define LINE_PENDING false
+#else
+#define LINE_PENDING (rq_seq != served)
+#endif
+
+active proctype worker()
+{
+	byte served = 0, s, v;
+#ifdef NOFENCE_REPLY
+	bit sb = 0; /* rp_seq = served still in the store buffer */
+#define R_DRAIN if :: sb -> rp_seq = served; sb = 0 :: else -> skip fi
+#define R_DRAIN_MAYBE if :: sb -> rp_seq = served; sb = 0 :: true -> skip fi
+#else
+#define R_DRAIN skip
+#define R_DRAIN_MAYBE skip
+#endif
+
+top:
+	R_DRAIN_MAYBE;
+	if
+	:: stop == REQUESTED -> goto ack /* the line is not served after a stop */
+	:: true -> skip
+	fi;
+	if
+	:: rq_seq == served + 1 ->
+		/* S3: acquire load of rq_seq saw the request; read it */
+		v = rq_val;
+		/* run the task (echo); write the reply, then publish (S5) */
+		rp_val = v;
+		served++;
+#ifdef NOFENCE_REPLY
+		sb = 1; /* rp_seq = served sits in the store buffer: no fence */
+		R_DRAIN_MAYBE;
+#else
+		rp_seq = served;
+#endif
+		/* D2: (fence) load armed; D3: claim the ring (a locked RMW) */
+		atomic {
+			if
+			:: armed == 1 -> R_DRAIN; armed = 0; db_seq++; WAKE_HOSTS
+			:: else -> skip
+			fi
+		}
+		goto top
+	:: else -> skip
+	fi;
+	if
+	:: stop == REQUESTED -> goto ack
+	:: else -> skip
+	fi;
+	/* park (W2): read the sequence, announce, fence, re-check */
+	s = wseq;
+	R_DRAIN; /* the announcement's fence (a locked instruction) drains it */
+	parked = 1;
+	if
+	:: LINE_PENDING -> parked = 0; goto top
+	:: else -> skip
+	fi;
+	if
+	:: stop == REQUESTED -> parked = 0; goto top
+	:: else -> skip
+	fi;
+	atomic {
+		if
+		:: wseq == s -> wsleeping = 1
+		:: else -> skip
+		fi
+	}
+	wsleeping == 0;
+	parked = 0; /* (the waker already cleared it, or the compare failed) */
+	goto top;
+ack:
+	R_DRAIN;
+	stop = ACKNOWLEDGED
+}
+
+proctype caller(byte me)
+{
+	byte k = 0, s, d, v, r;
+	bit got, p;
+#ifdef NOFENCE_PUBLISH
+	bit hb = 0;
+#endif
+
+next:
+	if
+	:: k == CALLS -> goto fin
+	:: else -> skip
+	fi;
+	v = me * CALLS + k + 1;
+	outstanding++; /* S1 */
+#ifdef MUTANT_CLOSED_BEFORE_CLAIM
+	if
+	:: closed -> outstanding--; k++; goto next
+	:: else -> skip
+	fi;
+#endif
+	atomic {
+		if
+		:: line == IDLE -> line = CLAIMED; got = 1
+		:: else -> got = 0
+		fi
+	}
+	if
+	:: !got -> outstanding--; k++; goto next /* fall back: the slow path's business */
+	:: else -> skip
+	fi;
+#ifndef MUTANT_CLOSED_BEFORE_CLAIM
+	if
+	:: closed -> line = IDLE; outstanding--; k++; goto next
+	:: else -> skip
+	fi;
+#endif
+	/* S2: write the request, publish its sequence */
+	rq_val = v;
+	hseq++;
+	s = hseq;
+	made++;
+	/* W1: fence, load parked; then claim the park and ring */
+#ifdef NOFENCE_PUBLISH
+	hb = 1;
+	if
+	:: hb -> rq_seq = s; hb = 0; p = parked
+	:: true -> p = parked
+	fi;
+	if :: hb -> rq_seq = s; hb = 0 :: else -> skip fi;
+#else
+	rq_seq = s;
+	p = parked;
+#endif
+	if
+	:: p -> LANE_WAKE
+	:: else -> skip
+	fi;
+wait:
+	if
+	:: rp_seq == s -> goto reply
+	:: line == CANCELLED -> goto cancelled
+	:: else -> skip
+	fi;
+	/* the bounded spin ran out: sleep on the doorbell (D4, D1) */
+	d = db_seq;
+	armed = 1;
+	if
+	:: rp_seq == s -> goto reply
+	:: line == CANCELLED -> goto cancelled
+	:: else -> skip
+	fi;
+	atomic {
+		if
+		:: db_seq == d -> hsleeping[me] = 1
+		:: else -> skip
+		fi
+	}
+	hsleeping[me] == 0;
+	goto wait;
+reply:
+#ifdef MUTANT_RELEASE_BEFORE_READ
+	atomic { if :: line == CLAIMED -> line = IDLE; got = 1 :: else -> got = 0 fi }
+	r = rp_val;
+#else
+	r = rp_val; /* S6: read the reply after the acquire load of rp_seq */
+	atomic { if :: line == CLAIMED -> line = IDLE; got = 1 :: else -> got = 0 fi }
+#endif
+	if
+	:: got -> assert(r == v) /* its own reply, nobody else's */
+	:: else -> skip          /* cancelled meanwhile: ECLOSED, the reply is dropped */
+	fi;
+	goto complete;
+cancelled:
+	skip;
+complete:
+	completed++;
+	assert(completed <= made);
+	outstanding--;
+	k++;
+	goto next;
+fin:
+	skip
+}
+
+active proctype stopper()
+{
+	bit p;
+	closed = 1; /* S7: then the fence of host_event */
+	d_step { db_seq++; WAKE_HOSTS }
+	if
+	:: cancel_mode = 1
+	:: cancel_mode = 0
+	fi;
+	if
+	:: cancel_mode ->
+		atomic { if :: line == CLAIMED -> line = CANCELLED :: else -> skip fi };
+#ifndef MUTANT_NO_CANCEL_RING
+		d_step { db_seq++; WAKE_HOSTS }
+#endif
+		skip
+	:: else ->
+		outstanding == 0 /* DRAIN: every call made has completed */
+	fi;
+	stop = REQUESTED;
+	LANE_WAKE;
+	stop == ACKNOWLEDGED;
+	/* every call made completed exactly once, or (CANCEL) is still
+	 * completing in a caller that will return ECLOSED */
+	assert(cancel_mode || completed == made)
+}
+
+init
+{
+	byte i = 0;
+	atomic {
+		do
+		:: i < NC -> run caller(i); i++
+		:: else -> break
+		od
+	}
+}
