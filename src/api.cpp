@@ -92,10 +92,15 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	c->arg = arg;
 	c->arg_buf = buf;
 	const knit_ticket_t t = ticket_of(c);
-	// acq_rel (under mu, like the stop's store of closed): pairs with the
-	// acquire loads of outstanding in drained_ready() / knit_complete():
-	// a stop that set closed after us sees this call outstanding.
-	knit_add_acq_rel_64(&p->outstanding, 1);
+	// Release (under mu, like the stop's store of closed; every write of
+	// outstanding is under mu, so a load + store is the increment): pairs
+	// with the acquire loads of outstanding in drained_ready() /
+	// knit_complete(): a stop that set closed after us sees this call
+	// outstanding.
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + 1);
+	// Counted here, under mu and before the call can complete (undone in
+	// call_undo_locked() when it is refused).
+	mu_counter_add_64(&p->st_enqueued, 1);
 	pthread_mutex_unlock(&p->mu);
 
 	const int admitted = dispatch_submit(p, c);
@@ -132,7 +137,6 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		*out_call = c; // kHoldUser keeps it ours
 	call_unhold_locked(p, c, drop);
 	pthread_mutex_unlock(&p->mu);
-	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
 	if (a.deadline_ns != 0) {
 		// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep()

@@ -423,7 +423,7 @@ struct alignas(128) Pool {
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool
-	uint64_t outstanding;               // accepted, not completed (atomic)
+	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
 
@@ -441,7 +441,8 @@ struct alignas(128) Pool {
 	uint32_t owned_free;   // free list head (slot + 1, 0 = empty)
 	uint64_t owned_salt;   // per-pool: the completion's check word mixes it in
 
-	// Statistics (relaxed atomics).
+	// Statistics (relaxed atomics; st_enqueued and st_completed are
+	// written under mu only: mu_counter_add_64).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
 };
@@ -472,6 +473,12 @@ inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
 }
 // Bump a single-writer counter (the worker's own): relaxed load + store.
 inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + 1); }
+// Change a counter that is only ever written under the pool's mu (outside
+// mu it is only read): mu orders the writers, so a relaxed load + store does
+// what a locked read-modify-write would, without draining the store buffer
+// on every call (enqueue and completion each change several of these).
+inline void mu_counter_add_32(uint32_t *c, uint32_t d) { knit_store_relaxed_32(c, knit_load_relaxed_32(c) + d); }
+inline void mu_counter_add_64(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d); }
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
 
