@@ -160,7 +160,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 // Structural references that keep a record from being recycled. The record
 // returns to the free list when the last one is dropped (under mu).
 enum CallHold : uint32_t {
-	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it
+	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it (only a call
+	                        // with a deadline keeps it past allocation)
 	kHoldHostQueue = 1u << 1, // in the backlog, the private list, the inline FIFO,
 	                          // or placed in a worker lane until its frame is reaped
 	kHoldUser = 1u << 2,    // its completion has not been handed out yet
