@@ -92,15 +92,43 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	c->user_data = a.user_data;
 	c->arg = arg;
 	c->arg_buf = buf;
+	// Only a call with a deadline needs its record after a successful
+	// submit (deadline_track_locked below): any other, once queued, is
+	// left alone, so it does not take the enqueue hold and we need not
+	// take mu again to drop it. Without the hold, a queued call may be
+	// run, reaped, handed out and recycled as soon as dispatch_submit()
+	// has published it; that is safe because only the dispatcher's holder
+	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
+	// dispatch_submit() reads the record after publishing it only while
+	// it holds the dispatcher itself. A call that is refused or not queued
+	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
+	const bool keep = a.deadline_ns != 0;
+	if (!keep)
+		c->holds &= ~kHoldEnqueue;
 	const knit_ticket_t t = ticket_of(c);
-	// acq_rel (under mu, like the stop's store of closed): pairs with the
-	// acquire loads of outstanding in drained_ready() / knit_complete():
-	// a stop that set closed after us sees this call outstanding.
-	knit_add_acq_rel_64(&p->outstanding, 1);
+	// Release (under mu, like the stop's store of closed; every write of
+	// outstanding is under mu, so a load + store is the increment): pairs
+	// with the acquire loads of outstanding in drained_ready() /
+	// knit_complete(): a stop that set closed after us sees this call
+	// outstanding.
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + 1);
+	// Counted here, under mu and before the call can complete (undone in
+	// call_undo_locked() when it is refused).
+	mu_counter_add_64(&p->st_enqueued, 1);
 	pthread_mutex_unlock(&p->mu);
 
 	const int admitted = dispatch_submit(p, c);
 	const bool queued = admitted > 0;
+	if (queued && !keep) {
+		// The common case: nothing left to do under mu (no enqueue hold
+		// to drop, no deadline to track); c may be gone already.
+		if (out_call != nullptr)
+			*out_call = c; // kHoldUser keeps it ours (a private call's
+				       // completion is handed out by its caller only)
+		if (ticket != nullptr)
+			*ticket = t;
+		return 0;
+	}
 
 	pthread_mutex_lock(&p->mu);
 	// A knit_stop(CANCEL) that ran while we were placing the call finds it
@@ -124,7 +152,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 			host_event(p, true);
 		return -KNIT_EAGAIN;
 	}
-	uint32_t drop = kHoldEnqueue;
+	uint32_t drop = keep ? (uint32_t)kHoldEnqueue : 0u;
 	if (!queued)
 		drop |= kHoldHostQueue;
 	if (a.deadline_ns != 0 && !c->completed)
@@ -133,7 +161,6 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		*out_call = c; // kHoldUser keeps it ours
 	call_unhold_locked(p, c, drop);
 	pthread_mutex_unlock(&p->mu);
-	knit_add_relaxed_64(&p->st_enqueued, 1);
 	// A sleeping host may have planned to wake later than our deadline.
 	if (a.deadline_ns != 0) {
 		// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep()

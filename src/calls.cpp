@@ -267,9 +267,12 @@ Call *call_alloc_locked(Pool *p, bool abortable, int *err)
 uint64_t call_undo_locked(Pool *p, Call *c)
 {
 	abort_release_locked(p, c);
-	// acq_rel: pairs with the acquire loads of outstanding in
-	// drained_ready() / knit_complete() (as the increment in enqueue()).
-	const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	mu_counter_add_64(&p->st_enqueued, (uint64_t)-1); // counted in enqueue()
+	// Release (a load + store: every write of outstanding is under mu):
+	// pairs with the acquire loads of outstanding in drained_ready() /
+	// knit_complete() (as the increment in enqueue()).
+	const uint64_t before = knit_load_relaxed_64(&p->outstanding);
+	knit_store_release_64(&p->outstanding, before - 1);
 	c->holds = 0;
 	free(c->arg_buf);
 	c->arg_buf = nullptr;
@@ -318,13 +321,14 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		else
 			p->cq_head = c;
 		p->cq_tail = c;
-		knit_add_relaxed_32(&p->cq_count, 1);
+		mu_counter_add_32(&p->cq_count, 1);
 	}
-	// Last, with release: pairs with the acquire load of outstanding in
+	// Last, with release (a load + store: every write of outstanding is
+	// under mu): pairs with the acquire load of outstanding in
 	// knit_complete() before it reads cq_count: whoever sees this call no
 	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
 	// while a completion is on its way).
-	knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) - 1);
 	return true;
 }
 
@@ -485,7 +489,7 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
 	c->result_buf = nullptr;
 	memset(&c->result, 0, sizeof c->result);
 	call_unhold_locked(p, c, kHoldUser);
-	knit_add_relaxed_64(&p->st_completed, 1);
+	mu_counter_add_64(&p->st_completed, 1);
 }
 
 int deliver(Pool *p, knit_completion_t *out, unsigned max)
@@ -499,7 +503,7 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max)
 		p->cq_head = c->cq_next;
 		if (p->cq_head == nullptr)
 			p->cq_tail = nullptr;
-		knit_fetch_add_relaxed_32(&p->cq_count, (uint32_t)-1);
+		mu_counter_add_32(&p->cq_count, (uint32_t)-1);
 		hand_out_locked(p, c, &out[n]);
 		n++;
 	}

@@ -297,6 +297,11 @@ void complete_now(Pool *p, Call *c, int32_t status)
 void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 {
 	Call *c;
+	// Taken out of backlog_count once at the end, not per call (one
+	// locked RMW per pass instead of one per call): until then
+	// backlog_admit() sees the backlog fuller than it is, never emptier,
+	// so max_pending still holds.
+	uint64_t left = 0;
 	while ((c = *head) != nullptr) {
 		Call *const next = c->next; // placing on the inline lane relinks c
 		p->backlog_visits++;
@@ -318,10 +323,12 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		*head = next;
 		if (next == nullptr)
 			*tail = nullptr;
-		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
+		left++;
 		if (!keep_hold)
 			unhold_add(p, ub, c);
 	}
+	if (left != 0)
+		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - left);
 }
 
 // Place what fits from the private backlog (holder only): each lane's

@@ -161,7 +161,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 // Structural references that keep a record from being recycled. The record
 // returns to the free list when the last one is dropped (under mu).
 enum CallHold : uint32_t {
-	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it
+	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it (only a call
+	                        // with a deadline keeps it past allocation)
 	kHoldHostQueue = 1u << 1, // in the backlog, the private list, the inline FIFO,
 	                          // or placed in a worker lane until its frame is reaped
 	kHoldUser = 1u << 2,    // its completion has not been handed out yet
@@ -424,7 +425,7 @@ struct alignas(128) Pool {
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool
-	uint64_t outstanding;               // accepted, not completed (atomic)
+	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
 
@@ -449,7 +450,8 @@ struct alignas(128) Pool {
 	int tfd;             // the deadline timerfd, or -1
 	int64_t tfd_target;  // the deadline it is armed at, 0 = disarmed
 
-	// Statistics (relaxed atomics).
+	// Statistics (relaxed atomics; st_enqueued and st_completed are
+	// written under mu only: mu_counter_add_64).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
 };
@@ -480,6 +482,12 @@ inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
 }
 // Bump a single-writer counter (the worker's own): relaxed load + store.
 inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + 1); }
+// Change a counter that is only ever written under the pool's mu (outside
+// mu it is only read): mu orders the writers, so a relaxed load + store does
+// what a locked read-modify-write would, without draining the store buffer
+// on every call (enqueue and completion each change several of these).
+inline void mu_counter_add_32(uint32_t *c, uint32_t d) { knit_store_relaxed_32(c, knit_load_relaxed_32(c) + d); }
+inline void mu_counter_add_64(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d); }
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
 
