@@ -109,7 +109,10 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 
 	if (o.park_ms == KNIT_ZERO)
 		return -KNIT_EINVAL;
+	// 0: no watchdog (the park handshake loses no wake: tests/model/wake.pml);
+	// park_ms still sets the idle period after which the arenas are trimmed.
 	out->park_ms = o.park_ms == 0 ? 1000 : o.park_ms;
+	out->park_watchdog = o.park_ms != 0;
 
 	if (o.abort_capacity == KNIT_ZERO)
 		out->abort_capacity = 0;

@@ -138,7 +138,8 @@ struct PoolConfig {
 	uint32_t max_backoff_ms;
 	bool doorbell;
 	uint32_t spin_us;
-	uint32_t park_ms;
+	uint32_t park_ms;       // the idle period (arena trims; the watchdog when on)
+	bool park_watchdog;     // park_ms given: every park is timed (else: see park())
 	uint32_t abort_capacity;
 	uint32_t hard_timeout_ms;
 	uint32_t max_pending;
@@ -536,9 +537,12 @@ void steal_worker_gone(Pool *p, uint32_t i);
 // Dispatcher holder, once per pass: trim the request arena of every lane
 // (the submit arena under STEAL) that has had nothing in flight for park_ms.
 void host_arena_trim(Pool *p, int64_t now);
-// Worker lane l's own thread, after its park watchdog expired (idle for
-// park_ms): trim its return arena.
+// Worker lane l's own thread, after its park timed out (idle for park_ms):
+// trim its return arena.
 void worker_arena_trim(Lane *l);
+// Worker lane l's own thread, before it parks: does its return arena hold
+// bytes above its floor, so that an idle period should end in a trim?
+bool worker_arena_trimmable(Lane *l);
 // Payload arena bytes committed now, every lane, both directions, the
 // submit arena included (any thread; relaxed statistics).
 uint64_t arena_committed_bytes(Pool *p);

@@ -68,7 +68,7 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	}
 	counter_bump(lane_counter(l->ext, kWcParks));
 	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
-	int r = knit_futex_wait(l->wake_seq, seq, knit_now_ns() + park_ns, p->futex_shared);
+	int r = knit_futex_wait(l->wake_seq, seq, park_ns > 0 ? knit_now_ns() + park_ns : -1, p->futex_shared);
 	if (unpark(l)) {
 		count_received(l);
 		return kWokeRung;

@@ -76,7 +76,8 @@ enum WakeReason : uint32_t {
 };
 
 // Park lane l as `why` until a host rings it or park_ns passes (the
-// watchdog), unless recheck(l) finds something after the announcement.
+// watchdog; park_ns <= 0: none), unless recheck(l) finds something after
+// the announcement.
 // Counts parks and wakes in the lane's worker counters.
 WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns);
 

@@ -16,8 +16,9 @@
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
 //      the wake sequence S, store parked, seq_cst fence, re-check the queue
-//      and the stop word here, and only then futex-wait on S with park_ms as
-//      a watchdog).
+//      and the stop word here, and only then futex-wait on S: untimed, unless
+//      park_ms was given (a watchdog) or the return arena has pages to give
+//      back after park_ms idle).
 #include "src/common.h"
 
 #include <limits.h>
@@ -353,6 +354,12 @@ void park(Lane *l, int64_t park_ns)
 	// room back, wakes us even when it publishes nothing (lane_wake's
 	// only_blocked), and steal_wake_one passes us over (we may not claim).
 	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
+	// No watchdog unless asked for (park_ms): the handshake loses no wake.
+	// A return arena holding pages above its floor still wants them given
+	// back after park_ns idle, so only then a timed park; once trimmed, the
+	// next park is untimed (an idle pool wakes no one).
+	if (!l->pool->cfg.park_watchdog && !worker_arena_trimmable(l))
+		park_ns = 0;
 	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
 		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
