@@ -536,6 +536,8 @@ void steal_worker_gone(Pool *p, uint32_t i);
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane
 // (the submit arena under STEAL) that has had nothing in flight for park_ms.
+// `now` 0: the pass did not read the clock; read it only for an arena above
+// its floor.
 void host_arena_trim(Pool *p, int64_t now);
 // Worker lane l's own thread, after its park timed out (idle for park_ms):
 // trim its return arena.

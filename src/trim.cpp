@@ -63,6 +63,8 @@ void host_arena_trim(Pool *p, int64_t now)
 		if (p->steal.req.arena_high_water() <= keep)
 			return; // nothing above the floor: skip the ACK loads of idle()
 		bool busy = p->steal.staged != 0 || !p->steal.req.idle();
+		if (now == 0)
+			now = knit_now_ns();
 		if (idle_long_enough(&p->submit_idle_ns, busy, now, idle_ns))
 			(void)p->steal.req.trim_arena(&p->region, keep);
 		return;
@@ -72,6 +74,8 @@ void host_arena_trim(Pool *p, int64_t now)
 		if (l->req.arena_high_water() <= keep)
 			continue;
 		bool busy = l->inflight != 0 || l->staged != 0;
+		if (now == 0)
+			now = knit_now_ns();
 		if (idle_long_enough(&l->req_idle_ns, busy, now, idle_ns))
 			(void)l->req.trim_arena(&p->region, keep);
 	}

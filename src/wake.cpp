@@ -206,7 +206,7 @@ bool work_pending(Pool *p, int64_t now)
 	if (knit_load_relaxed_32(&p->inline_queued) != 0)
 		return true;
 	int64_t ed = earliest_deadline(p);
-	if (ed != 0 && ed <= now)
+	if (ed != 0 && ed <= (now != 0 ? now : knit_now_ns())) // now 0: the clock only for a deadline
 		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
@@ -262,7 +262,7 @@ bool efd_pending(Pool *p)
 		return true;
 	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
 		return false; // its holder re-checks on release (above)
-	return work_pending(p, knit_now_ns());
+	return work_pending(p, 0);
 }
 
 void efd_clear(Pool *p)

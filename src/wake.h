@@ -113,7 +113,7 @@ void host_event(Pool *p, bool to_fd);
 
 // Is there anything a dispatcher pass could do right now (results to reap,
 // inline calls, an expired deadline)? Any thread: part of every host
-// re-check.
+// re-check. `now` 0: read the clock only if some call has a deadline.
 bool work_pending(Pool *p, int64_t now);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);

@@ -256,7 +256,8 @@ void run_batch(Lane *l)
 		knit_value_t none;
 		memset(&none, 0, sizeof none);
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
-		const int64_t now = knit_now_ns();
+		// The clock only for a deadline or the running stamp.
+		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
 		ctx.pool = p;
 		ctx.lane = l->index;
@@ -298,7 +299,9 @@ void run_batch(Lane *l)
 		w->held_count--;
 		// A long batch publishes what it has so far: a finished call does
 		// not wait behind the next task.
-		if (l->wret.staged() != 0) {
+		// (Only when another task follows in this batch: the last one is
+		// flushed below anyway.)
+		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch) {
 			const int64_t t = knit_now_ns();
 			if (first_staged == 0)
 				first_staged = t;
