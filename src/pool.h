@@ -85,8 +85,8 @@ struct Lane;
 
 // ---- constants ------------------------------------------------------------------
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
-inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (bounds the
-                                                      // wait before a batch's results are published)
+inline constexpr uint32_t kWorkerBatch = 32;         // tasks run per worker pass (results are
+                                                      // published early, kResultFlushNs)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
 inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
 inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
