@@ -901,10 +901,14 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		// doorbell before any worker could answer).
 		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
 			const int64_t t0 = knit_now_ns();
-			const int64_t end = t0 + spin_left;
+			// This thread just woke a worker: spin on through the wake's
+			// measured latency, so the result does not need a second wake
+			// (wake.h).
+			const int64_t wake_end = host_wake_spin_begin(p, t0);
+			const int64_t end = max_of(t0 + spin_left, wake_end);
 			bool found = false;
 			for (uint32_t i = 1;; i++) {
-				if (ready(p, arg) || work_pending(p, end - spin_left)) {
+				if (ready(p, arg) || work_pending(p, t0)) {
 					found = true;
 					break;
 				}
@@ -913,10 +917,15 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 					break;
 			}
 			spin_left -= knit_now_ns() - t0;
-			if (found)
+			if (wake_end != 0)
+				host_wake_spin_done();
+			if (found) {
+				host_wake_seen(p);
 				continue;
+			}
 		}
 		host_sleep(p, ready, arg, deadline_ns, stall);
+		host_wake_seen(p);
 	}
 }
 
