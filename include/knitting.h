@@ -188,8 +188,7 @@ typedef struct knit_pool_options {
 	uint32_t doorbell;           /* enum knit_doorbell */
 	uint32_t spin_us;            /* worker spin before parking; 0 = 50 with one
 					worker, none with more; KNIT_ZERO = none */
-	uint32_t park_ms;            /* worker park watchdog; 0 = none (idle
-					arenas still give memory back after 1 s) */
+	uint32_t park_ms;            /* worker park watchdog; 0 = none */
 	uint32_t abort_capacity;     /* abort bits for abortable calls; 0 = 258 */
 	uint32_t hard_timeout_ms;    /* 0 = none; see knit_pool_create(3) */
 	uint32_t max_pending;        /* most calls waiting for a free slot; an

@@ -761,14 +761,14 @@ void dispatch_unlock(Pool *p)
 		// work behind (results not reaped, inline calls not run,
 		// deadlines not expired).
 		knit_fence_seq_cst();
-		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, knit_now_ns()))
+		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, 0))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the
 		// fd did not count the work waiting for our pass (efd_pending);
 		// this re-check after the release does (Dekker, E3: this fence
 		// against the one before efd_pending()'s load of dispatch_lock).
 		// E2, acquire: pairs with the release store of efd_on (E1).
-		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, knit_now_ns()))
+		if (knit_load_acquire_32(&p->efd_on) && work_pending(p, 0))
 			efd_sync(p);
 		// A half-pushed node blocked our last drain: its pusher try-locks
 		// after finishing the push, so it is not stranded.
@@ -858,9 +858,14 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		produced += reap_lane(p, &p->lanes[i]);
 	dispatch_flush_backlog(p);
-	const int64_t now = knit_now_ns();
-	produced += expire_deadlines(p, now);
-	produced += check_hard_timeout(p, now);
+	// The clock only for a call's deadline or the hard timeout (a trim reads
+	// its own, only for an arena above its floor): a pass without either
+	// reads none.
+	const int64_t now = earliest_deadline(p) != 0 || p->cfg.hard_timeout_ms != 0 ? knit_now_ns() : 0;
+	if (now != 0) {
+		produced += expire_deadlines(p, now);
+		produced += check_hard_timeout(p, now);
+	}
 	host_arena_trim(p, now); // idle lanes give their request arena back (trim.cpp)
 	if (with_inline)
 		produced += run_inline(p);
@@ -903,22 +908,31 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		// doorbell before any worker could answer).
 		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
 			const int64_t t0 = knit_now_ns();
-			const int64_t end = t0 + spin_left;
+			// This thread just woke a worker: spin on through the wake's
+			// measured latency, so the result does not need a second wake
+			// (wake.h).
+			const int64_t wake_end = host_wake_spin_begin(p, t0);
+			const int64_t end = max_of(t0 + spin_left, wake_end);
 			bool found = false;
 			for (uint32_t i = 1;; i++) {
-				if (ready(p, arg) || work_pending(p, end - spin_left)) {
+				if (ready(p, arg) || work_pending(p, t0)) {
 					found = true;
 					break;
 				}
 				knit_cpu_relax();
-				if ((i & 15) == 0 && knit_now_ns() >= end)
+				if ((i & 63) == 0 && knit_now_ns() >= end) // the clock costs more than a round
 					break;
 			}
 			spin_left -= knit_now_ns() - t0;
-			if (found)
+			if (wake_end != 0)
+				host_wake_spin_done();
+			if (found) {
+				host_wake_seen(p);
 				continue;
+			}
 		}
 		host_sleep(p, ready, arg, deadline_ns, stall);
+		host_wake_seen(p);
 	}
 }
 

@@ -109,9 +109,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 
 	if (o.park_ms == KNIT_ZERO)
 		return -KNIT_EINVAL;
-	// 0: no watchdog (no wake is ever lost: the park handshake, proved by
-	// tests/model/wake.pml); park_ms then only sets how long a lane must
-	// idle before its payload arenas give memory back (1 s).
+	// 0: no watchdog (the park handshake loses no wake: tests/model/wake.pml);
+	// park_ms still sets the idle period after which the arenas are trimmed.
 	out->park_ms = o.park_ms == 0 ? 1000 : o.park_ms;
 	out->park_watchdog = o.park_ms != 0;
 

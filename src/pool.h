@@ -85,8 +85,8 @@ struct Lane;
 
 // ---- constants ------------------------------------------------------------------
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
-inline constexpr uint32_t kWorkerBatch = 5;          // tasks run per worker pass (bounds the
-                                                      // wait before a batch's results are published)
+inline constexpr uint32_t kWorkerBatch = 32;         // tasks run per worker pass (results are
+                                                      // published early, kResultFlushNs)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
 inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
 inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
@@ -95,6 +95,7 @@ inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fi
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
+inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (wake.h)
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
 
 // now + timeout_ns (timeout_ns >= 0) as an absolute CLOCK_MONOTONIC
@@ -138,8 +139,8 @@ struct PoolConfig {
 	uint32_t max_backoff_ms;
 	bool doorbell;
 	uint32_t spin_us;
-	uint32_t park_ms;    // watchdog period (park_watchdog) and arena idle time
-	bool park_watchdog;  // park_ms was given: every park is timed
+	uint32_t park_ms;       // the idle period (arena trims; the watchdog when on)
+	bool park_watchdog;     // park_ms given: every park is timed (else: see park())
 	uint32_t abort_capacity;
 	uint32_t hard_timeout_ms;
 	uint32_t max_pending;
@@ -551,10 +552,15 @@ void steal_worker_gone(Pool *p, uint32_t i);
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane
 // (the submit arena under STEAL) that has had nothing in flight for park_ms.
+// `now` 0: the pass did not read the clock; read it only for an arena above
+// its floor.
 void host_arena_trim(Pool *p, int64_t now);
-// Worker lane l's own thread, after its park watchdog expired (idle for
-// park_ms): trim its return arena.
+// Worker lane l's own thread, after its park timed out (idle for park_ms):
+// trim its return arena.
 void worker_arena_trim(Lane *l);
+// Worker lane l's own thread, before it parks: does its return arena hold
+// bytes above its floor, so that an idle period should end in a trim?
+bool worker_arena_trimmable(Lane *l);
 // Payload arena bytes committed now, every lane, both directions, the
 // submit arena included (any thread; relaxed statistics).
 uint64_t arena_committed_bytes(Pool *p);

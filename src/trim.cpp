@@ -7,8 +7,11 @@
 // arena's producer may trim it (the allocation table is its private state,
 // arena.h), so each side trims what it produces, off the hot path:
 //
-//  - a worker trims its lane's return arena when its park watchdog expires:
-//    it has then been idle for park_ms, and no result is waiting for room;
+//  - a worker trims its lane's return arena when a park times out: it has
+//    then been idle for park_ms, and no result is waiting for room. Without
+//    a watchdog (park_ms 0, the default) a worker parks with that timeout
+//    only while its arena holds bytes above the floor (worker_arena_trimmable),
+//    so an idle pool that has trimmed (or never grew) wakes no one;
 //  - the host (the dispatcher holder, once per pass) trims a lane's request
 //    arena, or under STEAL the shared submit arena, once it has had nothing
 //    in flight for park_ms. The test is a few loads per lane per pass; the
@@ -60,6 +63,8 @@ void host_arena_trim(Pool *p, int64_t now)
 		if (p->steal.req.arena_high_water() <= keep)
 			return; // nothing above the floor: skip the ACK loads of idle()
 		bool busy = p->steal.staged != 0 || !p->steal.req.idle();
+		if (now == 0)
+			now = knit_now_ns();
 		if (idle_long_enough(&p->submit_idle_ns, busy, now, idle_ns))
 			(void)p->steal.req.trim_arena(&p->region, keep);
 		return;
@@ -69,6 +74,8 @@ void host_arena_trim(Pool *p, int64_t now)
 		if (l->req.arena_high_water() <= keep)
 			continue;
 		bool busy = l->inflight != 0 || l->staged != 0;
+		if (now == 0)
+			now = knit_now_ns();
 		if (idle_long_enough(&l->req_idle_ns, busy, now, idle_ns))
 			(void)l->req.trim_arena(&p->region, keep);
 	}
@@ -79,6 +86,11 @@ void worker_arena_trim(Lane *l)
 	if (l->local->pend_count != 0)
 		return; // results are waiting for room: not idle
 	(void)l->wret.trim_arena(&l->pool->region, keep_bytes(l->pool));
+}
+
+bool worker_arena_trimmable(Lane *l)
+{
+	return l->wret.arena_high_water() > keep_bytes(l->pool);
 }
 
 uint64_t arena_committed_bytes(Pool *p)

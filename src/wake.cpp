@@ -68,7 +68,7 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	}
 	counter_bump(lane_counter(l->ext, kWcParks));
 	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
-	int r = knit_futex_wait(l->wake_seq, seq, park_ns < 0 ? -1 : knit_now_ns() + park_ns, p->futex_shared);
+	int r = knit_futex_wait(l->wake_seq, seq, park_ns > 0 ? knit_now_ns() + park_ns : -1, p->futex_shared);
 	if (unpark(l)) {
 		count_received(l);
 		return kWokeRung;
@@ -113,6 +113,68 @@ void worker_ring(Lane *l)
 	}
 }
 
+namespace {
+
+// This thread's last wake and its measured wake -> result time (wake.h).
+struct HostWake {
+	Pool *pool;   // the pool of the last wake sent (nullptr: none pending)
+	int64_t at;   // when it was sent
+	int64_t est;  // wake -> result estimate, ns (0: no sample yet): peak-hold
+};
+__thread HostWake t_wake;
+// Host threads in their after-wake spin (process-wide; relaxed, a count).
+uint32_t g_host_spinners;
+uint32_t g_cpu_cap; // spin_cap_of_machine() + 1, cached (0: not read yet)
+
+// The first guess, before any sample: a wake on an idle 2-CPU VM.
+constexpr int64_t kWakeGuessNs = 50 * 1000;
+
+} // namespace
+
+void host_sent_wake(Pool *p)
+{
+	t_wake.pool = p;
+	t_wake.at = knit_now_ns(); // one read per wake sent: the cold path only
+}
+
+int64_t host_wake_spin_begin(Pool *p, int64_t now)
+{
+	if (t_wake.pool != p || t_wake.at == 0)
+		return 0;
+	const int64_t e = t_wake.est != 0 ? t_wake.est : kWakeGuessNs;
+	const int64_t end = t_wake.at + min_of(2 * e, kHostWakeSpinMaxNs);
+	if (end <= now) {
+		t_wake.at = 0; // stale (the thread did not wait for it): no sample
+		return 0;
+	}
+	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
+	if (cap == 0) {
+		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
+		knit_store_relaxed_32(&g_cpu_cap, cap);
+	}
+	// One host spinner, and only beside fewer spinning workers than their
+	// own cap (CPUs - 1): with it, never more spinners than CPUs.
+	if (knit_load_relaxed_32(&g_spinners) + 1 >= cap || !spin_slot_acquire(&g_host_spinners, 1))
+		return 0;
+	return end;
+}
+
+void host_wake_spin_done() { spin_slot_release(&g_host_spinners); }
+
+void host_wake_seen(Pool *p)
+{
+	if (t_wake.pool != p || t_wake.at == 0)
+		return;
+	// Capped: a sample that includes our own sleep, or a preempted worker,
+	// may only raise the average to the spin's bound.
+	const int64_t d = min_of(knit_now_ns() - t_wake.at, kHostWakeSpinMaxNs);
+	t_wake.at = 0;
+	// Wake times have a long tail (a busy CPU): a slower wake raises the
+	// estimate at once, faster ones lower it slowly (1/16 of the gap), so
+	// the window covers the tail, not the mean.
+	t_wake.est = d > t_wake.est ? d : t_wake.est + (d - t_wake.est) / 16;
+}
+
 bool lane_wake(Pool *p, Lane *l, bool only_blocked)
 {
 	uint32_t v = knit_load_relaxed_32(l->parked);
@@ -128,6 +190,7 @@ bool lane_wake(Pool *p, Lane *l, bool only_blocked)
 	// after its futex wait (W4: a changed sequence = it was rung).
 	knit_add_acq_rel_32(l->wake_seq, 1);
 	knit_futex_wake(l->wake_seq, 1, p->futex_shared);
+	host_sent_wake(p);
 	return true;
 }
 
@@ -206,7 +269,7 @@ bool work_pending(Pool *p, int64_t now)
 	if (knit_load_relaxed_32(&p->inline_queued) != 0)
 		return true;
 	int64_t ed = earliest_deadline(p);
-	if (ed != 0 && ed <= now)
+	if (ed != 0 && ed <= (now != 0 ? now : knit_now_ns())) // now 0: the clock only for a deadline
 		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
@@ -262,7 +325,7 @@ bool efd_pending(Pool *p)
 		return true;
 	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
 		return false; // its holder re-checks on release (above)
-	return work_pending(p, knit_now_ns());
+	return work_pending(p, 0);
 }
 
 void efd_clear(Pool *p)

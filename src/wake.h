@@ -76,8 +76,8 @@ enum WakeReason : uint32_t {
 };
 
 // Park lane l as `why` until a host rings it or park_ns passes (the
-// watchdog; < 0: none), unless recheck(l) finds something after the
-// announcement.
+// watchdog; park_ns <= 0: none), unless recheck(l) finds something after
+// the announcement.
 // Counts parks and wakes in the lane's worker counters.
 WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns);
 
@@ -106,6 +106,30 @@ typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
 // end the sleep.
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
 
+// ---- the host's spin after a wake it sent (cold calls) -----------------------------
+//
+// A host thread that just woke a parked worker expects a result one wake
+// latency later (20-170 us on a loaded 2-CPU VM), longer than the fixed
+// pre-sleep spin (kHostSpinNs): it would arm the doorbell and sleep, and the
+// worker would have to wake it too, two wakes per call. So the thread that
+// sent a wake spins on, before arming, for twice its own estimate of the
+// wake -> result time (peak-hold: a slow wake raises it at once, fast ones
+// lower it slowly; at most kHostWakeSpinMaxNs in all), if a CPU is left:
+// at most one such host thread at a time, and only while fewer workers spin
+// than spin_cap_of_machine() (online CPUs - 1), so spinning host + spinning
+// workers never exceed the CPUs. Thread-local state: no shared write.
+
+// lane_wake sent a wake to a worker of p (this thread).
+void host_sent_wake(Pool *p);
+// Before arming: if this thread sent a wake for p and a spin slot is free,
+// take the slot and return the absolute end of the spin window; else 0.
+// A nonzero return must be followed by host_wake_spin_done().
+int64_t host_wake_spin_begin(Pool *p, int64_t now);
+void host_wake_spin_done();
+// The waiter found its result (or work) after this thread's wake: feed the
+// wake -> result time to the moving average.
+void host_wake_seen(Pool *p);
+
 // Tell host waiters something happened (completions, inline work, stop, a
 // new deadline): bump the doorbell sequence and wake them if any sleep (H1,
 // H2), and bring the completion eventfd up to date (when `to_fd`: efd_sync()).
@@ -113,7 +137,7 @@ void host_event(Pool *p, bool to_fd);
 
 // Is there anything a dispatcher pass could do right now (results to reap,
 // inline calls, an expired deadline)? Any thread: part of every host
-// re-check.
+// re-check. `now` 0: read the clock only if some call has a deadline.
 bool work_pending(Pool *p, int64_t now);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);

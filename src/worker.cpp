@@ -11,13 +11,15 @@
 //   3. run at most kWorkerBatch tasks in order: a frame whose deadline has
 //      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
 //      staged and published with one store of A per batch (or earlier when
-//      the batch runs long), then the doorbell is rung if the host armed it;
+//      the batch runs past kResultFlushNs; the clock is read after every
+//      second task for that), then the doorbell is rung if the host armed it;
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
 //      the wake sequence S, store parked, seq_cst fence, re-check the queue
-//      and the stop word here, and only then futex-wait on S with park_ms as
-//      a watchdog).
+//      and the stop word here, and only then futex-wait on S: untimed, unless
+//      park_ms was given (a watchdog) or the return arena has pages to give
+//      back after park_ms idle).
 #include "src/common.h"
 
 #include <limits.h>
@@ -243,7 +245,11 @@ void run_batch(Lane *l)
 	WorkerLocal *w = l->local;
 	const bool stamp = p->cfg.hard_timeout_ms != 0;
 	uint32_t retire = 0;
-	int64_t first_staged = 0;
+	// The early publish's clock: the start of the tasks whose results are
+	// not yet published (read once per batch, only when more than one task
+	// waits), and how many of them ran.
+	int64_t group_t0 = w->held_count > 1 ? knit_now_ns() : 0;
+	uint32_t group_n = 0;
 	for (uint32_t n = 0; n < kWorkerBatch && w->held_count != 0; n++) {
 		HeldFrame &f = w->held[w->held_head];
 		FrameHead rh;
@@ -255,7 +261,8 @@ void run_batch(Lane *l)
 		knit_value_t none;
 		memset(&none, 0, sizeof none);
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
-		const int64_t now = knit_now_ns();
+		// The clock only for a deadline or the running stamp.
+		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
 		ctx.pool = p;
 		ctx.lane = l->index;
@@ -295,16 +302,23 @@ void run_batch(Lane *l)
 		retire |= 1u << f.slot;
 		w->held_head = (w->held_head + 1) % kLanes;
 		w->held_count--;
-		// A long batch publishes what it has so far: a finished call does
-		// not wait behind the next task.
-		if (l->wret.staged() != 0) {
+		// A long batch publishes what it has so far once kResultFlushNs
+		// passed since its unpublished tasks began. The clock is read after
+		// every second task only (and only when another task follows: the
+		// last one is flushed below anyway): a finished result waits for at
+		// most one further task, as it did with a read after every task
+		// (which first stamped the finished result, then published after
+		// the next task), at half the reads; for short tasks, which never
+		// reach kResultFlushNs, a clock read costs as much as a task.
+		group_n++;
+		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
-			if (first_staged == 0)
-				first_staged = t;
-			else if (t - first_staged >= kResultFlushNs) {
+			if (group_t0 != 0 && t - group_t0 >= kResultFlushNs) {
 				flush_results(l);
-				first_staged = 0;
+				group_n = 0;
 			}
+			if (group_t0 == 0 || group_n == 0)
+				group_t0 = t;
 		}
 	}
 	l->wreq.retire(retire); // C3: one release store of B for the batch
@@ -316,15 +330,23 @@ bool spin(Lane *l, int64_t spin_ns)
 {
 	if (spin_ns <= 0)
 		return false;
-	const int64_t end = knit_now_ns() + spin_ns;
+	// The clock every 64 rounds, the first time at round 64 (the window
+	// starts there): a spin that finds work sooner, the usual case between
+	// a busy host's bunches, reads none.
+	int64_t end = 0;
 	for (uint32_t i = 1;; i++) {
 		if (worker_request_pending(l)) // C1 / steal S5: acquire load of A
 			return true;
 		if (knit_load_relaxed_32(l->stop) != kStopRunning)
 			return true;
 		knit_cpu_relax();
-		if ((i & 63) == 0 && knit_now_ns() >= end)
-			return false;
+		if ((i & 63) == 0) {
+			const int64_t t = knit_now_ns();
+			if (end == 0)
+				end = t + spin_ns;
+			else if (t >= end)
+				return false;
+		}
 	}
 }
 
@@ -353,12 +375,13 @@ void park(Lane *l, int64_t park_ns)
 	// room back, wakes us even when it publishes nothing (lane_wake's
 	// only_blocked), and steal_wake_one passes us over (we may not claim).
 	const ParkState why = l->local->pend_count != 0 ? kParkedForRoom : kParked;
-	// No watchdog by default: an idle worker sleeps until rung and costs
-	// nothing. Only a return arena holding pages above its floor still
-	// wants the timed park, to give them back once idle for park_ms.
-	Pool *p = l->pool;
-	const bool timed = p->cfg.park_watchdog || l->wret.arena_high_water() > p->cfg.payload_initial_bytes;
-	if (worker_park(l, why, park_recheck, timed ? park_ns : -1) == kWokeWatchdog)
+	// No watchdog unless asked for (park_ms): the handshake loses no wake.
+	// A return arena holding pages above its floor still wants them given
+	// back after park_ns idle, so only then a timed park; once trimmed, the
+	// next park is untimed (an idle pool wakes no one).
+	if (!l->pool->cfg.park_watchdog && !worker_arena_trimmable(l))
+		park_ns = 0;
+	if (worker_park(l, why, park_recheck, park_ns) == kWokeWatchdog)
 		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
 

@@ -7,9 +7,6 @@
  */
 #include "api/kt.h"
 
-#include <dirent.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 KT(stats, bad_args)
@@ -372,96 +369,4 @@ KT(stats, late_drops_and_proto_errors_reported)
 	cr_expect_leq(s.lane[0].spurious_wakes + s.lane[0].wakes_received + s.lane[0].watchdog_expiries,
 		      s.lane[0].parks + s.lane[0].wakes_received);
 	kt_destroy(pool);
-}
-
-/* Context switches of this process's worker threads (named knit-w*), from
- * /proc/self/task/TID/status; -1 when they cannot be read. */
-static long worker_ctxsw(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	long total = 0;
-	int found = 0;
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], line[256];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int is_worker = fgets(line, sizeof line, f) != NULL && strncmp(line, "knit-w", 6) == 0;
-		fclose(f);
-		if (!is_worker)
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		long v;
-		while (fgets(line, sizeof line, f) != NULL)
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
-			    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
-				total += v;
-		fclose(f);
-		found++;
-	}
-	closedir(d);
-	return found ? total : -1;
-}
-
-/* An idle pool with default options costs nothing: once its workers parked,
- * they are never woken (no watchdog), over an interval longer than the old
- * one-second watchdog. Counts only. */
-static void idle_pool_case(uint32_t workers)
-{
-	knit_pool_options_t o = { .size = sizeof o, .workers = workers };
-	knit_pool_t *pool = kt_pool(&o);
-	uint32_t echo = kt_id(pool, "echo");
-	knit_completion_t c;
-	knit_value_t v = kt_i64(1);
-	cr_assert_eq(knit_call(pool, echo, &v, &c, 0), 0);
-	cr_assert_eq(c.status, 0);
-	/* Every worker parked (bounded wait), then a moment to be inside the
-	 * futex wait (the count is bumped just before it). */
-	knit_pool_stats_t a, b;
-	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
-	for (;;) {
-		kt_stats(pool, &a);
-		uint32_t parked = 0;
-		for (uint32_t i = 0; i < workers; i++)
-			parked += a.lane[i].parks > 0;
-		if (parked == workers)
-			break;
-		cr_assert(kt_now_ns() < end, "workers never parked");
-		kt_sleep_ms(1);
-	}
-	kt_sleep_ms(20);
-	kt_stats(pool, &a);
-	const long cs_a = worker_ctxsw();
-	kt_sleep_ms(1500);
-	kt_stats(pool, &b);
-	const long cs_b = worker_ctxsw();
-	for (uint32_t i = 0; i < workers; i++) {
-		cr_expect_eq(b.lane[i].parks, a.lane[i].parks, "lane %u parked again while idle", i);
-		cr_expect_eq(b.lane[i].watchdog_expiries, 0, "lane %u: %llu watchdog expiries", i,
-			     (unsigned long long)b.lane[i].watchdog_expiries);
-		cr_expect_eq(b.lane[i].wakes_received, a.lane[i].wakes_received);
-		cr_expect_eq(b.lane[i].spurious_wakes, a.lane[i].spurious_wakes);
-	}
-	if (cs_a >= 0 && cs_b >= 0)
-		cr_expect_eq(cs_b, cs_a, "idle workers were switched in %ld times", cs_b - cs_a);
-	kt_destroy(pool);
-}
-
-KT(stats, idle_pool_never_wakes_one_worker)
-{
-	idle_pool_case(1);
-}
-
-KT(stats, idle_pool_never_wakes_two_workers)
-{
-	idle_pool_case(2);
 }

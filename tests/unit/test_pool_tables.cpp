@@ -210,7 +210,8 @@ static void options_defaults(void **)
 	assert_int_equal(c.max_backoff_ms, 10);
 	assert_true(c.doorbell);
 	assert_int_equal(c.spin_us, 50);
-	assert_int_equal(c.park_ms, 1000);
+	assert_int_equal(c.park_ms, 1000); // the idle period of the arena trims
+	assert_false(c.park_watchdog);
 	assert_int_equal(c.abort_capacity, 258);
 	assert_int_equal(c.max_pending, 65536);
 	assert_int_equal(c.hard_timeout_ms, 0);

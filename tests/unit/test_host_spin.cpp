@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// tests/unit/test_host_spin.cpp - white-box checks of the host's spin after
+// a wake it sent (src/wake.cpp, wake.h): only the thread that sent a wake,
+// only for that pool, a window bounded by kHostWakeSpinMaxNs, at most one
+// host spinner, none beside a full set of spinning workers, a stale wake
+// never spun on, and the estimate held at its peak. Counted, never timed:
+// the only clock use is a sleep longer than the bound, which pins the
+// estimate to the bound.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" { // cmocka 1.1 has no C++ guards of its own
+#include <cmocka.h>
+}
+
+#include "src/pool.h"
+#include "src/wake.h"
+
+using namespace knit::detail;
+
+namespace {
+
+// Pools are only keys here: two distinct addresses.
+alignas(Pool) unsigned char g_a[sizeof(Pool)], g_b[sizeof(Pool)];
+Pool *pool_a() { return reinterpret_cast<Pool *>(g_a); }
+Pool *pool_b() { return reinterpret_cast<Pool *>(g_b); }
+
+void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+} // namespace
+
+static void no_wake_no_spin(void **)
+{
+	// This thread has sent no wake (a fresh test thread state).
+	assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+}
+
+static void window_only_for_the_pool_woken(void **)
+{
+	if (spin_cap_of_machine() == 0) {
+		// One CPU: a host never spins beside the worker it woke.
+		host_sent_wake(pool_a());
+		assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+		return;
+	}
+	const int64_t t0 = knit_now_ns();
+	host_sent_wake(pool_a());
+	const int64_t t1 = knit_now_ns();
+	assert_int_equal(host_wake_spin_begin(pool_b(), t1), 0);
+	const int64_t end = host_wake_spin_begin(pool_a(), t1);
+	assert_true(end > t1);
+	assert_true(end - t0 <= kHostWakeSpinMaxNs);
+	// At most one host thread spins: the slot is taken.
+	host_sent_wake(pool_a());
+	assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+	host_wake_spin_done();
+	host_wake_seen(pool_a());
+}
+
+static void denied_beside_spinning_workers(void **)
+{
+	const uint32_t cap = spin_cap_of_machine();
+	knit_store_relaxed_32(&g_spinners, cap); // every worker slot taken
+	host_sent_wake(pool_a());
+	assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+	knit_store_relaxed_32(&g_spinners, 0);
+	host_wake_seen(pool_a());
+}
+
+static void stale_wake_not_spun_on(void **)
+{
+	host_sent_wake(pool_a());
+	sleep_ns(2 * kHostWakeSpinMaxNs); // past any window
+	assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+	// Dropped: no sample from it, and no window on the next look.
+	assert_int_equal(host_wake_spin_begin(pool_a(), knit_now_ns()), 0);
+}
+
+static void slow_wake_raises_window_to_the_bound_and_holds(void **)
+{
+	if (spin_cap_of_machine() == 0)
+		return; // no window at all on one CPU (above)
+	// A wake answered after longer than the bound: the estimate is capped
+	// at the bound, the window (twice the estimate) too.
+	host_sent_wake(pool_a());
+	sleep_ns(2 * kHostWakeSpinMaxNs);
+	host_wake_seen(pool_a());
+	const int64_t t0 = knit_now_ns();
+	host_sent_wake(pool_a());
+	const int64_t t1 = knit_now_ns();
+	int64_t end = host_wake_spin_begin(pool_a(), t1);
+	assert_true(end >= t0 + kHostWakeSpinMaxNs);
+	assert_true(end <= t1 + kHostWakeSpinMaxNs);
+	host_wake_spin_done();
+	// A fast answer lowers the estimate by 1/16 of the gap only: twice the
+	// estimate still reaches the bound.
+	host_wake_seen(pool_a());
+	const int64_t t2 = knit_now_ns();
+	host_sent_wake(pool_a());
+	const int64_t t3 = knit_now_ns();
+	end = host_wake_spin_begin(pool_a(), t3);
+	assert_true(end >= t2 + kHostWakeSpinMaxNs);
+	assert_true(end <= t3 + kHostWakeSpinMaxNs);
+	host_wake_spin_done();
+	host_wake_seen(pool_a());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(no_wake_no_spin),
+		cmocka_unit_test(window_only_for_the_pool_woken),
+		cmocka_unit_test(denied_beside_spinning_workers),
+		cmocka_unit_test(stale_wake_not_spun_on),
+		cmocka_unit_test(slow_wake_raises_window_to_the_bound_and_holds),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
