@@ -323,9 +323,17 @@ KT(placement, spinning_workers_capped_by_cpus)
 	for (uint32_t w = 0; w < workers; w++)
 		(void)task_affinity(pool, w);
 	kt_stats(pool, &before);
+	/* A pause before each call lets a worker that was denied a spin slot
+	 * finish parking, so the call that reaches it sends the wake the test
+	 * counts (without the pause, a fast host often meets it between the
+	 * denial and its park announcement, where its re-check takes the call
+	 * and no wake is needed). A spinning worker keeps spinning: the pause is
+	 * far below spin_us. */
 	for (int r = 0; r < ROUNDS; r++)
-		for (uint32_t w = 0; w < workers; w++)
+		for (uint32_t w = 0; w < workers; w++) {
+			kt_sleep_ms(3);
 			(void)task_affinity(pool, w);
+		}
 	kt_stats(pool, &after);
 	uint64_t wakes = 0, calls = 0;
 	for (uint32_t w = 0; w < workers; w++) {
@@ -333,12 +341,10 @@ KT(placement, spinning_workers_capped_by_cpus)
 		calls += after.lane[w].calls - before.lane[w].calls;
 	}
 	cr_expect_eq(calls, (uint64_t)ROUNDS * workers);
-	/* Not one wake per round: a call can reach a worker that was denied a
-	 * spin slot before it has announced itself parked (its re-check then
-	 * finds the call and no wake is sent), which a loaded machine makes
-	 * common. Without the cap no worker ever parks here, so any sizeable
-	 * number of wakes shows the cap at work. */
-	cr_expect_geq(wakes, ROUNDS / 8, "%llu wakes in %d rounds: more than %ld workers spun at once",
+	/* With the cap, about one wake per round (the worker without a slot);
+	 * half leaves room for a worker the machine did not run within the
+	 * pause. Without the cap no worker ever parks here: 0 wakes. */
+	cr_expect_geq(wakes, ROUNDS / 2, "%llu wakes in %d rounds: more than %ld workers spun at once",
 		      (unsigned long long)wakes, ROUNDS, ncpu - 1);
 	kt_destroy(pool);
 }
