@@ -28,6 +28,8 @@ libdir ?= $(prefix)/lib
 includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
 bindir ?= $(prefix)/bin
+sbindir ?= $(prefix)/sbin
+cmakedir ?= $(libdir)/cmake/knitting
 DESTDIR ?=
 
 ifeq ($(V),1)
@@ -84,9 +86,10 @@ LIB_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj/%.o)
 LIB_SO := $(B)/lib/$(SONAME)
 LIB_LINK := $(B)/lib/libknitting.so
 LIB_TEST_A := $(B)/lib/libknitting-test.a
+LIB_A := $(B)/lib/libknitting.a
 DEPFILES := $(LIB_OBJS:.o=.d)
 
-all: $(LIB_LINK) $(LIB_TEST_A) tools
+all: $(LIB_LINK) $(LIB_A) $(LIB_TEST_A) tools
 
 $(B)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -106,6 +109,12 @@ $(LIB_LINK): $(LIB_SO)
 	$(Q)ln -sf $(SONAME) $@
 
 $(LIB_TEST_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The installed static library: the same objects as the .so. The test archive
+# above is a separate file so white-box tests never depend on what is shipped.
+$(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -370,19 +379,49 @@ demo: deps $(B)/tests/examples/demo
 	$(Q)$(B)/tests/examples/demo
 
 # ---- install -----------------------------------------------------------------------
-install: $(LIB_LINK)
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
-	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
+# The real file carries the full version; the SONAME link is what programs load,
+# the unversioned link is what -lknitting finds at build time. The CMake package
+# files find the prefix relative to their own place, so a staged install
+# (DESTDIR) is usable with CMAKE_PREFIX_PATH pointing at the stage.
+MAN_PAGES := $(sort $(wildcard man/man3/*.3 man/man7/*.7 man/man8/*.8))
+CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
+CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
+CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
+install: $(LIB_LINK) $(LIB_A)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
+		$(DESTDIR)$(cmakedir)
+	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
+	ln -sfn libknitting.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sfn $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(libdir)/libknitting.a
 	install -m 644 include/knitting.h $(DESTDIR)$(includedir)/knitting.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' \
 		-e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
 		abi/knitting.pc.in > $(DESTDIR)$(libdir)/pkgconfig/knitting.pc
-	for s in 3 7 8; do if ls man/man$$s/*.$$s >/dev/null 2>&1; then \
-		install -d $(DESTDIR)$(mandir)/man$$s; cp -P man/man$$s/*.$$s $(DESTDIR)$(mandir)/man$$s/; fi; done
+	sed -e 's|@REL_PREFIX@|$(CMAKE_REL_PREFIX)|' -e 's|@REL_LIBDIR@|$(CMAKE_REL_LIBDIR)|' \
+		-e 's|@REL_INCDIR@|$(CMAKE_REL_INCDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@SONAME@|$(SONAME)|' \
+		abi/knittingConfig.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' \
+		abi/knittingConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
+	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
+		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
+	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
+	for f in $(MAN_PAGES); do s=$${f##*.}; \
+		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
+
+# Removes exactly the files install put and the one directory that is ours
+# alone (lib/cmake/knitting); shared directories such as $(libdir) stay.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
+		libknitting.so libknitting.a pkgconfig/knitting.pc)
+	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(sbindir)/knit-trace
+	rm -f $(DESTDIR)$(cmakedir)/knittingConfig.cmake $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
+	if [ -d $(DESTDIR)$(cmakedir) ]; then rmdir $(DESTDIR)$(cmakedir); fi
+	rm -f $(foreach f,$(MAN_PAGES),$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(f)))/$(notdir $(f)))
 
 clean:
 	rm -rf build
 
-.PHONY: all tools deps deps-bench bench check demo install clean abi-check man-check FORCE $(CHECK_SUITES)
+.PHONY: all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:
