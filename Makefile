@@ -87,9 +87,10 @@ LIB_SO := $(B)/lib/$(SONAME)
 LIB_LINK := $(B)/lib/libknitting.so
 LIB_TEST_A := $(B)/lib/libknitting-test.a
 LIB_A := $(B)/lib/libknitting.a
+LIB_PC := $(B)/pkgconfig/knitting.pc
 DEPFILES := $(LIB_OBJS:.o=.d)
 
-all: $(LIB_LINK) $(LIB_A) $(LIB_TEST_A) tools
+all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) tools
 
 $(B)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -117,6 +118,15 @@ $(LIB_TEST_A): $(LIB_OBJS)
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# An uninstalled knitting.pc: lets a consumer build against this checkout with
+# PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,
+# found at run time through the rpath).
+$(LIB_PC): abi/knitting.pc.in Makefile
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|@prefix@|$(CURDIR)|' -e 's|@libdir@|$(abspath $(B)/lib)|' \
+		-e 's|@includedir@|$(CURDIR)/include|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
 
 -include $(DEPFILES)
 
