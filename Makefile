@@ -7,9 +7,9 @@
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
-#        check-fuzz | check-ffi | abi-check | man-check
+#        check-fuzz | check-ffi | check-install | abi-check | man-check
 #   make SANITIZE=thread|address check    everything under a sanitizer
-#   make install DESTDIR=... prefix=...
+#   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
 #   V=1                  show commands
 #   WERROR=1             warnings are errors (CI sets it)
 #   CPPFLAGS, CFLAGS, CXXFLAGS, LDFLAGS from the environment are honoured
@@ -279,8 +279,15 @@ man-check: $(LIB_LINK)
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
 	$(Q)$(call SUMMARY,0,$(SP)man)
 
+# check-install: make install into a stage, build and run consumers from it
+# (pkg-config shared and static, CMake find_package), make uninstall.
+check-install: $(LIB_LINK) $(LIB_A)
+	$(Q)$(RUN) --clear $(SP)install
+	$(Q)MAKE="$(MAKE)" $(RUN) $(SP)install stage -- tests/install/check.sh $(LIB_SO)
+	$(Q)$(call SUMMARY,0,$(SP)install)
+
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
-	check-cross check-ffi abi-check man-check check-sanitizers
+	check-cross check-ffi abi-check man-check check-install check-sanitizers
 
 # ---- knit-bench: libknitting against its floors and peers (tools/knit-bench) -----
 # A C++ tool: it may link libstdc++ and the peers. Peers are compiled in only
