@@ -7,9 +7,9 @@
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
-#        check-fuzz | check-ffi | abi-check | man-check
+#        check-fuzz | check-ffi | check-install | abi-check | man-check
 #   make SANITIZE=thread|address check    everything under a sanitizer
-#   make install DESTDIR=... prefix=...
+#   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
 #   V=1                  show commands
 #   WERROR=1             warnings are errors (CI sets it)
 #   CPPFLAGS, CFLAGS, CXXFLAGS, LDFLAGS from the environment are honoured
@@ -28,6 +28,8 @@ libdir ?= $(prefix)/lib
 includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
 bindir ?= $(prefix)/bin
+sbindir ?= $(prefix)/sbin
+cmakedir ?= $(libdir)/cmake/knitting
 DESTDIR ?=
 
 ifeq ($(V),1)
@@ -84,9 +86,11 @@ LIB_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj/%.o)
 LIB_SO := $(B)/lib/$(SONAME)
 LIB_LINK := $(B)/lib/libknitting.so
 LIB_TEST_A := $(B)/lib/libknitting-test.a
+LIB_A := $(B)/lib/libknitting.a
+LIB_PC := $(B)/pkgconfig/knitting.pc
 DEPFILES := $(LIB_OBJS:.o=.d)
 
-all: $(LIB_LINK) $(LIB_TEST_A) tools
+all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) tools
 
 $(B)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -108,6 +112,21 @@ $(LIB_LINK): $(LIB_SO)
 $(LIB_TEST_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The installed static library: the same objects as the .so. The test archive
+# above is a separate file so white-box tests never depend on what is shipped.
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# An uninstalled knitting.pc: lets a consumer build against this checkout with
+# PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,
+# found at run time through the rpath).
+$(LIB_PC): abi/knitting.pc.in Makefile
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|@prefix@|$(CURDIR)|' -e 's|@libdir@|$(abspath $(B)/lib)|' \
+		-e 's|@includedir@|$(CURDIR)/include|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
 
 -include $(DEPFILES)
 
@@ -260,8 +279,15 @@ man-check: $(LIB_LINK)
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
 	$(Q)$(call SUMMARY,0,$(SP)man)
 
+# check-install: make install into a stage, build and run consumers from it
+# (pkg-config shared and static, CMake find_package), make uninstall.
+check-install: $(LIB_LINK) $(LIB_A)
+	$(Q)$(RUN) --clear $(SP)install
+	$(Q)MAKE="$(MAKE)" $(RUN) $(SP)install stage -- tests/install/check.sh $(LIB_SO)
+	$(Q)$(call SUMMARY,0,$(SP)install)
+
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
-	check-cross check-ffi abi-check man-check check-sanitizers
+	check-cross check-ffi abi-check man-check check-install check-sanitizers
 
 # ---- knit-bench: libknitting against its floors and peers (tools/knit-bench) -----
 # A C++ tool: it may link libstdc++ and the peers. Peers are compiled in only
@@ -329,7 +355,8 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
 # live pool (counts equal to knit_pool_stats) of each topology - lanes, steal
 # (the default for 2..31 workers), lanes with an inline lane - traced whole
-# and with --lane 0. Needs root; skips only where the kernel refuses BPF.
+# and with --lane 0; and knit-trace as a non-root uid by capability (setpriv).
+# Needs root; skips only where the kernel refuses BPF.
 $(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
@@ -338,7 +365,7 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
-check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(if $(HAVE_KT),$(KT_BIN))
+check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN))
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
 	$(Q)for t in lanes steal inline; do \
@@ -347,6 +374,7 @@ check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(if $(H
 	$(Q)for t in lanes steal; do \
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
+	$(Q)$(RUN) $(SP)trace caps -- tests/trace/caps.sh $(KT_BIN) $(abspath $(LIB_SO))
 	$(Q)$(call SUMMARY,0,$(SP)trace)
 CHECK_SUITES += check-trace
 
@@ -370,19 +398,49 @@ demo: deps $(B)/tests/examples/demo
 	$(Q)$(B)/tests/examples/demo
 
 # ---- install -----------------------------------------------------------------------
-install: $(LIB_LINK)
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
-	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
+# The real file carries the full version; the SONAME link is what programs load,
+# the unversioned link is what -lknitting finds at build time. The CMake package
+# files find the prefix relative to their own place, so a staged install
+# (DESTDIR) is usable with CMAKE_PREFIX_PATH pointing at the stage.
+MAN_PAGES := $(sort $(wildcard man/man3/*.3 man/man7/*.7 man/man8/*.8))
+CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
+CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
+CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
+install: $(LIB_LINK) $(LIB_A)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
+		$(DESTDIR)$(cmakedir)
+	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
+	ln -sfn libknitting.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sfn $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(libdir)/libknitting.a
 	install -m 644 include/knitting.h $(DESTDIR)$(includedir)/knitting.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' \
 		-e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
 		abi/knitting.pc.in > $(DESTDIR)$(libdir)/pkgconfig/knitting.pc
-	for s in 3 7 8; do if ls man/man$$s/*.$$s >/dev/null 2>&1; then \
-		install -d $(DESTDIR)$(mandir)/man$$s; cp -P man/man$$s/*.$$s $(DESTDIR)$(mandir)/man$$s/; fi; done
+	sed -e 's|@REL_PREFIX@|$(CMAKE_REL_PREFIX)|' -e 's|@REL_LIBDIR@|$(CMAKE_REL_LIBDIR)|' \
+		-e 's|@REL_INCDIR@|$(CMAKE_REL_INCDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@SONAME@|$(SONAME)|' \
+		abi/knittingConfig.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' \
+		abi/knittingConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
+	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
+		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
+	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
+	for f in $(MAN_PAGES); do s=$${f##*.}; \
+		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
+
+# Removes exactly the files install put and the one directory that is ours
+# alone (lib/cmake/knitting); shared directories such as $(libdir) stay.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
+		libknitting.so libknitting.a pkgconfig/knitting.pc)
+	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(sbindir)/knit-trace
+	rm -f $(DESTDIR)$(cmakedir)/knittingConfig.cmake $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
+	if [ -d $(DESTDIR)$(cmakedir) ]; then rmdir $(DESTDIR)$(cmakedir); fi
+	rm -f $(foreach f,$(MAN_PAGES),$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(f)))/$(notdir $(f)))
 
 clean:
 	rm -rf build
 
-.PHONY: all tools deps deps-bench bench check demo install clean abi-check man-check FORCE $(CHECK_SUITES)
+.PHONY: all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:

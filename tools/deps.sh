@@ -7,7 +7,7 @@ set -eu
 
 PKGS="g++ make pkg-config liburcu-dev libcmocka-dev libcriterion-dev
 libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev systemtap-sdt-dev
-python3 qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
+python3 cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
 abigail-tools spin gnuplot-nox"
 
 # `make bench` only (tools/deps.sh --bench): the peers knit-bench measures

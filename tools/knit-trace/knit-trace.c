@@ -942,6 +942,61 @@ static int report(struct knit_trace_bpf *skel, const char *lib, double secs)
 	return 0;
 }
 
+/* Capability numbers from linux/capability.h, spelled out because older
+ * headers lack CAP_PERFMON and CAP_BPF (Linux 5.8). */
+enum { KT_CAP_SYS_PTRACE = 19, KT_CAP_SYS_ADMIN = 21, KT_CAP_PERFMON = 38, KT_CAP_BPF = 39 };
+
+/* The effective capability set, from CapEff in /proc/self/status (no libcap). */
+static int cap_effective(uint64_t *eff)
+{
+	char line[256];
+	int found = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %" SCNx64, eff) == 1;
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static bool has_cap(uint64_t eff, int cap)
+{
+	return eff >> cap & 1;
+}
+
+/* The capability missing to load the BPF programs and place the uprobes:
+ * CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, which implies both (and is all
+ * that kernels before 5.8 know). NULL when nothing is missing or the set
+ * cannot be read (then the kernel has the last word). */
+static const char *missing_bpf_cap(void)
+{
+	uint64_t eff;
+
+	if (cap_effective(&eff) || has_cap(eff, KT_CAP_SYS_ADMIN))
+		return NULL;
+	if (!has_cap(eff, KT_CAP_BPF))
+		return "CAP_BPF";
+	if (!has_cap(eff, KT_CAP_PERFMON))
+		return "CAP_PERFMON";
+	return NULL;
+}
+
+static bool lacks_admin_cap(void)
+{
+	uint64_t eff;
+
+	return !cap_effective(&eff) && !has_cap(eff, KT_CAP_SYS_ADMIN);
+}
+
+static bool lacks_ptrace_cap(void)
+{
+	uint64_t eff;
+
+	return !cap_effective(&eff) && !has_cap(eff, KT_CAP_SYS_PTRACE);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -965,9 +1020,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "knit-trace: must run as root (it loads BPF programs and "
-				"places uprobes): try sudo knit-trace ...\n");
+	const char *cap = missing_bpf_cap();
+	if (cap) {
+		fprintf(stderr, "knit-trace: missing capability %s (loading BPF programs and "
+				"placing uprobes needs CAP_BPF and CAP_PERFMON, or root): try "
+				"sudo knit-trace ...\n", cap);
 		return 1;
 	}
 	if (access(BTF_PATH, R_OK)) {
@@ -988,6 +1045,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "knit-trace: process %d has no libknitting.so mapped (not "
 					"linked with -lknitting, or not loaded yet?); give the "
 					"library with -l PATH\n", (int)env.pid);
+			return 1;
+		}
+		if (err == -EACCES && lacks_ptrace_cap()) {
+			fprintf(stderr, "knit-trace: missing capability CAP_SYS_PTRACE (reading "
+					"/proc/%d/maps of another user's process needs it)\n",
+				(int)env.pid);
 			return 1;
 		}
 		if (err) {
@@ -1066,7 +1129,12 @@ int main(int argc, char **argv)
 		if (!*link) {
 			err = -errno;
 			fprintf(stderr, "knit-trace: cannot attach to %s:%s in %s: %s\n", PROVIDER,
-				probe_table[i].name, lib, strerror(errno));
+				probe_table[i].name, lib, strerror(-err));
+			/* Some kernels want more than CAP_PERFMON for a uprobe perf
+			 * event; say so rather than leave a bare EACCES. */
+			if ((err == -EACCES || err == -EPERM) && lacks_admin_cap())
+				fprintf(stderr, "knit-trace: this kernel refused the uprobe "
+						"without CAP_SYS_ADMIN: run it as root\n");
 			goto cleanup;
 		}
 		attached++;
