@@ -34,6 +34,24 @@ void on_fork_child() { knit_store_relaxed_32(&g_fork_gen, knit_load_relaxed_32(&
 
 void register_atfork() { g_atfork_rc = pthread_atfork(nullptr, nullptr, on_fork_child); }
 
+// What both ways of freeing a pool end with: our mapping of the region,
+// the completion descriptor's three fds, the task table, the pool itself.
+void pool_free_common(knit_pool *kp)
+{
+	Pool *p = &kp->p;
+	region_destroy(&p->region);
+	if (p->efd >= 0)
+		knit_sys_close(p->efd);
+	if (p->tfd >= 0)
+		knit_sys_close(p->tfd);
+	if (p->epfd >= 0)
+		knit_sys_close(p->epfd);
+	free(p->tasks);
+	free(p->names);
+	kp->~knit_pool();
+	free(kp);
+}
+
 // knit_pool_destroy in a fork child: free the child's copy of the host
 // tables and close its copy of the eventfd, and nothing else. The shared
 // region is only unmapped (our mapping; the parent's stays); no stop word,
@@ -51,17 +69,7 @@ void pool_free_forked(knit_pool *kp)
 	for (uint32_t i = 0; i < p->nlanes; i++)
 		free(p->lanes[i].local);
 	free(p->lanes);
-	region_destroy(&p->region);
-	if (p->efd >= 0)
-		knit_sys_close(p->efd);
-	if (p->tfd >= 0)
-		knit_sys_close(p->tfd);
-	if (p->epfd >= 0)
-		knit_sys_close(p->epfd);
-	free(p->tasks);
-	free(p->names);
-	kp->~knit_pool();
-	free(kp);
+	pool_free_common(kp);
 }
 
 int cmp_task(const void *a, const void *b)
@@ -329,18 +337,8 @@ void pool_free(knit_pool *kp)
 		}
 		free(p->lanes);
 	}
-	region_destroy(&p->region);
-	if (p->efd >= 0)
-		knit_sys_close(p->efd);
-	if (p->tfd >= 0)
-		knit_sys_close(p->tfd);
-	if (p->epfd >= 0)
-		knit_sys_close(p->epfd);
-	free(p->tasks);
-	free(p->names);
 	pthread_mutex_destroy(&p->mu);
-	kp->~knit_pool();
-	free(kp);
+	pool_free_common(kp);
 }
 
 } // namespace
