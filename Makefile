@@ -17,9 +17,15 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 
-VERSION_MAJOR := 0
-VERSION_MINOR := 1
-VERSION_PATCH := 0
+# The version has one source, include/knitting.h: the library, the SONAME,
+# knitting.pc and the CMake package all read it from there.
+knit_ver = $(shell sed -n 's/^\#define KNIT_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/knitting.h)
+VERSION_MAJOR := $(call knit_ver,MAJOR)
+VERSION_MINOR := $(call knit_ver,MINOR)
+VERSION_PATCH := $(call knit_ver,PATCH)
+ifeq ($(VERSION_MAJOR)$(VERSION_MINOR)$(VERSION_PATCH),)
+$(error cannot read KNIT_VERSION_MAJOR/MINOR/PATCH from include/knitting.h)
+endif
 VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 SONAME := libknitting.so.$(VERSION_MAJOR)
 

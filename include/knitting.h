@@ -39,6 +39,13 @@ extern "C" {
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
 #define KNIT_VERSION_NUMBER \
 	((KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH)
+/* Whether a library reporting version v (knit_version()) can serve a program
+ * compiled with this header: the same major version, and not older than the
+ * header (an older one may lack functions, flags or struct members the
+ * program uses). A program checks it once at start-up; see knit_version(3). */
+#define KNIT_VERSION_COMPATIBLE(v) \
+	((((uint32_t)(v)) >> 16) == (uint32_t)KNIT_VERSION_MAJOR && \
+	 ((uint32_t)(v)) >= (uint32_t)KNIT_VERSION_NUMBER)
 
 /*
  * Error codes. Every function that can fail returns 0 (or a count) on
