@@ -272,12 +272,28 @@ check-ffi: $(LIB_LINK)
 	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) $(SP)ffi $$(basename $$t .py) -- python3 $$t; done
 	$(Q)$(call SUMMARY,0,$(SP)ffi)
 
-# abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++.
+# abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++;
+# the dpkg symbols file matches; every public struct keeps its LP64 layout
+# (abi/layout.c on x86-64, aarch64, riscv64); abidiff against the committed
+# baseline finds no change but a size-prefixed struct growing at its end;
+# and the abidiff check is shown to fail on changed layouts and symbols.
+ABI_BASELINE := abi/libknitting.abi
+ABIDW_FLAGS := --no-corpus-path --no-comp-dir-path
 abi-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)abi
 	$(Q)$(RUN) $(SP)abi exports -- abi/check-exports.sh $(LIB_SO) abi/libknitting.map
+	$(Q)$(RUN) $(SP)abi symbols -- abi/check-symbols.sh $(LIB_SO) abi/libknitting.symbols
 	$(Q)$(RUN) $(SP)abi header -- abi/check-header.sh
+	$(Q)$(RUN) $(SP)abi layout -- abi/check-layout.sh
+	$(Q)$(RUN) $(SP)abi abidiff -- abi/check-abi.sh $(ABI_BASELINE) $(LIB_SO) include abi/knitting.abignore
+	$(Q)$(RUN) $(SP)abi abidiff-selftest -- abi/check-abi-selftest.sh $(ABI_BASELINE) $(B)/obj/src
 	$(Q)$(call SUMMARY,0,$(SP)abi)
+
+# abi-baseline: rewrite the abidiff baseline from this build. Only on
+# purpose: when a release adds symbols (in a new node of the map, with the
+# symbols file) or grows a size-prefixed struct; review the diff it makes.
+abi-baseline: $(LIB_LINK)
+	abidw $(ABIDW_FLAGS) $(LIB_SO) > $(ABI_BASELINE)
 
 # man-check: every exported function has a page; every page is mandoc-clean.
 man-check: $(LIB_LINK)
@@ -448,5 +464,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
+.PHONY: abi-baseline all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:
