@@ -31,11 +31,13 @@ KNIT_AT(knit_value_t, data, 24);
 KNIT_AT(knit_value_t, len, 32);
 
 /* knit_task_t */
-KNIT_SIZE(knit_task_t, 24);
+KNIT_SIZE(knit_task_t, 48);
 KNIT_AT(knit_task_t, name, 0);
 KNIT_AT(knit_task_t, fn, 8);
 KNIT_AT(knit_task_t, timeout_ms, 16);
 KNIT_AT(knit_task_t, flags, 20);
+KNIT_AT(knit_task_t, data, 24);
+KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
 KNIT_SIZE(knit_pool_options_t, 224);

@@ -81,7 +81,7 @@ TASK_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(Value), C.POINTER(Value))
 
 class Task(C.Structure):
     _fields_ = [("name", C.c_char_p), ("fn", TASK_FN), ("timeout_ms", C.c_uint32),
-                ("flags", C.c_uint32)]
+                ("flags", C.c_uint32), ("data", C.c_void_p), ("reserved", C.c_uint64 * 2)]
 
 
 class PoolOptions(C.Structure):
@@ -138,6 +138,8 @@ _SIGNATURES = {
     "knit_completion_release": (C.c_int, [_P, C.POINTER(Completion)]),
     "knit_completion_fd": (C.c_int, [_P]),
     "knit_call": (C.c_int, [_P, C.c_uint32, C.POINTER(Value), C.POINTER(Completion), C.c_int64]),
+    "knit_call_ex": (C.c_int, [_P, C.c_uint32, C.POINTER(Value), C.POINTER(CallOptions),
+                               C.POINTER(C.c_uint64), C.POINTER(Completion), C.c_int64]),
     "knit_cancel": (C.c_int, [_P, C.c_uint64, C.c_uint32]),
     "knit_stop": (C.c_int, [_P, C.c_uint32, C.c_int64]),
     "knit_pool_destroy": (C.c_int, [_P]),
@@ -146,6 +148,7 @@ _SIGNATURES = {
     "knit_ctx_deadline_ns": (C.c_int64, [_P]),
     "knit_ctx_alloc": (C.c_void_p, [_P, C.c_size_t]),
     "knit_ctx_lane": (C.c_int, [_P]),
+    "knit_ctx_task_data": (C.c_void_p, [_P]),
     "knit_version": (C.c_uint32, []),
     "knit_strerror": (C.c_char_p, [C.c_int]),
 }
