@@ -39,6 +39,13 @@ extern "C" {
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
 #define KNIT_VERSION_NUMBER \
 	((KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH)
+/* Whether a library reporting version v (knit_version()) can serve a program
+ * compiled with this header: the same major version, and not older than the
+ * header (an older one may lack functions, flags or struct members the
+ * program uses). A program checks it once at start-up; see knit_version(3). */
+#define KNIT_VERSION_COMPATIBLE(v) \
+	((((uint32_t)(v)) >> 16) == (uint32_t)KNIT_VERSION_MAJOR && \
+	 ((uint32_t)(v)) >= (uint32_t)KNIT_VERSION_NUMBER)
 
 /*
  * Error codes. Every function that can fail returns 0 (or a count) on
@@ -128,6 +135,9 @@ typedef struct knit_task {
 	knit_task_fn fn;     /* must not be NULL */
 	uint32_t timeout_ms; /* default per-call timeout; 0 = none */
 	uint32_t flags;      /* knit_task_flags */
+	void *data;          /* the task's own state: knit_ctx_task_data() */
+	uint64_t reserved[2]; /* must be 0: room for members a later release
+				 gives meaning to (zero keeps today's behaviour) */
 } knit_task_t;
 
 /* ------------------------------------------------------------------------ */
@@ -323,6 +333,12 @@ KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT;
 
 /* One synchronous round trip. Returns 0 when *out holds the completion (look
  * at out->status), or a negative code when the call could not be made. */
+/* knit_call with per-call options (opts may be NULL) and, when ticket is not
+ * NULL, the call's ticket stored there (atomically, before the wait) so
+ * another thread can knit_cancel() it. */
+KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+			  const knit_call_options_t *opts, knit_ticket_t *ticket,
+			  knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT;
 KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 		       knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT;
 
@@ -341,6 +357,7 @@ KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
 KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
 KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT;
 KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
+KNIT_API void *knit_ctx_task_data(const knit_ctx_t *ctx) KNIT_NOEXCEPT;
 
 /* The library's version as KNIT_VERSION_NUMBER would spell it. */
 KNIT_API uint32_t knit_version(void) KNIT_NOEXCEPT;

@@ -347,6 +347,35 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 	return fd;
 }
 
+extern "C" KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+				     const knit_call_options_t *opts, knit_ticket_t *ticket,
+				     knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (out == nullptr)
+		return -KNIT_EINVAL;
+	memset(out, 0, sizeof *out);
+	out->result.type = KNIT_VALUE_NONE;
+	Call *c = nullptr;
+	knit_ticket_t t = 0;
+	const uint32_t flags = kCallPrivate | (ticket != nullptr ? (uint32_t)kCallTicketed : 0u);
+	int rc = enqueue_ex(pool, task, arg, nullptr, opts, flags, &c, &t, timeout_ns);
+	if (rc != 0)
+		return rc;
+	Pool *p = &pool->p;
+	// Release: pairs with the acquire load by the thread that reads the
+	// ticket to cancel the call (documented in knit_call(3)); the call may
+	// be complete already, and its ticket is never reused, so a late
+	// cancel finds nothing (-KNIT_ENOTFOUND).
+	if (ticket != nullptr)
+		__atomic_store_n(ticket, t, __ATOMIC_RELEASE);
+	host_wait(p, call_ready, c, -1, false);
+	pthread_mutex_lock(&p->mu);
+	hand_out_locked(p, c, out);
+	pthread_mutex_unlock(&p->mu);
+	out->ticket = t;
+	return 0;
+}
+
 extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 				  knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT
 {
@@ -384,7 +413,10 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 	if (c == nullptr)
 		return -KNIT_ENOTFOUND;
 	pthread_mutex_lock(&p->mu);
-	if (!c->live || c->gen != gen || c->completed || (c->flags & kCallPrivate)) {
+	// A knit_call's record is its caller's alone, unless knit_call_ex
+	// published its ticket to be cancelled.
+	const bool reachable = !(c->flags & kCallPrivate) || (c->flags & kCallTicketed);
+	if (!c->live || c->gen != gen || c->completed || !reachable) {
 		pthread_mutex_unlock(&p->mu);
 		return -KNIT_ENOTFOUND;
 	}

@@ -87,6 +87,10 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 			return -KNIT_EINVAL;
 		if ((t.flags & ~(uint32_t)KNIT_TASK_ABORTABLE) != 0)
 			return -KNIT_EINVAL;
+		// Reserved members must be zero, so a program that sets one a
+		// later release defines is refused here, not silently ignored.
+		if (t.reserved[0] != 0 || t.reserved[1] != 0)
+			return -KNIT_EINVAL;
 		bytes += strlen(t.name) + 1;
 	}
 	p->tasks = static_cast<TaskEntry *>(calloc(ntasks, sizeof(TaskEntry)));
@@ -99,6 +103,7 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 		memcpy(w, tasks[i].name, n);
 		p->tasks[i].name = w;
 		p->tasks[i].fn = tasks[i].fn;
+		p->tasks[i].data = tasks[i].data;
 		p->tasks[i].timeout_ms = tasks[i].timeout_ms;
 		p->tasks[i].flags = tasks[i].flags;
 		w += n;

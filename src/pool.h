@@ -171,8 +171,9 @@ enum CallHold : uint32_t {
 
 // Internal call flags.
 enum CallFlag : uint32_t {
-	kCallPrivate = 1u << 0, // knit_call: completion goes to the caller only
-	kCallPinned = 1u << 1,  // KNIT_CALL_LANE
+	kCallPrivate = 1u << 0,  // knit_call: completion goes to the caller only
+	kCallPinned = 1u << 1,   // KNIT_CALL_LANE
+	kCallTicketed = 1u << 2, // knit_call_ex with a ticket: knit_cancel may reach it
 };
 
 struct Call {
@@ -365,6 +366,7 @@ struct StealHost {
 struct TaskEntry {
 	const char *name; // points into Pool::names
 	knit_task_fn fn;
+	void *data; // knit_task_t.data, handed to the task as knit_ctx_task_data()
 	uint32_t timeout_ms;
 	uint32_t flags;
 };
@@ -596,6 +598,7 @@ struct knit_ctx {
 	uint32_t lane;
 	int32_t abort_bit; // -1 = none
 	int64_t deadline_ns;
+	void *task_data; // the running task's knit_task_t.data
 	void *allocs; // knit_ctx_alloc blocks, freed after the result is shipped
 	// Worker lanes only (nullptr on the inline lane): the first
 	// knit_ctx_alloc of a run reserves room in the return arena, and a

@@ -479,6 +479,7 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	knit_value_t ret;
 	memset(&ret, 0, sizeof ret);
 	ret.type = KNIT_VALUE_NONE;
+	ctx->task_data = p->tasks[task].data;
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
 	const uint64_t cap = p->cfg.max_payload_bytes;
 	memset(&out->value, 0, sizeof out->value);
@@ -593,6 +594,11 @@ extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT
 	if (ctx == nullptr)
 		return -KNIT_EINVAL;
 	return (int)ctx->lane;
+}
+
+extern "C" KNIT_API void *knit_ctx_task_data(const knit_ctx_t *ctx) KNIT_NOEXCEPT
+{
+	return ctx != nullptr ? ctx->task_data : nullptr;
 }
 
 extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT

@@ -8,7 +8,7 @@ set -eu
 PKGS="g++ make pkg-config liburcu-dev libcmocka-dev libcriterion-dev
 libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev systemtap-sdt-dev
 python3 cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
-abigail-tools spin gnuplot-nox"
+abigail-tools dpkg-dev spin gnuplot-nox"
 
 # `make bench` only (tools/deps.sh --bench): the peers knit-bench measures
 # libknitting against. knit-bench builds without them and says which it left out.

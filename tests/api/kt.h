@@ -92,7 +92,10 @@
  * str_nul       -                  returns BOOL: arg is a STRING whose byte at
  *                                  data[len] is NUL
  * string        -                  arg I64 n: result STRING of n pattern chars
+ * task_data     data = &kt_task_data_cookie
+ *                                  returns I64 (intptr_t)knit_ctx_task_data(ctx)
  */
+extern int kt_task_data_cookie;
 extern const knit_task_t kt_tasks[];
 extern const size_t KT_NTASKS;
 

@@ -37,6 +37,18 @@ KT(errors, version)
 	cr_expect_eq(knit_version() >> 16, KNIT_VERSION_MAJOR);
 }
 
+KT(errors, version_compatible)
+{
+	const uint32_t v = KNIT_VERSION_NUMBER;
+	cr_expect(KNIT_VERSION_COMPATIBLE(knit_version()), "the library we run against is this build");
+	cr_expect(KNIT_VERSION_COMPATIBLE(v), "the header's own version");
+	cr_expect(KNIT_VERSION_COMPATIBLE(v + 1), "a newer patch release serves an older program");
+	cr_expect(KNIT_VERSION_COMPATIBLE(v + (1u << 8)), "so does a newer minor release");
+	cr_expect(!KNIT_VERSION_COMPATIBLE(v - 1), "an older library is refused (it may lack what the header declares)");
+	cr_expect(!KNIT_VERSION_COMPATIBLE(v + (1u << 16)), "another major version is refused");
+	cr_expect(!KNIT_VERSION_COMPATIBLE(v - (1u << 16)), "another major version is refused");
+}
+
 KT(errors, null_pool_everywhere)
 {
 	knit_value_t v = kt_i64(1);

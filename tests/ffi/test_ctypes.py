@@ -8,8 +8,9 @@ The library path comes from the environment variable KNIT_LIB (set by
 tests/ffi/tasks.c is compiled here with the C compiler ($CC, else cc or gcc)
 into a temporary directory; without a C compiler the test is skipped (77).
 
-Checks: the ctypes mirrors of every public struct match the C layout (sizes
-and every field offset, as reported by tasks.c); task ids follow name order;
+Checks: the ctypes mirrors of every public struct (those of the module
+tools/python/knitting.py) match the C layout (sizes and every member offset
+from abi/layout.c, which abi-check compiles against the header); task ids follow name order;
 knit_call and knit_enqueue + knit_complete round trips with results checked;
 task errors (-KNIT_ETASK with code and message), argument errors and their
 knit_strerror texts; a timeout; stats; stop with acknowledgement; destroy.
@@ -17,6 +18,7 @@ Exit 0 pass, 1 fail, 77 skip.
 """
 import ctypes as C
 import math
+import re
 import os
 import shutil
 import subprocess
@@ -26,71 +28,16 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# ---- the ABI mirrored ---------------------------------------------------------
+# ---- the ABI mirrored: the importable module's mirrors (tools/python) --------
 
-(KNIT_OK, KNIT_EINVAL, KNIT_ENOMEM, KNIT_EAGAIN, KNIT_ENOTASK, KNIT_ETOOBIG,
- KNIT_ECLOSED, KNIT_ETIMEDOUT, KNIT_ECANCELED, KNIT_ECRASHED, KNIT_EPROTO,
- KNIT_ETASK, KNIT_ESYSTEM, KNIT_EVERSION, KNIT_ENOTFOUND, KNIT_EBUSY,
- KNIT_ERROR_MAX_) = range(17)
+sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+import knitting as K  # noqa: E402
+
+from knitting import (KNIT_EINVAL, KNIT_ENOTASK, KNIT_ECLOSED, KNIT_ETIMEDOUT,  # noqa: E402
+                      KNIT_ETASK, KNIT_EVERSION, KNIT_ENOTFOUND, KNIT_ERROR_MAX_, KNIT_MAX_WORKERS,
+                      KNIT_CALL_LANE, KNIT_CANCEL_NOW, KNIT_STOP_DRAIN, KNIT_STOP_CANCEL,
+                      Value, TASK_FN, Task, PoolOptions, CallOptions, Completion, PoolStats, STRUCTS)
 (V_NONE, V_BOOL, V_I64, V_F64, V_BYTES, V_STRING, V_ERROR) = range(7)
-KNIT_MAX_WORKERS = 64
-KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
-KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
-KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
-
-
-class Value(C.Structure):
-    _fields_ = [("type", C.c_uint32), ("code", C.c_int32), ("i64", C.c_int64),
-                ("f64", C.c_double), ("data", C.c_void_p), ("len", C.c_size_t)]
-
-
-TASK_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(Value), C.POINTER(Value))
-
-
-class Task(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("fn", TASK_FN), ("timeout_ms", C.c_uint32),
-                ("flags", C.c_uint32)]
-
-
-class PoolOptions(C.Structure):
-    _fields_ = [(n, C.c_uint32) for n in (
-        "size", "workers", "topology", "balancer", "inline_lane", "inline_batch",
-        "steal_region_lanes", "stall_free_loops", "max_backoff_ms", "doorbell", "spin_us",
-        "park_ms", "abort_capacity", "hard_timeout_ms", "max_pending", "reserved0")] + [
-        ("payload_max_bytes", C.c_uint64), ("payload_initial_bytes", C.c_uint64),
-        ("max_payload_bytes", C.c_uint64), ("cpu_mask", C.c_uint64 * 16),
-        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32)]
-
-
-class CallOptions(C.Structure):
-    _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("timeout_ms", C.c_uint32),
-                ("lane", C.c_uint32)]
-
-
-class Completion(C.Structure):
-    _fields_ = [("ticket", C.c_uint64), ("user_data", C.c_void_p), ("status", C.c_int32),
-                ("task", C.c_uint32), ("result", Value), ("reserved", C.c_uint64 * 2)]
-
-
-class LaneStats(C.Structure):
-    _fields_ = [(n, C.c_uint64) for n in (
-        "calls", "parks", "wakes_sent", "wakes_received", "watchdog_expiries", "spins",
-        "doorbell_rings", "steal_claims", "steal_conflicts", "spurious_wakes", "arena_trims")] + [
-        ("cpu", C.c_int64)]
-
-
-class PoolStats(C.Structure):
-    _fields_ = [("size", C.c_uint32), ("lanes", C.c_uint32), ("topology", C.c_uint32),
-                ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
-                    "enqueued", "completed", "pending", "backlog", "backlog_high_water",
-                    "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
-                    "late_drops", "arena_committed_bytes")] + [
-        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
-
-
-STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
-           "knit_call_options_t": CallOptions, "knit_completion_t": Completion,
-           "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats}
 
 failures = 0
 
@@ -111,25 +58,7 @@ def find_cc():
 
 
 def bind(lib):
-    P, pp = C.c_void_p, C.POINTER(C.c_void_p)
-    sig = {
-        "knit_pool_create": (C.c_int, [C.POINTER(PoolOptions), C.POINTER(Task), C.c_size_t, pp]),
-        "knit_pool_task_id": (C.c_int, [P, C.c_char_p]),
-        "knit_enqueue": (C.c_int, [P, C.c_uint32, C.POINTER(Value), P, C.POINTER(C.c_uint64)]),
-        "knit_enqueue_ex": (C.c_int, [P, C.c_uint32, C.POINTER(Value), P, C.POINTER(CallOptions),
-                                      C.POINTER(C.c_uint64)]),
-        "knit_complete": (C.c_int, [P, C.POINTER(Completion), C.c_uint, C.c_int64]),
-        "knit_completion_release": (C.c_int, [P, C.POINTER(Completion)]),
-        "knit_completion_fd": (C.c_int, [P]),
-        "knit_call": (C.c_int, [P, C.c_uint32, C.POINTER(Value), C.POINTER(Completion), C.c_int64]),
-        "knit_cancel": (C.c_int, [P, C.c_uint64, C.c_uint32]),
-        "knit_stop": (C.c_int, [P, C.c_uint32, C.c_int64]),
-        "knit_pool_destroy": (C.c_int, [P]),
-        "knit_pool_stats": (C.c_int, [P, C.POINTER(PoolStats), C.c_size_t]),
-        "knit_version": (C.c_uint32, []),
-        "knit_strerror": (C.c_char_p, [C.c_int]),
-    }
-    for name, (res, args) in sig.items():
+    for name, (res, args) in K._SIGNATURES.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
 
@@ -170,24 +99,33 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_layout(tl):
-    tl.ffi_sizeof.restype, tl.ffi_sizeof.argtypes = C.c_size_t, [C.c_char_p]
-    tl.ffi_offsetof.restype, tl.ffi_offsetof.argtypes = C.c_size_t, [C.c_char_p]
+def check_layout():
+    """Every mirror against abi/layout.c: the sizes and member offsets that
+    make abi-check compiles (as _Static_assert) against the header on each
+    LP64 target, and whose coverage of every member it checks."""
+    lay = open(os.path.join(ROOT, "abi", "layout.c")).read()
+    sizes = {m[0]: int(m[1]) for m in re.findall(r"^KNIT_SIZE\((\w+), (\d+)\);", lay, re.M)}
+    offs = {}
+    for t, f, o in re.findall(r"^KNIT_AT\((\w+), (\w+), (\d+)\);", lay, re.M):
+        offs.setdefault(t, {})[f] = int(o)
+    if not check(sizes and offs, "abi/layout.c has no KNIT_SIZE/KNIT_AT lines"):
+        return
+    check(set(sizes) == set(STRUCTS), f"mirrored structs {sorted(STRUCTS)} != C structs {sorted(sizes)}")
     for cname, py in STRUCTS.items():
-        check(C.sizeof(py) == tl.ffi_sizeof(cname.encode()),
-              f"sizeof {cname}: ctypes {C.sizeof(py)}, C {tl.ffi_sizeof(cname.encode())}")
-        for fname, _ in py._fields_:
-            off = tl.ffi_offsetof(f"{cname}.{fname}".encode())
-            check(off != C.c_size_t(-1).value, f"{cname}.{fname}: C side does not know it")
-            check(getattr(py, fname).offset == off,
-                  f"offsetof {cname}.{fname}: ctypes {getattr(py, fname).offset}, C {off}")
+        check(C.sizeof(py) == sizes.get(cname), f"sizeof {cname}: ctypes {C.sizeof(py)}, C {sizes.get(cname)}")
+        mine = {f: getattr(py, f).offset for f, _ in py._fields_}
+        check(mine == offs.get(cname), f"{cname} members: ctypes {mine}, C {offs.get(cname)}")
 
 
 def run(lib, tl):
     bind(lib)
-    check_layout(tl)
+    check_layout()
 
-    check(lib.knit_version() == (0 << 16) | (1 << 8) | 0, "knit_version %#x" % lib.knit_version())
+    hdr = open(os.path.join(ROOT, "include", "knitting.h")).read()
+    ver = [int(re.search(r"^#define KNIT_VERSION_%s (\d+)$" % p, hdr, re.M).group(1)) for p in ("MAJOR", "MINOR", "PATCH")]
+    check([K.KNIT_VERSION_MAJOR, K.KNIT_VERSION_MINOR, K.KNIT_VERSION_PATCH] == ver,
+          f"the module's version constants differ from the header's {ver}")
+    check(lib.knit_version() == K.KNIT_VERSION_NUMBER, "knit_version %#x" % lib.knit_version())
     texts = set()
     for code in range(KNIT_ERROR_MAX_):
         t = lib.knit_strerror(-code)

@@ -306,6 +306,16 @@ static int t_str_nul(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 	return 0;
 }
 
+/* The state the "task_data" task carries in its knit_task_t.data. */
+int kt_task_data_cookie;
+
+static int t_task_data(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)arg;
+	*ret = kt_i64((int64_t)(intptr_t)knit_ctx_task_data(ctx));
+	return 0;
+}
+
 /* Deliberately not in name order: ids must come from the sorted names. */
 const knit_task_t kt_tasks[] = {
 	{ "echo", t_echo, 0, 0 },
@@ -329,6 +339,7 @@ const knit_task_t kt_tasks[] = {
 	{ "lane", t_lane, 0, 0 },
 	{ "record", t_record, 0, 0 },
 	{ "str_nul", t_str_nul, 0, 0 },
+	{ "task_data", t_task_data, 0, 0, &kt_task_data_cookie, { 0, 0 } },
 };
 const size_t KT_NTASKS = sizeof kt_tasks / sizeof kt_tasks[0];
 

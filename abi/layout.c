@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * abi/layout.c - the frozen layout of every public struct on LP64 Linux
+ * (x86-64, aarch64, riscv64): size and the offset of each member. Compiled
+ * by `make abi-check` for each of those targets (-fsyntax-only); nothing
+ * here runs. A change that moves, resizes or removes a member breaks the
+ * build of this file; growing a size-prefixed struct (knit_pool_options_t,
+ * knit_call_options_t, knit_pool_stats_t) at its end is allowed (see
+ * abi/README) and is recorded here by adding the new member's line and
+ * updating the size on purpose.
+ */
+#include <stddef.h>
+
+#include "knitting.h"
+
+#if !defined(__LP64__) || !defined(__linux__)
+#error "abi/layout.c describes LP64 Linux"
+#endif
+
+#define KNIT_SIZE(type, n) _Static_assert(sizeof(type) == (n), "sizeof(" #type ") changed")
+#define KNIT_AT(type, member, off) \
+	_Static_assert(offsetof(type, member) == (off), #type "." #member " moved")
+
+/* knit_value_t */
+KNIT_SIZE(knit_value_t, 40);
+KNIT_AT(knit_value_t, type, 0);
+KNIT_AT(knit_value_t, code, 4);
+KNIT_AT(knit_value_t, i64, 8);
+KNIT_AT(knit_value_t, f64, 16);
+KNIT_AT(knit_value_t, data, 24);
+KNIT_AT(knit_value_t, len, 32);
+
+/* knit_task_t */
+KNIT_SIZE(knit_task_t, 48);
+KNIT_AT(knit_task_t, name, 0);
+KNIT_AT(knit_task_t, fn, 8);
+KNIT_AT(knit_task_t, timeout_ms, 16);
+KNIT_AT(knit_task_t, flags, 20);
+KNIT_AT(knit_task_t, data, 24);
+KNIT_AT(knit_task_t, reserved, 32);
+
+/* knit_pool_options_t */
+KNIT_SIZE(knit_pool_options_t, 224);
+KNIT_AT(knit_pool_options_t, size, 0);
+KNIT_AT(knit_pool_options_t, workers, 4);
+KNIT_AT(knit_pool_options_t, topology, 8);
+KNIT_AT(knit_pool_options_t, balancer, 12);
+KNIT_AT(knit_pool_options_t, inline_lane, 16);
+KNIT_AT(knit_pool_options_t, inline_batch, 20);
+KNIT_AT(knit_pool_options_t, steal_region_lanes, 24);
+KNIT_AT(knit_pool_options_t, stall_free_loops, 28);
+KNIT_AT(knit_pool_options_t, max_backoff_ms, 32);
+KNIT_AT(knit_pool_options_t, doorbell, 36);
+KNIT_AT(knit_pool_options_t, spin_us, 40);
+KNIT_AT(knit_pool_options_t, park_ms, 44);
+KNIT_AT(knit_pool_options_t, abort_capacity, 48);
+KNIT_AT(knit_pool_options_t, hard_timeout_ms, 52);
+KNIT_AT(knit_pool_options_t, max_pending, 56);
+KNIT_AT(knit_pool_options_t, reserved0, 60);
+KNIT_AT(knit_pool_options_t, payload_max_bytes, 64);
+KNIT_AT(knit_pool_options_t, payload_initial_bytes, 72);
+KNIT_AT(knit_pool_options_t, max_payload_bytes, 80);
+KNIT_AT(knit_pool_options_t, cpu_mask, 88);
+KNIT_AT(knit_pool_options_t, cpu_flags, 216);
+KNIT_AT(knit_pool_options_t, reserved1, 220);
+
+/* knit_call_options_t */
+KNIT_SIZE(knit_call_options_t, 16);
+KNIT_AT(knit_call_options_t, size, 0);
+KNIT_AT(knit_call_options_t, flags, 4);
+KNIT_AT(knit_call_options_t, timeout_ms, 8);
+KNIT_AT(knit_call_options_t, lane, 12);
+
+/* knit_completion_t */
+KNIT_SIZE(knit_completion_t, 80);
+KNIT_AT(knit_completion_t, ticket, 0);
+KNIT_AT(knit_completion_t, user_data, 8);
+KNIT_AT(knit_completion_t, status, 16);
+KNIT_AT(knit_completion_t, task, 20);
+KNIT_AT(knit_completion_t, result, 24);
+KNIT_AT(knit_completion_t, reserved, 64);
+
+/* knit_lane_stats_t */
+KNIT_SIZE(knit_lane_stats_t, 96);
+KNIT_AT(knit_lane_stats_t, calls, 0);
+KNIT_AT(knit_lane_stats_t, parks, 8);
+KNIT_AT(knit_lane_stats_t, wakes_sent, 16);
+KNIT_AT(knit_lane_stats_t, wakes_received, 24);
+KNIT_AT(knit_lane_stats_t, watchdog_expiries, 32);
+KNIT_AT(knit_lane_stats_t, spins, 40);
+KNIT_AT(knit_lane_stats_t, doorbell_rings, 48);
+KNIT_AT(knit_lane_stats_t, steal_claims, 56);
+KNIT_AT(knit_lane_stats_t, steal_conflicts, 64);
+KNIT_AT(knit_lane_stats_t, spurious_wakes, 72);
+KNIT_AT(knit_lane_stats_t, arena_trims, 80);
+KNIT_AT(knit_lane_stats_t, cpu, 88);
+
+/* knit_pool_stats_t */
+KNIT_SIZE(knit_pool_stats_t, 6352);
+KNIT_AT(knit_pool_stats_t, size, 0);
+KNIT_AT(knit_pool_stats_t, lanes, 4);
+KNIT_AT(knit_pool_stats_t, topology, 8);
+KNIT_AT(knit_pool_stats_t, workers, 12);
+KNIT_AT(knit_pool_stats_t, enqueued, 16);
+KNIT_AT(knit_pool_stats_t, completed, 24);
+KNIT_AT(knit_pool_stats_t, pending, 32);
+KNIT_AT(knit_pool_stats_t, backlog, 40);
+KNIT_AT(knit_pool_stats_t, backlog_high_water, 48);
+KNIT_AT(knit_pool_stats_t, doorbell_arms, 56);
+KNIT_AT(knit_pool_stats_t, doorbell_wakes, 64);
+KNIT_AT(knit_pool_stats_t, inline_calls, 72);
+KNIT_AT(knit_pool_stats_t, proto_errors, 80);
+KNIT_AT(knit_pool_stats_t, late_drops, 88);
+KNIT_AT(knit_pool_stats_t, arena_committed_bytes, 96);
+KNIT_AT(knit_pool_stats_t, reserved, 104);
+KNIT_AT(knit_pool_stats_t, lane, 112);
