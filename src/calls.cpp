@@ -301,11 +301,13 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->heap.remove(c);
 		update_earliest_locked(p);
 	}
-	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED) {
-		// Completed ahead of its task (cancel NOW, stop CANCEL): tell a
-		// running task to stop. The bit stays allocated, and raised, until
-		// the record is recycled, which waits for the task's late result
-		// (a placed call keeps kHoldHostQueue until its frame is reaped).
+	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED || status == -KNIT_ETIMEDOUT) {
+		// Completed ahead of its task (cancel NOW, stop CANCEL, a passed
+		// deadline): tell a running task to stop, its result is no longer
+		// wanted. The bit stays allocated, and raised, until the record is
+		// recycled, which waits for the task's late result (a placed call
+		// keeps kHoldHostQueue until its frame is reaped), so no other
+		// call can be given a bit a running task still reads.
 		abort_raise_locked(p, c);
 	} else {
 		abort_release_locked(p, c);

@@ -257,3 +257,44 @@ KT(timeout, complete_and_stop_int64_max)
 	cr_expect_eq(knit_complete(pool, &c, 1, INT64_MAX), -KNIT_ECLOSED);
 	kt_destroy(pool);
 }
+
+/* A running abortable call that times out has its abort bit raised (the
+ * task learns its result is no longer wanted), and the bit stays its own
+ * until its late result is back: with one abort bit, a new abortable call
+ * cannot take it while the old task still runs, so a SIGNAL meant for the
+ * new call can never reach the old task. (The bit used to be released at
+ * the timeout: the task never saw an abort, and the next abortable call
+ * reused a bit a running task still read.) */
+KT(timeout, running_abortable_call_sees_abort_and_keeps_its_bit)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.abort_capacity = 1;
+	knit_pool_t *pool = kt_pool(&o);
+	uint32_t loop = kt_id(pool, "abort_loop");
+	knit_ticket_t t = kt_enq_ex(pool, loop, kt_i64(0), NULL, 0, 30, 0);
+	cr_assert_neq(t, 0);
+	knit_completion_t c;
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.status, -KNIT_ETIMEDOUT, "status %d", c.status);
+	knit_ticket_t t2 = 0;
+	int rc = knit_enqueue(pool, loop, NULL, NULL, &t2);
+	/* abort_done only grows: 0 now means the task ran during the enqueue */
+	if (atomic_load(&kt_abort_done) == 0)
+		cr_expect_eq(rc, -KNIT_EAGAIN, "a second abortable call got the running task's bit (rc %d)", rc);
+	cr_assert(kt_wait_abort_done(1), "the timed-out task never ended");
+	cr_expect_eq(atomic_load(&kt_abort_seen), 1, "the timed-out task did not see its abort bit");
+	/* once its late result is back, the bit serves the next call */
+	for (int tries = 0; rc == -KNIT_EAGAIN && tries < 20000; tries++) {
+		/* "try again after reaping completions" (knit_enqueue(3)): the
+		 * reap takes the late result in and frees the bit */
+		cr_assert_eq(knit_complete(pool, &c, 1, 1000000), 0, "a late result was delivered");
+		rc = knit_enqueue(pool, loop, NULL, NULL, &t2);
+	}
+	cr_assert_eq(rc, 0, "the bit never came back (rc %d)", rc);
+	cr_expect_eq(knit_cancel(pool, t2, KNIT_CANCEL_SIGNAL), 0);
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.status, 0);
+	cr_expect_eq(c.result.i64, 1, "the new call did not see its own signal");
+	kt_destroy(pool);
+}
