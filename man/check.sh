@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # man/check.sh LIB - every exported function has a man3 page (a page of its
-# own or a symlink alias), libknitting(7) exists, and mandoc -Tlint finds
+# own or a symlink alias), libknitting(7) exists, no page renders wider than
+# 80 columns, and mandoc -Tlint finds
 # nothing at warning level or above in any page.
 # Fails when its input is missing or empty: no library, a library without
 # exported functions, or no pages.
@@ -40,6 +41,10 @@ for p in "${pages[@]}"; do
 	fi
 	out=$(mandoc -Tlint -Wwarning "$p" 2>&1 || true)
 	if [ -n "$out" ]; then echo "FAIL: mandoc -Tlint $p:"; echo "$out"; fail=1; fi
+	# An 80-column terminal shows every line whole (examples included:
+	# mandoc does not wrap .EX blocks, so a long code line spills over).
+	wide=$(mandoc -Tascii -Owidth=80 "$p" | col -b | awk 'length > 80' || true)
+	if [ -n "$wide" ]; then echo "FAIL: $p renders lines wider than 80 columns:"; echo "$wide"; fail=1; fi
 done
 echo "checked ${#pages[@]} pages against $nsyms exported functions"
 exit $fail
