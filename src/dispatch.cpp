@@ -153,7 +153,7 @@ void steal_flush(Pool *p)
 // negative code (the call can never be published).
 int stage_call(Pool *p, Lane *l, Call *c)
 {
-	if (l->inflight >= kLaneInflightMax)
+	if (l->inflight >= kLaneInflightMax || l->retired)
 		return -KNIT_EAGAIN;
 	if (l->is_inline) {
 		c->next = nullptr;
@@ -181,6 +181,13 @@ int stage_call(Pool *p, Lane *l, Call *c)
 
 int place(Pool *p, Call *c)
 {
+	// No worker left to run it (every one retired, no inline lane): fail
+	// it rather than let it wait for nobody. A pinned call to a retired
+	// lane likewise.
+	if (p->lanes_retired != 0 &&
+	    ((p->lanes_retired == p->nworkers && p->nlanes == p->nworkers) ||
+	     ((c->flags & kCallPinned) && p->lanes[c->pin_lane].retired)))
+		return -KNIT_ECRASHED;
 	if (p->steal.on)
 		return steal_stage(p, c); // one shared submit lock
 	if (c->flags & kCallPinned)
@@ -317,7 +324,7 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 				// frame is reaped (or the inline lane ran it).
 				keep_hold = true;
 			} else {
-				complete_now(p, c, -KNIT_EPROTO);
+				complete_now(p, c, rc == -KNIT_ECRASHED ? rc : -KNIT_EPROTO);
 			}
 		}
 		*head = next;
@@ -411,6 +418,8 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 
 uint32_t reap_lane(Pool *p, Lane *l)
 {
+	if (l->retired)
+		return 0; // its words are not read any more
 	uint32_t snap = l->ret.pending();
 	if (snap == 0)
 		return 0;
@@ -846,7 +855,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 		return true;
 	}
 	if (rc != -KNIT_EAGAIN) {
-		complete_now(p, c, -KNIT_EPROTO);
+		complete_now(p, c, rc == -KNIT_ECRASHED ? rc : -KNIT_EPROTO);
 		return true; // completed: nothing to queue
 	}
 	return false;
@@ -992,6 +1001,45 @@ void request_worker_stop(Pool *p)
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
+}
+
+uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
+{
+	if (w >= p->nworkers || p->lanes[w].retired)
+		return 0;
+	Lane *l = &p->lanes[w];
+	uint32_t produced = reap_lane(p, l); // what it answered before it went
+	if (p->steal.on) {
+		bool bad = false;
+		(void)steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+		if (bad)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		// Its last claims (the ones retired on its behalf just now
+		// included) name it as their calls' holder.
+		steal_track(p);
+	}
+	// Relaxed: read by sleeping hosts' work_pending() only to skip the lane.
+	knit_store_relaxed_32(&l->retired, 1);
+	p->lanes_retired++;
+	l->inflight = 0;
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	pthread_mutex_lock(&p->mu);
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c == nullptr || !c->live || c->lane != w)
+			continue;
+		c->lane = kNoLane; // no frame of this lane counts for it any more
+		if (call_complete_locked(p, c, status, none, nullptr))
+			produced++;
+		// Its frame never comes back: the lane's hold ends here.
+		call_unhold_locked(p, c, kHoldHostQueue);
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (produced)
+		host_event(p, true);
+	return produced;
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

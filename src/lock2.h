@@ -219,12 +219,18 @@ class LockConsumer
 	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits);
 
 	// Attach as steal consumer c of a shared submit lock (src/steal.h): the
-	// retire word is ack_word (ACK[c] of the steal control block) instead of
-	// B, and only lanes handed over with offer() can be decoded (the claim
-	// protocol decides which lanes this consumer owns; pending() never
-	// reloads A). Returns 0 or -KNIT_EINVAL.
+	// retire word is ack_word (ACK[c] of the steal control block, 8-byte
+	// aligned, CLAIM[c] beside it) instead of B, and only lanes handed over
+	// with offer() can be decoded (the claim protocol decides which lanes
+	// this consumer owns; pending() never reloads A). Its retire() stores
+	// ACK and CLAIM = 0 with one 64-bit store. Returns 0 or -KNIT_EINVAL.
 	int attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
 	                 const ConsumerLimits &limits);
+	// Steal mode only: record `lanes` as CLAIM[c] beside the unchanged ACK
+	// (one 64-bit release store) before any of them is decoded, so the host
+	// can tell, if this consumer dies before its retire(), which lanes it
+	// had taken (src/steal.h, "Dead consumers").
+	void record_claim(uint32_t lanes);
 	// Steal mode only: the lanes this consumer now owns (a claim's take set,
 	// computed from fresh loads of A and every ACK). Replaces the decodable
 	// set; lanes already taken are left out.

@@ -273,6 +273,8 @@ bool work_pending(Pool *p, int64_t now)
 		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
+		if (knit_load_relaxed_32(&l->retired))
+			continue; // never reaped again: its A says nothing
 		// Acquire: pairs with the worker's release store of A (P1): a
 		// result published before our arm is seen here, else rung.
 		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))

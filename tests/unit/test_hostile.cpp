@@ -39,6 +39,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include "src/layout.h"
 #include "src/lock2.h"
 #include "src/pool.h"
+#include "src/wake.h"
 
 using namespace knit::detail;
 
@@ -497,8 +498,11 @@ int t_hold(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+extern std::atomic<int> g_echo_runs;
+
 int t_echo(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
 {
+	g_echo_runs.fetch_add(1);
 	*ret = *arg;
 	return 0;
 }
@@ -713,6 +717,139 @@ void test_result_task_mismatch(void **)
 	}
 }
 
+// ---- dead workers ---------------------------------------------------------------------
+
+std::atomic<int> g_echo_runs{0};
+
+// Stop worker w alone and wait (bounded) until it has left its loop: from
+// then on the test plays it (its endpoints are idle).
+void stop_one_worker(PoolFix *f, uint32_t w)
+{
+	Lane *l = &f->p->lanes[w];
+	uint32_t expect = kStopRunning;
+	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
+	                            __ATOMIC_ACQUIRE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); // as request_worker_stop: W1
+	lane_wake(f->p, l, false);
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (__atomic_load_n(l->stop, __ATOMIC_ACQUIRE) != kStopAcknowledged && mono_ns() < end) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, nullptr);
+	}
+	assert_int_equal(__atomic_load_n(l->stop, __ATOMIC_ACQUIRE), kStopAcknowledged);
+}
+
+// The injected death of worker w (what the process pool does on a child's
+// death), under the dispatcher lock (bounded wait for it).
+uint32_t worker_lost(PoolFix *f, uint32_t w, int32_t status)
+{
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (!dispatch_trylock(f->p)) {
+		assert_true(mono_ns() < end);
+		sched_yield();
+	}
+	const uint32_t n = dispatch_worker_lost(f->p, w, status);
+	dispatch_unlock(f->p);
+	return n;
+}
+
+// Steal: the dying worker (played by the test as consumer 1) holds one
+// call it claimed and acknowledged (running, no result yet) and one it
+// claimed, decoded and never acknowledged (the dead-claimant hazard). Its
+// death completes both with -KNIT_ECRASHED, once each; neither runs on the
+// survivor; the pool keeps serving on worker 0.
+void test_steal_dead_worker_calls_crash(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	stop_one_worker(&f, 1);
+	knit_ticket_t t0;
+	assert_int_equal(hold_call(&f, 0, &t0), 0u); // worker 0 is busy
+	g_echo_runs.store(0);
+	const knit_ticket_t ta = enq(&f, f.echo, 11);
+	// Worker 1 (the test) claims ta fully: ACKed, "running".
+	StealConsumer &sc = f.p->lanes[1].sc;
+	uint32_t got = 0;
+	const int64_t end = mono_ns() + 10ll * 1000000000;
+	while (got == 0 && mono_ns() < end) {
+		got = sc.claim([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(h.ticket, (uint32_t)ta);
+		});
+	}
+	assert_int_not_equal(got, 0u);
+	const knit_ticket_t tb = enq(&f, f.echo, 12);
+	uint32_t take = 0;
+	while (take == 0 && mono_ns() < end)
+		take = sc.claim_begin(); // claimed, recorded ...
+	assert_int_not_equal(take, 0u);
+	FrameHead h;
+	knit_value_t v;
+	assert_int_equal(sc.decode((uint32_t)__builtin_ctz(take), &h, &v), 0);
+	assert_int_equal(h.ticket, (uint32_t)tb);
+	sc.release((uint32_t)__builtin_ctz(take)); // ... decoded, and it dies
+	const uint64_t pe = proto_errors(&f);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 0u); // once
+	assert_int_equal(proto_errors(&f), pe);
+	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(reap_status(&f, tb, nullptr), -KNIT_ECRASHED);
+	// Worker 0 finishes its call and serves new ones; neither lost call
+	// ran on it, and no second completion arrives for them.
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t0, nullptr), 0);
+	for (int i = 0; i < 20; i++) {
+		const knit_ticket_t t = enq(&f, f.echo, 100 + i);
+		int64_t val = 0;
+		assert_int_equal(reap_status(&f, t, &val), 0);
+		assert_int_equal(val, 100 + i);
+	}
+	assert_int_equal(g_echo_runs.load(), 20);
+	assert_int_equal(g_nseen, 0u);
+	pool_close(&f);
+}
+
+// Lanes: the calls placed on a dead worker's lane fail -KNIT_ECRASHED, new
+// calls avoid the lane (a call pinned to it fails at once), and the pool
+// serves on the others; once every worker lane is gone, calls fail instead
+// of waiting for nobody.
+void test_lanes_dead_worker_calls_crash(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_LANES, 0);
+	stop_one_worker(&f, 1);
+	g_echo_runs.store(0);
+	knit_call_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.flags = KNIT_CALL_LANE;
+	o.lane = 1;
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_I64;
+	knit_ticket_t tp[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &tp[i]), 0);
+	const uint64_t pe = proto_errors(&f);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 3u);
+	assert_int_equal(proto_errors(&f), pe);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(reap_status(&f, tp[i], nullptr), -KNIT_ECRASHED);
+	assert_int_equal(f.p->lanes[1].inflight, 0u);
+	knit_ticket_t tq;
+	assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &tq), 0);
+	assert_int_equal(reap_status(&f, tq, nullptr), -KNIT_ECRASHED);
+	for (int i = 0; i < 20; i++) {
+		const knit_ticket_t t = enq(&f, f.echo, 100 + i);
+		int64_t val = 0;
+		assert_int_equal(reap_status(&f, t, &val), 0);
+		assert_int_equal(val, 100 + i);
+	}
+	assert_int_equal(g_echo_runs.load(), 20);
+	assert_int_equal(g_nseen, 0u);
+	pool_close(&f);
+}
+
 } // namespace
 
 int main(void)
@@ -726,6 +863,8 @@ int main(void)
 	    cmocka_unit_test(test_result_from_other_worker),
 	    cmocka_unit_test(test_result_for_unclaimed_call),
 	    cmocka_unit_test(test_result_task_mismatch),
+	    cmocka_unit_test(test_steal_dead_worker_calls_crash),
+	    cmocka_unit_test(test_lanes_dead_worker_calls_crash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
