@@ -400,6 +400,8 @@ struct alignas(128) Pool {
 	uint32_t order[KNIT_MAX_WORKERS + 1]; // balancer rotation
 	uint32_t rr_cursor;                   // dispatcher-owned
 	uint32_t lanes_retired;               // dispatcher-owned: worker lanes retired
+	uint64_t retiring;                    // bit w: worker w is being retired (lane_retire_begin);
+	                                      // written by the holder, relaxed-readable
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
