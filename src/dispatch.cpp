@@ -427,7 +427,10 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	// another worker holds or nobody has claimed -- is forged or corrupt:
 	// it touches no call (not even the one it names, which its holder
 	// still answers) and no count of this lane.
-	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index) {
+	// A second frame for the same call (its hold already returned) is a
+	// replay: it must neither count nor complete anything again.
+	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index ||
+	    (c->holds & kHoldHostQueue) == 0) {
 		if (!proto)
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
 		*bad = true;

@@ -764,6 +764,47 @@ void test_result_task_mismatch(void **)
 	}
 }
 
+// Lanes: the holder sends the same result twice (a replay). The first
+// completes the call; the second must not count as a frame coming back
+// (before: the lane's in-flight count dropped below the calls still on it)
+// nor complete anything: it retires the worker, whose other call then fails
+// with -KNIT_EPROTO once it stops.
+void test_duplicate_result(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_LANES, 0);
+	knit_ticket_t t0;
+	const uint32_t w = hold_call(&f, 0, &t0);
+	knit_call_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.flags = KNIT_CALL_LANE;
+	o.lane = w;
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_I64;
+	a.i64 = 3;
+	knit_ticket_t t1;
+	assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &t1), 0);
+	pass_until(&f, [&] { return f.p->lanes[w].inflight == 2; });
+	const uint64_t pe = proto_errors(&f);
+	// Both frames reaped in one pass, the record still live (not handed
+	// out yet).
+	forge_result(&f, w, t0, f.hold, 999);
+	forge_result(&f, w, t0, f.hold, 999);
+	int64_t v = 0;
+	assert_int_equal(reap_status(&f, t0, &v), 0); // indistinguishable from the real one
+	assert_int_equal(v, 999);
+	pass_until(&f, [&] { return proto_errors(&f) == pe + 1; });
+	assert_int_equal(f.p->lanes[w].inflight, 1u); // t1 is still on the lane
+	assert_true(retiring(&f, w));
+	assert_int_equal(g_nseen, 0u);
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t1, nullptr), -KNIT_EPROTO);
+	pass_until(&f, [&] { return retired(&f, w); });
+	pool_close(&f);
+}
+
 // Stealing: a worker toggles an ACK bit of a lane it never claimed (here one
 // never published; it also announces that lane's region, so its peer stays
 // off the lane meanwhile). The host counts it and retires that worker; the
@@ -948,6 +989,7 @@ int main(void)
 	    cmocka_unit_test(test_result_for_unclaimed_call),
 	    cmocka_unit_test(test_result_task_mismatch),
 	    cmocka_unit_test(test_forged_ack_toggle),
+	    cmocka_unit_test(test_duplicate_result),
 	    cmocka_unit_test(test_steal_dead_worker_calls_crash),
 	    cmocka_unit_test(test_lanes_dead_worker_calls_crash),
 	};
