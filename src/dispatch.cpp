@@ -1085,11 +1085,14 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 	l->inflight = 0;
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
+	// The last worker of a steal pool: the calls waiting in the submit lock
+	// have nobody left to claim them either.
+	const bool last = p->steal.on && p->lanes_retired == p->nworkers;
 	pthread_mutex_lock(&p->mu);
 	const uint32_t high = p->tickets.high();
 	for (uint32_t i = 0; i < high; i++) {
 		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || c->lane != w)
+		if (c == nullptr || !c->live || (c->lane != w && !(last && c->lane == kStealLane)))
 			continue;
 		c->lane = kNoLane; // no frame of this lane counts for it any more
 		if (call_complete_locked(p, c, status, none, nullptr))

@@ -934,6 +934,28 @@ void test_steal_dead_worker_calls_crash(void **)
 	pool_close(&f);
 }
 
+// Steal: once every worker is gone, the calls still waiting in the submit
+// lock (claimed by nobody) fail too, and new calls fail at once, instead
+// of waiting for a claimant that will never come.
+void test_steal_last_worker_lost(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	stop_one_worker(&f, 0);
+	stop_one_worker(&f, 1);
+	const knit_ticket_t ta = enq(&f, f.echo, 1);
+	const knit_ticket_t tb = enq(&f, f.echo, 2);
+	assert_int_equal(worker_lost(&f, 0, -KNIT_ECRASHED), 0u);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
+	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(reap_status(&f, tb, nullptr), -KNIT_ECRASHED);
+	const knit_ticket_t tc = enq(&f, f.echo, 3);
+	assert_int_equal(reap_status(&f, tc, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(knit_stop(f.pool, KNIT_STOP_DRAIN, 10ll * 1000000000), 0);
+	assert_int_equal(g_nseen, 0u);
+	assert_int_equal(knit_pool_destroy(f.pool), 0);
+}
+
 // Lanes: the calls placed on a dead worker's lane fail -KNIT_ECRASHED, new
 // calls avoid the lane (a call pinned to it fails at once), and the pool
 // serves on the others; once every worker lane is gone, calls fail instead
@@ -992,6 +1014,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_result),
 	    cmocka_unit_test(test_steal_dead_worker_calls_crash),
 	    cmocka_unit_test(test_lanes_dead_worker_calls_crash),
+	    cmocka_unit_test(test_steal_last_worker_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
