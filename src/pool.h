@@ -564,8 +564,13 @@ void steal_worker_gone(Pool *p, uint32_t i);
 // held (placed on its lane, or claimed by it) with `status` (-KNIT_ECRASHED
 // for a death, -KNIT_EPROTO for a worker retired for a bad frame), exactly
 // once each, and retires its lane: no call is placed there again and its
-// words are never read again (a respawn re-creates the lane). Returns the
-// completions produced. Idempotent.
+// words are never read again (a respawn re-creates the lane). When it was
+// the last worker, the calls nobody claimed fail too, and new calls fail at
+// placement (-KNIT_ECRASHED). Returns the completions produced. Idempotent.
+// Also the end of a retirement for a bad frame (lane_retire_begin in
+// dispatch.cpp, status -KNIT_EPROTO): the pass that sees the retiring
+// worker's stop acknowledged calls it; a process pool calls it once the
+// killed child is reaped.
 uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status);
 
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
