@@ -1071,9 +1071,11 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 	uint32_t produced = reap_lane(p, l); // what it answered before it went
 	if (p->steal.on) {
 		bool bad = false;
-		(void)steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+		const uint32_t lost =
+		    steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
 		if (bad)
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		p->steal.req.reclaim_lost(lost); // arena slots it never freed
 		// Its last claims (the ones retired on its behalf just now
 		// included) name it as their calls' holder.
 		steal_track(p);

@@ -83,6 +83,7 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	// P2: pairs with the consumer's release store of B in retire() (C3).
 	shadow_ = load_retired();
 	staged_ = 0;
+	memset(lane_arena_, 0xFF, sizeof lane_arena_);
 	// +1: a string or error message of exactly per_call_max bytes carries a NUL.
 	arena_.init(arena, per_call_max + 1);
 	return 0;
@@ -160,8 +161,32 @@ int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
 	if (rc != 0)
 		return rc; // nothing allocated; the lane stays free
 	write_task((uint32_t)lane, head, &line);
+	note_arena((uint32_t)lane, line.where == kWhereArena ? line.arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
 	return lane;
+}
+
+void LockProducer::note_arena(uint32_t lane, uint32_t slot)
+{
+	if (slot >= kArenaSlots) {
+		lane_arena_[lane] = 0xFF;
+		return;
+	}
+	seq_++;
+	lane_arena_[lane] = (uint8_t)slot;
+	lane_seq_[lane] = seq_;
+	slot_seq_[slot] = seq_;
+}
+
+void LockProducer::reclaim_lost(uint32_t lanes)
+{
+	for (uint32_t m = lanes; m != 0; m &= m - 1) {
+		const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		const uint32_t slot = lane_arena_[lane];
+		if (slot < kArenaSlots && slot_seq_[slot] == lane_seq_[lane])
+			arena_.rollback(slot); // only if still live: the consumer never freed it
+		lane_arena_[lane] = 0xFF;
+	}
 }
 
 uint32_t LockProducer::flush()
@@ -223,6 +248,7 @@ int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t c
 	if (rc != 0)
 		return rc; // unreachable: type checked above
 	write_task((uint32_t)lane, head, &line);
+	note_arena((uint32_t)lane, r->slot);
 	staged_ |= lane_bit((uint32_t)lane);
 	r->live = 0;
 	return lane;

@@ -168,6 +168,12 @@ class LockProducer
 	uint32_t refresh();
 	// Lanes staged and not yet flushed.
 	uint32_t staged() const { return staged_; }
+	// Steal: the lanes of a dead consumer's claim were retired on its
+	// behalf (steal_reap_dead). Give back the arena allocation of each
+	// whose consumer had not freed it yet (still live, and still the one
+	// this producer made for that lane's frame: a range the consumer freed
+	// and the producer reused is left alone). Producer thread only.
+	void reclaim_lost(uint32_t lanes);
 	// True when every published lane has been retired (fresh load of B) and
 	// nothing is staged: the lock is quiescent.
 	bool idle();
@@ -206,6 +212,14 @@ class LockProducer
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
 	uint32_t ring_ = 0;            // steal: next lane to try, walking down
+	// The arena allocation of each lane's last frame (reclaim_lost): its
+	// slot (0xFF = none) and a stage sequence number, and the sequence of
+	// each slot's last allocation; equal sequences = not reallocated since.
+	uint8_t lane_arena_[kLanes];
+	uint64_t lane_seq_[kLanes] = {};
+	uint64_t slot_seq_[kArenaSlots] = {};
+	uint64_t seq_ = 0;
+	void note_arena(uint32_t lane, uint32_t slot);
 };
 
 // ---- consumer endpoint --------------------------------------------------------

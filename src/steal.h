@@ -78,9 +78,9 @@
 // recorded after the decode. The record is not trusted: a claim outside
 // the one region c announces, or naming a lane that is not pending, is
 // reported and ignored (those lanes stay pending for the survivors).
-// Arena slots the dead consumer had not freed yet stay allocated: the
-// producer never reuses a slot it cannot account for, so the cost is that
-// slot (see arena.h), not a wrong payload.
+// Arena slots of those lanes that the dead consumer had not freed yet are
+// given back by the producer (LockProducer::reclaim_lost: only an
+// allocation still live and not reallocated since, so never a double free).
 #ifndef KNIT_SRC_STEAL_H
 #define KNIT_SRC_STEAL_H
 

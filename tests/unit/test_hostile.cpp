@@ -880,9 +880,10 @@ uint32_t worker_lost(PoolFix *f, uint32_t w, int32_t status)
 
 // Steal: the dying worker (played by the test as consumer 1) holds one
 // call it claimed and acknowledged (running, no result yet) and one it
-// claimed, decoded and never acknowledged (the dead-claimant hazard). Its
-// death completes both with -KNIT_ECRASHED, once each; neither runs on the
-// survivor; the pool keeps serving on worker 0.
+// claimed, decoded and never acknowledged nor freed (the dead-claimant
+// hazard). Its death completes both with -KNIT_ECRASHED, once each; neither
+// runs on the survivor; the arena slot it held is given back; the pool
+// keeps serving on worker 0.
 void test_steal_dead_worker_calls_crash(void **)
 {
 	PoolFix f;
@@ -903,7 +904,15 @@ void test_steal_dead_worker_calls_crash(void **)
 		});
 	}
 	assert_int_not_equal(got, 0u);
-	const knit_ticket_t tb = enq(&f, f.echo, 12);
+	// tb carries an arena payload, which the dying worker never frees.
+	static uint8_t big[3000];
+	knit_value_t bv;
+	memset(&bv, 0, sizeof bv);
+	bv.type = KNIT_VALUE_BYTES;
+	bv.data = big;
+	bv.len = sizeof big;
+	knit_ticket_t tb = 0;
+	assert_int_equal(knit_enqueue(f.pool, f.echo, &bv, nullptr, &tb), 0);
 	uint32_t take = 0;
 	while (take == 0 && mono_ns() < end)
 		take = sc.claim_begin(); // claimed, recorded ...
@@ -912,9 +921,16 @@ void test_steal_dead_worker_calls_crash(void **)
 	knit_value_t v;
 	assert_int_equal(sc.decode((uint32_t)__builtin_ctz(take), &h, &v), 0);
 	assert_int_equal(h.ticket, (uint32_t)tb);
-	sc.release((uint32_t)__builtin_ctz(take)); // ... decoded, and it dies
+	assert_int_equal(v.len, sizeof big); // ... decoded, and it dies
+	uint8_t *const lock = f.p->steal.lock;
+	auto arena_live = [&] {
+		return __atomic_load_n(word_at(lock, kLockOffPA), __ATOMIC_ACQUIRE) ^
+		       __atomic_load_n(word_at(lock, kLockOffPB), __ATOMIC_ACQUIRE);
+	};
+	assert_int_not_equal(arena_live(), 0u);
 	const uint64_t pe = proto_errors(&f);
 	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
+	assert_int_equal(arena_live(), 0u); // its slot given back, not leaked
 	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 0u); // once
 	assert_int_equal(proto_errors(&f), pe);
 	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);

@@ -542,6 +542,56 @@ void test_dead_claimant_after_claim(void **state)
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
 }
 
+// The arena slot of a lost lane: a claimant that died before freeing it
+// leaves it live, and the producer gives it back after the reap; one that
+// freed it (and whose range the producer has since handed to another
+// frame) must not be freed again.
+void test_dead_claimant_arena(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 2, 8);
+	for (uint32_t c = 0; c < 2; c++)
+		f->cons[c].set_take_max(1);
+	static uint8_t big[3000];
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_BYTES;
+	v.data = big;
+	v.len = sizeof big;
+	auto live = [&] {
+		return load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB));
+	};
+	// 1. Dies after decoding, before freeing.
+	assert_int_equal(f->prod.publish(head_for(1), v), 31);
+	assert_int_equal(f->cons[1].claim_begin(), 1u << 31);
+	FrameHead h;
+	knit_value_t view;
+	assert_int_equal(f->cons[1].decode(31, &h, &view), 0);
+	assert_int_not_equal(live(), 0u);
+	bool bad = true;
+	const uint32_t lost = steal_reap_dead(f->ctl, f->lock, 2, 8, 1, &bad);
+	assert_int_equal(lost, 1u << 31);
+	f->prod.reclaim_lost(lost);
+	assert_int_equal(live(), 0u); // given back
+	f->prod.reclaim_lost(lost);   // twice: nothing more
+	assert_int_equal(live(), 0u);
+	// 2. Survivor 0 now: dies after freeing; the producer reuses the range
+	// for the next frame, which a reclaim of the lost lane must not free.
+	assert_int_equal(f->prod.publish(head_for(2), v), 30);
+	assert_int_equal(f->cons[0].claim_begin(), 1u << 30);
+	assert_int_equal(f->cons[0].decode(30, &h, &view), 0);
+	f->cons[0].release(30);
+	assert_int_equal(live(), 0u);
+	const uint32_t lost0 = steal_reap_dead(f->ctl, f->lock, 2, 8, 0, &bad);
+	assert_int_equal(lost0, 1u << 30);
+	assert_false(bad);
+	assert_true(f->prod.publish(head_for(3), v) >= 0); // the freed slot again
+	const uint32_t now = live();
+	assert_int_not_equal(now, 0u);
+	f->prod.reclaim_lost(lost0);
+	assert_int_equal(live(), now); // the new frame's allocation stays
+}
+
 // The claim record is worker-written memory: a forged one must never make
 // the host toggle a lane the dead consumer did not own (that would retire a
 // call nobody ran, or republish a retired lane). Each forgery is reported
@@ -771,6 +821,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_claimant_after_claim, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reap_forged_claim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_claimant_arena, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
