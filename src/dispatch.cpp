@@ -72,7 +72,7 @@ void drop_arg_copy(Call *c)
 // trusting it (holder). Nothing is placed on its lane from now on; it is
 // asked to stop, and once it has acknowledged (or, for a worker process,
 // once it was killed and reaped) dispatch_worker_lost() fails the calls it
-// still holds with -KNIT_EPROTO and retires the lane (retire_stopped()).
+// still holds with -KNIT_EPROTO and retires the lane (dispatch_pass()).
 // Calls other workers hold are never touched by what w wrote. Idempotent.
 void lane_retire_begin(Pool *p, uint32_t w)
 {

@@ -854,7 +854,7 @@ void stop_one_worker(PoolFix *f, uint32_t w)
 	uint32_t expect = kStopRunning;
 	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
 	                            __ATOMIC_ACQUIRE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST); // as request_worker_stop: W1
+	knit_fence_seq_cst(); // W1, as request_worker_stop
 	lane_wake(f->p, l, false);
 	const int64_t end = mono_ns() + 20ll * 1000000000;
 	while (__atomic_load_n(l->stop, __ATOMIC_ACQUIRE) != kStopAcknowledged && mono_ns() < end) {
