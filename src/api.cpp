@@ -464,7 +464,9 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 	request_worker_stop(p);
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		for (;;) {
+		// A retired lane's worker is gone (dispatch_worker_lost): its
+		// stop word is nobody's any more, never waited on.
+		while (!knit_load_relaxed_32(&l->retired)) {
 			// Acquire: pairs with the worker's release store of
 			// ACKNOWLEDGED in acknowledge_stop().
 			uint32_t s = knit_load_acquire_32(l->stop);

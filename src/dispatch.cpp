@@ -67,6 +67,28 @@ void drop_arg_copy(Call *c)
 	c->arg.data = nullptr;
 }
 
+// Worker w wrote something it could not have written honestly (a bad
+// frame, a stamp or a claim toggle naming a call it does not hold): stop
+// trusting it (holder). Nothing is placed on its lane from now on; it is
+// asked to stop, and once it has acknowledged (or, for a worker process,
+// once it was killed and reaped) dispatch_worker_lost() fails the calls it
+// still holds with -KNIT_EPROTO and retires the lane (dispatch_pass()).
+// Calls other workers hold are never touched by what w wrote. Idempotent.
+void lane_retire_begin(Pool *p, uint32_t w)
+{
+	if (w >= p->nworkers || p->lanes[w].retired || (p->retiring >> w) & 1u)
+		return;
+	// Relaxed: read by sleeping hosts' work_pending() (a hint to look).
+	knit_store_relaxed_64(&p->retiring, p->retiring | (1ull << w));
+	Lane *l = &p->lanes[w];
+	// RUNNING -> REQUESTED, as request_worker_stop(): acq_rel, pairs with
+	// the worker's acquire load of the stop word at the top of its pass.
+	knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
+	// W1: pairs with the worker's W2 fence in worker_park().
+	knit_fence_seq_cst();
+	lane_wake(p, l, false);
+}
+
 // ---- the steal topology's host side (the claim protocol: src/steal.h) --------------
 
 // Attribute every claim made since the last look (holder, mu NOT held). A
@@ -87,6 +109,14 @@ void steal_track(Pool *p)
 		// after it (its result's publish, its running stamp).
 		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
 		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		// Every publish is retired by exactly one toggle, and a lane
+		// leaves `unclaimed` only when we see it: a toggle of any other
+		// lane (not published, already claimed, or claimed by another
+		// worker in this same look) is forged.
+		if (((a ^ s.ack_seen[w]) & ~claimed[w]) != 0) {
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+			lane_retire_begin(p, w);
+		}
 		s.ack_seen[w] = a;
 		any |= claimed[w];
 	}
@@ -153,7 +183,7 @@ void steal_flush(Pool *p)
 // negative code (the call can never be published).
 int stage_call(Pool *p, Lane *l, Call *c)
 {
-	if (l->inflight >= kLaneInflightMax)
+	if (l->inflight >= kLaneInflightMax || l->retired || (p->retiring >> l->index) & 1u)
 		return -KNIT_EAGAIN;
 	if (l->is_inline) {
 		c->next = nullptr;
@@ -181,6 +211,14 @@ int stage_call(Pool *p, Lane *l, Call *c)
 
 int place(Pool *p, Call *c)
 {
+	// No worker left to run it (every one retired, no inline lane): fail
+	// it rather than let it wait for nobody. A pinned call to a retired
+	// lane likewise.
+	if ((p->lanes_retired | p->retiring) != 0 &&
+	    ((p->lanes_retired == p->nworkers && p->nlanes == p->nworkers) ||
+	     ((c->flags & kCallPinned) &&
+	      (p->lanes[c->pin_lane].retired || (p->retiring >> c->pin_lane) & 1u))))
+		return -KNIT_ECRASHED;
 	if (p->steal.on)
 		return steal_stage(p, c); // one shared submit lock
 	if (c->flags & kCallPinned)
@@ -317,7 +355,7 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 				// frame is reaped (or the inline lane ran it).
 				keep_hold = true;
 			} else {
-				complete_now(p, c, -KNIT_EPROTO);
+				complete_now(p, c, rc == -KNIT_ECRASHED ? rc : -KNIT_EPROTO);
 			}
 		}
 		*head = next;
@@ -356,23 +394,25 @@ bool status_from_worker_ok(int32_t s)
 	       s == -KNIT_EPROTO || s == -KNIT_ENOMEM;
 }
 
-// One frame of lane l's return lock (holder, under mu).
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v)
+// One frame of lane l's return lock (holder, under mu). *bad: the frame is
+// one the lane's worker could not have written honestly (the lane is to be
+// retired: lane_retire_begin).
+bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad)
 {
-	if (l->inflight > 0)
-		l->inflight--;
 	int32_t status;
 	knit_value_t val;
 	memset(&val, 0, sizeof val);
 	bool copy = false, proto = true;
 	if (rc != 0) {
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
 		if (h.fault & kFaultIds)
 			return false; // cannot tell whose it is: counted only
 		status = -KNIT_EPROTO;
 	} else if (!status_from_worker_ok(h.status) ||
 		   (h.status == -KNIT_ETASK && v.type != KNIT_VALUE_ERROR)) {
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
 		status = -KNIT_EPROTO;
 	} else {
 		proto = false;
@@ -380,22 +420,38 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		copy = status == 0 || status == -KNIT_ETASK;
 	}
 	Call *c = p->tickets.lookup(h.ticket);
-	if (c == nullptr || !c->live || c->gen != h.generation || c->completed) {
-		knit_add_relaxed_64(&p->st_late_drops, 1);
-		// Its own frame, late: the lane's hold ends here (the record,
-		// and its raised abort bit, can be recycled now).
-		if (c != nullptr && c->live && c->gen == h.generation &&
-		    (c->lane == l->index || c->lane == kStealLane))
-			call_unhold_locked(p, c, kHoldHostQueue);
-		return false;
-	}
-	// A live call answered by a worker that does not hold it (placed on
-	// another lane, claimed by another worker or by nobody: steal_track ran
-	// before this reap), or under another task id: the words are forged or
-	// corrupt. Only this call fails.
-	if (c->lane != l->index || h.task != c->task) {
+	// A frame counts only for a call this lane holds: placed on it, or
+	// claimed by its worker (steal_track ran before this reap, and the
+	// record stays live under the same generation until its frame is
+	// reaped). Anything else -- no such record, another generation, a call
+	// another worker holds or nobody has claimed -- is forged or corrupt:
+	// it touches no call (not even the one it names, which its holder
+	// still answers) and no count of this lane.
+	// A second frame for the same call (its hold already returned) is a
+	// replay: it must neither count nor complete anything again.
+	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index ||
+	    (c->holds & kHoldHostQueue) == 0) {
 		if (!proto)
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
+		return false;
+	}
+	if (l->inflight > 0)
+		l->inflight--; // its own frame is back
+	if (c->completed) {
+		// Its own frame, late (cancelled, timed out meanwhile): the
+		// lane's hold ends here (the record, and its raised abort bit,
+		// can be recycled now).
+		knit_add_relaxed_64(&p->st_late_drops, 1);
+		call_unhold_locked(p, c, kHoldHostQueue);
+		return false;
+	}
+	// Its own call under another task id: only this call fails (and the
+	// lane is retired).
+	if (h.task != c->task) {
+		if (!proto)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
 		status = -KNIT_EPROTO;
 		copy = false;
 	}
@@ -411,12 +467,15 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 
 uint32_t reap_lane(Pool *p, Lane *l)
 {
+	if (l->retired)
+		return 0; // its words are not read any more
 	uint32_t snap = l->ret.pending();
 	if (snap == 0)
 		return 0;
 	// Who claimed what, from ACK words at least as new as these results.
 	steal_track(p);
 	uint32_t produced = 0;
+	bool bad = false;
 	pthread_mutex_lock(&p->mu);
 	int slot;
 	while ((slot = l->ret.next_lane(&snap)) >= 0) {
@@ -425,11 +484,13 @@ uint32_t reap_lane(Pool *p, Lane *l)
 		int rc = l->ret.decode((uint32_t)slot, &h, &v);
 		if (rc == -KNIT_EINVAL)
 			continue; // not in flight: cannot happen with our own snapshot
-		if (handle_result(p, l, rc, h, v))
+		if (handle_result(p, l, rc, h, v, &bad))
 			produced++;
 		l->ret.release((uint32_t)slot);
 	}
 	pthread_mutex_unlock(&p->mu);
+	if (bad)
+		lane_retire_begin(p, l->index);
 	l->ret.retire_taken(); // C3: release store of B
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
 	// W1: pairs with the worker's W2 fence after it stores kParkedForRoom
@@ -520,12 +581,12 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
 		if (named && c->lane != i) {
-			// A forged stamp naming another lane's call: fail that call
-			// only, never the pool.
+			// A forged stamp naming a call this worker does not hold:
+			// never the pool, never that call (its holder answers it);
+			// the forger is retired.
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
-			if (call_complete_locked(p, c, -KNIT_EPROTO, none, nullptr))
-				n++;
 			pthread_mutex_unlock(&p->mu);
+			lane_retire_begin(p, i);
 			continue;
 		}
 		bool hit = named && call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
@@ -846,7 +907,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 		return true;
 	}
 	if (rc != -KNIT_EAGAIN) {
-		complete_now(p, c, -KNIT_EPROTO);
+		complete_now(p, c, rc == -KNIT_ECRASHED ? rc : -KNIT_EPROTO);
 		return true; // completed: nothing to queue
 	}
 	return false;
@@ -857,6 +918,14 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	uint32_t produced = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		produced += reap_lane(p, &p->lanes[i]);
+	// Workers being retired (lane_retire_begin) that have stopped.
+	for (uint64_t m = p->retiring; m != 0; m &= m - 1) {
+		const uint32_t w = (uint32_t)__builtin_ctzll(m);
+		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
+		// (acknowledge_stop): it left its loop, writes nothing more.
+		if (knit_load_acquire_32(p->lanes[w].stop) == kStopAcknowledged)
+			produced += dispatch_worker_lost(p, w, -KNIT_EPROTO);
+	}
 	dispatch_flush_backlog(p);
 	// The clock only for a call's deadline or the hard timeout (a trim reads
 	// its own, only for an arena above its floor): a pass without either
@@ -992,6 +1061,51 @@ void request_worker_stop(Pool *p)
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
+}
+
+uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
+{
+	if (w >= p->nworkers || p->lanes[w].retired)
+		return 0;
+	Lane *l = &p->lanes[w];
+	uint32_t produced = reap_lane(p, l); // what it answered before it went
+	if (p->steal.on) {
+		bool bad = false;
+		const uint32_t lost =
+		    steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+		if (bad)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		p->steal.req.reclaim_lost(lost); // arena slots it never freed
+		// Its last claims (the ones retired on its behalf just now
+		// included) name it as their calls' holder.
+		steal_track(p);
+	}
+	// Relaxed: read by sleeping hosts' work_pending() only to skip the lane.
+	knit_store_relaxed_32(&l->retired, 1);
+	knit_store_relaxed_64(&p->retiring, p->retiring & ~(1ull << w));
+	p->lanes_retired++;
+	l->inflight = 0;
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	// The last worker of a steal pool: the calls waiting in the submit lock
+	// have nobody left to claim them either.
+	const bool last = p->steal.on && p->lanes_retired == p->nworkers;
+	pthread_mutex_lock(&p->mu);
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c == nullptr || !c->live || (c->lane != w && !(last && c->lane == kStealLane)))
+			continue;
+		c->lane = kNoLane; // no frame of this lane counts for it any more
+		if (call_complete_locked(p, c, status, none, nullptr))
+			produced++;
+		// Its frame never comes back: the lane's hold ends here.
+		call_unhold_locked(p, c, kHoldHostQueue);
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (produced)
+		host_event(p, true);
+	return produced;
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

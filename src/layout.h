@@ -77,6 +77,8 @@
 //                                                    zero-filled memory is safe)
 //  128 + 128*c   128  ACK[c]    consumer c           producer (XOR of all ACK = the B of
 //                                                    stealing), peers
+//  132 + 128*c          CLAIM[c]  consumer c (with     the host, once c is dead (steal.h,
+//                                 ACK[c]: one u64)     "Dead consumers"); nobody else
 //  4096+128*c    128  WANT[c]   consumer c           peers (Dekker: seq_cst)
 //         8064        end (kStealControlBytes), c < kMaxStealConsumers = 31
 #ifndef KNIT_SRC_LAYOUT_H
@@ -206,6 +208,13 @@ constexpr uint32_t steal_ack_offset(uint32_t c)
 {
 	return kBlock + c * kBlock;
 }
+// Beside ACK[c], in the same naturally aligned u64 (ACK the low half on
+// little-endian): the lanes c has taken and not yet acknowledged. Stored
+// with ACK in one 64-bit store, so ACK and CLAIM never disagree.
+constexpr uint32_t steal_claim_offset(uint32_t c)
+{
+	return steal_ack_offset(c) + 4;
+}
 constexpr uint32_t steal_want_offset(uint32_t c)
 {
 	return kBlock + (kMaxStealConsumers + c) * kBlock;
@@ -236,6 +245,8 @@ static_assert(lane_req_arena_offset() == 45056);
 static_assert(kStealControlBytes == 8064 && steal_want_offset(0) == 4096 &&
               steal_want_offset(kMaxStealConsumers - 1) + kBlock == kStealControlBytes);
 static_assert(lock_arena_offset() % kArenaAlign == 0);
+static_assert(steal_ack_offset(0) % 8 == 0 && kBlock % 8 == 0, "ACK/CLAIM is one aligned u64");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ACK is the low half of ACK/CLAIM");
 static_assert(kArenaSlots == kLanes, "one arena slot per lane at most in flight");
 
 } // namespace knit::detail

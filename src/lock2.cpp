@@ -83,6 +83,7 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	// P2: pairs with the consumer's release store of B in retire() (C3).
 	shadow_ = load_retired();
 	staged_ = 0;
+	memset(lane_arena_, 0xFF, sizeof lane_arena_);
 	// +1: a string or error message of exactly per_call_max bytes carries a NUL.
 	arena_.init(arena, per_call_max + 1);
 	return 0;
@@ -160,8 +161,32 @@ int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
 	if (rc != 0)
 		return rc; // nothing allocated; the lane stays free
 	write_task((uint32_t)lane, head, &line);
+	note_arena((uint32_t)lane, line.where == kWhereArena ? line.arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
 	return lane;
+}
+
+void LockProducer::note_arena(uint32_t lane, uint32_t slot)
+{
+	if (slot >= kArenaSlots) {
+		lane_arena_[lane] = 0xFF;
+		return;
+	}
+	seq_++;
+	lane_arena_[lane] = (uint8_t)slot;
+	lane_seq_[lane] = seq_;
+	slot_seq_[slot] = seq_;
+}
+
+void LockProducer::reclaim_lost(uint32_t lanes)
+{
+	for (uint32_t m = lanes; m != 0; m &= m - 1) {
+		const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		const uint32_t slot = lane_arena_[lane];
+		if (slot < kArenaSlots && slot_seq_[slot] == lane_seq_[lane])
+			arena_.rollback(slot); // only if still live: the consumer never freed it
+		lane_arena_[lane] = 0xFF;
+	}
 }
 
 uint32_t LockProducer::flush()
@@ -223,6 +248,7 @@ int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t c
 	if (rc != 0)
 		return rc; // unreachable: type checked above
 	write_task((uint32_t)lane, head, &line);
+	note_arena((uint32_t)lane, r->slot);
 	staged_ |= lane_bit((uint32_t)lane);
 	r->live = 0;
 	return lane;
@@ -280,6 +306,9 @@ int LockConsumer::attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaSha
 	if (!lock_base_ok(lock) || !arena_shared_ok(arena) || ack_word == nullptr ||
 	    ((uintptr_t)ack_word % 4) != 0)
 		return -KNIT_EINVAL;
+	// Steal: ACK and CLAIM are one u64 (layout.h): the word must be aligned.
+	if (ack_word != word_at(lock, kLockOffB) && ((uintptr_t)ack_word % 8) != 0)
+		return -KNIT_EINVAL;
 	steal_ = true;
 	lock_ = lock;
 	a_ = word_at(lock, kLockOffA);
@@ -307,6 +336,19 @@ uint32_t LockConsumer::pending()
 	// worker re-checking before it parks must see the host's last publish.
 	seen_ = knit_load_acquire_32(a_) ^ mirror_;
 	return seen_ & ~taken_;
+}
+
+void LockConsumer::record_claim(uint32_t lanes)
+{
+	if (!steal_ || lock_ == nullptr)
+		return;
+	// S7 (steal.h): release, pairs with the host's acquire load of
+	// ACK/CLAIM in steal_reap_dead() once this consumer is known dead. The
+	// ACK half is our mirror, unchanged: peers and the producer see no
+	// change. Release also orders it before our arena frees of these lanes
+	// (arena_free's XOR of PB): a freed slot is always a recorded claim.
+	knit_store_release_64(reinterpret_cast<uint64_t *>(b_),
+	                      (uint64_t)mirror_ | ((uint64_t)lanes << 32));
 }
 
 int LockConsumer::next_lane(uint32_t *snapshot)
@@ -399,8 +441,13 @@ uint32_t LockConsumer::retire(uint32_t mask)
 	mirror_ ^= mask;
 	// C3: release, pairs with the producer's acquire load of B in
 	// LockProducer::load_retired() (P2): every read of these slots (and the
-	// arena frees above) happens before the producer rewrites them.
-	knit_store_release_32(b_, mirror_);
+	// arena frees above) happens before the producer rewrites them. Steal:
+	// the same for ACK[c], and CLAIM[c] = 0 in the same 64-bit store, so
+	// no instant shows the lanes both acknowledged and still claimed.
+	if (steal_)
+		knit_store_release_64(reinterpret_cast<uint64_t *>(b_), (uint64_t)mirror_);
+	else
+		knit_store_release_32(b_, mirror_);
 	taken_ &= ~mask;
 	seen_ &= ~mask;
 	return mask;

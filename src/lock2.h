@@ -168,6 +168,12 @@ class LockProducer
 	uint32_t refresh();
 	// Lanes staged and not yet flushed.
 	uint32_t staged() const { return staged_; }
+	// Steal: the lanes of a dead consumer's claim were retired on its
+	// behalf (steal_reap_dead). Give back the arena allocation of each
+	// whose consumer had not freed it yet (still live, and still the one
+	// this producer made for that lane's frame: a range the consumer freed
+	// and the producer reused is left alone). Producer thread only.
+	void reclaim_lost(uint32_t lanes);
 	// True when every published lane has been retired (fresh load of B) and
 	// nothing is staged: the lock is quiescent.
 	bool idle();
@@ -206,6 +212,14 @@ class LockProducer
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
 	uint32_t ring_ = 0;            // steal: next lane to try, walking down
+	// The arena allocation of each lane's last frame (reclaim_lost): its
+	// slot (0xFF = none) and a stage sequence number, and the sequence of
+	// each slot's last allocation; equal sequences = not reallocated since.
+	uint8_t lane_arena_[kLanes];
+	uint64_t lane_seq_[kLanes] = {};
+	uint64_t slot_seq_[kArenaSlots] = {};
+	uint64_t seq_ = 0;
+	void note_arena(uint32_t lane, uint32_t slot);
 };
 
 // ---- consumer endpoint --------------------------------------------------------
@@ -219,12 +233,18 @@ class LockConsumer
 	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits);
 
 	// Attach as steal consumer c of a shared submit lock (src/steal.h): the
-	// retire word is ack_word (ACK[c] of the steal control block) instead of
-	// B, and only lanes handed over with offer() can be decoded (the claim
-	// protocol decides which lanes this consumer owns; pending() never
-	// reloads A). Returns 0 or -KNIT_EINVAL.
+	// retire word is ack_word (ACK[c] of the steal control block, 8-byte
+	// aligned, CLAIM[c] beside it) instead of B, and only lanes handed over
+	// with offer() can be decoded (the claim protocol decides which lanes
+	// this consumer owns; pending() never reloads A). Its retire() stores
+	// ACK and CLAIM = 0 with one 64-bit store. Returns 0 or -KNIT_EINVAL.
 	int attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
 	                 const ConsumerLimits &limits);
+	// Steal mode only: record `lanes` as CLAIM[c] beside the unchanged ACK
+	// (one 64-bit release store) before any of them is decoded, so the host
+	// can tell, if this consumer dies before its retire(), which lanes it
+	// had taken (src/steal.h, "Dead consumers").
+	void record_claim(uint32_t lanes);
 	// Steal mode only: the lanes this consumer now owns (a claim's take set,
 	// computed from fresh loads of A and every ACK). Replaces the decodable
 	// set; lanes already taken are left out.

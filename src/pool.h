@@ -329,6 +329,9 @@ struct Lane {
 	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
 	                   // sleeping hosts compare it with the return lock's A)
 	uint32_t staged;   // frames staged in req, not flushed yet
+	uint32_t retired;  // 1: its worker is gone or untrusted (dispatch_worker_lost):
+	                   // nothing is placed here and its words are never read
+	                   // again (written by the holder, relaxed-readable)
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
 	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
 	uint64_t wakes_sent;       // atomic add, any host thread
@@ -398,6 +401,9 @@ struct alignas(128) Pool {
 	uint32_t nlanes;    // nworkers + (inline ? 1 : 0)
 	uint32_t order[KNIT_MAX_WORKERS + 1]; // balancer rotation
 	uint32_t rr_cursor;                   // dispatcher-owned
+	uint32_t lanes_retired;               // dispatcher-owned: worker lanes retired
+	uint64_t retiring;                    // bit w: worker w is being retired (lane_retire_begin);
+	                                      // written by the holder, relaxed-readable
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
@@ -550,6 +556,24 @@ void request_worker_stop(Pool *p);
 // Steal topology: worker i will never run again (acknowledged stop, failed
 // to start): survivors may ignore its WANT (steal.h, dead consumers).
 void steal_worker_gone(Pool *p, uint32_t i);
+
+// Worker w is gone for good (its process died or was killed; a white-box
+// test injects it) and will never write shared memory again (holder only).
+// Reaps the results it published first (they complete normally), then, on
+// a steal pool, retires the lanes it had claimed and not acknowledged on its
+// behalf (steal_reap_dead: validated, a bad record only counted as a
+// protocol error) and marks it dead; then completes every call it still
+// held (placed on its lane, or claimed by it) with `status` (-KNIT_ECRASHED
+// for a death, -KNIT_EPROTO for a worker retired for a bad frame), exactly
+// once each, and retires its lane: no call is placed there again and its
+// words are never read again (a respawn re-creates the lane). When it was
+// the last worker, the calls nobody claimed fail too, and new calls fail at
+// placement (-KNIT_ECRASHED). Returns the completions produced. Idempotent.
+// Also the end of a retirement for a bad frame (lane_retire_begin in
+// dispatch.cpp, status -KNIT_EPROTO): the pass that sees the retiring
+// worker's stop acknowledged calls it; a process pool calls it once the
+// killed child is reaped.
+uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status);
 
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane

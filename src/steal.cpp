@@ -19,6 +19,13 @@
 //     that WANT (and any later peer load, S1): ACK is stored strictly before.
 //  S4 DEAD: the host's release OR pairs with the consumers' acquire loads.
 //  S5 A: acquire loads pair with the producer's release store in flush().
+//  S7 CLAIM record (release 64-bit store of ACK/CLAIM, before the first
+//     decode of the take) pairs with the host's acquire load of ACK/CLAIM
+//     in steal_reap_dead(); the host reads it only once the consumer is dead
+//     (joined, or its process reaped), so it is the consumer's last record.
+//     The host's retire on its behalf is a release store like S2 (pairs
+//     with the producer's and the peers' acquire loads of ACK), strictly
+//     before its S4 release OR of DEAD.
 //  S6 host publish (release store of A) + seq_cst fence before reading the
 //     workers' parked flags (steal_flush, src/dispatch.cpp) pairs with the
 //     worker's fence in worker_park() between its store of parked and its
@@ -65,6 +72,59 @@ void steal_mark_dead(uint8_t *ctl, uint32_t c)
 	// claim_begin(): what the host saw before declaring c dead (c's last
 	// ACK, its stop acknowledgement) is visible to whoever sees the bit.
 	knit_or_acq_rel_32(word_at(ctl, kStealOffDead), 1u << c);
+}
+
+uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32_t region_lanes,
+                         uint32_t d, bool *bad)
+{
+	*bad = false;
+	if (ctl == nullptr || lock == nullptr || consumers == 0 || consumers > kMaxStealConsumers ||
+	    d >= consumers || region_lanes == 0 || region_lanes > kLanes ||
+	    (region_lanes & (region_lanes - 1)) != 0)
+		return 0;
+	uint64_t *pair = reinterpret_cast<uint64_t *>(word_at(ctl, steal_ack_offset(d)));
+	// S7: acquire, pairs with d's release store of its claim record (and
+	// S2, of its last ACK). d is dead: nothing writes these words any more.
+	const uint64_t ac = knit_load_acquire_64(pair);
+	const uint32_t ack = (uint32_t)ac, claim = (uint32_t)(ac >> 32);
+	// S1: acquire, pairs with d's release stores of WANT[d].
+	const uint32_t want = knit_load_acquire_32(word_at(ctl, steal_want_offset(d)));
+	uint32_t lost = 0;
+	if (claim != 0) {
+		// Nothing read here is trusted: an honest claim lies in the one
+		// region d announced (WANT[d] names it until after the ACK) and
+		// every lane of it is still pending (nobody else takes lanes of
+		// a region d owns, and a pending lane is never republished).
+		// Anything else is a forged or torn record: retiring it would
+		// toggle lanes d never owned, so it is only reported, and the
+		// lanes stay pending for the survivors.
+		const uint32_t regions = kLanes / region_lanes;
+		const bool one_region = want != 0 && (want & (want - 1)) == 0 &&
+		                        (uint32_t)__builtin_ctz(want) < regions;
+		uint32_t rmask = 0;
+		if (one_region) {
+			const uint32_t r = (uint32_t)__builtin_ctz(want);
+			rmask = region_lanes == kLanes ? 0xFFFFFFFFu : ((1u << region_lanes) - 1u) << (r * region_lanes);
+		}
+		// S5: acquire, pairs with the producer's release store of A;
+		// S2: acquire loads of every ACK.
+		uint32_t pend = knit_load_acquire_32(word_at(lock, kLockOffA));
+		for (uint32_t c = 0; c < consumers; c++)
+			pend ^= c == d ? ack : knit_load_acquire_32(word_at(ctl, steal_ack_offset(c)));
+		if (one_region && (claim & ~rmask) == 0 && (claim & ~pend) == 0) {
+			lost = claim;
+			// Retire them on d's behalf and clear the record, in one
+			// store (S2: release, pairs with the producer's and the
+			// peers' acquire loads of ACK[d]); before DEAD below, so a
+			// survivor that waited for d's WANT takes its fresh loads
+			// after this ACK (tests/model/steal_claim.pml REAP_CLAIM).
+			knit_store_release_64(pair, (uint64_t)(ack ^ claim));
+		} else {
+			*bad = true;
+		}
+	}
+	steal_mark_dead(ctl, d);
+	return lost;
 }
 
 // ---- consumer ----------------------------------------------------------------------
@@ -237,6 +297,11 @@ uint32_t StealConsumer::claim_begin()
 		}
 	}
 	cons_.offer(take);
+	// 8b. Record the claim beside ACK (S7) before the first decode: if we
+	// die before step 10, the host retires exactly these lanes for us and
+	// fails their calls, instead of a survivor taking them again (whose
+	// arena bytes we may already have freed).
+	cons_.record_claim(take);
 	take_ = take;
 	return take;
 }

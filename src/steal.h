@@ -8,6 +8,8 @@
 //           (zero = alive, so zero-filled memory is a valid block)
 //   ACK[c]  consumer c only: the XOR of every lane toggle c has retired (the
 //           "B" of stealing); the producer's retired set = XOR of all ACKs
+//   CLAIM[c] consumer c only (beside ACK[c]: one u64, stored together): the
+//           lanes c has taken and not yet acknowledged (0 between claims)
 //   WANT[c] consumer c only: the region c intends to claim (one bit, 0 = none)
 //
 // Regions: g lanes each (power of two), regions = 32 / g >= consumers + 1
@@ -28,9 +30,11 @@
 //   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r), then only
 //     the take_max oldest of those (ring order; 0 = all); empty -> release
 //     WANT, no claim
+//  8b record CLAIM[c] = take beside the unchanged ACK[c] (one 64-bit
+//     release store)
 //   9 decode every lane of take, oldest first, copying what must outlive
-//     the lane
-//  10 ACK[c] ^= take (release store) -- strictly BEFORE --
+//     the lane (and freeing its arena slot)
+//  10 ACK[c] ^= take, CLAIM[c] = 0 (one 64-bit release store) -- strictly BEFORE --
 //  11 WANT[c] = 0 (release store)
 //
 // Order: the producer puts each frame into the first free lane at or below
@@ -54,17 +58,29 @@
 //
 // Dead consumers: the host sets DEAD[c] (atomic OR, release) once consumer
 // c can never run again (a thread worker: after it acknowledged stop and left
-// its loop; a white-box test: an injected death). Survivors ignore its WANT
-// from their next DEAD load on. Its ACK word stays in every XOR (it records
-// real retirements). Lanes it decoded but never acknowledged are still
-// pending (A ^ XOR ACK): a survivor takes them with its next claim of that
-// region, from fresh loads, so they are not lost; a consumer runs a frame
-// only after its ACK, so a dead consumer never ran them (exactly once holds).
-// The host does NOT ack on the dead consumer's behalf: a survivor may take
-// those lanes concurrently, and a second toggle would republish them. The
-// remaining window (a consumer dying between freeing a lane's arena slot and
-// its ACK store) cannot happen with thread workers; it matters only for
-// process workers (a later issue).
+// its loop; a worker process: once reaped; a white-box test: an injected
+// death). Survivors ignore its WANT from their next DEAD load on. Its ACK
+// word stays in every XOR (it records real retirements). A consumer that
+// left through stop has no claim open. One that died mid-claim (a process)
+// may have decoded lanes, freed their arena slots, even started nothing yet
+// -- but not acknowledged them: they still look pending (A ^ XOR ACK), and a
+// survivor taking them again would decode a frame whose arena bytes may
+// already belong to another call, or run a call twice. So before setting
+// DEAD the host runs steal_reap_dead(): it reads c's ACK/CLAIM pair (one
+// 64-bit load), retires the claimed lanes on c's behalf (ACK ^= CLAIM,
+// CLAIM = 0, one 64-bit store; c writes nothing any more, and no survivor
+// takes lanes of the region c still announces in WANT until DEAD is set)
+// and returns them, so their calls fail (-KNIT_ECRASHED) instead of running
+// twice. tests/model/steal_claim.pml (REAP_CLAIM) is that protocol; its
+// death runs kill the consumer at every step of a claim, including after
+// the last decode (arena slot freed) and before the ACK store, and
+// steal_claim_death.pml rejects the reaping without CLAIM and a claim
+// recorded after the decode. The record is not trusted: a claim outside
+// the one region c announces, or naming a lane that is not pending, is
+// reported and ignored (those lanes stay pending for the survivors).
+// Arena slots of those lanes that the dead consumer had not freed yet are
+// given back by the producer (LockProducer::reclaim_lost: only an
+// allocation still live and not reallocated since, so never a double free).
 #ifndef KNIT_SRC_STEAL_H
 #define KNIT_SRC_STEAL_H
 
@@ -102,6 +118,17 @@ int steal_resolve_region_lanes(uint32_t consumers, uint32_t requested, uint32_t 
 // consumers' acquire loads of DEAD). Never undone. c >= kMaxStealConsumers
 // is ignored.
 void steal_mark_dead(uint8_t *ctl, uint32_t c);
+
+// Host: consumer d of `consumers` (region width region_lanes) is dead and
+// will never write again (joined thread, reaped process). Reads its
+// ACK/CLAIM pair and its WANT, retires the lanes it had claimed and not
+// acknowledged on its behalf (when the record is valid: one announced
+// region, every lane still pending), then marks it dead (steal_mark_dead).
+// Returns those lanes (their calls were lost with d: the caller fails
+// them), 0 when it had none. *bad: the record was invalid (nothing was
+// retired; the caller counts a protocol error). Once per death.
+uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32_t region_lanes,
+                         uint32_t d, bool *bad);
 
 // ---- the consumer endpoint ---------------------------------------------------------
 class StealConsumer

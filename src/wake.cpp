@@ -271,8 +271,15 @@ bool work_pending(Pool *p, int64_t now)
 	int64_t ed = earliest_deadline(p);
 	if (ed != 0 && ed <= (now != 0 ? now : knit_now_ns())) // now 0: the clock only for a deadline
 		return true;
+	// A worker being retired has stopped: the pass that retires it fails
+	// its calls. Acquire: pairs with its release store of ACKNOWLEDGED.
+	for (uint64_t m = knit_load_relaxed_64(&p->retiring); m != 0; m &= m - 1)
+		if (knit_load_acquire_32(p->lanes[__builtin_ctzll(m)].stop) == kStopAcknowledged)
+			return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
+		if (knit_load_relaxed_32(&l->retired))
+			continue; // never reaped again: its A says nothing
 		// Acquire: pairs with the worker's release store of A (P1): a
 		// result published before our arm is seen here, else rung.
 		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))

@@ -395,6 +395,11 @@ void acknowledge_stop(Lane *l)
 	// knit_stop's acknowledgement wait.
 	knit_store_release_32(l->stop, kStopAcknowledged);
 	knit_futex_wake(l->stop, INT_MAX, l->pool->futex_shared);
+	// A worker stopped alone (retired for a bad frame, lane_retire_begin)
+	// leaves calls for the host's next pass to fail: wake a waiting host
+	// (after the store: its re-check, work_pending(), sees it). The pool
+	// outlives this: it is freed only after our thread is joined.
+	host_event(l->pool, true);
 }
 
 } // namespace

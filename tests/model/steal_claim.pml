@@ -79,6 +79,11 @@
  *     dead consumer had already decoded -> spin finds a double decode. This
  *     run is an expected failure: it is why the runtime needs CLAIM.
  *
+ *   Death after the last decode and before the ACK store (in the runtime:
+ *   after the lanes' arena slots were freed) is the DIE of the step that
+ *   stores ACK; MUTANT_CLAIM_AFTER_DECODE records CLAIM only there, after
+ *   the decodes, and must fail (a survivor decodes a lane again).
+ *
  * Mutants (expected failures): MUTANT_HOARD, MUTANT_TAKE_LOWEST (above),
  * MUTANT_NO_WITHDRAW (junior ignores a senior
  * conflict), MUTANT_NO_CHECK (no step 7), MUTANT_SNAPSHOT_TAKE (take from the
@@ -226,6 +231,24 @@ next:		skip
 #define DIE if :: c == DEADC -> goto dead :: true -> skip fi;
 #else
 #define DIE
+#endif
+
+/* store CLAIM[c] = take (ghost: the dying consumer recorded these tasks) */
+#ifdef DEATH
+#define RECORD_CLAIM \
+	CLAIM[c] = take; \
+	if \
+	:: c == DEADC -> \
+		k = 0; \
+		do \
+		:: k == LANES -> break \
+		:: else -> if :: (take & BIT(k)) != 0 -> dtook[pubval[k]] = 1 :: else -> skip fi; k++ \
+		od; \
+		k = 0 \
+	:: else -> skip \
+	fi
+#else
+#define RECORD_CLAIM CLAIM[c] = take
 #endif
 
 #if N > 2
@@ -437,23 +460,11 @@ proctype consumer(byte c)
 #endif
 			i = 0
 		};
-#ifdef REAP_CLAIM
+#if defined(REAP_CLAIM) && !defined(MUTANT_CLAIM_AFTER_DECODE)
 		/* record the claim before decoding (same 64-bit word as ACK) */
 		atomic {
 			DIE
-			CLAIM[c] = take;
-#ifdef DEATH
-			if
-			:: c == DEADC ->
-				k = 0;
-				do
-				:: k == LANES -> break
-				:: else -> if :: (take & BIT(k)) != 0 -> dtook[pubval[k]] = 1 :: else -> skip fi; k++
-				od;
-				k = 0
-			:: else -> skip
-			fi
-#endif
+			RECORD_CLAIM
 		};
 #endif
 		/* step 9: decode every lane of take, lowest first; then
@@ -489,6 +500,14 @@ proctype consumer(byte c)
 		:: atomic {
 			rest == 0;
 			DIE
+#if defined(REAP_CLAIM) && defined(MUTANT_CLAIM_AFTER_DECODE)
+			/* the mutant records the claim only after decoding (and,
+			 * in the runtime, freeing the arena slots) */
+			RECORD_CLAIM
+		   };
+		   atomic {
+			DIE
+#endif
 #ifdef MUTANT_WANT_BEFORE_ACK
 			owner[r]--; own = 0; WANT[c] = 0; CHANGED(c)
 		   };

@@ -13,6 +13,11 @@
  *   dead1_reference_reap     the reference's reaping (only the LIVE/DEAD
  *                            bit): a survivor decodes again a lane the dead
  *                            consumer had already decoded -> must FAIL
+ *   mutant_claim_after_decode the claim is recorded after the decodes (in
+ *                            the runtime: after the arena slots were freed)
+ *                            instead of before: dying between the last
+ *                            decode and the record, the lanes look pending
+ *                            and unclaimed -> decoded twice, must FAIL
  *   mutant_no_reap           the host never marks the consumer dead: a
  *                            survivor waits for the stale WANT forever
  */
@@ -20,5 +25,7 @@
 /* check: dead1 | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=1 -DREAP_CLAIM | cc: -DSAFETY -O2 | pan: -m100000 */
 /* check: dead0_no_livelock | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=3 -DDEATH -DDEADC=0 -DREAP_CLAIM | cc: -DNP -O2 | pan: -l -m100000 */
 /* check: dead1_reference_reap | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=1 | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_claim_after_decode | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=1 -DREAP_CLAIM -DMUTANT_CLAIM_AFTER_DECODE | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_claim_after_decode0 | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=0 -DREAP_CLAIM -DMUTANT_CLAIM_AFTER_DECODE | cc: -DSAFETY | pan: -m100000 | expect: fail */
 /* check: mutant_no_reap | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=4 -DDEATH -DDEADC=0 -DREAP_CLAIM -DMUTANT_NO_REAP | cc: -DSAFETY | pan: -m100000 | expect: fail */
 #include "steal_claim.pml"

@@ -13,9 +13,15 @@
 // Then the pool itself (white box, thread workers whose words the test
 // forges while they are held inside a task): a running stamp naming a call
 // another lane holds, a result for a call another worker holds (or nobody
-// has claimed yet), and a result under another task id each fail only that
-// call with -KNIT_EPROTO, count as a protocol error, and leave the pool
-// serving (a forged stamp never force-stops it).
+// has claimed yet), a result under another task id and an ACK toggle of a
+// lane never claimed each count as a protocol error and retire the worker
+// that wrote them (asked to stop, then its remaining calls fail with
+// -KNIT_EPROTO); a call another worker holds is never touched, no lane's
+// in-flight count drops below the truth, and the pool serves on (a forged
+// stamp never force-stops it). Dead workers (the process pool's child death,
+// injected here by stopping one worker thread and playing it): the calls it
+// held, claimed, or claimed and never acknowledged fail with -KNIT_ECRASHED
+// exactly once and never run on a survivor.
 //
 // KNIT_STRESS_SCALE (positive integer, default 1) multiplies the iteration
 // counts.
@@ -39,6 +45,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include "src/layout.h"
 #include "src/lock2.h"
 #include "src/pool.h"
+#include "src/wake.h"
 
 using namespace knit::detail;
 
@@ -462,6 +469,7 @@ void test_mutated_valid_frames(void **state)
 // ---- the pool: words written by workers ---------------------------------------------------
 
 std::atomic<int> g_go{0};      // releases every "hold" task
+std::atomic<int> g_go0{0};     // releases hold(0) only
 std::atomic<int> g_started{0}; // "hold" tasks started
 std::atomic<int> g_lane[8];    // worker that ran hold(i)
 
@@ -489,7 +497,7 @@ int t_hold(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	g_started.fetch_add(1);
 	// Bounded: a broken test ends instead of hanging.
 	const int64_t end = mono_ns() + 20ll * 1000000000;
-	while (!g_go.load() && mono_ns() < end) {
+	while (!g_go.load() && !(i == 0 && g_go0.load()) && mono_ns() < end) {
 		struct timespec ts = {0, 200000};
 		nanosleep(&ts, nullptr);
 	}
@@ -497,8 +505,11 @@ int t_hold(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+extern std::atomic<int> g_echo_runs;
+
 int t_echo(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
 {
+	g_echo_runs.fetch_add(1);
 	*ret = *arg;
 	return 0;
 }
@@ -514,6 +525,7 @@ struct PoolFix {
 void pool_open(PoolFix *f, uint32_t topology, uint32_t hard_timeout_ms)
 {
 	g_go.store(0);
+	g_go0.store(0);
 	g_started.store(0);
 	g_nseen = 0;
 	for (auto &l : g_lane)
@@ -621,9 +633,33 @@ void pool_close(PoolFix *f)
 	assert_int_equal(knit_pool_destroy(f->pool), 0);
 }
 
+// Run host passes (collecting completions into g_seen) until pred() holds;
+// bounded.
+template <typename F> void pass_until(PoolFix *f, F pred)
+{
+	const int64_t end = mono_ns() + 10ll * 1000000000;
+	while (!pred() && mono_ns() < end) {
+		knit_completion_t c;
+		if (knit_complete(f->pool, &c, 1, 5ll * 1000000) != 1)
+			continue;
+		assert_true(g_nseen < 16);
+		g_seen[g_nseen++] = Seen{c.ticket, c.status, c.result.i64};
+		knit_completion_release(f->pool, &c);
+	}
+	assert_true(pred());
+}
+
+bool retiring(PoolFix *f, uint32_t w)
+{
+	return (__atomic_load_n(&f->p->retiring, __ATOMIC_RELAXED) >> w) & 1u;
+}
+bool retired(PoolFix *f, uint32_t w) { return __atomic_load_n(&f->p->lanes[w].retired, __ATOMIC_RELAXED) != 0; }
+
 // A worker's running stamp naming a call that another lane holds: with the
 // hard timeout on, an ancient start would have force-stopped the pool. It
-// fails only that call.
+// touches neither the pool nor the named call (its holder answers it): the
+// forger is retired (asked to stop, then its lane given up), the pool
+// serves on.
 void test_forged_stamp_other_lane(void **)
 {
 	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
@@ -641,19 +677,20 @@ void test_forged_stamp_other_lane(void **)
 		                 __ATOMIC_RELAXED);
 		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2, __ATOMIC_RELEASE);
 		const uint64_t pe = proto_errors(&f);
-		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
-		assert_int_equal(proto_errors(&f), pe + 1);
+		// The idle forger stops at once and is retired.
+		pass_until(&f, [&] { return retired(&f, other); });
+		assert_true(proto_errors(&f) >= pe + 1);
 		assert_int_equal(__atomic_load_n(&f.p->forced, __ATOMIC_RELAXED), 0);
-		// Withdraw the forgery (start 0 = nothing runs) before the worker
-		// is let go.
-		__atomic_store_n(reinterpret_cast<uint64_t *>(f.p->lanes[other].ext + 16), (uint64_t)0,
-		                 __ATOMIC_RELAXED);
-		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2, __ATOMIC_RELEASE);
+		assert_int_equal(g_nseen, 0u); // t0 untouched
+		g_go.store(1);
+		assert_int_equal(reap_status(&f, t0, nullptr), 0);
 		pool_close(&f);
 	}
 }
 
-// A result for a call that the other worker holds.
+// A result for a call that the other worker holds: it fails nothing (the
+// holder answers its call), lowers no lane's in-flight count, and retires
+// the worker that wrote it once that worker stops.
 void test_result_from_other_worker(void **)
 {
 	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
@@ -664,20 +701,29 @@ void test_result_from_other_worker(void **)
 		const uint32_t w0 = hold_call(&f, 0, &t0);
 		const uint32_t w1 = hold_call(&f, 1, &t1);
 		assert_int_not_equal(w0, w1);
+		const uint32_t in0 = f.p->lanes[w0].inflight, in1 = f.p->lanes[w1].inflight;
 		const uint64_t pe = proto_errors(&f);
 		forge_result(&f, w1, t0, f.hold, 999);
-		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
-		assert_int_equal(proto_errors(&f), pe + 1);
+		pass_until(&f, [&] { return proto_errors(&f) == pe + 1; });
+		assert_true(retiring(&f, w1));
+		// The counts of both lanes are the true ones (lanes: one call
+		// each; steal: worker lanes count nothing).
+		assert_int_equal(f.p->lanes[w0].inflight, in0);
+		assert_int_equal(f.p->lanes[w1].inflight, in1);
+		assert_int_equal(g_nseen, 0u); // nothing completed
 		g_go.store(1);
 		int64_t v = -1;
-		assert_int_equal(reap_status(&f, t1, &v), 0); // the other call is untouched
+		assert_int_equal(reap_status(&f, t0, &v), 0); // answered by its holder
+		assert_int_equal(v, 0);
+		assert_int_equal(reap_status(&f, t1, &v), 0); // answered before it stopped
 		assert_int_equal(v, 1);
+		pass_until(&f, [&] { return retired(&f, w1); });
 		pool_close(&f);
 	}
 }
 
 // Stealing: a result for a call nobody has claimed yet (both workers held,
-// the call waits in the submit queue).
+// the call waits in the submit queue): the call is not touched and runs.
 void test_result_for_unclaimed_call(void **)
 {
 	PoolFix f;
@@ -688,15 +734,19 @@ void test_result_for_unclaimed_call(void **)
 	const knit_ticket_t t2 = enq(&f, f.echo, 7);
 	const uint64_t pe = proto_errors(&f);
 	forge_result(&f, w0, t2, f.echo, 999);
-	assert_int_equal(reap_status(&f, t2, nullptr), -KNIT_EPROTO);
-	assert_int_equal(proto_errors(&f), pe + 1);
+	pass_until(&f, [&] { return proto_errors(&f) == pe + 1; });
+	assert_true(retiring(&f, w0));
 	g_go.store(1);
 	assert_int_equal(reap_status(&f, t0, nullptr), 0);
 	assert_int_equal(reap_status(&f, t1, nullptr), 0);
+	int64_t v = -1;
+	assert_int_equal(reap_status(&f, t2, &v), 0);
+	assert_int_equal(v, 7);
 	pool_close(&f);
 }
 
-// A result from the worker that holds the call, under another task id.
+// A result from the worker that holds the call, under another task id: that
+// call fails, and the worker is retired.
 void test_result_task_mismatch(void **)
 {
 	const uint32_t topo[] = {KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL};
@@ -709,8 +759,258 @@ void test_result_task_mismatch(void **)
 		forge_result(&f, w0, t0, f.echo, 999);
 		assert_int_equal(reap_status(&f, t0, nullptr), -KNIT_EPROTO);
 		assert_int_equal(proto_errors(&f), pe + 1);
+		assert_true(retiring(&f, w0));
 		pool_close(&f);
 	}
+}
+
+// Lanes: the holder sends the same result twice (a replay). The first
+// completes the call; the second must not count as a frame coming back
+// (before: the lane's in-flight count dropped below the calls still on it)
+// nor complete anything: it retires the worker, whose other call then fails
+// with -KNIT_EPROTO once it stops.
+void test_duplicate_result(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_LANES, 0);
+	knit_ticket_t t0;
+	const uint32_t w = hold_call(&f, 0, &t0);
+	knit_call_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.flags = KNIT_CALL_LANE;
+	o.lane = w;
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_I64;
+	a.i64 = 3;
+	knit_ticket_t t1;
+	assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &t1), 0);
+	pass_until(&f, [&] { return f.p->lanes[w].inflight == 2; });
+	const uint64_t pe = proto_errors(&f);
+	// Both frames reaped in one pass, the record still live (not handed
+	// out yet).
+	forge_result(&f, w, t0, f.hold, 999);
+	forge_result(&f, w, t0, f.hold, 999);
+	int64_t v = 0;
+	assert_int_equal(reap_status(&f, t0, &v), 0); // indistinguishable from the real one
+	assert_int_equal(v, 999);
+	pass_until(&f, [&] { return proto_errors(&f) == pe + 1; });
+	assert_int_equal(f.p->lanes[w].inflight, 1u); // t1 is still on the lane
+	assert_true(retiring(&f, w));
+	assert_int_equal(g_nseen, 0u);
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t1, nullptr), -KNIT_EPROTO);
+	pass_until(&f, [&] { return retired(&f, w); });
+	pool_close(&f);
+}
+
+// Stealing: a worker toggles an ACK bit of a lane it never claimed (here one
+// never published; it also announces that lane's region, so its peer stays
+// off the lane meanwhile). The host counts it and retires that worker; the
+// call waiting in the submit queue is untouched and runs on the other.
+void test_forged_ack_toggle(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	knit_ticket_t t0, t1;
+	const uint32_t w0 = hold_call(&f, 0, &t0);
+	const uint32_t w1 = hold_call(&f, 1, &t1);
+	const knit_ticket_t t2 = enq(&f, f.echo, 7); // unclaimed: the host looks at ACKs
+	uint32_t *ack = word_at(f.p->steal.ctl, steal_ack_offset(w1));
+	uint32_t *want = word_at(f.p->steal.ctl, steal_want_offset(w1));
+	assert_int_equal(__atomic_load_n(word_at(f.p->steal.lock, kLockOffA), __ATOMIC_ACQUIRE) & 1u, 0u);
+	const uint64_t pe = proto_errors(&f);
+	__atomic_store_n(want, 1u, __ATOMIC_SEQ_CST); // region 0: lane 0, never published
+	__atomic_fetch_xor(ack, 1u, __ATOMIC_RELEASE);
+	// w0's honest result makes the host look at the ACK words.
+	g_go0.store(1);
+	assert_int_equal(reap_status(&f, t0, nullptr), 0);
+	pass_until(&f, [&] { return retiring(&f, w1); });
+	assert_true(proto_errors(&f) >= pe + 1);
+	assert_false(retiring(&f, w0));
+	int64_t v = -1;
+	assert_int_equal(reap_status(&f, t2, &v), 0); // ran on w0
+	assert_int_equal(v, 7);
+	__atomic_fetch_xor(ack, 1u, __ATOMIC_RELEASE); // undo, then release the region
+	__atomic_store_n(want, 0u, __ATOMIC_SEQ_CST);
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t1, &v), 0);
+	assert_int_equal(v, 1);
+	pass_until(&f, [&] { return retired(&f, w1); });
+	assert_false(retired(&f, w0));
+	pool_close(&f);
+}
+
+// ---- dead workers ---------------------------------------------------------------------
+
+std::atomic<int> g_echo_runs{0};
+
+// Stop worker w alone and wait (bounded) until it has left its loop: from
+// then on the test plays it (its endpoints are idle).
+void stop_one_worker(PoolFix *f, uint32_t w)
+{
+	Lane *l = &f->p->lanes[w];
+	uint32_t expect = kStopRunning;
+	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
+	                            __ATOMIC_ACQUIRE);
+	knit_fence_seq_cst(); // W1, as request_worker_stop
+	lane_wake(f->p, l, false);
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (__atomic_load_n(l->stop, __ATOMIC_ACQUIRE) != kStopAcknowledged && mono_ns() < end) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, nullptr);
+	}
+	assert_int_equal(__atomic_load_n(l->stop, __ATOMIC_ACQUIRE), kStopAcknowledged);
+}
+
+// The injected death of worker w (what the process pool does on a child's
+// death), under the dispatcher lock (bounded wait for it).
+uint32_t worker_lost(PoolFix *f, uint32_t w, int32_t status)
+{
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (!dispatch_trylock(f->p)) {
+		assert_true(mono_ns() < end);
+		sched_yield();
+	}
+	const uint32_t n = dispatch_worker_lost(f->p, w, status);
+	dispatch_unlock(f->p);
+	return n;
+}
+
+// Steal: the dying worker (played by the test as consumer 1) holds one
+// call it claimed and acknowledged (running, no result yet) and one it
+// claimed, decoded and never acknowledged nor freed (the dead-claimant
+// hazard). Its death completes both with -KNIT_ECRASHED, once each; neither
+// runs on the survivor; the arena slot it held is given back; the pool
+// keeps serving on worker 0.
+void test_steal_dead_worker_calls_crash(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	stop_one_worker(&f, 1);
+	knit_ticket_t t0;
+	assert_int_equal(hold_call(&f, 0, &t0), 0u); // worker 0 is busy
+	g_echo_runs.store(0);
+	const knit_ticket_t ta = enq(&f, f.echo, 11);
+	// Worker 1 (the test) claims ta fully: ACKed, "running".
+	StealConsumer &sc = f.p->lanes[1].sc;
+	uint32_t got = 0;
+	const int64_t end = mono_ns() + 10ll * 1000000000;
+	while (got == 0 && mono_ns() < end) {
+		got = sc.claim([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(h.ticket, (uint32_t)ta);
+		});
+	}
+	assert_int_not_equal(got, 0u);
+	// tb carries an arena payload, which the dying worker never frees.
+	static uint8_t big[3000];
+	knit_value_t bv;
+	memset(&bv, 0, sizeof bv);
+	bv.type = KNIT_VALUE_BYTES;
+	bv.data = big;
+	bv.len = sizeof big;
+	knit_ticket_t tb = 0;
+	assert_int_equal(knit_enqueue(f.pool, f.echo, &bv, nullptr, &tb), 0);
+	uint32_t take = 0;
+	while (take == 0 && mono_ns() < end)
+		take = sc.claim_begin(); // claimed, recorded ...
+	assert_int_not_equal(take, 0u);
+	FrameHead h;
+	knit_value_t v;
+	assert_int_equal(sc.decode((uint32_t)__builtin_ctz(take), &h, &v), 0);
+	assert_int_equal(h.ticket, (uint32_t)tb);
+	assert_int_equal(v.len, sizeof big); // ... decoded, and it dies
+	uint8_t *const lock = f.p->steal.lock;
+	auto arena_live = [&] {
+		return __atomic_load_n(word_at(lock, kLockOffPA), __ATOMIC_ACQUIRE) ^
+		       __atomic_load_n(word_at(lock, kLockOffPB), __ATOMIC_ACQUIRE);
+	};
+	assert_int_not_equal(arena_live(), 0u);
+	const uint64_t pe = proto_errors(&f);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
+	assert_int_equal(arena_live(), 0u); // its slot given back, not leaked
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 0u); // once
+	assert_int_equal(proto_errors(&f), pe);
+	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(reap_status(&f, tb, nullptr), -KNIT_ECRASHED);
+	// Worker 0 finishes its call and serves new ones; neither lost call
+	// ran on it, and no second completion arrives for them.
+	g_go.store(1);
+	assert_int_equal(reap_status(&f, t0, nullptr), 0);
+	for (int i = 0; i < 20; i++) {
+		const knit_ticket_t t = enq(&f, f.echo, 100 + i);
+		int64_t val = 0;
+		assert_int_equal(reap_status(&f, t, &val), 0);
+		assert_int_equal(val, 100 + i);
+	}
+	assert_int_equal(g_echo_runs.load(), 20);
+	assert_int_equal(g_nseen, 0u);
+	pool_close(&f);
+}
+
+// Steal: once every worker is gone, the calls still waiting in the submit
+// lock (claimed by nobody) fail too, and new calls fail at once, instead
+// of waiting for a claimant that will never come.
+void test_steal_last_worker_lost(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_STEAL, 0);
+	stop_one_worker(&f, 0);
+	stop_one_worker(&f, 1);
+	const knit_ticket_t ta = enq(&f, f.echo, 1);
+	const knit_ticket_t tb = enq(&f, f.echo, 2);
+	assert_int_equal(worker_lost(&f, 0, -KNIT_ECRASHED), 0u);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
+	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(reap_status(&f, tb, nullptr), -KNIT_ECRASHED);
+	const knit_ticket_t tc = enq(&f, f.echo, 3);
+	assert_int_equal(reap_status(&f, tc, nullptr), -KNIT_ECRASHED);
+	assert_int_equal(knit_stop(f.pool, KNIT_STOP_DRAIN, 10ll * 1000000000), 0);
+	assert_int_equal(g_nseen, 0u);
+	assert_int_equal(knit_pool_destroy(f.pool), 0);
+}
+
+// Lanes: the calls placed on a dead worker's lane fail -KNIT_ECRASHED, new
+// calls avoid the lane (a call pinned to it fails at once), and the pool
+// serves on the others; once every worker lane is gone, calls fail instead
+// of waiting for nobody.
+void test_lanes_dead_worker_calls_crash(void **)
+{
+	PoolFix f;
+	pool_open(&f, KNIT_TOPOLOGY_LANES, 0);
+	stop_one_worker(&f, 1);
+	g_echo_runs.store(0);
+	knit_call_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.flags = KNIT_CALL_LANE;
+	o.lane = 1;
+	knit_value_t a;
+	memset(&a, 0, sizeof a);
+	a.type = KNIT_VALUE_I64;
+	knit_ticket_t tp[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &tp[i]), 0);
+	const uint64_t pe = proto_errors(&f);
+	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 3u);
+	assert_int_equal(proto_errors(&f), pe);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(reap_status(&f, tp[i], nullptr), -KNIT_ECRASHED);
+	assert_int_equal(f.p->lanes[1].inflight, 0u);
+	knit_ticket_t tq;
+	assert_int_equal(knit_enqueue_ex(f.pool, f.echo, &a, nullptr, &o, &tq), 0);
+	assert_int_equal(reap_status(&f, tq, nullptr), -KNIT_ECRASHED);
+	for (int i = 0; i < 20; i++) {
+		const knit_ticket_t t = enq(&f, f.echo, 100 + i);
+		int64_t val = 0;
+		assert_int_equal(reap_status(&f, t, &val), 0);
+		assert_int_equal(val, 100 + i);
+	}
+	assert_int_equal(g_echo_runs.load(), 20);
+	assert_int_equal(g_nseen, 0u);
+	pool_close(&f);
 }
 
 } // namespace
@@ -726,6 +1026,11 @@ int main(void)
 	    cmocka_unit_test(test_result_from_other_worker),
 	    cmocka_unit_test(test_result_for_unclaimed_call),
 	    cmocka_unit_test(test_result_task_mismatch),
+	    cmocka_unit_test(test_forged_ack_toggle),
+	    cmocka_unit_test(test_duplicate_result),
+	    cmocka_unit_test(test_steal_dead_worker_calls_crash),
+	    cmocka_unit_test(test_lanes_dead_worker_calls_crash),
+	    cmocka_unit_test(test_steal_last_worker_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
 // senior's announced intent, a senior that waits for a junior and then takes
 // only what the junior left, a consumer that announces WANT and dies (DEAD
 // set) blocking nobody, the lanes it took and never acknowledged taken over
-// by a survivor, claims of one call (the pool's setting) taken oldest first
+// by a survivor, a claimant dying after its claim (its recorded claim
+// retired by the host's reap, never decoded again) and forged claim
+// records ignored, claims of one call (the pool's setting) taken oldest first
 // across regions and lane reuse, and exactly-once delivery for 2 and 3
 // consumers (and 2 with no spare region) under many thread-driven
 // interleavings.
@@ -479,6 +481,169 @@ void test_dead_junior_releases_waiting_senior(void **state)
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
 }
 
+// A claimant dies after its claim: it decoded the lane (and freed its arena
+// slot, as the pool's worker does before its ACK) and never acknowledged it.
+// Its claim record names the lane; the host's reap retires it on its behalf
+// and returns it (its call is lost, not run twice), so no survivor decodes
+// it again -- with only the DEAD bit a survivor would take the lane and
+// decode a frame whose arena slot is already free (or reused).
+void test_dead_claimant_after_claim(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 3, 8);
+	for (uint32_t c = 0; c < 3; c++)
+		f->cons[c].set_take_max(1); // the pool's setting
+	static uint8_t big[3000];
+	memset(big, 0xAB, sizeof big);
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_BYTES;
+	v.data = big;
+	v.len = sizeof big;
+	assert_int_equal(f->prod.publish(head_for(1), v), 31); // arena payload
+	assert_int_equal(publish_i64(f, 2), 30);
+	const uint32_t pa0 = load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB));
+	assert_int_not_equal(pa0, 0u); // one arena slot live
+	// Consumer 1 claims lane 31: the record is there before any decode.
+	assert_int_equal(f->cons[1].claim_begin(), 1u << 31);
+	assert_int_equal(load(word_at(f->ctl, steal_claim_offset(1))), 1u << 31);
+	assert_int_equal(ACK(f, 1), 0u); // ACK itself unchanged
+	FrameHead h;
+	knit_value_t view;
+	assert_int_equal(f->cons[1].decode(31, &h, &view), 0);
+	assert_int_equal(view.len, sizeof big);
+	f->cons[1].release(31); // arena slot freed
+	assert_int_equal(load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB)), 0u);
+	// ... and dies. The host reaps it.
+	bool bad = true;
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 1, &bad), 1u << 31);
+	assert_false(bad);
+	assert_int_equal(load(word_at(f->ctl, kStealOffDead)), 1u << 1);
+	assert_int_equal(load(word_at(f->ctl, steal_claim_offset(1))), 0u);
+	assert_int_equal(ACK(f, 1), 1u << 31); // retired on its behalf
+	// Survivors see only lane 30; nobody decodes lane 31 again.
+	assert_int_equal(f->cons[0].pending(), 1u << 30);
+	assert_int_equal(f->cons[2].pending(), 1u << 30);
+	std::vector<uint32_t> seen;
+	assert_int_equal(claim_into(f, 2, &seen), 1u << 30);
+	assert_int_equal(claim_into(f, 0, &seen), 0u);
+	assert_int_equal(seen.size(), 1u);
+	assert_int_equal(seen[0], 2u);
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+	assert_int_equal(f->prod.refresh(), 0xFFFFFFFFu);
+	// A second reap finds nothing (the record is cleared).
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 1, &bad), 0u);
+	assert_false(bad);
+	// A consumer that dies between claims (record 0) loses nothing.
+	assert_int_equal(publish_i64(f, 3), 29);
+	assert_int_equal(claim_into(f, 0, &seen), 1u << 29);
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 0, &bad), 0u);
+	assert_false(bad);
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+}
+
+// The arena slot of a lost lane: a claimant that died before freeing it
+// leaves it live, and the producer gives it back after the reap; one that
+// freed it (and whose range the producer has since handed to another
+// frame) must not be freed again.
+void test_dead_claimant_arena(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 2, 8);
+	for (uint32_t c = 0; c < 2; c++)
+		f->cons[c].set_take_max(1);
+	static uint8_t big[3000];
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_BYTES;
+	v.data = big;
+	v.len = sizeof big;
+	auto live = [&] {
+		return load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB));
+	};
+	// 1. Dies after decoding, before freeing.
+	assert_int_equal(f->prod.publish(head_for(1), v), 31);
+	assert_int_equal(f->cons[1].claim_begin(), 1u << 31);
+	FrameHead h;
+	knit_value_t view;
+	assert_int_equal(f->cons[1].decode(31, &h, &view), 0);
+	assert_int_not_equal(live(), 0u);
+	bool bad = true;
+	const uint32_t lost = steal_reap_dead(f->ctl, f->lock, 2, 8, 1, &bad);
+	assert_int_equal(lost, 1u << 31);
+	f->prod.reclaim_lost(lost);
+	assert_int_equal(live(), 0u); // given back
+	f->prod.reclaim_lost(lost);   // twice: nothing more
+	assert_int_equal(live(), 0u);
+	// 2. Survivor 0 now: dies after freeing; the producer reuses the range
+	// for the next frame, which a reclaim of the lost lane must not free.
+	assert_int_equal(f->prod.publish(head_for(2), v), 30);
+	assert_int_equal(f->cons[0].claim_begin(), 1u << 30);
+	assert_int_equal(f->cons[0].decode(30, &h, &view), 0);
+	f->cons[0].release(30);
+	assert_int_equal(live(), 0u);
+	const uint32_t lost0 = steal_reap_dead(f->ctl, f->lock, 2, 8, 0, &bad);
+	assert_int_equal(lost0, 1u << 30);
+	assert_false(bad);
+	assert_true(f->prod.publish(head_for(3), v) >= 0); // the freed slot again
+	const uint32_t now = live();
+	assert_int_not_equal(now, 0u);
+	f->prod.reclaim_lost(lost0);
+	assert_int_equal(live(), now); // the new frame's allocation stays
+}
+
+// The claim record is worker-written memory: a forged one must never make
+// the host toggle a lane the dead consumer did not own (that would retire a
+// call nobody ran, or republish a retired lane). Each forgery is reported
+// (bad) and ignored; the consumer is still marked dead and the real pending
+// lanes stay for the survivors.
+void test_reap_forged_claim(void **state)
+{
+	Fix *f = (Fix *)*state;
+	struct Forgery {
+		const char *name;
+		uint32_t want, claim;
+	};
+	// Region width 8: regions 0..3. Lanes 31 and 30 are published (region 3).
+	const Forgery forged[] = {
+	    {"no region announced", 0, 1u << 31},
+	    {"two regions announced", (1u << 3) | (1u << 2), 1u << 31},
+	    {"region out of range", 1u << 7, 1u << 31},
+	    {"lanes outside the region", 1u << 3, (1u << 31) | (1u << 5)},
+	    {"lane never published", 1u << 3, 1u << 29},
+	    {"whole word", 0xFFFFFFFFu, 0xFFFFFFFFu},
+	};
+	for (const Forgery &fg : forged) {
+		memset(f->ctl, 0, kLockOff);
+		memset(f->lock, 0, lock_arena_offset());
+		f->prod = LockProducer();
+		for (uint32_t c = 0; c < 3; c++)
+			f->cons[c] = StealConsumer();
+		attach(f, 3, 8);
+		assert_int_equal(publish_i64(f, 1), 31);
+		assert_int_equal(publish_i64(f, 2), 30);
+		*word_at(f->ctl, steal_want_offset(1)) = fg.want;
+		*word_at(f->ctl, steal_claim_offset(1)) = fg.claim;
+		bool bad = false;
+		const uint32_t lost = steal_reap_dead(f->ctl, f->lock, 3, 8, 1, &bad);
+		if (lost != 0 || !bad)
+			fail_msg("forgery '%s': lost %#x bad %d", fg.name, lost, (int)bad);
+		assert_int_equal(ACK(f, 1), 0u); // nothing toggled on its behalf
+		assert_int_equal(load(word_at(f->ctl, kStealOffDead)), 1u << 1);
+		std::vector<uint32_t> seen;
+		while (claim_into(f, 0, &seen) != 0) {
+		}
+		assert_int_equal(seen.size(), 2u); // both calls still delivered, once
+		assert_int_equal(A(f) ^ ack_xor(f), 0u);
+	}
+	// Out-of-range arguments: nothing read, nothing marked.
+	bool bad = false;
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 3, &bad), 0u);
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 6, 2, &bad), 0u);
+	assert_int_equal(steal_reap_dead(nullptr, f->lock, 3, 8, 2, &bad), 0u);
+	assert_int_equal(load(word_at(f->ctl, kStealOffDead)) & (1u << 2), 0u);
+}
+
 // ---- exactly once under threads ----------------------------------------------------------
 
 struct Race {
@@ -654,6 +819,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_one_per_claim_leaves_rest_pending, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_senior_blocks_nobody, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_claimant_after_claim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reap_forged_claim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_claimant_arena, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
