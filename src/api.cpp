@@ -15,6 +15,7 @@
 
 #include "src/calls.h"
 #include "src/pool.h"
+#include "src/syncline.h"
 #include "src/wake.h"
 
 using namespace knit::detail;
@@ -106,12 +107,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	if (!keep)
 		c->holds &= ~kHoldEnqueue;
 	const knit_ticket_t t = ticket_of(c);
-	// Release (under mu, like the stop's store of closed; every write of
-	// outstanding is under mu, so a load + store is the increment): pairs
-	// with the acquire loads of outstanding in drained_ready() /
+	// Release (under mu, like the stop's store of closed; an atomic add:
+	// line calls change outstanding without mu, src/syncline.h S1/S7):
+	// pairs with the acquire loads of outstanding in drained_ready() /
 	// knit_complete(): a stop that set closed after us sees this call
 	// outstanding.
-	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + 1);
+	knit_add_acq_rel_64(&p->outstanding, 1);
 	// Counted here, under mu and before the call can complete (undone in
 	// call_undo_locked() when it is refused).
 	mu_counter_add_64(&p->st_enqueued, 1);
@@ -355,6 +356,13 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	// Every failure leaves *out empty (releasing it is then harmless).
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	// The fast path first (src/syncline.h): kLineNo leaves everything to
+	// the ticketed path below, which also reports every argument error.
+	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {
+		const int lr = line_call(&pool->p, task, arg, out, timeout_ns);
+		if (lr != kLineNo)
+			return lr;
+	}
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
 	int rc = enqueue_ex(pool, task, arg, nullptr, nullptr, kCallPrivate, &c, &t, timeout_ns);
@@ -423,6 +431,7 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 
 	if (flags == KNIT_STOP_CANCEL) {
 		cancel_all(p);
+		line_cancel_all(p); // S8: after closed and host_event's fence
 		backlog_drop_completed(p, deadline);
 	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
 		// DRAIN: run passes until every accepted call completed.

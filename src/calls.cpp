@@ -268,11 +268,10 @@ uint64_t call_undo_locked(Pool *p, Call *c)
 {
 	abort_release_locked(p, c);
 	mu_counter_add_64(&p->st_enqueued, (uint64_t)-1); // counted in enqueue()
-	// Release (a load + store: every write of outstanding is under mu):
+	// Release (an atomic add: line calls change outstanding without mu):
 	// pairs with the acquire loads of outstanding in drained_ready() /
 	// knit_complete() (as the increment in enqueue()).
-	const uint64_t before = knit_load_relaxed_64(&p->outstanding);
-	knit_store_release_64(&p->outstanding, before - 1);
+	const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
 	c->holds = 0;
 	free(c->arg_buf);
 	c->arg_buf = nullptr;
@@ -323,12 +322,12 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->cq_tail = c;
 		mu_counter_add_32(&p->cq_count, 1);
 	}
-	// Last, with release (a load + store: every write of outstanding is
-	// under mu): pairs with the acquire load of outstanding in
+	// Last, with release (an atomic add: line calls change outstanding
+	// without mu): pairs with the acquire load of outstanding in
 	// knit_complete() before it reads cq_count: whoever sees this call no
 	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
 	// while a completion is on its way).
-	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) - 1);
+	knit_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
 	return true;
 }
 
@@ -463,6 +462,21 @@ uint64_t owned_register_locked(Pool *p, uint8_t *buf)
 
 } // namespace
 
+void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
+{
+	const uint64_t h = owned_register_locked(p, buf);
+	if (h != 0) {
+		out->reserved[0] = h;
+		out->reserved[1] = owned_check(p, h);
+	} else {
+		// No room to track the bytes: the call still gets its one
+		// completion, as an allocation failure.
+		free(buf);
+		out->status = -KNIT_ENOMEM;
+		memset(&out->result, 0, sizeof out->result);
+	}
+}
+
 // Move a completed record into *out (the bytes change owner) and drop the
 // user hold (under mu).
 void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
@@ -473,19 +487,8 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
 	out->status = c->status;
 	out->task = c->task;
 	out->result = c->result;
-	if (c->result_buf != nullptr) {
-		const uint64_t h = owned_register_locked(p, c->result_buf);
-		if (h != 0) {
-			out->reserved[0] = h;
-			out->reserved[1] = owned_check(p, h);
-		} else {
-			// No room to track the bytes: the call still gets its one
-			// completion, as an allocation failure.
-			free(c->result_buf);
-			out->status = -KNIT_ENOMEM;
-			memset(&out->result, 0, sizeof out->result);
-		}
-	}
+	if (c->result_buf != nullptr)
+		hand_out_bytes_locked(p, c->result_buf, out);
 	c->result_buf = nullptr;
 	memset(&c->result, 0, sizeof c->result);
 	call_unhold_locked(p, c, kHoldUser);

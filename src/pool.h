@@ -60,6 +60,8 @@
 //                        start ns) written by the worker, read by the host
 //                        (hard timeout); [128,256) worker counters (u64 x 16,
 //                        single writer: the worker; relaxed)
+//   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
+//                        kLineBytes per worker lane
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
 //   steal_off            steal topology only: steal control block, submit
@@ -319,12 +321,14 @@ struct Lane {
 	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
+	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----
 	alignas(128) LockProducer req;
 	LockConsumer ret;
-	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
+	uint32_t inflight; // placed and not reaped (worker lanes: relaxed stores, read
+	                   // by line_claim, src/syncline.cpp)
 	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
 	                   // sleeping hosts compare it with the return lock's A)
 	uint32_t staged;   // frames staged in req, not flushed yet
@@ -333,6 +337,10 @@ struct Lane {
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
+	// The line (src/syncline.h): any host thread, by claim.
+	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
+	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
+	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
@@ -341,6 +349,11 @@ struct Lane {
 	LockConsumer wreq;
 	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
+	// The line (src/syncline.h), worker side.
+	uint32_t line_served;   // requests served
+	uint32_t line_fault;    // the last out-of-sequence request word counted
+	uint8_t *line_spill;    // a result too big for the reply block (handed
+	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
 };
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
@@ -426,7 +439,9 @@ struct alignas(128) Pool {
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool
-	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
+	uint64_t outstanding;               // accepted, not completed (atomic read-modify-write:
+	                                    // the ticketed path under mu, line calls without)
+	uint32_t line_cursor;               // the line to try first (relaxed; src/syncline.h)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
 

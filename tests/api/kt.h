@@ -53,6 +53,11 @@
 #define KT_BOUND_S 20.0
 /* Criterion's per-test limit: the last line of defence against a hang. */
 #define KT_TIMEOUT 90.0
+/* A knit_call timeout that never expires in a test: a call with a timeout
+ * is not eligible for the synchronous fast path (knit_call(3)), so this
+ * keeps a knit_call on the ticketed path, where a test observes the
+ * backlog, the lanes' arenas or the steal claims. */
+#define KT_TICKETED_NS ((int64_t)(KT_TIMEOUT * 1e9))
 #define KT(suite, name) Test(suite, name, .timeout = KT_TIMEOUT)
 
 /* Park watchdog used by kt_opts(): long enough that an idle worker never

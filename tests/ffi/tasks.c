@@ -133,7 +133,7 @@ size_t ffi_offsetof(const char *name)
 	O(knit_pool_stats_t, doorbell_arms) O(knit_pool_stats_t, doorbell_wakes)
 	O(knit_pool_stats_t, inline_calls) O(knit_pool_stats_t, proto_errors)
 	O(knit_pool_stats_t, late_drops) O(knit_pool_stats_t, arena_committed_bytes)
-	O(knit_pool_stats_t, reserved) O(knit_pool_stats_t, lane)
+	O(knit_pool_stats_t, sync_calls) O(knit_pool_stats_t, lane)
 #undef O
 	return (size_t)-1;
 }

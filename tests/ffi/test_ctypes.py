@@ -84,8 +84,8 @@ class PoolStats(C.Structure):
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
-                    "late_drops", "arena_committed_bytes")] + [
-        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+                    "late_drops", "arena_committed_bytes", "sync_calls")] + [
+        ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
 
 
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
@@ -233,7 +233,11 @@ def run(lib, tl):
 
     r = call("double", value_i64(21))
     check(r.status == 0 and r.result.type == V_I64 and r.result.i64 == 42, "double(21)")
-    check(r.task == ids["double"] and r.ticket != 0, "completion task/ticket")
+    # The synchronous fast path hands out ticket 0 (knit_call(3)); a call
+    # with a timeout takes the ticketed path and carries its ticket.
+    check(r.task == ids["double"] and r.ticket == 0, "completion task/ticket (fast path)")
+    r = call("double", value_i64(4), timeout_ns=60 * 10**9)
+    check(r.status == 0 and r.result.i64 == 8 and r.ticket != 0, "completion ticket (ticketed path)")
     r = call("echo", value_i64(-2 ** 63))
     check(r.result.i64 == -2 ** 63, "echo INT64_MIN")
     r = call("echo", Value(type=V_F64, f64=float("nan")))
