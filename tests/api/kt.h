@@ -71,6 +71,7 @@
  *                                  returns I64 1 if it saw the abort, 0 if not
  * abort_plain   -                  same function, task not abortable
  * aborted       -                  returns I64 knit_ctx_aborted(ctx)
+ * aborted_abortable ABORTABLE      same as aborted
  * alloc         -                  arg I64 n: result BYTES of n pattern bytes
  *                                  built in knit_ctx_alloc() memory
  * alloc_probe   -                  arg I64 n: returns I64 1 if knit_ctx_alloc(n)
@@ -78,6 +79,7 @@
  * block         -                  counts itself started, waits for the gate
  *                                  (bounded), returns arg
  * block_t50     timeout 50 ms      same as block
+ * block_bytes   -                  block, then as bytes
  * bytes         -                  arg I64 n: result BYTES of n pattern bytes
  *                                  (from a malloc'd buffer, copied by the library)
  * deadline      -                  returns I64 knit_ctx_deadline_ns(ctx)
