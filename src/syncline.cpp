@@ -311,7 +311,10 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 		return kLineNo;
 
 	// S1: count the call, claim a line, then look at closed.
-	knit_add_acq_rel_64(&p->outstanding, 1); // S1 (the fence below makes it seq_cst)
+	// S1 (the fence below makes it seq_cst): pairs with a drain's look at
+	// outstanding after the stop's fence (drained_ready): either it counts
+	// this call or we see closed below.
+	knit_add_acq_rel_64(&p->outstanding, 1);
 	Lane *l = line_claim(p);
 	if (l == nullptr) {
 		outstanding_drop(p);

@@ -24,7 +24,10 @@
 //  - the argument's payload fits the request slot inline (kLinePayload);
 //  - some worker lane's line is IDLE and the CAS that claims it wins. The
 //    caller tries lanes from a relaxed rotating cursor, idle lanes first
-//    (inflight == 0), and never waits for a line: a lost CAS on every
+//    (inflight == 0: the dispatcher stores a worker lane's count with
+//    relaxed stores for this), and never waits for a line (none IDLE, or
+//    the pool closed: the ticketed path, without touching outstanding,
+//    answers as before), and a lost CAS on every
 //    lane falls back. The lane need not be idle: the worker serves the line
 //    between batches, so a sync call waits at most one batch (kWorkerBatch
 //    tasks) behind queued calls, and queued calls never see the line.
@@ -82,9 +85,11 @@
 //     rq_seq == line_served + 1 -> a request. Any other value but
 //     line_served is a protocol fault: counted, not served.
 //  S4 the worker validates the request like the codec validates a frame
-//     (task < ntasks, lane == its own, type known, length <= kLinePayload,
-//     string NUL present) and runs it (run_task; kWcCalls counts it), or
-//     replies -KNIT_EPROTO without running it.
+//     (task < ntasks, lane == its own, type known, BOOL 0/1, length <=
+//     kLinePayload, string NUL present) and runs it (run_task with no
+//     deadline, no abort bit, knit_ctx_alloc memory malloc'd: the return
+//     arena stays the ticketed path's; kWcCalls counts it), or replies
+//     -KNIT_EPROTO without running it.
 //  S5 the worker writes the reply fields (a result that does not fit goes
 //     to line_spill, or -KNIT_ETOOBIG beyond max_payload_bytes exactly as on
 //     the ticketed path), store_release(rp_seq, s), line_served = s; then
