@@ -107,12 +107,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	if (!keep)
 		c->holds &= ~kHoldEnqueue;
 	const knit_ticket_t t = ticket_of(c);
-	// Release (under mu, like the stop's store of closed; an atomic add:
-	// line calls change outstanding without mu, src/syncline.h S1/S7):
-	// pairs with the acquire loads of outstanding in drained_ready() /
+	// Release (under mu, like the stop's store of closed; every write of
+	// outstanding is under mu, so a load + store is the increment): pairs
+	// with the acquire loads of outstanding in drained_ready() /
 	// knit_complete(): a stop that set closed after us sees this call
 	// outstanding.
-	knit_add_acq_rel_64(&p->outstanding, 1);
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + 1);
 	// Counted here, under mu and before the call can complete (undone in
 	// call_undo_locked() when it is refused).
 	mu_counter_add_64(&p->st_enqueued, 1);
@@ -231,7 +231,7 @@ bool complete_ready(Pool *p, void *)
 {
 	if (knit_load_relaxed_32(&p->cq_count) != 0)
 		return true;
-	return knit_load_relaxed_32(&p->closed) && knit_load_relaxed_64(&p->outstanding) == 0;
+	return knit_load_relaxed_32(&p->closed) && none_outstanding(p);
 }
 
 bool call_ready(Pool *, void *arg)
@@ -242,7 +242,7 @@ bool call_ready(Pool *, void *arg)
 
 bool drained_ready(Pool *p, void *)
 {
-	return knit_load_acquire_64(&p->outstanding) == 0;
+	return none_outstanding(p);
 }
 
 } // namespace
@@ -277,7 +277,7 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		// Acquire: pairs with the release decrement of outstanding in
 		// call_complete_locked(), made after the completion was queued: a
 		// zero here means every completion is already counted in cq_count.
-		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
+		if (knit_load_relaxed_32(&p->closed) && none_outstanding(p) &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
 			return -KNIT_ECLOSED; // the fd stays readable (efd_pending)
 		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) || timeout_ns == 0) {

@@ -268,10 +268,11 @@ uint64_t call_undo_locked(Pool *p, Call *c)
 {
 	abort_release_locked(p, c);
 	mu_counter_add_64(&p->st_enqueued, (uint64_t)-1); // counted in enqueue()
-	// Release (an atomic add: line calls change outstanding without mu):
+	// Release (a load + store: every write of outstanding is under mu):
 	// pairs with the acquire loads of outstanding in drained_ready() /
 	// knit_complete() (as the increment in enqueue()).
-	const uint64_t before = knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	const uint64_t before = knit_load_relaxed_64(&p->outstanding);
+	knit_store_release_64(&p->outstanding, before - 1);
 	c->holds = 0;
 	free(c->arg_buf);
 	c->arg_buf = nullptr;
@@ -322,12 +323,12 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->cq_tail = c;
 		mu_counter_add_32(&p->cq_count, 1);
 	}
-	// Last, with release (an atomic add: line calls change outstanding
-	// without mu): pairs with the acquire load of outstanding in
+	// Last, with release (a load + store: every write of outstanding is
+	// under mu): pairs with the acquire load of outstanding in
 	// knit_complete() before it reads cq_count: whoever sees this call no
 	// longer outstanding also sees its completion queued (no -KNIT_ECLOSED
 	// while a completion is on its way).
-	knit_add_acq_rel_64(&p->outstanding, (uint64_t)-1);
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) - 1);
 	return true;
 }
 

@@ -171,7 +171,7 @@ int stage_call(Pool *p, Lane *l, Call *c)
 	int rc = l->req.stage(frame_of(c), c->arg);
 	if (rc < 0)
 		return rc;
-	knit_store_relaxed_32(&l->inflight, l->inflight + 1); // line_claim reads it (relaxed)
+	l->inflight++;
 	l->staged++;
 	c->lane = l->index;
 	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
@@ -360,7 +360,7 @@ bool status_from_worker_ok(int32_t s)
 bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v)
 {
 	if (l->inflight > 0)
-		knit_store_relaxed_32(&l->inflight, l->inflight - 1); // line_claim reads it (relaxed)
+		l->inflight--;
 	int32_t status;
 	knit_value_t val;
 	memset(&val, 0, sizeof val);

@@ -528,7 +528,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.enqueued = knit_load_relaxed_64(&p->st_enqueued) + line_enq;
 	s.completed = knit_load_relaxed_64(&p->st_completed) + line_done;
 	s.sync_calls = line_done;
-	s.pending = knit_load_relaxed_64(&p->outstanding);
+	s.pending = knit_load_relaxed_64(&p->outstanding) + knit_load_relaxed_64(&p->line_outstanding);
 	s.backlog = knit_load_relaxed_64(&p->backlog_count);
 	s.backlog_high_water = knit_load_relaxed_64(&p->backlog_hw);
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);

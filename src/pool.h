@@ -327,8 +327,7 @@ struct Lane {
 	// ---- host half (dispatcher holder only, unless noted) ----
 	alignas(128) LockProducer req;
 	LockConsumer ret;
-	uint32_t inflight; // placed and not reaped (worker lanes: relaxed stores, read
-	                   // by line_claim, src/syncline.cpp)
+	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
 	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
 	                   // sleeping hosts compare it with the return lock's A)
 	uint32_t staged;   // frames staged in req, not flushed yet
@@ -354,6 +353,11 @@ struct Lane {
 	uint32_t line_fault;    // the last out-of-sequence request word counted
 	uint8_t *line_spill;    // a result too big for the reply block (handed
 	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
+
+	// ---- the worker's busy hint, on a block of its own: the worker
+	// stores it when it changes (per batch), host threads read it when
+	// they choose a line (src/syncline.h) ----
+	alignas(128) uint32_t busy; // 1 while the worker runs ticketed calls (relaxed)
 };
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
@@ -439,8 +443,9 @@ struct alignas(128) Pool {
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool
-	uint64_t outstanding;               // accepted, not completed (atomic read-modify-write:
-	                                    // the ticketed path under mu, line calls without)
+	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
+	uint64_t line_outstanding;          // line calls not completed (atomic read-modify-write,
+	                                    // src/syncline.h S1/S7; no mu)
 	uint32_t line_cursor;               // the line to try first (relaxed; src/syncline.h)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
@@ -477,6 +482,15 @@ struct alignas(128) Pool {
 inline int64_t earliest_deadline(Pool *p)
 {
 	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+}
+
+// No call outstanding on either path (any thread). Acquire: pairs with the
+// release decrements of outstanding (call_complete_locked, made after the
+// completion was queued) and of line_outstanding (src/syncline.cpp S7).
+// The two counters keep the ticketed path's writes plain under mu.
+inline bool none_outstanding(Pool *p)
+{
+	return knit_load_acquire_64(&p->outstanding) == 0 && knit_load_acquire_64(&p->line_outstanding) == 0;
 }
 
 // ---- fork (src/pool.cpp) ----------------------------------------------------------------

@@ -98,16 +98,16 @@ bool inline_value_ok(uint32_t type, uint64_t scalar, const uint8_t *payload)
 	}
 }
 
-// outstanding -= 1 for a line call (S7, or S1's undo). Reaching 0 matters
+// line_outstanding -= 1 (S7, or S1's undo). Reaching 0 matters
 // only to a stop (DRAIN waits for it; knit_complete and the fd report a
 // drained closed pool): S7 edge, the fence pairs with the stop's store of
 // closed + host_event's fence: either we see closed here or the stop's
 // later re-check of outstanding sees our decrement.
 void outstanding_drop(Pool *p)
 {
-	// Release: pairs with the acquire loads of outstanding in
-	// drained_ready() / knit_complete().
-	if (knit_fetch_add_acq_rel_64(&p->outstanding, (uint64_t)-1) != 1)
+	// Release: pairs with the acquire load in none_outstanding() (a drain,
+	// knit_complete, the completion fd).
+	if (knit_fetch_add_acq_rel_64(&p->line_outstanding, (uint64_t)-1) != 1)
 		return;
 	knit_fence_seq_cst(); // S7: pairs with the stop's fence after closed
 	if (knit_load_relaxed_32(&p->closed))
@@ -121,15 +121,15 @@ Lane *line_claim(Pool *p)
 {
 	const uint32_t n = p->nworkers;
 	const uint32_t start = knit_load_relaxed_32(&p->line_cursor) % n;
-	// Idle lanes first (nothing of the ticketed path in flight there, so
-	// the worker answers at once), then any lane with a free line.
+	// Idle workers first (not running ticketed calls, so the worker answers
+	// at once), then any lane with a free line.
 	for (uint32_t pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < n; i++) {
 			const uint32_t w = (start + i) % n;
 			Lane *l = &p->lanes[w];
 			if (knit_load_relaxed_32(&l->line_state) != kLineIdle)
 				continue;
-			if (pass == 0 && knit_load_relaxed_32(&l->inflight) != 0)
+			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;
 			// S1 / S9, acq_rel: pairs with the previous holder's release
 			// CAS (S6) or store of IDLE (S1's undo): its use of the slot
@@ -306,15 +306,16 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	if (codec_has_bytes(v.type) && codec_stored_bytes(v.type, v.len) > kLinePayload)
 		return kLineNo;
 	// A closed pool, or no free line: the ticketed path (which answers
-	// -KNIT_ECLOSED on a closed pool) without touching outstanding.
+	// -KNIT_ECLOSED on a closed pool) without touching line_outstanding.
 	if (knit_load_relaxed_32(&p->closed) || !line_any_idle(p))
 		return kLineNo;
 
-	// S1: count the call, claim a line, then look at closed.
+	// S1: count the call, claim a line, then look at closed. (Line calls
+	// have their own count: the ticketed path's stays written under mu.)
 	// S1 (the fence below makes it seq_cst): pairs with a drain's look at
-	// outstanding after the stop's fence (drained_ready): either it counts
-	// this call or we see closed below.
-	knit_add_acq_rel_64(&p->outstanding, 1);
+	// the counts after the stop's fence (none_outstanding): either it
+	// counts this call or we see closed below.
+	knit_add_acq_rel_64(&p->line_outstanding, 1);
 	Lane *l = line_claim(p);
 	if (l == nullptr) {
 		outstanding_drop(p);

@@ -23,10 +23,11 @@
 //    and the task not abortable (no abort bit to allocate);
 //  - the argument's payload fits the request slot inline (kLinePayload);
 //  - some worker lane's line is IDLE and the CAS that claims it wins. The
-//    caller tries lanes from a relaxed rotating cursor, idle lanes first
-//    (inflight == 0: the dispatcher stores a worker lane's count with
-//    relaxed stores for this), and never waits for a line (none IDLE, or
-//    the pool closed: the ticketed path, without touching outstanding,
+//    caller tries lanes from a relaxed rotating cursor, idle workers first
+//    (Lane::busy == 0: the worker's hint, set while it runs a batch of
+//    ticketed calls; under the steal topology the host cannot know which
+//    worker holds a long task otherwise), and never waits for a line (none IDLE, or
+//    the pool closed: the ticketed path, without touching line_outstanding,
 //    answers as before), and a lost CAS on every
 //    lane falls back. The lane need not be idle: the worker serves the line
 //    between batches, so a sync call waits at most one batch (kWorkerBatch
@@ -58,6 +59,8 @@
 //                           calls enqueued (stats, relaxed)
 //               line_done   line calls completed (stats, relaxed), claim
 //                           holder only
+//    busy (own block): the worker's hint, 1 while it runs ticketed calls
+//               (relaxed; worker stores, callers read in S1)
 //    worker half: line_served  requests served (worker only)
 //                 line_fault   the last out-of-sequence rq_seq counted (worker)
 //                 line_spill   malloc'd result bytes too big for the reply
@@ -70,11 +73,13 @@
 //
 // Protocol (a request is sequence s = line_seq + 1; the worker serves
 // exactly line_served + 1):
-//  S1 admit and claim: add(outstanding, 1) (every write of outstanding is an
-//     atomic read-modify-write, on the ticketed path too); CAS line_state
-//     IDLE -> CLAIMED (acq_rel; lost: undo outstanding, fall back); a
+//  S1 admit and claim: add(line_outstanding, 1) (Pool::line_outstanding:
+//     line calls' own count, an atomic read-modify-write, so the ticketed
+//     path's outstanding stays written under mu; whoever waits for "no call
+//     outstanding" reads both, none_outstanding() in pool.h); CAS line_state
+//     IDLE -> CLAIMED (acq_rel; lost: undo the count, fall back); a
 //     seq_cst fence (what makes the two steps seq_cst); then load closed:
-//     set -> line_state = IDLE, undo outstanding (ring host waiters if it
+//     set -> line_state = IDLE, undo the count (ring host waiters if it
 //     reached 0), return -KNIT_ECLOSED. The claim comes BEFORE the closed
 //     load so a knit_stop(CANCEL) either sees the claim or the caller sees
 //     closed (model: MUTANT_CLOSED_BEFORE_CLAIM hangs the caller).
@@ -113,9 +118,9 @@
 //     completion of this call) counts it completed; knit_pool_stats adds
 //     both into enqueued / completed (st_enqueued and st_completed are
 //     written under mu only) and reports the sum of line_done as sync_calls.
-//     outstanding -= 1; when that reached 0: seq_cst fence, load closed, and
+//     line_outstanding -= 1; when it reached 0: seq_cst fence, load closed, and
 //     host_event if it is set (a knit_stop(DRAIN) waits for it; before a
-//     stop nobody waits for outstanding to reach 0). The
+//     stop nobody waits for the counts to reach 0). The
 //     completion is handed out as knit_call's today: ticket 0 is never a
 //     valid ticket, so out->ticket = 0 marks "no ticket" for the fast path
 //     (knit_cancel on it is -KNIT_ENOTFOUND, as for any unknown ticket);
@@ -128,7 +133,7 @@
 //     observable behaviour of the ticketed path. A CANCELLED line is never
 //     claimed again (the pool is closed for good); the worker may serve it or
 //     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
-//     nothing new: outstanding covers line calls, and the worker serves a
+//     nothing new: none_outstanding() covers line calls, and the worker serves a
 //     line request before it can see a stop requested after the drain.
 //
 // Exactly once: only the caller completes a line call (the canceller only
@@ -139,9 +144,9 @@
 //
 //  edge                                    this side                         pairs with
 //  --------------------------------------  --------------------------------  -----------
-//  S1 claim, then look at closed           add(outstanding); CAS line_state  S8 (and stop's
-//                                          (acq_rel); seq_cst fence; load    closed store +
-//                                          closed                            host_event fence)
+//  S1 claim, then look at closed           add(line_outstanding); CAS        S8 (and stop's
+//                                          line_state (acq_rel); seq_cst     closed store +
+//                                          fence; load closed                host_event fence)
 //  S2 request fields -> publish            store_release(rq_seq)             S3
 //  S2' publish, then look for a park       seq_cst fence; load parked        W2 (wake.h)
 //  S3 see the request                      load_acquire(rq_seq)              S2
@@ -155,8 +160,8 @@
 //  S9 next claim after a release           CAS IDLE -> CLAIMED (acq_rel)     S6's release CAS
 //                                          (line_seq and the slot are the    (or S1's store
 //                                          new holder's only after it)       of IDLE)
-//  S7 outstanding reached 0, then look     add(outstanding, -1); seq_cst     stop's closed
-//     at closed                            fence; load closed                store + fence
+//  S7 line_outstanding reached 0, then     add(line_outstanding, -1);        stop's closed
+//     look at closed                       seq_cst fence; load closed        store + fence
 //
 // Where it plugs in (one call into this room each; the rooms' own logic
 // stays where it is):
@@ -237,6 +242,14 @@ inline bool line_pending(Lane *l)
 {
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
 	       l->line_served + 1;
+}
+// The worker's busy hint (worker lane l's thread): 1 while it runs ticketed
+// calls, so a caller prefers the lines of idle workers (S1). Only a hint:
+// relaxed, and stored only when it changes.
+inline void line_busy(Lane *l, uint32_t busy)
+{
+	if (l->busy != busy)
+		knit_store_relaxed_32(&l->busy, busy);
 }
 // S3-S5 (worker lane l's thread, once per loop pass): serve the line's
 // request if one waits. True when it served one.

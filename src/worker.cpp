@@ -449,11 +449,13 @@ void *worker_main(void *arg)
 		if (w->pend_count != 0 && publish_pending(l))
 			progressed = true;
 		if (w->held_count != 0) {
+			line_busy(l, 1); // callers prefer idle workers' lines
 			run_batch(l);
 			progressed = true;
 		}
 		if (progressed)
 			continue;
+		line_busy(l, 0);
 		if (spin_capped(l, spin_ns, spin_cap)) {
 			counter_bump(lane_counter(l->ext, kWcSpins));
 			continue;

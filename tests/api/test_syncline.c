@@ -608,3 +608,41 @@ KT(syncline, steal_topology_uses_lines)
 	cr_expect_eq(s.lane[0].steal_claims + s.lane[1].steal_claims, 0);
 	kt_destroy(pool);
 }
+
+/* A worker held in a long ticketed task is not where a line call waits
+ * when another worker is idle: the caller prefers lines of idle workers
+ * (steal: the host does not know which worker claimed the task; lanes: the
+ * same). Every call completes on the idle worker while the other is held. */
+static void busy_worker_avoided(uint32_t topology)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 2);
+	o.topology = topology;
+	o.spin_us = KNIT_ZERO; /* parked workers: steal wakes worker 0 first */
+	knit_pool_t *pool = kt_pool(&o);
+	if (topology == KNIT_TOPOLOGY_LANES)
+		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(1), NULL, KNIT_CALL_LANE, 0, 0);
+	else
+		kt_enq(pool, kt_id(pool, "block"), kt_i64(1), NULL);
+	cr_assert(kt_wait_started(1));
+	knit_completion_t c;
+	cr_assert_eq(knit_complete(pool, &c, 1, 0), 0);
+	int lane = -1;
+	for (int i = 0; i < 50; i++) {
+		c = line_call(pool, "lane", kt_none());
+		cr_assert_eq(c.status, 0);
+		if (lane < 0)
+			lane = (int)c.result.i64;
+		cr_assert_eq(c.result.i64, lane, "call %d ran on lane %lld", i, (long long)c.result.i64);
+	}
+	/* The held task is still running: no call waited for it. */
+	cr_assert_eq(knit_complete(pool, &c, 1, 0), 0, "a line call waited for the held worker");
+	kt_gate_open();
+	kt_reap1(pool, &c);
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.i64, 1);
+	kt_destroy(pool);
+}
+
+KT(syncline, busy_worker_avoided_steal) { busy_worker_avoided(KNIT_TOPOLOGY_STEAL); }
+KT(syncline, busy_worker_avoided_lanes) { busy_worker_avoided(KNIT_TOPOLOGY_LANES); }
