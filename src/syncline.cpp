@@ -351,6 +351,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 			rq[kLineHeadBytes + v.len] = 0;
 	}
 	knit_store_relaxed_64(&l->line_seq, seq64); // counted enqueued (stats)
+	KNIT_TRACE_TASK_ENQUEUE(p, p->steal.on ? kStealLane : l->index, line_trace_id(l->index, s));
 	// S2, release: pairs with the worker's acquire load of rq_seq (S3).
 	knit_store_release_32(line_word(rq, kLineOffSeq), s);
 	// S2' / W1: pairs with the worker's W2 fence between its store of
@@ -387,6 +388,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	}
 
 	// S7: the completion, as knit_call's (ticket 0: never a valid ticket).
+	KNIT_TRACE_TASK_COMPLETE(p, line_trace_id(l->index, s), status);
 	out->ticket = 0;
 	out->user_data = nullptr;
 	out->status = status;
@@ -441,9 +443,9 @@ bool line_serve(Lane *l)
 		ctx.wlane = nullptr; // knit_ctx_alloc: malloc'd (the return arena is the ticketed path's)
 		memset(&ctx.res, 0, sizeof ctx.res);
 		TaskOutcome o;
-		KNIT_TRACE_TASK_START(p, l->index, 0);
+		KNIT_TRACE_TASK_START(p, l->index, line_trace_id(l->index, want));
 		run_task(p, &ctx, task, arg, &o);
-		KNIT_TRACE_TASK_DONE(p, l->index, 0, o.status);
+		KNIT_TRACE_TASK_DONE(p, l->index, line_trace_id(l->index, want), o.status);
 		counter_bump(lane_counter(l->ext, kWcCalls));
 		status = o.status;
 		if (status == 0 || status == -KNIT_ETASK) {

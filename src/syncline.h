@@ -228,6 +228,14 @@ inline uint64_t line_area_off(uint32_t nlanes)
 	return align_up(kPoolOffLaneExt + (uint64_t)nlanes * kLaneExtBytes, kBlock);
 }
 
+// The id the trace probes (src/trace.h) give a line call, which has no
+// ticket: unique per lane and sequence, and never a ticket (its index part
+// is one no record reaches, kTicketIndexMax + lane), so knit-trace pairs a
+// line call's enqueue, start, done and complete like any call's. Its
+// task_enqueue names the lane (steal topology: the pool-level pseudo-lane,
+// as for every call of a steal pool).
+inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s << 32) | (kTicketIndexMax + lane); }
+
 // knit_call's fast path: 0 with *out filled, -KNIT_ECLOSED (the pool closed
 // after the claim: no call was made), or kLineNo: not eligible, or no line
 // free, and nothing changed: take the ticketed path. The arguments were
