@@ -112,5 +112,5 @@ KNIT_AT(knit_pool_stats_t, inline_calls, 72);
 KNIT_AT(knit_pool_stats_t, proto_errors, 80);
 KNIT_AT(knit_pool_stats_t, late_drops, 88);
 KNIT_AT(knit_pool_stats_t, arena_committed_bytes, 96);
-KNIT_AT(knit_pool_stats_t, reserved, 104);
+KNIT_AT(knit_pool_stats_t, sync_calls, 104);
 KNIT_AT(knit_pool_stats_t, lane, 112);

@@ -295,7 +295,8 @@ typedef struct knit_pool_stats {
 	uint64_t late_drops;         /* results for calls completed already */
 	uint64_t arena_committed_bytes; /* payload arena bytes committed now: every
 					   lane, both directions, the submit arena */
-	uint64_t reserved[1];
+	uint64_t sync_calls;         /* knit_call calls completed on the fast path
+					(counted in enqueued and completed too) */
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 } knit_pool_stats_t;
 

@@ -15,6 +15,7 @@
 
 #include "src/calls.h"
 #include "src/pool.h"
+#include "src/syncline.h"
 #include "src/wake.h"
 
 using namespace knit::detail;
@@ -230,7 +231,7 @@ bool complete_ready(Pool *p, void *)
 {
 	if (knit_load_relaxed_32(&p->cq_count) != 0)
 		return true;
-	return knit_load_relaxed_32(&p->closed) && knit_load_relaxed_64(&p->outstanding) == 0;
+	return knit_load_relaxed_32(&p->closed) && none_outstanding(p);
 }
 
 bool call_ready(Pool *, void *arg)
@@ -241,7 +242,7 @@ bool call_ready(Pool *, void *arg)
 
 bool drained_ready(Pool *p, void *)
 {
-	return knit_load_acquire_64(&p->outstanding) == 0;
+	return none_outstanding(p);
 }
 
 } // namespace
@@ -276,7 +277,7 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		// Acquire: pairs with the release decrement of outstanding in
 		// call_complete_locked(), made after the completion was queued: a
 		// zero here means every completion is already counted in cq_count.
-		if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0 &&
+		if (knit_load_relaxed_32(&p->closed) && none_outstanding(p) &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
 			return -KNIT_ECLOSED; // the fd stays readable (efd_pending)
 		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) || timeout_ns == 0) {
@@ -384,6 +385,13 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	// Every failure leaves *out empty (releasing it is then harmless).
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	// The fast path first (src/syncline.h): kLineNo leaves everything to
+	// the ticketed path below, which also reports every argument error.
+	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {
+		const int lr = line_call(&pool->p, task, arg, out, timeout_ns);
+		if (lr != kLineNo)
+			return lr;
+	}
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
 	int rc = enqueue_ex(pool, task, arg, nullptr, nullptr, kCallPrivate, &c, &t, timeout_ns);
@@ -455,6 +463,7 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 
 	if (flags == KNIT_STOP_CANCEL) {
 		cancel_all(p);
+		line_cancel_all(p); // S8: after closed and host_event's fence
 		backlog_drop_completed(p, deadline);
 	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
 		// DRAIN: run passes until every accepted call completed.

@@ -465,6 +465,21 @@ uint64_t owned_register_locked(Pool *p, uint8_t *buf)
 
 } // namespace
 
+void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
+{
+	const uint64_t h = owned_register_locked(p, buf);
+	if (h != 0) {
+		out->reserved[0] = h;
+		out->reserved[1] = owned_check(p, h);
+	} else {
+		// No room to track the bytes: the call still gets its one
+		// completion, as an allocation failure.
+		free(buf);
+		out->status = -KNIT_ENOMEM;
+		memset(&out->result, 0, sizeof out->result);
+	}
+}
+
 // Move a completed record into *out (the bytes change owner) and drop the
 // user hold (under mu).
 void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
@@ -475,19 +490,8 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
 	out->status = c->status;
 	out->task = c->task;
 	out->result = c->result;
-	if (c->result_buf != nullptr) {
-		const uint64_t h = owned_register_locked(p, c->result_buf);
-		if (h != 0) {
-			out->reserved[0] = h;
-			out->reserved[1] = owned_check(p, h);
-		} else {
-			// No room to track the bytes: the call still gets its one
-			// completion, as an allocation failure.
-			free(c->result_buf);
-			out->status = -KNIT_ENOMEM;
-			memset(&out->result, 0, sizeof out->result);
-		}
-	}
+	if (c->result_buf != nullptr)
+		hand_out_bytes_locked(p, c->result_buf, out);
 	c->result_buf = nullptr;
 	memset(&c->result, 0, sizeof c->result);
 	call_unhold_locked(p, c, kHoldUser);

@@ -57,6 +57,11 @@ int deadline_timer_open_locked(Pool *p);
 // Move a completed record into *out (the result bytes change owner: a
 // handle in out->reserved names them) and drop the user hold (under mu).
 void hand_out_locked(Pool *p, Call *c, knit_completion_t *out);
+// Give result bytes (buf, out->result's data) to completion *out: register
+// them for knit_completion_release (a handle in out->reserved), or, when the
+// registry cannot grow, free them and make *out an -KNIT_ENOMEM completion
+// (under mu). src/syncline.cpp hands out line calls with it.
+void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out);
 // Hand out up to max queued completions (takes mu). Returns how many.
 int deliver(Pool *p, knit_completion_t *out, unsigned max);
 // Free the result bytes completion *c owns (knit_completion_release(3)):

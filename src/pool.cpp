@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "src/pool.h"
+#include "src/syncline.h"
 
 using namespace knit::detail;
 
@@ -121,6 +122,7 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
 
 struct RegionPlan {
+	uint64_t line_off; // the worker lanes' lines (src/syncline.h)
 	uint64_t abort_off;
 	uint64_t lanes_off;
 	uint64_t stride;
@@ -132,7 +134,8 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 {
 	RegionPlan r;
 	const uint64_t cap = arena_capacity(cfg);
-	r.abort_off = align_up(kPoolOffLaneExt + (uint64_t)nlanes * kLaneExtBytes, kBlock);
+	r.line_off = line_area_off(nlanes);
+	r.abort_off = align_up(r.line_off + (uint64_t)cfg.workers * kLineBytes, kBlock);
 	r.lanes_off = align_up(r.abort_off + (uint64_t)abort_words * 4, kArenaAlign);
 	r.stride = lane_block_bytes(cap, cap);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
@@ -440,6 +443,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		l->ext = lane_ext(p, i);
 		if (l->is_inline)
 			continue;
+		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
 		rc = attach_lane(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
 		if (rc != 0) {
 			pool_free(kp);
@@ -479,6 +483,7 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 	// a worker stuck in a task is waited for (threads cannot be killed).
 	knit_stop(pool, KNIT_STOP_CANCEL, -1);
 	join_workers(p);
+	line_free(p); // spills of cancelled line calls nobody took
 	pool_free(pool);
 	return 0;
 }
@@ -523,9 +528,12 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.lanes = p->nlanes;
 	s.topology = p->cfg.topology;
 	s.workers = p->nworkers;
-	s.enqueued = knit_load_relaxed_64(&p->st_enqueued);
-	s.completed = knit_load_relaxed_64(&p->st_completed);
-	s.pending = knit_load_relaxed_64(&p->outstanding);
+	uint64_t line_enq, line_done;
+	line_stats(p, &line_enq, &line_done);
+	s.enqueued = knit_load_relaxed_64(&p->st_enqueued) + line_enq;
+	s.completed = knit_load_relaxed_64(&p->st_completed) + line_done;
+	s.sync_calls = line_done;
+	s.pending = knit_load_relaxed_64(&p->outstanding) + knit_load_relaxed_64(&p->line_outstanding);
 	s.backlog = knit_load_relaxed_64(&p->backlog_count);
 	s.backlog_high_water = knit_load_relaxed_64(&p->backlog_hw);
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);

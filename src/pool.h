@@ -60,6 +60,8 @@
 //                        start ns) written by the worker, read by the host
 //                        (hard timeout); [128,256) worker counters (u64 x 16,
 //                        single writer: the worker; relaxed)
+//   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
+//                        kLineBytes per worker lane
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
 //   steal_off            steal topology only: steal control block, submit
@@ -320,6 +322,7 @@ struct Lane {
 	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
+	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----
@@ -337,6 +340,10 @@ struct Lane {
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
+	// The line (src/syncline.h): any host thread, by claim.
+	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
+	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
+	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
@@ -345,6 +352,16 @@ struct Lane {
 	LockConsumer wreq;
 	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
+	// The line (src/syncline.h), worker side.
+	uint32_t line_served;   // requests served
+	uint32_t line_fault;    // the last out-of-sequence request word counted
+	uint8_t *line_spill;    // a result too big for the reply block (handed
+	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
+
+	// ---- the worker's busy hint, on a block of its own: the worker
+	// stores it when it changes (per batch), host threads read it when
+	// they choose a line (src/syncline.h) ----
+	alignas(128) uint32_t busy; // 1 while the worker runs ticketed calls (relaxed)
 };
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
@@ -435,6 +452,9 @@ struct alignas(128) Pool {
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool
 	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
+	uint64_t line_outstanding;          // line calls not completed (atomic read-modify-write,
+	                                    // src/syncline.h S1/S7; no mu)
+	uint32_t line_cursor;               // the line to try first (relaxed; src/syncline.h)
 	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
 	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
 
@@ -470,6 +490,15 @@ struct alignas(128) Pool {
 inline int64_t earliest_deadline(Pool *p)
 {
 	return (int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline));
+}
+
+// No call outstanding on either path (any thread). Acquire: pairs with the
+// release decrements of outstanding (call_complete_locked, made after the
+// completion was queued) and of line_outstanding (src/syncline.cpp S7).
+// The two counters keep the ticketed path's writes plain under mu.
+inline bool none_outstanding(Pool *p)
+{
+	return knit_load_acquire_64(&p->outstanding) == 0 && knit_load_acquire_64(&p->line_outstanding) == 0;
 }
 
 // ---- fork (src/pool.cpp) ----------------------------------------------------------------

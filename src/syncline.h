@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: MIT
-// src/syncline.h - the synchronous call line of a worker lane: the contract
-// of the knit_call fast path (protocol, words, pairing table, lifecycle),
-// proved by tests/model/syncline.pml.
-//
-// Status: contract and model only. No room implements it yet (there is no
-// src/syncline.cpp and nothing includes this header); knit_call still takes
-// the ticketed path for every call. The layout below is the one an
-// implementation must use; the constants are checked at compile time.
+// src/syncline.h - the synchronous call line of a worker lane: the room of
+// the knit_call fast path (protocol, words, pairing table, lifecycle),
+// proved by tests/model/syncline.pml. Implemented in src/syncline.cpp.
 //
 // Why: a knit_call that has nothing to track (no deadline, no abort bit)
 // needs none of the ticket table, the mutex, the backlog, the dispatcher
@@ -21,17 +16,24 @@
 //  - thread workers (the line's spill hand-off and the Lane words below live
 //    in process-private memory) and no hard timeout (hard_timeout_ms == 0:
 //    the running-stamp watchdog and the forced stop stay the dispatcher's);
+//  - no inline lane (KNIT_INLINE_OFF: with one, the balancer's rotation
+//    includes the host's own lane, so where a call runs stays the
+//    dispatcher's choice);
 //  - timeout_ns <= 0 and the task's timeout_ms == 0 (no deadline to track),
 //    and the task not abortable (no abort bit to allocate);
 //  - the argument's payload fits the request slot inline (kLinePayload);
 //  - some worker lane's line is IDLE and the CAS that claims it wins. The
-//    caller tries lanes from a relaxed rotating cursor, idle lanes first
-//    (inflight == 0), and never waits for a line: a lost CAS on every
+//    caller tries lanes from a relaxed rotating cursor, idle workers first
+//    (Lane::busy == 0: the worker's hint, set while it runs a batch of
+//    ticketed calls; under the steal topology the host cannot know which
+//    worker holds a long task otherwise), and never waits for a line (none IDLE, or
+//    the pool closed: the ticketed path, without touching line_outstanding,
+//    answers as before), and a lost CAS on every
 //    lane falls back. The lane need not be idle: the worker serves the line
 //    between batches, so a sync call waits at most one batch (kWorkerBatch
 //    tasks) behind queued calls, and queued calls never see the line.
 //
-// Words (per worker lane; the line's region area is new: kLineAreaOff after
+// Words (per worker lane; the line's region area: line_area_off() after
 // the lane extensions, kLineBytes per worker lane):
 //
 //  region (shared; nothing read from it is trusted)
@@ -40,28 +42,44 @@
 //       0   128  request block claim holder        worker: acquire load of rq_seq (S3)
 //                 +0  u32 rq_seq   release store (S2), after the fields below
 //                 +4  u32 task     +8  u32 lane (echo check)  +12 u32 value type
-//                 +16 u64 scalar / payload length  +24 u64 reserved (0)
+//                 +16 u64 scalar / payload length  +24 i32 error code (ERROR)
+//                 +28 u32 reserved (0)
 //                 +32 kLinePayload payload bytes (bytes, string + NUL, error text)
 //     128   128  reply block   worker              claim holder: acquire load of rp_seq (S6)
 //                 +0  u32 rp_seq   release store (S5), after the fields below
 //                 +4  u32 lane     +8  i32 status  +12 u32 value type
 //                 +16 u64 scalar / payload length  +24 u32 where (0 inline, 1 spill)
+//                 +28 i32 error code (ERROR)
 //                 +32 kLinePayload payload bytes
-//  Lane (process-private)
-//    host half: line_state  LineState, CAS by any host thread (S1, S4, S8)
-//               line_seq    requests published, claim holder only (never read
-//                           back from the region)
+//  Lane (process-private; `line` points at the lane's line in the region)
+//    host half: line_state  LineState, CAS by any host thread (S1, S6, S8)
+//               line_seq    requests published (u64; its low 32 bits are the
+//                           sequence), claim holder only (never read back
+//                           from the region); also the lane's count of line
+//                           calls enqueued (stats, relaxed)
+//               line_done   line calls completed (stats, relaxed), claim
+//                           holder only
+//    busy (own block): the worker's hint, 1 while it runs ticketed calls
+//               (relaxed; worker stores, callers read in S1)
 //    worker half: line_served  requests served (worker only)
+//                 line_fault   the last out-of-sequence rq_seq counted (worker)
 //                 line_spill   malloc'd result bytes too big for the reply
 //                              block, with their length; handed over by the
 //                              release store of rp_seq, taken (freed or owned)
-//                              by the claim holder after S6
+//                              by the claim holder after S6, which clears it;
+//                              a spill nobody took (its call was cancelled
+//                              first) is freed by knit_pool_destroy after the
+//                              workers are joined (line_free)
 //
 // Protocol (a request is sequence s = line_seq + 1; the worker serves
 // exactly line_served + 1):
-//  S1 admit and claim: add_seq_cst(outstanding, 1); CAS line_state IDLE ->
-//     CLAIMED (acq_rel; lost: undo outstanding, fall back); then load closed:
-//     set -> line_state = IDLE, undo outstanding (ring host waiters if it
+//  S1 admit and claim: add(line_outstanding, 1) (Pool::line_outstanding:
+//     line calls' own count, an atomic read-modify-write, so the ticketed
+//     path's outstanding stays written under mu; whoever waits for "no call
+//     outstanding" reads both, none_outstanding() in pool.h); CAS line_state
+//     IDLE -> CLAIMED (acq_rel; lost: undo the count, fall back); a
+//     seq_cst fence (what makes the two steps seq_cst); then load closed:
+//     set -> line_state = IDLE, undo the count (ring host waiters if it
 //     reached 0), return -KNIT_ECLOSED. The claim comes BEFORE the closed
 //     load so a knit_stop(CANCEL) either sees the claim or the caller sees
 //     closed (model: MUTANT_CLOSED_BEFORE_CLAIM hangs the caller).
@@ -72,9 +90,11 @@
 //     rq_seq == line_served + 1 -> a request. Any other value but
 //     line_served is a protocol fault: counted, not served.
 //  S4 the worker validates the request like the codec validates a frame
-//     (task < ntasks, lane == its own, type known, length <= kLinePayload,
-//     string NUL present) and runs it (run_task; kWcCalls counts it), or
-//     replies -KNIT_EPROTO without running it.
+//     (task < ntasks, lane == its own, type known, BOOL 0/1, length <=
+//     kLinePayload, string NUL present) and runs it (run_task with no
+//     deadline, no abort bit, knit_ctx_alloc memory malloc'd: the return
+//     arena stays the ticketed path's; kWcCalls counts it), or replies
+//     -KNIT_EPROTO without running it.
 //  S5 the worker writes the reply fields (a result that does not fit goes
 //     to line_spill, or -KNIT_ETOOBIG beyond max_payload_bytes exactly as on
 //     the ticketed path), store_release(rp_seq, s), line_served = s; then
@@ -93,9 +113,14 @@
 //     and the call completes with -KNIT_ECLOSED. Reading before releasing is
 //     what keeps the next claim holder's request from overwriting this reply
 //     (model: MUTANT_RELEASE_BEFORE_READ returns another caller's value).
-//  S7 completion: st_enqueued was counted at S2, st_completed and the
-//     sync_calls stat (knit_pool_stats_t reserved[0]) now; outstanding -= 1,
-//     host_event if it reached 0 (a knit_stop(DRAIN) waits for it). The
+//  S7 completion: line_seq counted the call as enqueued at S2, line_done
+//     (stored by the claim holder before its S6 CAS: either outcome is a
+//     completion of this call) counts it completed; knit_pool_stats adds
+//     both into enqueued / completed (st_enqueued and st_completed are
+//     written under mu only) and reports the sum of line_done as sync_calls.
+//     line_outstanding -= 1; when it reached 0: seq_cst fence, load closed, and
+//     host_event if it is set (a knit_stop(DRAIN) waits for it; before a
+//     stop nobody waits for the counts to reach 0). The
 //     completion is handed out as knit_call's today: ticket 0 is never a
 //     valid ticket, so out->ticket = 0 marks "no ticket" for the fast path
 //     (knit_cancel on it is -KNIT_ENOTFOUND, as for any unknown ticket);
@@ -108,7 +133,7 @@
 //     observable behaviour of the ticketed path. A CANCELLED line is never
 //     claimed again (the pool is closed for good); the worker may serve it or
 //     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
-//     nothing new: outstanding covers line calls, and the worker serves a
+//     nothing new: none_outstanding() covers line calls, and the worker serves a
 //     line request before it can see a stop requested after the drain.
 //
 // Exactly once: only the caller completes a line call (the canceller only
@@ -119,9 +144,9 @@
 //
 //  edge                                    this side                         pairs with
 //  --------------------------------------  --------------------------------  -----------
-//  S1 claim, then look at closed           add_seq_cst(outstanding);         S8 (and stop's
-//                                          CAS line_state (acq_rel); load    closed store +
-//                                          closed                            host_event fence)
+//  S1 claim, then look at closed           add(line_outstanding); CAS        S8 (and stop's
+//                                          line_state (acq_rel); seq_cst     closed store +
+//                                          fence; load closed                host_event fence)
 //  S2 request fields -> publish            store_release(rq_seq)             S3
 //  S2' publish, then look for a park       seq_cst fence; load parked        W2 (wake.h)
 //  S3 see the request                      load_acquire(rq_seq)              S2
@@ -133,8 +158,10 @@
 //  S8 closed, then look at the lines       host_event's seq_cst fence; CAS   S1, S6
 //                                          line_state CLAIMED -> CANCELLED
 //  S9 next claim after a release           CAS IDLE -> CLAIMED (acq_rel)     S6's release CAS
-//                                          (line_seq and the slot are the
-//                                          new holder's only after it)
+//                                          (line_seq and the slot are the    (or S1's store
+//                                          new holder's only after it)       of IDLE)
+//  S7 line_outstanding reached 0, then     add(line_outstanding, -1);        stop's closed
+//     look at closed                       seq_cst fence; load closed        store + fence
 //
 // Where it plugs in (one call into this room each; the rooms' own logic
 // stays where it is):
@@ -145,9 +172,10 @@
 //    idle spin and park_recheck (W2) both see a line request; worker_main:
 //    serve the line once per pass, after take_requests, before run_batch.
 //  - api.cpp knit_stop(CANCEL) and knit_pool_destroy: S8 next to cancel_all.
-//  - pool.cpp: the line area in the region and the Lane words; stats: the
-//    sync_calls count in reserved[0] (man/man3/knit_pool_stats.3, the ffi
-//    mirrors in tests/ffi).
+//  - pool.cpp: the line area in the region (line_area_off) and the Lane
+//    words; stats: line_stats() into enqueued / completed and the
+//    sync_calls field (man/man3/knit_pool_stats.3, the ffi mirrors in
+//    tests/ffi); knit_pool_destroy: line_free() after the join.
 //
 // Not covered by the model (limits): the payload bytes themselves (the
 // model checks the value word), the spill hand-off (ordered by S5/S6 like
@@ -158,7 +186,9 @@
 
 #include "src/common.h"
 
+#include "knitting.h"
 #include "src/layout.h"
+#include "src/pool.h"
 
 namespace knit::detail {
 
@@ -176,6 +206,73 @@ inline constexpr uint64_t kLineBytes = 2 * kBlock;
 inline constexpr uint64_t kLineHeadBytes = 32;
 inline constexpr uint64_t kLinePayload = kBlock - kLineHeadBytes; // inline bytes per direction
 static_assert(kLineHeadBytes + kLinePayload == kBlock, "a slot is one block");
+
+// Word offsets inside a slot (see the table above).
+inline constexpr uint64_t kLineOffSeq = 0;
+inline constexpr uint64_t kLineOffTask = 4;   // request
+inline constexpr uint64_t kLineOffLane = 4;   // reply (the request's is kLineOffRqLane)
+inline constexpr uint64_t kLineOffRqLane = 8; // request
+inline constexpr uint64_t kLineOffStatus = 8; // reply
+inline constexpr uint64_t kLineOffType = 12;
+inline constexpr uint64_t kLineOffScalar = 16;
+inline constexpr uint64_t kLineOffWhere = 24; // reply
+inline constexpr uint64_t kLineOffRqCode = 24; // request
+inline constexpr uint64_t kLineOffRpCode = 28; // reply
+inline constexpr uint32_t kLineWhereInline = 0;
+inline constexpr uint32_t kLineWhereSpill = 1;
+
+// The line area of the region: after the lane extensions of `nlanes` lanes,
+// kLineBytes per worker lane (pool.cpp plans it).
+inline uint64_t line_area_off(uint32_t nlanes)
+{
+	return align_up(kPoolOffLaneExt + (uint64_t)nlanes * kLaneExtBytes, kBlock);
+}
+
+// The id the trace probes (src/trace.h) give a line call, which has no
+// ticket: unique per lane and sequence, and never a ticket (its index part
+// is one no record reaches, kTicketIndexMax + lane), so knit-trace pairs a
+// line call's enqueue, start, done and complete like any call's. Its
+// task_enqueue names the lane (steal topology: the pool-level pseudo-lane,
+// as for every call of a steal pool).
+inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s << 32) | (kTicketIndexMax + lane); }
+
+// knit_call's fast path: 0 with *out filled, -KNIT_ECLOSED (the pool closed
+// after the claim: no call was made), or kLineNo: not eligible, or no line
+// free, and nothing changed: take the ticketed path. The arguments were
+// checked by the caller (pool, fork, task id); the value is checked here
+// (a bad one is kLineNo, and the ticketed path reports it).
+inline constexpr int kLineNo = 1;
+int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns);
+
+// S3 (worker lane l's thread): is a request waiting on its line? Acquire:
+// pairs with the caller's release store of rq_seq (S2).
+inline bool line_pending(Lane *l)
+{
+	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
+	       l->line_served + 1;
+}
+// The worker's busy hint (worker lane l's thread): 1 while it runs ticketed
+// calls, so a caller prefers the lines of idle workers (S1). Only a hint:
+// relaxed, and stored only when it changes.
+inline void line_busy(Lane *l, uint32_t busy)
+{
+	if (l->busy != busy)
+		knit_store_relaxed_32(&l->busy, busy);
+}
+// S3-S5 (worker lane l's thread, once per loop pass): serve the line's
+// request if one waits. True when it served one.
+bool line_serve(Lane *l);
+
+// S8 (knit_stop(CANCEL), after closed is stored and host_event fenced):
+// cancel the call on every claimed line and ring its caller.
+void line_cancel_all(Pool *p);
+
+// Statistics (any thread, relaxed): line calls enqueued and completed.
+void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);
+
+// knit_pool_destroy, after the workers are joined: free result spills that
+// no caller took (their calls were cancelled first).
+void line_free(Pool *p);
 
 } // namespace knit::detail
 

@@ -328,7 +328,7 @@ bool efd_pending(Pool *p)
 		return true;
 	// Acquire: as in knit_complete(), a zero outstanding means every
 	// completion is already counted in cq_count.
-	if (knit_load_relaxed_32(&p->closed) && knit_load_acquire_64(&p->outstanding) == 0)
+	if (knit_load_relaxed_32(&p->closed) && none_outstanding(p))
 		return true;
 	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
 		return false; // its holder re-checks on release (above)

@@ -29,6 +29,7 @@
 
 #include "src/calls.h"
 #include "src/pool.h"
+#include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
 
@@ -80,9 +81,13 @@ void flush_results(Lane *l)
 
 // Is there request work for this worker? Lanes topology: its request lock
 // has pending frames. Steal: the submit lock has pending lanes AND the
-// worker may claim (no results waiting for room).
+// worker may claim (no results waiting for room). Either topology: a
+// request on the lane's line (S3, src/syncline.h), so the idle spin and the
+// park re-check (W2) see it too.
 bool worker_request_pending(Lane *l)
 {
+	if (line_pending(l)) // S3: acquire load of rq_seq
+		return true;
 	if (!l->pool->steal.on)
 		return l->wreq.pending() != 0; // C1: acquire load of A
 	// A worker whose results wait for return-arena room may not claim.
@@ -443,14 +448,19 @@ void *worker_main(void *arg)
 			break;
 		}
 		bool progressed = take_requests(l);
+		// The line between batches: a sync call waits for at most one.
+		if (line_serve(l))
+			progressed = true;
 		if (w->pend_count != 0 && publish_pending(l))
 			progressed = true;
 		if (w->held_count != 0) {
+			line_busy(l, 1); // callers prefer idle workers' lines
 			run_batch(l);
 			progressed = true;
 		}
 		if (progressed)
 			continue;
+		line_busy(l, 0);
 		if (spin_capped(l, spin_ns, spin_cap)) {
 			counter_bump(lane_counter(l->ext, kWcSpins));
 			continue;

@@ -53,6 +53,11 @@
 #define KT_BOUND_S 20.0
 /* Criterion's per-test limit: the last line of defence against a hang. */
 #define KT_TIMEOUT 90.0
+/* A knit_call timeout that never expires in a test: a call with a timeout
+ * is not eligible for the synchronous fast path (knit_call(3)), so this
+ * keeps a knit_call on the ticketed path, where a test observes the
+ * backlog, the lanes' arenas or the steal claims. */
+#define KT_TICKETED_NS ((int64_t)(KT_TIMEOUT * 1e9))
 #define KT(suite, name) Test(suite, name, .timeout = KT_TIMEOUT)
 
 /* Park watchdog used by kt_opts(): long enough that an idle worker never
@@ -66,6 +71,7 @@
  *                                  returns I64 1 if it saw the abort, 0 if not
  * abort_plain   -                  same function, task not abortable
  * aborted       -                  returns I64 knit_ctx_aborted(ctx)
+ * aborted_abortable ABORTABLE      same as aborted
  * alloc         -                  arg I64 n: result BYTES of n pattern bytes
  *                                  built in knit_ctx_alloc() memory
  * alloc_probe   -                  arg I64 n: returns I64 1 if knit_ctx_alloc(n)
@@ -73,6 +79,7 @@
  * block         -                  counts itself started, waits for the gate
  *                                  (bounded), returns arg
  * block_t50     timeout 50 ms      same as block
+ * block_bytes   -                  block, then as bytes
  * bytes         -                  arg I64 n: result BYTES of n pattern bytes
  *                                  (from a malloc'd buffer, copied by the library)
  * deadline      -                  returns I64 knit_ctx_deadline_ns(ctx)

@@ -32,7 +32,8 @@ KT(call, round_trip)
 		cr_assert_eq(knit_call(pool, echo, &v, &c, 0), 0);
 		cr_assert_eq(c.status, 0);
 		cr_assert_eq(c.task, echo);
-		cr_assert_neq(c.ticket, 0);
+		/* The fast path's completion has no ticket (knit_call(3)). */
+		cr_assert_eq(c.ticket, 0);
 		cr_assert_eq(c.result.type, KNIT_VALUE_I64);
 		cr_assert_eq(c.result.i64, i * 3);
 		knit_completion_release(pool, &c);

@@ -160,7 +160,8 @@ KT(idle, grown_return_arena_trimmed_then_quiet)
 	knit_pool_t *pool = idle_pool();
 	const long tid = worker_tid(pool);
 	knit_completion_t c;
-	cr_assert_eq(knit_call(pool, kt_id(pool, "big"), NULL, &c, -1), 0);
+	/* Ticketed (a timeout): the result must go through the return arena. */
+	cr_assert_eq(knit_call(pool, kt_id(pool, "big"), NULL, &c, KT_TICKETED_NS), 0);
 	cr_assert_eq(c.status, 0);
 	cr_assert_eq(c.result.len, (uint64_t)BIG);
 	knit_completion_release(pool, &c);

@@ -171,7 +171,11 @@ def run(lib, tl):
 
     r = call("double", value_i64(21))
     check(r.status == 0 and r.result.type == V_I64 and r.result.i64 == 42, "double(21)")
-    check(r.task == ids["double"] and r.ticket != 0, "completion task/ticket")
+    # The synchronous fast path hands out ticket 0 (knit_call(3)); a call
+    # with a timeout takes the ticketed path and carries its ticket.
+    check(r.task == ids["double"] and r.ticket == 0, "completion task/ticket (fast path)")
+    r = call("double", value_i64(4), timeout_ns=60 * 10**9)
+    check(r.status == 0 and r.result.i64 == 8 and r.ticket != 0, "completion ticket (ticketed path)")
     r = call("echo", value_i64(-2 ** 63))
     check(r.result.i64 == -2 ** 63, "echo INT64_MIN")
     r = call("echo", Value(type=V_F64, f64=float("nan")))

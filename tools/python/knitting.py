@@ -116,8 +116,8 @@ class PoolStats(C.Structure):
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
-                    "late_drops", "arena_committed_bytes")] + [
-        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+                    "late_drops", "arena_committed_bytes", "sync_calls")] + [
+        ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
 
 
 # C type name -> mirror (tests compare each against the C layout).

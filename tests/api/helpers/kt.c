@@ -219,6 +219,12 @@ static int t_string(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_block_bytes(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	t_block(ctx, arg, ret);
+	return t_bytes(ctx, arg, ret);
+}
+
 static int t_deadline(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)arg;
@@ -321,11 +327,13 @@ const knit_task_t kt_tasks[] = {
 	{ "echo", t_echo, 0, 0 },
 	{ "block", t_block, 0, 0 },
 	{ "block_t50", t_block, 50, 0 },
+	{ "block_bytes", t_block_bytes, 0, 0 },
 	{ "sleep", t_sleep, 0, 0 },
 	{ "sleep_t50", t_sleep, 50, 0 },
 	{ "abort_loop", t_abort_loop, 0, KNIT_TASK_ABORTABLE },
 	{ "abort_plain", t_abort_loop, 0, 0 },
 	{ "aborted", t_aborted, 0, 0 },
+	{ "aborted_abortable", t_aborted, 0, KNIT_TASK_ABORTABLE },
 	{ "alloc", t_alloc, 0, 0 },
 	{ "alloc_probe", t_alloc_probe, 0, 0 },
 	{ "bytes", t_bytes, 0, 0 },

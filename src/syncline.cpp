@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: MIT
+// src/syncline.cpp - the synchronous call line (src/syncline.h has the
+// contract, the steps S1-S9 and the pairing table; tests/model/syncline.pml
+// proves the protocol). The caller side (line_call: S1, S2, S6, S7), the
+// worker side (line_serve: S3-S5) and the stop's cancel (S8).
+//
+// Shared words are read once each into locals; nothing read from the line
+// is trusted: the worker validates a request like the codec validates a
+// frame, and the caller validates the reply before it hands it out.
+#include "src/common.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "src/calls.h"
+#include "src/codec.h"
+#include "src/pool.h"
+#include "src/syncline.h"
+#include "src/trace.h"
+#include "src/wake.h"
+
+namespace knit::detail {
+
+namespace {
+
+uint32_t *line_word(uint8_t *slot, uint64_t off) { return reinterpret_cast<uint32_t *>(slot + off); }
+
+uint32_t rd32(const uint8_t *slot, uint64_t off)
+{
+	uint32_t v;
+	memcpy(&v, slot + off, sizeof v);
+	return v;
+}
+uint64_t rd64(const uint8_t *slot, uint64_t off)
+{
+	uint64_t v;
+	memcpy(&v, slot + off, sizeof v);
+	return v;
+}
+void wr32(uint8_t *slot, uint64_t off, uint32_t v) { memcpy(slot + off, &v, sizeof v); }
+void wr64(uint8_t *slot, uint64_t off, uint64_t v) { memcpy(slot + off, &v, sizeof v); }
+
+// The scalar word of a value: the int64 (BOOL, I64), the IEEE-754 bits
+// (F64), or the payload length (BYTES, STRING, ERROR).
+uint64_t scalar_of(const knit_value_t &v)
+{
+	if (v.type == KNIT_VALUE_BOOL || v.type == KNIT_VALUE_I64)
+		return (uint64_t)v.i64;
+	if (v.type == KNIT_VALUE_F64) {
+		uint64_t bits;
+		memcpy(&bits, &v.f64, sizeof bits);
+		return bits;
+	}
+	if (codec_has_bytes(v.type))
+		return (uint64_t)v.len;
+	return 0;
+}
+
+// Rebuild a value of a known type from its words (the payload, if any, at
+// `payload`, `scalar` bytes long). The caller checked the length.
+knit_value_t value_of(uint32_t type, int32_t code, uint64_t scalar, const uint8_t *payload)
+{
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = type;
+	if (type == KNIT_VALUE_BOOL || type == KNIT_VALUE_I64) {
+		v.i64 = (int64_t)scalar;
+	} else if (type == KNIT_VALUE_F64) {
+		memcpy(&v.f64, &scalar, sizeof v.f64);
+	} else if (codec_has_bytes(type)) {
+		v.data = payload;
+		v.len = (size_t)scalar;
+		if (type == KNIT_VALUE_ERROR)
+			v.code = code;
+	}
+	return v;
+}
+
+// Are these words a value the line can carry inline? (type known, BOOL 0/1,
+// the payload within the slot, strings and error messages NUL-terminated.)
+bool inline_value_ok(uint32_t type, uint64_t scalar, const uint8_t *payload)
+{
+	switch (type) {
+	case KNIT_VALUE_NONE:
+	case KNIT_VALUE_I64:
+	case KNIT_VALUE_F64:
+		return true;
+	case KNIT_VALUE_BOOL:
+		return scalar <= 1;
+	case KNIT_VALUE_BYTES:
+		return scalar <= kLinePayload;
+	case KNIT_VALUE_STRING:
+	case KNIT_VALUE_ERROR:
+		return scalar < kLinePayload && payload[scalar] == 0;
+	default:
+		return false;
+	}
+}
+
+// line_outstanding -= 1 (S7, or S1's undo). Reaching 0 matters
+// only to a stop (DRAIN waits for it; knit_complete and the fd report a
+// drained closed pool): S7 edge, the fence pairs with the stop's store of
+// closed + host_event's fence: either we see closed here or the stop's
+// later re-check of outstanding sees our decrement.
+void outstanding_drop(Pool *p)
+{
+	// Release: pairs with the acquire load in none_outstanding() (a drain,
+	// knit_complete, the completion fd).
+	if (knit_fetch_add_acq_rel_64(&p->line_outstanding, (uint64_t)-1) != 1)
+		return;
+	knit_fence_seq_cst(); // S7: pairs with the stop's fence after closed
+	if (knit_load_relaxed_32(&p->closed))
+		host_event(p, true);
+}
+
+// S1: claim an IDLE line, starting at the rotating cursor. nullptr: every
+// line is busy (or lost to another thread): fall back. The caller counted
+// the call in outstanding first.
+Lane *line_claim(Pool *p)
+{
+	const uint32_t n = p->nworkers;
+	const uint32_t start = knit_load_relaxed_32(&p->line_cursor) % n;
+	// Idle workers first (not running ticketed calls, so the worker answers
+	// at once), then any lane with a free line.
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < n; i++) {
+			const uint32_t w = (start + i) % n;
+			Lane *l = &p->lanes[w];
+			if (knit_load_relaxed_32(&l->line_state) != kLineIdle)
+				continue;
+			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
+				continue;
+			// S1 / S9, acq_rel: pairs with the previous holder's release
+			// CAS (S6) or store of IDLE (S1's undo): its use of the slot
+			// and of line_seq happens before ours.
+			if (knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineClaimed) != kLineIdle)
+				continue;
+			if (w != start)
+				knit_store_relaxed_32(&p->line_cursor, w);
+			return l;
+		}
+	}
+	return nullptr;
+}
+
+// Is any line free? (relaxed; only to skip S1's count when none is.)
+bool line_any_idle(Pool *p)
+{
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if (knit_load_relaxed_32(&p->lanes[i].line_state) == kLineIdle)
+			return true;
+	return false;
+}
+
+// The caller's wait (S6) for reply s on lane l.
+struct LineWait {
+	Lane *l;
+	uint32_t s;
+	int64_t wake_at; // the backoff ladder's next look (absolute), -1 = when rung
+};
+
+// Ready: the reply is there (true, *replied) or the line was cancelled.
+bool line_ready(const LineWait *w, bool *replied)
+{
+	// S6, acquire: pairs with the worker's release store of rp_seq (S5):
+	// the reply fields and the spill are visible with it.
+	if (knit_load_acquire_32(line_word(w->l->line + kLineOffReply, kLineOffSeq)) == w->s) {
+		*replied = true;
+		return true;
+	}
+	*replied = false;
+	// Relaxed: a CANCELLED line is only a verdict (S8's CAS); nothing is
+	// read after it.
+	return knit_load_relaxed_32(&w->l->line_state) == kLineCancelled;
+}
+
+// The doorbell sleep's re-check (SleepRecheck, wake.h D1): after the
+// announcement's fence, a reply published before the worker's D2 fence, or
+// a cancel made before host_event's H1 fence, is seen here.
+bool line_recheck(Pool *, void *arg, int64_t *wake_at)
+{
+	LineWait *w = static_cast<LineWait *>(arg);
+	bool replied;
+	if (line_ready(w, &replied))
+		return true;
+	*wake_at = w->wake_at;
+	return false;
+}
+
+// S6's wait: spin (the host spin budget, longer right after this thread
+// woke the worker: wake.h), then sleep on the doorbell, or without the
+// doorbell option on the backoff ladder's timed sleeps. True: the reply is
+// there; false: the line was cancelled.
+bool line_wait(Pool *p, Lane *l, uint32_t s)
+{
+	LineWait w = {l, s, -1};
+	bool replied = false;
+	// The clock only from round 64 on: a hot reply comes sooner.
+	int64_t end = 0, wake_end = 0;
+	bool found = false;
+	for (uint32_t i = 1;; i++) {
+		if (line_ready(&w, &replied)) {
+			found = true;
+			break;
+		}
+		knit_cpu_relax();
+		if ((i & 63) == 0) {
+			const int64_t t = knit_now_ns();
+			if (end == 0) {
+				wake_end = host_wake_spin_begin(p, t);
+				end = max_of(t + kHostSpinNs, wake_end);
+			} else if (t >= end) {
+				break;
+			}
+		}
+	}
+	if (wake_end != 0)
+		host_wake_spin_done();
+	const bool doorbell = p->cfg.doorbell;
+	for (uint32_t stall = 0; !found; stall++) {
+		if (!doorbell) {
+			// The backoff ladder, as host_wait's: yields first, then
+			// 1, 2, ... max_backoff_ms ms.
+			uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
+			if (rung > p->cfg.max_backoff_ms)
+				rung = p->cfg.max_backoff_ms;
+			if (rung == 0) {
+				sched_yield();
+				found = line_ready(&w, &replied);
+				continue;
+			}
+			w.wake_at = knit_now_ns() + (int64_t)rung * 1000000;
+		}
+		host_doorbell_sleep(p, doorbell, line_recheck, &w);
+		found = line_ready(&w, &replied);
+	}
+	host_wake_seen(p);
+	return replied;
+}
+
+// S6 after the reply is seen: copy it out and validate it. Returns the
+// status of the completion-to-be (0, -KNIT_ETASK, -KNIT_ETOOBIG,
+// -KNIT_ENOMEM) with *v / *buf its result and bytes, or -KNIT_EPROTO (the
+// words cannot be trusted; nothing taken).
+int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
+{
+	const uint8_t *rp = l->line + kLineOffReply;
+	const uint32_t seq = rd32(rp, kLineOffSeq);
+	const uint32_t lane = rd32(rp, kLineOffLane);
+	const int32_t status = (int32_t)rd32(rp, kLineOffStatus);
+	const uint32_t type = rd32(rp, kLineOffType);
+	const uint64_t scalar = rd64(rp, kLineOffScalar);
+	const uint32_t where = rd32(rp, kLineOffWhere);
+	const int32_t code = (int32_t)rd32(rp, kLineOffRpCode);
+	const uint8_t *payload = rp + kLineHeadBytes;
+	memset(v, 0, sizeof *v);
+	*buf = nullptr;
+	if (seq != s || lane != l->index)
+		return -KNIT_EPROTO;
+	if (status == -KNIT_ETOOBIG || status == -KNIT_ENOMEM)
+		return type == KNIT_VALUE_NONE && where == kLineWhereInline ? status : -KNIT_EPROTO;
+	if (status != 0 && status != -KNIT_ETASK)
+		return -KNIT_EPROTO;
+	if (where == kLineWhereSpill) {
+		// The worker's copy (value_copy: NUL-terminated), handed over by
+		// the release store of rp_seq; ours once its length agrees.
+		uint8_t *spill = l->line_spill;
+		if (!codec_has_bytes(type) || spill == nullptr || l->line_spill_len != scalar ||
+		    scalar > p->cfg.max_payload_bytes)
+			return -KNIT_EPROTO;
+		l->line_spill = nullptr; // taken (the worker writes it again only
+					 // for the next request: S9 orders it)
+		l->line_spill_len = 0;
+		*v = value_of(type, code, scalar, spill);
+		*buf = spill;
+		return status;
+	}
+	if (where != kLineWhereInline || !inline_value_ok(type, scalar, payload))
+		return -KNIT_EPROTO;
+	if (value_copy(value_of(type, code, scalar, payload), v, buf) != 0) {
+		memset(v, 0, sizeof *v);
+		return -KNIT_ENOMEM;
+	}
+	return status;
+}
+
+} // namespace
+
+int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns)
+{
+	// Eligibility (syncline.h): nothing to track, thread workers, and an
+	// argument that fits the request slot.
+	const TaskEntry &te = p->tasks[task];
+	if (timeout_ns > 0 || p->nworkers == 0 || p->nlanes != p->nworkers || p->futex_shared != 0 ||
+	    p->cfg.hard_timeout_ms != 0 ||
+	    te.timeout_ms != 0 || (te.flags & KNIT_TASK_ABORTABLE) != 0)
+		return kLineNo;
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	if (arg != nullptr)
+		v = *arg;
+	if (v.type > KNIT_VALUE_ERROR || (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1) ||
+	    codec_check(v, p->cfg.max_payload_bytes) != 0)
+		return kLineNo; // the ticketed path reports it
+	if (codec_has_bytes(v.type) && codec_stored_bytes(v.type, v.len) > kLinePayload)
+		return kLineNo;
+	// A closed pool, or no free line: the ticketed path (which answers
+	// -KNIT_ECLOSED on a closed pool) without touching line_outstanding.
+	if (knit_load_relaxed_32(&p->closed) || !line_any_idle(p))
+		return kLineNo;
+
+	// S1: count the call, claim a line, then look at closed. (Line calls
+	// have their own count: the ticketed path's stays written under mu.)
+	// S1 (the fence below makes it seq_cst): pairs with a drain's look at
+	// the counts after the stop's fence (none_outstanding): either it
+	// counts this call or we see closed below.
+	knit_add_acq_rel_64(&p->line_outstanding, 1);
+	Lane *l = line_claim(p);
+	if (l == nullptr) {
+		outstanding_drop(p);
+		return kLineNo;
+	}
+	// S1: pairs with the stop's fence between its store of closed and its
+	// CAS of the lines (S8) or its drain's look at outstanding: either we
+	// see closed or it sees our claim and our count.
+	knit_fence_seq_cst();
+	if (knit_load_relaxed_32(&p->closed)) {
+		// Release: pairs with the next claim's CAS (S9). (A stop may have
+		// cancelled the line meanwhile; the pool is closed, so it is never
+		// claimed again either way.)
+		knit_store_release_32(&l->line_state, kLineIdle);
+		outstanding_drop(p);
+		return -KNIT_ECLOSED;
+	}
+
+	// S2: the request fields, then the sequence.
+	uint8_t *rq = l->line + kLineOffRequest;
+	const uint64_t seq64 = knit_load_relaxed_64(&l->line_seq) + 1;
+	const uint32_t s = (uint32_t)seq64;
+	wr32(rq, kLineOffTask, task);
+	wr32(rq, kLineOffRqLane, l->index);
+	wr32(rq, kLineOffType, v.type);
+	wr64(rq, kLineOffScalar, scalar_of(v));
+	wr32(rq, kLineOffRqCode, v.type == KNIT_VALUE_ERROR ? (uint32_t)v.code : 0);
+	wr32(rq, kLineOffRqCode + 4, 0);
+	if (codec_has_bytes(v.type)) {
+		if (v.len != 0)
+			memcpy(rq + kLineHeadBytes, v.data, v.len);
+		if (v.type != KNIT_VALUE_BYTES)
+			rq[kLineHeadBytes + v.len] = 0;
+	}
+	knit_store_relaxed_64(&l->line_seq, seq64); // counted enqueued (stats)
+	KNIT_TRACE_TASK_ENQUEUE(p, p->steal.on ? kStealLane : l->index, line_trace_id(l->index, s));
+	// S2, release: pairs with the worker's acquire load of rq_seq (S3).
+	knit_store_release_32(line_word(rq, kLineOffSeq), s);
+	// S2' / W1: pairs with the worker's W2 fence between its store of
+	// parked and its re-check (line_pending in park_recheck): either it
+	// sees the request or we see it parked and ring.
+	knit_fence_seq_cst();
+	lane_wake(p, l, false);
+
+	// S6: wait for the reply (or the cancel), read it, then release.
+	const bool replied = line_wait(p, l, s);
+	int32_t status = -KNIT_ECLOSED;
+	knit_value_t res;
+	memset(&res, 0, sizeof res);
+	uint8_t *buf = nullptr;
+	// Counted completed by the claim holder before the CAS: whichever way
+	// the CAS goes, this call completes now (S7).
+	knit_store_relaxed_64(&l->line_done, knit_load_relaxed_64(&l->line_done) + 1);
+	if (replied) {
+		status = reply_take(p, l, s, &res, &buf);
+		const uint32_t next = status == -KNIT_EPROTO ? kLineRetired : kLineIdle;
+		// S6, acq_rel: the reply was read above, so the next claim (S9)
+		// may overwrite the slots; against S8's CAS, exactly one wins.
+		if (knit_cas_acq_rel_32(&l->line_state, kLineClaimed, next) != kLineClaimed) {
+			// Cancelled by a stop first: the reply is dropped, the call
+			// ends as a cancelled running call does.
+			free(buf);
+			buf = nullptr;
+			memset(&res, 0, sizeof res);
+			knit_add_relaxed_64(&p->st_late_drops, 1);
+			status = -KNIT_ECLOSED;
+		} else if (status == -KNIT_EPROTO) {
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		}
+	}
+
+	// S7: the completion, as knit_call's (ticket 0: never a valid ticket).
+	KNIT_TRACE_TASK_COMPLETE(p, line_trace_id(l->index, s), status);
+	out->ticket = 0;
+	out->user_data = nullptr;
+	out->status = status;
+	out->task = task;
+	out->result = res;
+	if (buf != nullptr) {
+		pthread_mutex_lock(&p->mu);
+		hand_out_bytes_locked(p, buf, out);
+		pthread_mutex_unlock(&p->mu);
+	}
+	outstanding_drop(p);
+	return 0;
+}
+
+bool line_serve(Lane *l)
+{
+	Pool *p = l->pool;
+	uint8_t *rq = l->line + kLineOffRequest;
+	const uint32_t want = l->line_served + 1;
+	// S3, acquire: pairs with the caller's release store of rq_seq (S2).
+	const uint32_t seq = knit_load_acquire_32(line_word(rq, kLineOffSeq));
+	if (seq != want) {
+		// Any value but the last served one is a protocol fault: counted
+		// once, never served.
+		if (seq != l->line_served && seq != l->line_fault) {
+			l->line_fault = seq;
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		}
+		return false;
+	}
+	// S4: validate, then run (or answer -KNIT_EPROTO without running).
+	const uint32_t task = rd32(rq, kLineOffTask);
+	const uint32_t lane = rd32(rq, kLineOffRqLane);
+	const uint32_t type = rd32(rq, kLineOffType);
+	const uint64_t scalar = rd64(rq, kLineOffScalar);
+	const int32_t code = (int32_t)rd32(rq, kLineOffRqCode);
+	const uint8_t *payload = rq + kLineHeadBytes;
+	uint8_t *rp = l->line + kLineOffReply;
+	int32_t status = -KNIT_EPROTO;
+	uint32_t rtype = KNIT_VALUE_NONE, where = kLineWhereInline;
+	uint64_t rscalar = 0;
+	int32_t rcode = 0;
+	uint8_t *spill = nullptr;
+	if (task < p->ntasks && lane == l->index && inline_value_ok(type, scalar, payload)) {
+		const knit_value_t arg = value_of(type, code, scalar, payload);
+		knit_ctx ctx;
+		ctx.pool = p;
+		ctx.lane = l->index;
+		ctx.abort_bit = -1;
+		ctx.deadline_ns = 0;
+		ctx.allocs = nullptr;
+		ctx.wlane = nullptr; // knit_ctx_alloc: malloc'd (the return arena is the ticketed path's)
+		memset(&ctx.res, 0, sizeof ctx.res);
+		TaskOutcome o;
+		KNIT_TRACE_TASK_START(p, l->index, line_trace_id(l->index, want));
+		run_task(p, &ctx, task, arg, &o);
+		KNIT_TRACE_TASK_DONE(p, l->index, line_trace_id(l->index, want), o.status);
+		counter_bump(lane_counter(l->ext, kWcCalls));
+		status = o.status;
+		if (status == 0 || status == -KNIT_ETASK) {
+			const knit_value_t &r = o.value;
+			rtype = r.type;
+			rscalar = scalar_of(r);
+			rcode = r.type == KNIT_VALUE_ERROR ? r.code : 0;
+			if (codec_has_bytes(r.type) && codec_stored_bytes(r.type, r.len) <= kLinePayload) {
+				if (r.len != 0)
+					memcpy(rp + kLineHeadBytes, r.data, r.len);
+				if (r.type != KNIT_VALUE_BYTES)
+					rp[kLineHeadBytes + r.len] = 0;
+			} else if (codec_has_bytes(r.type)) {
+				knit_value_t copy;
+				if (value_copy(r, &copy, &spill) == 0 && spill != nullptr) {
+					where = kLineWhereSpill;
+				} else {
+					status = -KNIT_ENOMEM;
+					rtype = KNIT_VALUE_NONE;
+					rscalar = 0;
+					rcode = 0;
+				}
+			}
+		}
+		ctx_free_allocs(&ctx);
+	}
+	wr32(rp, kLineOffLane, l->index);
+	wr32(rp, kLineOffStatus, (uint32_t)status);
+	wr32(rp, kLineOffType, rtype);
+	wr64(rp, kLineOffScalar, rscalar);
+	wr32(rp, kLineOffWhere, where);
+	wr32(rp, kLineOffRpCode, (uint32_t)rcode);
+	if (spill != nullptr) {
+		free(l->line_spill); // nullptr unless a reply was never read (a retired line)
+		l->line_spill = spill;
+		l->line_spill_len = rscalar;
+	}
+	// S5, release: pairs with the caller's acquire load of rp_seq (S6):
+	// the reply fields and the spill are visible with it.
+	knit_store_release_32(line_word(rp, kLineOffSeq), want);
+	l->line_served = want;
+	worker_ring(l); // S5' (D2/D3): the fence, then the doorbell
+	return true;
+}
+
+void line_cancel_all(Pool *p)
+{
+	bool any = false;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		// S8, acq_rel: pairs with the caller's S1 claim (after the stop's
+		// fence: either we see its claim or it sees closed) and its S6
+		// release CAS (exactly one of the two wins).
+		if (knit_cas_acq_rel_32(&p->lanes[i].line_state, kLineClaimed, kLineCancelled) == kLineClaimed)
+			any = true;
+	}
+	// H1/H2: ring a caller asleep on the doorbell (its D1 re-check sees
+	// the CANCELLED line, or we see it waiting).
+	if (any)
+		host_event(p, true);
+}
+
+void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)
+{
+	uint64_t e = 0, c = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		e += knit_load_relaxed_64(&p->lanes[i].line_seq);
+		c += knit_load_relaxed_64(&p->lanes[i].line_done);
+	}
+	*enqueued = e;
+	*completed = c;
+}
+
+void line_free(Pool *p)
+{
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		free(p->lanes[i].line_spill);
+		p->lanes[i].line_spill = nullptr;
+	}
+}
+
+} // namespace knit::detail
