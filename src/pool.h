@@ -342,6 +342,8 @@ struct Lane {
 	                           // dispatcher-owned, src/trim.cpp)
 	// The line (src/syncline.h): any host thread, by claim.
 	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
+	int32_t line_lost_status; // the status a call on a LOST line ends with
+	                          // (written before S10's CAS publishes LOST)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
 

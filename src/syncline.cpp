@@ -129,6 +129,11 @@ Lane *line_claim(Pool *p)
 			Lane *l = &p->lanes[w];
 			if (knit_load_relaxed_32(&l->line_state) != kLineIdle)
 				continue;
+			// A lane being retired or lost (S10 turns its line RETIRED
+			// or LOST; skipping it here is what ends S10's retries).
+			if (knit_load_relaxed_32(&l->retired) != 0 ||
+			    (knit_load_relaxed_64(&p->retiring) >> w) & 1u)
+				continue;
 			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;
 			// S1 / S9, acq_rel: pairs with the previous holder's release
@@ -153,6 +158,17 @@ bool line_any_idle(Pool *p)
 	return false;
 }
 
+// How a call whose line left CLAIMED without its release ends: a stop
+// cancelled it (S8: -KNIT_ECLOSED) or its worker was lost (S10).
+int32_t ended_status(Lane *l)
+{
+	// Acquire: pairs with S10's acq_rel CAS, which published
+	// line_lost_status before LOST.
+	if (knit_load_acquire_32(&l->line_state) == kLineLost)
+		return l->line_lost_status;
+	return -KNIT_ECLOSED;
+}
+
 // The caller's wait (S6) for reply s on lane l.
 struct LineWait {
 	Lane *l;
@@ -170,9 +186,10 @@ bool line_ready(const LineWait *w, bool *replied)
 		return true;
 	}
 	*replied = false;
-	// Relaxed: a CANCELLED line is only a verdict (S8's CAS); nothing is
-	// read after it.
-	return knit_load_relaxed_32(&w->l->line_state) == kLineCancelled;
+	// Relaxed: a CANCELLED or LOST line is only a verdict (S8's or S10's
+	// CAS); line_call reads line_lost_status after its own acquire load.
+	const uint32_t st = knit_load_relaxed_32(&w->l->line_state);
+	return st == kLineCancelled || st == kLineLost;
 }
 
 // The doorbell sleep's re-check (SleepRecheck, wake.h D1): after the
@@ -362,7 +379,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 
 	// S6: wait for the reply (or the cancel), read it, then release.
 	const bool replied = line_wait(p, l, s);
-	int32_t status = -KNIT_ECLOSED;
+	int32_t status = ended_status(l);
 	knit_value_t res;
 	memset(&res, 0, sizeof res);
 	uint8_t *buf = nullptr;
@@ -375,13 +392,14 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 		// S6, acq_rel: the reply was read above, so the next claim (S9)
 		// may overwrite the slots; against S8's CAS, exactly one wins.
 		if (knit_cas_acq_rel_32(&l->line_state, kLineClaimed, next) != kLineClaimed) {
-			// Cancelled by a stop first: the reply is dropped, the call
-			// ends as a cancelled running call does.
+			// Cancelled by a stop (S8) or the worker lost (S10) first:
+			// the reply is dropped, the call ends as a cancelled (or
+			// crashed) running call does.
 			free(buf);
 			buf = nullptr;
 			memset(&res, 0, sizeof res);
 			knit_add_relaxed_64(&p->st_late_drops, 1);
-			status = -KNIT_ECLOSED;
+			status = ended_status(l);
 		} else if (status == -KNIT_EPROTO) {
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
 		}
@@ -505,6 +523,30 @@ void line_cancel_all(Pool *p)
 	// the CANCELLED line, or we see it waiting).
 	if (any)
 		host_event(p, true);
+}
+
+void line_lost(Pool *p, Lane *l, int32_t status)
+{
+	l->line_lost_status = status; // published by the CAS to LOST below
+	for (;;) {
+		const uint32_t st = knit_load_relaxed_32(&l->line_state);
+		// S10, acq_rel: against S1's claim CAS (a claim after this sees
+		// RETIRED) and S6's release CAS (exactly one of the two wins).
+		if (st == kLineIdle) {
+			if (knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineRetired) == kLineIdle)
+				return;
+		} else if (st == kLineClaimed) {
+			if (knit_cas_acq_rel_32(&l->line_state, kLineClaimed, kLineLost) == kLineClaimed) {
+				// H1/H2: ring the caller asleep on the doorbell (its
+				// D1 re-check sees LOST, or we see it waiting).
+				host_event(p, true);
+				return;
+			}
+		} else {
+			return; // CANCELLED, RETIRED, LOST: never claimed again
+		}
+		knit_cpu_relax();
+	}
 }
 
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)

@@ -135,10 +135,22 @@
 //     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
 //     nothing new: none_outstanding() covers line calls, and the worker serves a
 //     line request before it can see a stop requested after the drain.
+//  S10 the lane's worker is lost (dispatch_worker_lost: retired for a
+//     protocol error, or a process worker's death), by the dispatcher's
+//     holder after it stored the lane's `retired`: line_state IDLE ->
+//     RETIRED (nobody claims it again), or CLAIMED -> LOST (acq_rel, after
+//     storing line_lost_status) and host_event; retried while a caller's
+//     claim or release moves the state between the two, which ends because
+//     S1 skips a retired lane. The caller's S6 sees LOST (wait) or loses its
+//     release CAS to it, and completes with line_lost_status: the CAS of S6
+//     against the CAS of S10 decides, as against S8's. The lost worker may
+//     still serve the request later (a thread cannot be killed); the reply
+//     lands in a slot nobody reads again, its spill is freed at destroy.
 //
-// Exactly once: only the caller completes a line call (the canceller only
-// flips the state), and the CAS of S6 against the CAS of S8 decides between
-// the reply and -KNIT_ECLOSED. A call is on the line from S2 to S7.
+// Exactly once: only the caller completes a line call (the canceller and
+// the loss only flip the state), and the CAS of S6 against the CAS of S8 or
+// S10 decides between the reply and -KNIT_ECLOSED / the loss's status. A
+// call is on the line from S2 to S7.
 //
 // Fence pairing (every non-relaxed access of the line):
 //
@@ -197,7 +209,10 @@ enum LineState : uint32_t {
 	kLineIdle = 0,      // free: any host thread may claim it
 	kLineClaimed = 1,   // one caller's request is being written or served
 	kLineCancelled = 2, // a stop cancelled the call on it; never claimed again
-	kLineRetired = 3,   // a reply failed validation; never claimed again
+	kLineRetired = 3,   // a reply failed validation, or the lane's worker
+	                    // was lost while the line was idle; never claimed again
+	kLineLost = 4,      // the lane's worker was lost during a call on it: the
+	                    // call ends with Lane::line_lost_status; never claimed again
 };
 
 inline constexpr uint64_t kLineOffRequest = 0;
@@ -266,6 +281,10 @@ bool line_serve(Lane *l);
 // S8 (knit_stop(CANCEL), after closed is stored and host_event fenced):
 // cancel the call on every claimed line and ring its caller.
 void line_cancel_all(Pool *p);
+// S10: lane l's worker was lost (dispatcher holder, after storing
+// l->retired): a call on its line ends with `status`; the line is never
+// claimed again.
+void line_lost(Pool *p, Lane *l, int32_t status);
 
 // Statistics (any thread, relaxed): line calls enqueued and completed.
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);

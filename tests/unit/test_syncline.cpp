@@ -318,6 +318,101 @@ void test_line_area_layout(void **)
 	assert_int_equal(knit_pool_destroy(f.pool), 0);
 }
 
+// The worker of a line call is lost (a process worker's death, a thread
+// worker retired for a protocol error) while it runs the call: the caller
+// must end, exactly once, with the status of the loss, and the lost
+// worker's line is never claimed again; the other worker keeps serving.
+struct Lost {
+	Caller k;
+	std::atomic<int> done;
+};
+
+void *lost_caller(void *arg)
+{
+	Lost *x = static_cast<Lost *>(arg);
+	hold_caller(&x->k);
+	x->done.store(1);
+	return nullptr;
+}
+
+void test_worker_lost_during_line_call(void **)
+{
+	Fix f;
+	open_pool(&f, 2);
+	Lost x;
+	x.k = {f.pool, -1, {}};
+	x.done.store(0);
+	pthread_t t;
+	pthread_create(&t, nullptr, lost_caller, &x);
+	int64_t end = mono_ns() + 20ll * 1000000000;
+	while (g_started.load() == 0 && mono_ns() < end)
+		nap_us(100);
+	assert_int_equal(g_started.load(), 1);
+	uint32_t w = 0;
+	while (w < 2 && knit_load_relaxed_32(&f.p->lanes[w].line_state) != kLineClaimed)
+		w++;
+	assert_true(w < 2);
+	while (!dispatch_trylock(f.p)) {
+		assert_true(mono_ns() < end);
+		sched_yield();
+	}
+	dispatch_worker_lost(f.p, w, -KNIT_ECRASHED);
+	dispatch_unlock(f.p);
+	// The caller returns while the lost worker still runs its task.
+	end = mono_ns() + 20ll * 1000000000;
+	while (x.done.load() == 0 && mono_ns() < end)
+		nap_us(100);
+	const int returned = x.done.load();
+	g_go.store(1); // let the task end either way (bounded) before asserting
+	pthread_join(t, nullptr);
+	assert_int_equal(returned, 1);
+	assert_int_equal(x.k.rc, 0);
+	assert_int_equal(x.k.c.status, -KNIT_ECRASHED);
+	assert_int_equal(x.k.c.result.type, KNIT_VALUE_NONE);
+	assert_int_equal(knit_load_relaxed_32(&f.p->lanes[w].line_state), kLineLost);
+	// The survivor serves; the lost line is never claimed again.
+	for (int i = 0; i < 50; i++) {
+		knit_value_t a = i64(i);
+		knit_completion_t c;
+		assert_int_equal(knit_call(f.pool, kEcho, &a, &c, 0), 0);
+		assert_int_equal(c.status, 0);
+		assert_int_equal(c.result.i64, i);
+	}
+	assert_int_equal(knit_load_relaxed_32(&f.p->lanes[w].line_state), kLineLost);
+	assert_int_equal(knit_stop(f.pool, KNIT_STOP_DRAIN, -1), 0);
+	knit_pool_stats_t st;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	assert_int_equal(knit_pool_stats(f.pool, &st, sizeof st), 0);
+	assert_int_equal(st.enqueued, 51);
+	assert_int_equal(st.completed, 51);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(knit_pool_destroy(f.pool), 0);
+}
+
+// A line lost while idle is never claimed.
+void test_idle_line_of_lost_worker_not_claimed(void **)
+{
+	Fix f;
+	open_pool(&f, 2);
+	const int64_t end = mono_ns() + 20ll * 1000000000;
+	while (!dispatch_trylock(f.p)) {
+		assert_true(mono_ns() < end);
+		sched_yield();
+	}
+	dispatch_worker_lost(f.p, 0, -KNIT_ECRASHED);
+	dispatch_unlock(f.p);
+	assert_int_equal(knit_load_relaxed_32(&f.p->lanes[0].line_state), kLineRetired);
+	for (int i = 0; i < 50; i++) {
+		knit_value_t a = i64(i);
+		knit_completion_t c;
+		assert_int_equal(knit_call(f.pool, kEcho, &a, &c, 0), 0);
+		assert_int_equal(c.status, 0);
+	}
+	assert_int_equal(knit_load_relaxed_64(&f.p->lanes[0].line_seq), 0u);
+	assert_int_equal(knit_pool_destroy(f.pool), 0);
+}
+
 } // namespace
 
 int main(void)
@@ -330,6 +425,8 @@ int main(void)
 	    cmocka_unit_test(test_reply_bad_length),
 	    cmocka_unit_test(test_reply_missing_spill),
 	    cmocka_unit_test(test_line_area_layout),
+	    cmocka_unit_test(test_worker_lost_during_line_call),
+	    cmocka_unit_test(test_idle_line_of_lost_worker_not_claimed),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
