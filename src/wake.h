@@ -119,6 +119,13 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
 // than spin_cap_of_machine() (online CPUs - 1), so spinning host + spinning
 // workers never exceed the CPUs. Thread-local state: no shared write.
 
+// Is a CPU left for a host thread of p to spin on? False when at least as
+// many of p's workers are awake (running a task, spinning, or woken) as the
+// machine has online CPUs: a spinning host would then only take a CPU from
+// a worker that has work, and a waiter that sleeps at once costs a wake per
+// ring instead. Any thread; a relaxed snapshot (sleeping is always safe,
+// the doorbell rings the sleeper).
+bool host_spin_cpu_free(Pool *p);
 // lane_wake sent a wake to a worker of p (this thread).
 void host_sent_wake(Pool *p);
 // Before arming: if this thread sent a wake for p and a spin slot is free,

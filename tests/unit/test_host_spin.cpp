@@ -3,7 +3,8 @@
 // a wake it sent (src/wake.cpp, wake.h): only the thread that sent a wake,
 // only for that pool, a window bounded by kHostWakeSpinMaxNs, at most one
 // host spinner, none beside a full set of spinning workers, a stale wake
-// never spun on, and the estimate held at its peak. Counted, never timed:
+// never spun on, and the estimate held at its peak; no host spin at all
+// while the pool's awake workers fill every CPU. Counted, never timed:
 // the only clock use is a sleep longer than the bound, which pins the
 // estimate to the bound.
 #include <setjmp.h>
@@ -114,6 +115,45 @@ static void slow_wake_raises_window_to_the_bound_and_holds(void **)
 	host_wake_seen(pool_a());
 }
 
+// A pool of `n` worker lanes whose park words are `parked` (only the fields
+// host_spin_cpu_free() reads are set).
+alignas(Pool) unsigned char g_p[sizeof(Pool)];
+alignas(Lane) unsigned char g_lanes[4 * sizeof(Lane)];
+Pool *pool_of(uint32_t n, uint32_t *parked)
+{
+	memset(g_p, 0, sizeof g_p);
+	memset(g_lanes, 0, sizeof g_lanes);
+	Pool *p = reinterpret_cast<Pool *>(g_p);
+	p->lanes = reinterpret_cast<Lane *>(g_lanes);
+	p->nworkers = n;
+	for (uint32_t i = 0; i < n; i++)
+		p->lanes[i].parked = &parked[i];
+	return p;
+}
+
+static void no_spin_while_awake_workers_fill_the_cpus(void **)
+{
+	const uint32_t cpus = spin_cap_of_machine() + 1;
+	if (cpus > 3)
+		skip(); // the table below has 4 lanes: room for 3 CPUs and one more worker
+	uint32_t parked[4] = { kParked, kParked, kParked, kParked };
+	Pool *p = pool_of(cpus + 1, parked);
+	assert_true(host_spin_cpu_free(p)); // every worker parked
+	for (uint32_t i = 0; i + 1 < cpus; i++)
+		parked[i] = kAwake;
+	assert_true(host_spin_cpu_free(p)); // one CPU left for the host
+	parked[cpus] = kParkedForRoom; // parked all the same: no CPU
+	assert_true(host_spin_cpu_free(p));
+	parked[cpus - 1] = kAwake; // as many awake as CPUs
+	assert_false(host_spin_cpu_free(p));
+	parked[cpus] = kAwake; // more
+	assert_false(host_spin_cpu_free(p));
+	parked[0] = kParked;
+	assert_false(host_spin_cpu_free(p)); // still as many as CPUs
+	parked[cpus] = kParked;
+	assert_true(host_spin_cpu_free(p)); // one fewer again
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +162,7 @@ int main(void)
 		cmocka_unit_test(denied_beside_spinning_workers),
 		cmocka_unit_test(stale_wake_not_spun_on),
 		cmocka_unit_test(slow_wake_raises_window_to_the_bound_and_holds),
+		cmocka_unit_test(no_spin_while_awake_workers_fill_the_cpus),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
