@@ -314,6 +314,12 @@ void run_batch(Lane *l)
 		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
 			if (group_t0 != 0 && t - group_t0 >= kResultFlushNs) {
+				// The frames of the tasks that ran go back with their
+				// results: the host can refill the lane while the rest
+				// of a long batch runs, not after all of it (which made
+				// lanes take work in rounds of kWorkerBatch).
+				l->wreq.retire(retire); // C3: release store of B
+				retire = 0;
 				flush_results(l);
 				group_n = 0;
 			}
