@@ -155,6 +155,43 @@ bool host_spin_cpu_free(Pool *p)
 	return true;
 }
 
+namespace {
+
+// host_spin_worth()'s memory: the last look found every CPU taken; a spin
+// with every CPU taken came up empty (skip the next); the sleep being timed.
+__thread bool t_cpus_full;
+__thread bool t_skip_spin;
+__thread int64_t t_sleep_at;
+
+} // namespace
+
+bool host_spin_worth(Pool *p)
+{
+	t_cpus_full = !host_spin_cpu_free(p);
+	return !t_cpus_full || !t_skip_spin;
+}
+
+void host_spin_outcome(bool found)
+{
+	if (t_cpus_full)
+		t_skip_spin = !found;
+}
+
+void host_sleep_begin()
+{
+	if (t_cpus_full && t_skip_spin)
+		t_sleep_at = knit_now_ns();
+}
+
+void host_sleep_end()
+{
+	// A sleep a spin would have covered: spin again next time.
+	if (t_sleep_at != 0 && knit_now_ns() - t_sleep_at < kHostSpinNs)
+		t_skip_spin = false;
+	t_sleep_at = 0;
+	t_cpus_full = false;
+}
+
 void host_sent_wake(Pool *p)
 {
 	t_wake.pool = p;

@@ -3,8 +3,8 @@
 // a wake it sent (src/wake.cpp, wake.h): only the thread that sent a wake,
 // only for that pool, a window bounded by kHostWakeSpinMaxNs, at most one
 // host spinner, none beside a full set of spinning workers, a stale wake
-// never spun on, and the estimate held at its peak; no host spin at all
-// while the pool's awake workers fill every CPU. Counted, never timed:
+// never spun on, and the estimate held at its peak; while the pool's awake
+// workers fill every CPU, the pre-sleep spin only while such spins pay. Counted, never timed:
 // the only clock use is a sleep longer than the bound, which pins the
 // estimate to the bound.
 #include <setjmp.h>
@@ -154,6 +154,50 @@ static void no_spin_while_awake_workers_fill_the_cpus(void **)
 	assert_true(host_spin_cpu_free(p)); // one fewer again
 }
 
+static void full_cpus_spin_only_while_it_pays(void **)
+{
+	const uint32_t cpus = spin_cap_of_machine() + 1;
+	if (cpus > 3)
+		skip(); // the table has 4 lanes
+	uint32_t parked[4] = { kAwake, kAwake, kAwake, kAwake };
+	Pool *p = pool_of(cpus, parked); // every CPU runs an awake worker
+	assert_true(host_spin_worth(p)); // no history: spin
+	host_spin_outcome(true);
+	host_sleep_begin();
+	host_sleep_end();
+	assert_true(host_spin_worth(p)); // the spin found it: spin again
+	host_spin_outcome(false);        // came up empty: the wait was long
+	host_sleep_begin();
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	assert_false(host_spin_worth(p)); // a long sleep again: still no spin
+	host_sleep_begin();
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	assert_false(host_spin_worth(p));
+	// A CPU left: spin whatever the history.
+	parked[0] = kParked;
+	assert_true(host_spin_worth(p));
+	host_sleep_begin(); // not timed (a CPU was left)
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	parked[0] = kAwake;
+	assert_false(host_spin_worth(p)); // the skip is kept
+	// A sleep shorter than a spin turns the spin back on (back to back;
+	// bounded retries for a test thread preempted in between).
+	bool again = false;
+	for (int i = 0; i < 1000 && !again; i++) {
+		assert_false(host_spin_worth(p));
+		host_sleep_begin();
+		host_sleep_end();
+		again = host_spin_worth(p);
+	}
+	assert_true(again);
+	host_spin_outcome(true);
+	host_sleep_begin();
+	host_sleep_end();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +207,7 @@ int main(void)
 		cmocka_unit_test(stale_wake_not_spun_on),
 		cmocka_unit_test(slow_wake_raises_window_to_the_bound_and_holds),
 		cmocka_unit_test(no_spin_while_awake_workers_fill_the_cpus),
+		cmocka_unit_test(full_cpus_spin_only_while_it_pays),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
