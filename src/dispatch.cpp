@@ -976,7 +976,9 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		// a hot round trip costs no futex sleep (a pass is far cheaper than
 		// a worker's round trip, so the free passes alone would arm the
 		// doorbell before any worker could answer).
-		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0) {
+		// While the pool's awake workers fill every CPU, only if such
+		// spins pay (wake.h).
+		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0 && host_spin_worth(p)) {
 			const int64_t t0 = knit_now_ns();
 			// This thread just woke a worker: spin on through the wake's
 			// measured latency, so the result does not need a second wake
@@ -996,12 +998,15 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 			spin_left -= knit_now_ns() - t0;
 			if (wake_end != 0)
 				host_wake_spin_done();
+			host_spin_outcome(found);
 			if (found) {
 				host_wake_seen(p);
 				continue;
 			}
 		}
+		host_sleep_begin();
 		host_sleep(p, ready, arg, deadline_ns, stall);
+		host_sleep_end();
 		host_wake_seen(p);
 	}
 }

@@ -131,6 +131,67 @@ constexpr int64_t kWakeGuessNs = 50 * 1000;
 
 } // namespace
 
+namespace {
+
+uint32_t online_cpus()
+{
+	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
+	if (cap == 0) {
+		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
+		knit_store_relaxed_32(&g_cpu_cap, cap);
+	}
+	return cap;
+}
+
+} // namespace
+
+bool host_spin_cpu_free(Pool *p)
+{
+	const uint32_t cpus = online_cpus();
+	uint32_t awake = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if (knit_load_relaxed_32(p->lanes[i].parked) == kAwake && ++awake >= cpus)
+			return false;
+	return true;
+}
+
+namespace {
+
+// host_spin_worth()'s memory: the last look found every CPU taken; a spin
+// with every CPU taken came up empty (skip the next); the sleep being timed.
+__thread bool t_cpus_full;
+__thread bool t_skip_spin;
+__thread int64_t t_sleep_at;
+
+} // namespace
+
+bool host_spin_worth(Pool *p)
+{
+	t_cpus_full = !host_spin_cpu_free(p);
+	return !t_cpus_full || !t_skip_spin;
+}
+
+void host_spin_outcome(bool found)
+{
+	if (t_cpus_full)
+		t_skip_spin = !found;
+}
+
+void host_sleep_begin()
+{
+	if (t_cpus_full && t_skip_spin)
+		t_sleep_at = knit_now_ns();
+}
+
+void host_sleep_end()
+{
+	// A sleep a spin would have covered: spin again next time.
+	if (t_sleep_at != 0 && knit_now_ns() - t_sleep_at < kHostSpinNs)
+		t_skip_spin = false;
+	t_sleep_at = 0;
+	t_cpus_full = false;
+}
+
 void host_sent_wake(Pool *p)
 {
 	t_wake.pool = p;
@@ -147,11 +208,7 @@ int64_t host_wake_spin_begin(Pool *p, int64_t now)
 		t_wake.at = 0; // stale (the thread did not wait for it): no sample
 		return 0;
 	}
-	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
-	if (cap == 0) {
-		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
-		knit_store_relaxed_32(&g_cpu_cap, cap);
-	}
+	const uint32_t cap = online_cpus();
 	// One host spinner, and only beside fewer spinning workers than their
 	// own cap (CPUs - 1): with it, never more spinners than CPUs.
 	if (knit_load_relaxed_32(&g_spinners) + 1 >= cap || !spin_slot_acquire(&g_host_spinners, 1))

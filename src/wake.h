@@ -119,6 +119,27 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
 // than spin_cap_of_machine() (online CPUs - 1), so spinning host + spinning
 // workers never exceed the CPUs. Thread-local state: no shared write.
 
+// Is a CPU left for a host thread of p to spin on? False when at least as
+// many of p's workers are awake (running a task, spinning, or woken) as the
+// machine has online CPUs. Any thread; a relaxed snapshot (sleeping is
+// always safe, the doorbell rings the sleeper).
+bool host_spin_cpu_free(Pool *p);
+// Should this waiting host thread spin before it sleeps (the kHostSpinNs
+// spin of host_wait)? Yes while a CPU is left. When p's awake workers fill
+// every CPU, a spin runs on the CPU of a worker that has work: then only
+// while this thread's waits there are short (its last such spin found what
+// it waited for, or its last such sleep was shorter than a spin), so short
+// tasks keep the cheap spin (a sleep would cost a ring, a worker's futex
+// syscall, per result) and long ones, whose results a spin never catches,
+// sleep at once instead of taking kHostSpinNs from a worker per result.
+// Thread-local state, no shared write.
+bool host_spin_worth(Pool *p);
+// The spin host_spin_worth() allowed ended: found = what it waited for.
+void host_spin_outcome(bool found);
+// Around the sleep that follows a wait's spin (or its skipped spin): timed
+// only when every CPU was taken and the spin was skipped or came up empty.
+void host_sleep_begin();
+void host_sleep_end();
 // lane_wake sent a wake to a worker of p (this thread).
 void host_sent_wake(Pool *p);
 // Before arming: if this thread sent a wake for p and a spin slot is free,

@@ -11,8 +11,9 @@
 //   3. run at most kWorkerBatch tasks in order: a frame whose deadline has
 //      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
 //      staged and published with one store of A per batch (or earlier when
-//      the batch runs past kResultFlushNs; the clock is read after every
-//      second task for that), then the doorbell is rung if the host armed it;
+//      the batch runs past kResultFlushNs, together with the retire of the
+//      frames that ran; the clock is read after every second task for
+//      that), then the doorbell is rung if the host armed it;
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
@@ -319,6 +320,12 @@ void run_batch(Lane *l)
 		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
 			if (group_t0 != 0 && t - group_t0 >= kResultFlushNs) {
+				// The frames of the tasks that ran go back with their
+				// results: the host can refill the lane while the rest
+				// of a long batch runs, not after all of it (which made
+				// lanes take work in rounds of kWorkerBatch).
+				l->wreq.retire(retire); // C3: release store of B
+				retire = 0;
 				flush_results(l);
 				group_n = 0;
 			}

@@ -168,3 +168,54 @@ KT(backlog, producers_retry_nothing_lost)
 	cr_expect_leq(s.backlog_high_water, 2);
 	kt_destroy(pool);
 }
+
+/*
+ * A lane that runs a long batch hands the frames of the tasks already done
+ * back with their early results, so the backlog refills the lane while the
+ * rest of the batch still runs (before: only once the whole batch ended, so
+ * lanes took work in rounds of 32 and the last round made the makespan
+ * uneven). One worker: #0 runs alone (a batch of its own) while #1..#31
+ * (two short sleeps, then blockers) and #32, #33 (the backlog) are
+ * enqueued; #0's slot goes to #32; the worker then runs #1..#31 as one
+ * batch and stalls on the blockers. Reaping #1 and #2 must place #33, with
+ * every blocker still running.
+ */
+Test(backlog, refilled_during_a_long_batch)
+{
+	kt_gate_close();
+	knit_pool_t *pool = kt_pool_lanes(1);
+	uint32_t sleep = kt_id(pool, "sleep"), block = kt_id(pool, "block"), echo = kt_id(pool, "echo");
+	const int total = 34;
+	knit_ticket_t first = kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
+	cr_assert(kt_wait_started(1));
+	for (int i = 1; i <= 2; i++)
+		kt_enq(pool, sleep, kt_i64(1), (void *)(intptr_t)(i + 1));
+	for (int i = 3; i <= 31; i++)
+		kt_enq(pool, block, kt_i64(i), (void *)(intptr_t)(i + 1));
+	for (int i = 32; i <= 33; i++)
+		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_assert_eq(s.backlog, 2, "backlog %llu: the lane holds 32", (unsigned long long)s.backlog);
+	cr_assert_eq(knit_cancel(pool, first, KNIT_CANCEL_SIGNAL), 0);
+	knit_completion_t out[34];
+	cr_assert_eq(kt_reap(pool, out, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		cr_expect_eq(out[i].status, 0);
+		cr_expect_leq((intptr_t)out[i].user_data, 3, "#%d done before the gate opened",
+			      (int)(intptr_t)out[i].user_data - 1);
+	}
+	kt_stats(pool, &s);
+	cr_expect_eq(s.backlog, 0, "backlog %llu after #1, #2 came back mid-batch", (unsigned long long)s.backlog);
+	cr_expect_eq(s.pending, (uint64_t)total - 3);
+	kt_gate_open();
+	cr_assert_eq(kt_reap(pool, out + 3, total - 3), total - 3);
+	static char seen[35];
+	for (int i = 0; i < total; i++) {
+		intptr_t k = (intptr_t)out[i].user_data;
+		cr_assert(k >= 1 && k <= total);
+		cr_expect_eq(seen[k]++, 0);
+		cr_expect_eq(out[i].status, 0);
+	}
+	kt_destroy(pool);
+}

@@ -10,7 +10,9 @@
  * (a message sequence number), then publishes with one store of A. The
  * consumer loads A fresh on every pass, takes the pending lanes of that
  * snapshot in descending round-robin order (cursor), copies each payload out,
- * and retires every lane it took with one store of B.
+ * and retires every lane it took with one store of B; it may also retire the
+ * lanes it has copied out so far in the middle of a pass (a worker's early
+ * publish of a long batch), the rest of the snapshot still to come.
  *
  * Every Promela statement is one sequentially consistent step; the shared
  * words are A, B and slot[]. The lock2 protocol needs only release (A, B
@@ -38,6 +40,9 @@
  *   MUTANT_RETIRE_FRESH   consumer retires "load(A) ^ lastWorker" instead of
  *                         the lanes it took -> retires a message it never
  *                         consumed (assertion / lost message)
+ *   MUTANT_EARLY_RETIRE_ALL an early retire also retires the lanes of the
+ *                         snapshot not copied out yet (and drops them)
+ *                         -> lost messages / stale payload
  *   MUTANT_CACHE_A        consumer loads A once and never again
  *                         -> consumer sleeps with work pending (invalid end)
  * Not a bug (spin proves it safe, see README): MUTANT_CACHE_A_REFRESH_ON_EMPTY,
@@ -50,6 +55,7 @@
 /* check: mutant_publish_first | spin: -DMUTANT_PUBLISH_FIRST | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_stale_local | spin: -DMUTANT_STALE_LOCAL | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_retire_fresh | spin: -DMUTANT_RETIRE_FRESH | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_early_retire_all | spin: -DMUTANT_EARLY_RETIRE_ALL | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_cache_a | spin: -DMUTANT_CACHE_A | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: cache_a_refresh_on_empty_is_safe | spin: -DMUTANT_CACHE_A_REFRESH_ON_EMPTY | cc: -DSAFETY | pan: -m20000 */
 
@@ -191,7 +197,27 @@ active proctype consumer()
 				assert(consumed[v] == 1); /* exactly once */
 				nconsumed++
 			}
-			taken = taken | BIT(i)
+			taken = taken | BIT(i);
+			/* the early publish of a long batch (src/worker.cpp
+			 * run_batch): the consumer may retire the lanes it has
+			 * consumed so far, one (release) store of B, and go on
+			 * with the rest of the snapshot */
+			if
+			:: pend != 0 ->
+#ifdef MUTANT_EARLY_RETIRE_ALL
+				taken = taken | pend;
+#endif
+				lastWorker = lastWorker ^ taken;
+				d_step {
+					assert(((A ^ B) & taken) == taken);
+					B = lastWorker
+				}
+#ifdef MUTANT_EARLY_RETIRE_ALL
+				pend = 0;
+#endif
+				taken = 0
+			:: true -> skip
+			fi
 		od;
 		/* step 4: retire every lane of the pass with one (release) store */
 #ifdef MUTANT_RETIRE_FRESH

@@ -3,7 +3,8 @@
 // a wake it sent (src/wake.cpp, wake.h): only the thread that sent a wake,
 // only for that pool, a window bounded by kHostWakeSpinMaxNs, at most one
 // host spinner, none beside a full set of spinning workers, a stale wake
-// never spun on, and the estimate held at its peak. Counted, never timed:
+// never spun on, and the estimate held at its peak; while the pool's awake
+// workers fill every CPU, the pre-sleep spin only while such spins pay. Counted, never timed:
 // the only clock use is a sleep longer than the bound, which pins the
 // estimate to the bound.
 #include <setjmp.h>
@@ -114,6 +115,89 @@ static void slow_wake_raises_window_to_the_bound_and_holds(void **)
 	host_wake_seen(pool_a());
 }
 
+// A pool of `n` worker lanes whose park words are `parked` (only the fields
+// host_spin_cpu_free() reads are set).
+alignas(Pool) unsigned char g_p[sizeof(Pool)];
+alignas(Lane) unsigned char g_lanes[4 * sizeof(Lane)];
+Pool *pool_of(uint32_t n, uint32_t *parked)
+{
+	memset(g_p, 0, sizeof g_p);
+	memset(g_lanes, 0, sizeof g_lanes);
+	Pool *p = reinterpret_cast<Pool *>(g_p);
+	p->lanes = reinterpret_cast<Lane *>(g_lanes);
+	p->nworkers = n;
+	for (uint32_t i = 0; i < n; i++)
+		p->lanes[i].parked = &parked[i];
+	return p;
+}
+
+static void no_spin_while_awake_workers_fill_the_cpus(void **)
+{
+	const uint32_t cpus = spin_cap_of_machine() + 1;
+	if (cpus > 3)
+		skip(); // the table below has 4 lanes: room for 3 CPUs and one more worker
+	uint32_t parked[4] = { kParked, kParked, kParked, kParked };
+	Pool *p = pool_of(cpus + 1, parked);
+	assert_true(host_spin_cpu_free(p)); // every worker parked
+	for (uint32_t i = 0; i + 1 < cpus; i++)
+		parked[i] = kAwake;
+	assert_true(host_spin_cpu_free(p)); // one CPU left for the host
+	parked[cpus] = kParkedForRoom; // parked all the same: no CPU
+	assert_true(host_spin_cpu_free(p));
+	parked[cpus - 1] = kAwake; // as many awake as CPUs
+	assert_false(host_spin_cpu_free(p));
+	parked[cpus] = kAwake; // more
+	assert_false(host_spin_cpu_free(p));
+	parked[0] = kParked;
+	assert_false(host_spin_cpu_free(p)); // still as many as CPUs
+	parked[cpus] = kParked;
+	assert_true(host_spin_cpu_free(p)); // one fewer again
+}
+
+static void full_cpus_spin_only_while_it_pays(void **)
+{
+	const uint32_t cpus = spin_cap_of_machine() + 1;
+	if (cpus > 3)
+		skip(); // the table has 4 lanes
+	uint32_t parked[4] = { kAwake, kAwake, kAwake, kAwake };
+	Pool *p = pool_of(cpus, parked); // every CPU runs an awake worker
+	assert_true(host_spin_worth(p)); // no history: spin
+	host_spin_outcome(true);
+	host_sleep_begin();
+	host_sleep_end();
+	assert_true(host_spin_worth(p)); // the spin found it: spin again
+	host_spin_outcome(false);        // came up empty: the wait was long
+	host_sleep_begin();
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	assert_false(host_spin_worth(p)); // a long sleep again: still no spin
+	host_sleep_begin();
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	assert_false(host_spin_worth(p));
+	// A CPU left: spin whatever the history.
+	parked[0] = kParked;
+	assert_true(host_spin_worth(p));
+	host_sleep_begin(); // not timed (a CPU was left)
+	sleep_ns(2 * kHostSpinNs);
+	host_sleep_end();
+	parked[0] = kAwake;
+	assert_false(host_spin_worth(p)); // the skip is kept
+	// A sleep shorter than a spin turns the spin back on (back to back;
+	// bounded retries for a test thread preempted in between).
+	bool again = false;
+	for (int i = 0; i < 1000 && !again; i++) {
+		assert_false(host_spin_worth(p));
+		host_sleep_begin();
+		host_sleep_end();
+		again = host_spin_worth(p);
+	}
+	assert_true(again);
+	host_spin_outcome(true);
+	host_sleep_begin();
+	host_sleep_end();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +206,8 @@ int main(void)
 		cmocka_unit_test(denied_beside_spinning_workers),
 		cmocka_unit_test(stale_wake_not_spun_on),
 		cmocka_unit_test(slow_wake_raises_window_to_the_bound_and_holds),
+		cmocka_unit_test(no_spin_while_awake_workers_fill_the_cpus),
+		cmocka_unit_test(full_cpus_spin_only_while_it_pays),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // tools/knit-bench/floors.cpp - what no pool can beat on this machine: a
 // cache-line round trip between two pinned threads, a futex ping-pong (two
-// wakes per round trip), one futex wake answered by a spinning thread,
-// FUTEX_WAKE with no waiter, clock_gettime, thread create + join, and the
-// two 1 MiB copies a bytes echo cannot avoid.
+// wakes per round trip), one futex wake answered by a spinning thread, one
+// wake of a thread parked as long as a cold call's gap, FUTEX_WAKE with no
+// waiter, clock_gettime, thread create + join, and the two 1 MiB copies a
+// bytes echo cannot avoid.
 #include "tools/knit-bench/bench.h"
 
 #include <cstring>
@@ -117,6 +118,39 @@ Meas futex_wake_spinner(int n)
 	return m;
 }
 
+// One wake after the gap knit.call.cold leaves (300 us): the partner has
+// been parked on a futex that long, the host wakes it and spins for the
+// answer. What a cold call cannot beat: the wake of a thread (and, on a VM,
+// of a vCPU) idle that long, which can cost more than the two wakes of a
+// ping-pong whose sides sleep only a few microseconds.
+Meas futex_wake_after_gap(int n, uint64_t gap_ns)
+{
+	const int keep = n;
+	n = with_warmup(n);
+	alignas(128) uint32_t a = 0;
+	alignas(128) uint32_t b = 0;
+	auto t = pinned_thread(g_place.worker, [&] {
+		for (uint32_t i = 1; i <= (uint32_t)n; i++) {
+			while (__atomic_load_n(&a, __ATOMIC_ACQUIRE) != i)
+				futex(&a, FUTEX_WAIT, i - 1);
+			__atomic_store_n(&b, i, __ATOMIC_RELEASE);
+		}
+	});
+	Meas m;
+	for (uint32_t i = 1; i <= (uint32_t)n; i++) {
+		sleep_ns(gap_ns);
+		uint64_t t0 = now_ns();
+		__atomic_store_n(&a, i, __ATOMIC_RELEASE);
+		futex(&a, FUTEX_WAKE, 1);
+		while (__atomic_load_n(&b, __ATOMIC_ACQUIRE) != i)
+			relax();
+		m.samples.push_back((double)(now_ns() - t0));
+	}
+	t.join();
+	drop_warmup(m, keep);
+	return m;
+}
+
 // A loop of `n` calls timed in groups of 100 (one call is below the clock's
 // own cost), reported per call.
 template <typename F> Meas per_call(int n, F f)
@@ -184,6 +218,9 @@ void register_floors()
 		   [] { return futex_pingpong(scale(2000, 50)); }, "futex round trip, both sides sleep (two wakes)" });
 	add_case({ "floor.futex_wake_spinner", "wake1", "floor", "", { kP50, kP99 },
 		   [] { return futex_wake_spinner(scale(2000, 50)); }, "host sleeps, a spinning thread wakes it (one wake)" });
+	add_case({ "floor.futex_wake_gap300us", "cold", "floor", "", { kP50, kP99 },
+		   [] { return futex_wake_after_gap(scale(1000, 30), 300000); },
+		   "a thread parked 300 us is woken and answers a spinning host (one wake)" });
 	add_case({ "floor.futex_wake_nowaiter", "sys", "floor", "", { kP50 },
 		   [] {
 			   static uint32_t w;
