@@ -215,7 +215,7 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 	bool replied = false;
 	// The clock only from round 64 on: a hot reply comes sooner.
 	int64_t end = 0, wake_end = 0;
-	bool found = false;
+	bool found = false, judged = false;
 	for (uint32_t i = 1;; i++) {
 		if (line_ready(&w, &replied)) {
 			found = true;
@@ -225,6 +225,11 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 		if ((i & 63) == 0) {
 			const int64_t t = knit_now_ns();
 			if (end == 0) {
+				// While the pool's awake workers fill every CPU, spin
+				// on only if such spins pay (wake.h), as host_wait does.
+				if (!host_spin_worth(p))
+					break;
+				judged = true;
 				wake_end = host_wake_spin_begin(p, t);
 				end = max_of(t + kHostSpinNs, wake_end);
 			} else if (t >= end) {
@@ -234,6 +239,8 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 	}
 	if (wake_end != 0)
 		host_wake_spin_done();
+	if (judged)
+		host_spin_outcome(found);
 	const bool doorbell = p->cfg.doorbell;
 	for (uint32_t stall = 0; !found; stall++) {
 		if (!doorbell) {
@@ -249,7 +256,9 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 			}
 			w.wake_at = knit_now_ns() + (int64_t)rung * 1000000;
 		}
+		host_sleep_begin();
 		host_doorbell_sleep(p, doorbell, line_recheck, &w);
+		host_sleep_end();
 		found = line_ready(&w, &replied);
 	}
 	host_wake_seen(p);
