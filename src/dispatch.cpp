@@ -22,6 +22,7 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/proc.h"
 #include "src/wake.h"
 
 namespace knit::detail {
@@ -153,7 +154,7 @@ void steal_flush(Pool *p)
 // negative code (the call can never be published).
 int stage_call(Pool *p, Lane *l, Call *c)
 {
-	if (l->inflight >= kLaneInflightMax)
+	if (l->inflight >= kLaneInflightMax || l->down)
 		return -KNIT_EAGAIN;
 	if (l->is_inline) {
 		c->next = nullptr;
@@ -532,6 +533,12 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
 			n++;
+			if (p->proc != nullptr) {
+				// A process can be killed: only its lane is lost
+				// (src/proc.h), the pool keeps serving.
+				proc_kill_worker(p, i);
+				continue;
+			}
 			force_stop(p);
 			break;
 		}
@@ -993,6 +1000,8 @@ void request_worker_stop(Pool *p)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
 }
+
+uint32_t dispatch_reap_lane(Pool *p, Lane *l) { return reap_lane(p, l); }
 
 void steal_worker_gone(Pool *p, uint32_t i)
 {

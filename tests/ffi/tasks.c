@@ -118,6 +118,9 @@ size_t ffi_offsetof(const char *name)
 	O(knit_pool_options_t, payload_max_bytes) O(knit_pool_options_t, payload_initial_bytes)
 	O(knit_pool_options_t, max_payload_bytes) O(knit_pool_options_t, cpu_mask)
 	O(knit_pool_options_t, cpu_flags) O(knit_pool_options_t, reserved1)
+	O(knit_pool_options_t, worker_kind) O(knit_pool_options_t, proc_flags)
+	O(knit_pool_options_t, task_library) O(knit_pool_options_t, worker_path)
+	O(knit_pool_options_t, respawn_max) O(knit_pool_options_t, reserved2)
 	O(knit_call_options_t, size) O(knit_call_options_t, flags) O(knit_call_options_t, timeout_ms)
 	O(knit_call_options_t, lane)
 	O(knit_completion_t, ticket) O(knit_completion_t, user_data) O(knit_completion_t, status)
@@ -134,6 +137,8 @@ size_t ffi_offsetof(const char *name)
 	O(knit_pool_stats_t, inline_calls) O(knit_pool_stats_t, proto_errors)
 	O(knit_pool_stats_t, late_drops) O(knit_pool_stats_t, arena_committed_bytes)
 	O(knit_pool_stats_t, reserved) O(knit_pool_stats_t, lane)
+	O(knit_pool_stats_t, spawns) O(knit_pool_stats_t, crashes)
+	O(knit_pool_stats_t, respawns) O(knit_pool_stats_t, hard_kills)
 #undef O
 	return (size_t)-1;
 }

@@ -59,7 +59,10 @@ class PoolOptions(C.Structure):
         "park_ms", "abort_capacity", "hard_timeout_ms", "max_pending", "reserved0")] + [
         ("payload_max_bytes", C.c_uint64), ("payload_initial_bytes", C.c_uint64),
         ("max_payload_bytes", C.c_uint64), ("cpu_mask", C.c_uint64 * 16),
-        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32)]
+        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32),
+        ("worker_kind", C.c_uint32), ("proc_flags", C.c_uint32),
+        ("task_library", C.c_char_p), ("worker_path", C.c_char_p),
+        ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -85,7 +88,8 @@ class PoolStats(C.Structure):
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
                     "late_drops", "arena_committed_bytes")] + [
-        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+        ("reserved", C.c_uint64 * 1), ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
+        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills")]
 
 
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
