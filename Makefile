@@ -195,7 +195,7 @@ API_TASKLIBS := $(patsubst tests/api/tasklib/%.c,$(B)/tests/lib/%.so,$(wildcard 
 $(B)/tests/lib/%.so: tests/api/tasklib/%.c $(LIB_LINK) include/knitting.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  SO    $@")
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@ -L$(B)/lib -lknitting
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
 # Built through a pattern rule for the tests: not intermediate files to delete.
 .SECONDARY: $(API_TASKLIBS)
 $(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h) $(API_TASKLIBS) $(KW_BIN)
@@ -211,7 +211,7 @@ check-api: $(API_BINS)
 # stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
 STRESS_SRCS := $(sort $(wildcard tests/stress/*.c tests/stress/*.cpp))
 STRESS_BINS := $(patsubst tests/stress/%,$(B)/tests/stress/%,$(basename $(STRESS_SRCS)))
-$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h)
+$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h) $(KW_BIN) $(API_TASKLIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ $(WHITEBOX_LIBS)
