@@ -331,6 +331,13 @@ $(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) include/knitting.h $(
 	@$(if $(Q),echo "  CXX   $@")
 	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
 		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $$(cat $(B)/tools/knit-bench.flags) -lpthread
+# The process-pool cases' task library, beside knit-bench.
+KB_TASKS := $(B)/tools/knit-bench-tasks.so
+$(KB_TASKS): tools/knit-bench/tasks/bench_tasks.c $(LIB_LINK) include/knitting.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SO    $@")
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
+$(KB_BIN): $(KB_TASKS) $(KW_BIN)
 deps-bench:
 	$(Q)sh tools/deps.sh --bench
 bench: deps-bench

@@ -385,9 +385,15 @@ uint32_t recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 	reattach_lane(p, l);
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
 	knit_store_relaxed_32(l->parked, kAwake);
-	// Release: the reset above is visible to whoever sees the new stop
-	// word (knit_stop's acquire load; a new worker maps after this).
-	knit_store_release_32(l->stop, stop_word);
+	// acq_rel exchange, not a store: if request_worker_stop's CAS to
+	// REQUESTED came first, we read from it and so see its earlier store
+	// of workers_stopping below, and put the request back for the new
+	// worker; if it comes after us, it finds RUNNING and makes it
+	// REQUESTED itself. Release: the reset above is visible to whoever sees
+	// the new word (knit_stop's acquire load; the new worker maps later).
+	knit_xchg_acq_rel_32(l->stop, stop_word);
+	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
+		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
 	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
 	dispatch_unlock(p);
 	return produced;

@@ -395,6 +395,8 @@ KT(proc, restart_budget_ends_a_crash_loop)
 	knit_value_t a = kt_i64(1);
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
+	knit_completion_t c;
+	cr_assert_eq(knit_call(p, kt_id(p, "echo"), &a, &c, -1), -KNIT_ECRASHED);
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.crashes, 3);
