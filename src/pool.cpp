@@ -65,6 +65,7 @@ void pool_free_common(knit_pool *kp)
 void pool_free_forked(knit_pool *kp)
 {
 	Pool *p = &kp->p;
+	proc_forget(p);
 	p->tickets.fini();
 	p->heap.fini();
 	free(p->abort_in_use);

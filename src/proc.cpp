@@ -668,6 +668,26 @@ void proc_shutdown(Pool *p)
 	p->proc = nullptr;
 }
 
+void proc_forget(Pool *p)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr)
+		return;
+	// A fork child: the workers, the monitor and the pidfds' children are
+	// the parent's. Close our copies of the descriptors, signal nothing.
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->pidfd[i] >= 0)
+			close(h->pidfd[i]);
+	if (h->bridge >= 0)
+		close(h->bridge);
+	if (h->ctl >= 0)
+		close(h->ctl);
+	free(h->lib_path);
+	free(h->worker_path);
+	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
+	p->proc = nullptr;
+}
+
 void proc_efd_enabled(Pool *p)
 {
 	if (p->proc == nullptr)

@@ -102,6 +102,11 @@ int proc_start(Pool *p);
 // the host state (fds, the library handle). Safe on a partly built pool.
 void proc_shutdown(Pool *p);
 
+// knit_pool_destroy in a child of fork(2): close the child's copies of the
+// pool's descriptors and free the host state; no child is signalled or
+// waited for (they are the parent's).
+void proc_forget(Pool *p);
+
 // The completion fd now exists (knit_completion_fd, after its release store
 // of efd_on): tell the workers to write the bridge.
 void proc_efd_enabled(Pool *p);

@@ -505,3 +505,75 @@ KT(proc, children_die_with_the_host)
 	}
 	close(pfd[0]);
 }
+
+KT(proc, stop_drain_then_destroy)
+{
+	knit_pool_t *p = proc_pool(2);
+	enum { N = 40 };
+	for (int i = 0; i < N; i++)
+		kt_enq(p, kt_id(p, "sleep"), kt_i64(2), NULL);
+	cr_assert_eq(knit_stop(p, KNIT_STOP_DRAIN, (int64_t)(KT_BOUND_S * 1e9)), 0);
+	knit_completion_t out[N + 1];
+	int got = 0;
+	for (;;) {
+		int n = knit_complete(p, out + got, N + 1 - got, 0);
+		if (n == -KNIT_ECLOSED)
+			break;
+		cr_assert_geq(n, 0);
+		got += n;
+		cr_assert_leq(got, N);
+	}
+	cr_assert_eq(got, N, "every drained call completed once");
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(out[i].status, 0);
+		knit_completion_release(p, &out[i]);
+	}
+	/* The workers acknowledged and exit on their own: the monitor reaps
+	 * them, nothing counts as a crash. */
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while (count_children() != 0) {
+		cr_assert_lt(kt_now_ns(), end, "stopped workers did not exit");
+		kt_sleep_ms(5);
+	}
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.crashes, 0);
+	cr_assert_eq(s.respawns, 0);
+	kt_destroy(p);
+}
+
+/* A fork child's destroy closes its copies and leaves the parent's workers
+ * alone. */
+KT(proc, fork_child_destroy)
+{
+	knit_pool_t *p = proc_pool(1);
+	knit_completion_t c = call1(p, "pid", kt_none());
+	const int64_t worker = c.result.i64;
+	pid_t child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		knit_value_t a = kt_i64(1);
+		knit_ticket_t t;
+		int ok = knit_enqueue(p, 0, &a, NULL, &t) == -KNIT_ECLOSED && knit_pool_destroy(p) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(child, &st, 0), child);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	c = call1(p, "pid", kt_none());
+	cr_assert_eq(c.result.i64, worker, "the same worker still serves the parent");
+	kt_destroy(p);
+}
+
+/* knit-worker started by anything but the library refuses. */
+KT(proc, worker_refuses_foreign_command_lines)
+{
+	const char *w = KT_BUILD_DIR "/libexec/knitting/knit-worker";
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s >/dev/null 2>&1", w);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "no boot record: usage, exit 2");
+	snprintf(cmd, sizeof cmd, "%s --knit-boot 00112233445566778899aabbccddeeff %s 2>/dev/null", w, PROC_LIB);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a boot record of another version: refused");
+}
