@@ -9,7 +9,6 @@
 // failure at any step undoes every step before it.
 #include "src/common.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <new>
 #include <sched.h>
@@ -395,10 +394,12 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	pthread_mutex_init(&p->mu, nullptr);
 	__cds_wfcq_init(&p->bq_head, &p->bq_tail);
 
-	void *dl = nullptr;
 	if (cfg.processes) {
 		char err[160];
+		void *dl = nullptr;
 		rc = proc_load_tasks(p, popts.task_library, &dl, err, sizeof err);
+		if (rc == 0)
+			rc = proc_host_new(p, dl); // owns dl from here on
 	} else {
 		rc = build_tasks(p, tasks, ntasks);
 	}
@@ -450,8 +451,6 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total, "knitting",
 			   &p->region);
 	if (rc != 0) {
-		if (dl != nullptr)
-			dlclose(dl);
 		pool_free(kp);
 		return rc;
 	}
@@ -480,8 +479,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 
 	if (cfg.processes) {
-		// From here on pool_free (proc_shutdown) owns the library handle.
-		rc = proc_prepare(p, &popts, dl, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off);
+		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off);
 		if (rc == 0)
 			rc = proc_start(p);
 		if (rc != 0) {

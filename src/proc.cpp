@@ -557,12 +557,13 @@ int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t 
 	return 0;
 }
 
-int proc_prepare(Pool *p, const knit_pool_options_t *opts, void *dl, const PoolConfig &cfg,
-		 uint64_t region_size, uint64_t lanes_off, uint64_t stride, uint64_t abort_off)
+int proc_host_new(Pool *p, void *dl)
 {
 	ProcHost *h = static_cast<ProcHost *>(calloc(1, sizeof(ProcHost)));
-	if (h == nullptr)
+	if (h == nullptr) {
+		dlclose(dl);
 		return -KNIT_ENOMEM;
+	}
 	p->proc = h;
 	h->dl = dl;
 	h->bridge = -1;
@@ -571,6 +572,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, void *dl, const PoolC
 		h->pidfd[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
+	return 0;
+}
+
+int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off)
+{
+	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
 	h->respawn_max = opts->respawn_max == 0 ? kRespawnDefault
 			 : opts->respawn_max == KNIT_ZERO ? 0

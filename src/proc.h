@@ -87,14 +87,20 @@ uint64_t task_table_hash(const TaskEntry *t, uint32_t n);
 // table), -KNIT_ENOMEM. `err` (errlen bytes) gets a message either way.
 int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t errlen);
 
-// knit_pool_create, after the region and lanes are built (p->proc set up by
-// proc_prepare): start the monitor thread, which spawns every worker, and
-// wait until each reported ready. 0, -KNIT_ESYSTEM (no fd, thread or
-// spawn), -KNIT_EPROTO (a worker refused to start: its message is on the
-// host's stderr), -KNIT_ECRASHED (a worker died or stayed silent before
-// ready). On failure every child is gone.
-int proc_prepare(Pool *p, const knit_pool_options_t *opts, void *dl, const PoolConfig &cfg,
-		 uint64_t region_size, uint64_t lanes_off, uint64_t stride, uint64_t abort_off);
+// knit_pool_create, right after proc_load_tasks: the host state (p->proc),
+// which owns the library handle from now on (pool_free -> proc_shutdown
+// closes it). 0 or -KNIT_ENOMEM (the handle closed).
+int proc_host_new(Pool *p, void *dl);
+// knit_pool_create, after the region and lanes are built: resolve the
+// worker path, make the eventfds, fill the boot record. 0, -KNIT_EINVAL
+// (the worker path is not an executable), -KNIT_ENOMEM, -KNIT_ESYSTEM.
+int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off);
+// Then start the monitor thread, which spawns every worker, and wait
+// until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
+// -KNIT_EPROTO (a worker refused to start: its message is on the host's
+// stderr), -KNIT_ECRASHED (a worker died or stayed silent before ready).
+// On failure every child is gone.
 int proc_start(Pool *p);
 
 // knit_pool_destroy, after knit_stop: stop the monitor, which waits for
