@@ -181,6 +181,10 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 		if (e == 0)
 			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 		pid_t pid = 0;
+		// Counted before the worker exists: it may serve calls before
+		// posix_spawn returns here, and the stats must show it by then.
+		if (e == 0)
+			knit_add_relaxed_64(&h->spawns, 1);
 		if (e == 0)
 			e = posix_spawn(&pid, h->worker_path, &fa, &attr, argv, h->inherit_env ? environ : empty_env);
 		if (e != 0) {
@@ -197,7 +201,6 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 			} else {
 				h->pid[lane] = pid;
 				h->pidfd[lane] = fd;
-				knit_add_relaxed_64(&h->spawns, 1);
 			}
 		}
 	}
@@ -344,10 +347,8 @@ void reattach_lane(Pool *p, Lane *l)
 	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
 	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
 	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
-	l->req.~LockProducer();
-	new (&l->req) LockProducer();
-	l->ret.~LockConsumer();
-	new (&l->ret) LockConsumer();
+	// attach resets every field of an endpoint in place (no construction:
+	// other host threads read the return lock's publish word meanwhile).
 	// The geometry is the one create used: cannot fail.
 	(void)l->req.attach(req_lock, req_sh, p->cfg.max_payload_bytes);
 	(void)l->ret.attach(ret_lock, ret_sh, hl);
@@ -355,12 +356,12 @@ void reattach_lane(Pool *p, Lane *l)
 
 // Worker `lane` is dead and reaped: deliver what it published, fail the
 // rest of the lane's calls with -KNIT_ECRASHED, reset the lane to its
-// initial state. Returns the completions produced.
-uint32_t recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
+// initial state.
+void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 {
 	Lane *l = &p->lanes[lane];
 	dispatcher_take(p);
-	uint32_t produced = dispatch_reap_lane(p, l); // validated as always
+	dispatch_reap_lane(p, l); // validated as always
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
@@ -369,8 +370,8 @@ uint32_t recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 		Call *c = p->tickets.lookup(i);
 		if (c == nullptr || !c->live || c->lane != lane || (c->holds & kHoldHostQueue) == 0)
 			continue;
-		if (!c->completed && call_complete_locked(p, c, -KNIT_ECRASHED, none, nullptr))
-			produced++;
+		if (!c->completed)
+			call_complete_locked(p, c, -KNIT_ECRASHED, none, nullptr);
 		call_unhold_locked(p, c, kHoldHostQueue); // its frame is gone with the lane
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -396,7 +397,6 @@ uint32_t recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
 	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
 	dispatch_unlock(p);
-	return produced;
 }
 
 void pool_fail(Pool *p)
@@ -433,18 +433,15 @@ void on_death(Pool *p, uint32_t i)
 	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
-	uint32_t produced = recover_lane(p, i, ending ? kStopAcknowledged : kStopRunning);
+	recover_lane(p, i, ending ? kStopAcknowledged : kStopRunning);
 	if (!ending) {
 		const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
-		if (budget && spawn_worker(p, i, -1) == 0) {
-			knit_add_relaxed_64(&h->respawns, 1);
-		} else {
+		if (budget)
+			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
+		if (!budget || spawn_worker(p, i, -1) != 0)
 			pool_fail(p);
-			produced = 0; // pool_fail rang
-		}
 	}
-	(void)produced;
-	host_event(p, true);
+	host_event(p, true); // the -KNIT_ECRASHED completions
 }
 
 void *monitor_main(void *arg)

@@ -314,9 +314,9 @@ static void crash_then_serve(const char *task, int32_t want)
 	cr_assert_neq(c.result.i64, pid0, "respawned");
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
-	cr_assert_eq(s.spawns, 2);
-	cr_assert_eq(s.respawns, 1);
-	cr_assert_eq(s.crashes, want == -KNIT_ECRASHED ? 1 : 0);
+	cr_assert(s.spawns == 2 && s.respawns == 1 && s.crashes == (want == -KNIT_ECRASHED ? 1u : 0u),
+		  "spawns %llu respawns %llu crashes %llu", (unsigned long long)s.spawns,
+		  (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.pending, 0);
 	kt_destroy(p);
 	cr_assert_eq(count_children(), 0);
