@@ -339,6 +339,16 @@ void complete_all(Pool *p, int32_t status)
 	pthread_mutex_unlock(&p->mu);
 }
 
+// Zero shared words that other host threads may read meanwhile (the return
+// lock's A in work_pending, the running stamp in next_wake): word by word
+// with atomic stores, never a memset. bytes: a multiple of 8, aligned.
+void zero_shared(uint8_t *at, uint64_t bytes)
+{
+	uint64_t *w = reinterpret_cast<uint64_t *>(at);
+	for (uint64_t i = 0; i < bytes / 8; i++)
+		knit_store_relaxed_64(&w[i], 0);
+}
+
 void reattach_lane(Pool *p, Lane *l)
 {
 	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
@@ -377,8 +387,8 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 	pthread_mutex_unlock(&p->mu);
 	// No process maps the lane as a worker now: its locks go back to
 	// their initial (zero) state and the host's endpoints start over.
-	memset(l->block + kLaneOffReqLock, 0, kLaneFixedBytes - kLaneOffReqLock);
-	memset(l->ext, 0, kBlock); // the running stamp
+	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
+	zero_shared(l->ext, kBlock); // the running stamp
 	l->inflight = 0;
 	l->staged = 0;
 	l->down = false;

@@ -577,3 +577,37 @@ KT(proc, worker_refuses_foreign_command_lines)
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a boot record of another version: refused");
 }
+
+/* Results a worker published before it died are delivered, also when no
+ * host thread reaped them before the death was noticed. */
+KT(proc, published_results_survive_the_crash)
+{
+	knit_pool_t *p = proc_pool(1);
+	knit_ticket_t t[3];
+	t[0] = kt_enq(p, kt_id(p, "sleep"), kt_i64(2), (void *)1);
+	t[1] = kt_enq(p, kt_id(p, "sleep"), kt_i64(2), (void *)2);
+	t[2] = kt_enq(p, kt_id(p, "abort"), kt_none(), (void *)3);
+	/* No knit_complete until the monitor handled the death. */
+	knit_pool_stats_t s;
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	do {
+		cr_assert_lt(kt_now_ns(), end, "the crash was not noticed");
+		kt_sleep_ms(5);
+		kt_stats(p, &s);
+	} while (s.respawns == 0);
+	knit_completion_t out[3];
+	cr_assert_eq(kt_reap(p, out, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		const int k = (int)(intptr_t)out[i].user_data;
+		cr_assert_eq(out[i].ticket, t[k - 1]);
+		if (k == 1) /* published before the abort ran, whatever the batches */
+			cr_assert_eq(out[i].status, 0);
+		else if (k == 2) /* published, or in the abort's batch */
+			cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECRASHED);
+		else
+			cr_assert_eq(out[i].status, -KNIT_ECRASHED);
+		knit_completion_release(p, &out[i]);
+	}
+	cr_assert_eq(knit_complete(p, out, 1, 0), 0, "one completion each");
+	kt_destroy(p);
+}
