@@ -409,13 +409,19 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 	dispatch_unlock(p);
 }
 
+// The pool failed: enqueues fail with -KNIT_ECRASHED from now on.
+void mark_failed(Pool *p)
+{
+	knit_store_relaxed_32(&p->proc->failed, 1);
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->closed, 1); // under mu, as knit_stop stores it
+	pthread_mutex_unlock(&p->mu);
+}
+
 void pool_fail(Pool *p)
 {
 	ProcHost *h = p->proc;
-	knit_store_relaxed_32(&h->failed, 1);
-	pthread_mutex_lock(&p->mu);
-	knit_store_relaxed_32(&p->closed, 1);
-	pthread_mutex_unlock(&p->mu);
+	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
 	request_worker_stop(p);
 	// Lanes without a worker acknowledge on its behalf.
@@ -443,9 +449,12 @@ void on_death(Pool *p, uint32_t i)
 	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
-	recover_lane(p, i, ending ? kStopAcknowledged : kStopRunning);
+	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
+	if (!ending && !budget)
+		mark_failed(p); // before the lane's calls complete: a caller that
+		                // sees their -KNIT_ECRASHED finds the pool failed
+	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning);
 	if (!ending) {
-		const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
 		if (budget)
 			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
 		if (!budget || spawn_worker(p, i, -1) != 0)
