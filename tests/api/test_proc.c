@@ -611,3 +611,18 @@ KT(proc, published_results_survive_the_crash)
 	cr_assert_eq(knit_complete(p, out, 1, 0), 0, "one completion each");
 	kt_destroy(p);
 }
+
+/* The abort bit crosses the process boundary (the bitmap is in the shared
+ * mapping). */
+KT(proc, cancel_signal_reaches_the_worker_process)
+{
+	knit_pool_t *p = proc_pool(1);
+	knit_ticket_t t = kt_enq_ex(p, kt_id(p, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	kt_sleep_ms(20);
+	cr_assert_eq(knit_cancel(p, t, KNIT_CANCEL_SIGNAL), 0);
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.i64, 1, "the task saw its abort bit");
+	kt_destroy(p);
+}

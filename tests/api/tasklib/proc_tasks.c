@@ -6,6 +6,7 @@
  *
  * name       what it does
  * abort      abort()s the worker process
+ * aborted    ABORTABLE: waits (bounded, 20 s) until knit_ctx_aborted(); I64 1 if it saw it
  * alloc      arg I64 n: result BYTES of n bytes 'a'+i%26 built in knit_ctx_alloc memory
  * echo       result = arg
  * error      arg I64 c: ERROR{code c, "task error"}, returns 1
@@ -101,7 +102,21 @@ static int t_alloc(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_aborted(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)arg;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = 0;
+	for (int i = 0; i < 20000 && !ret->i64; i++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+		ret->i64 = knit_ctx_aborted(ctx) == 1;
+	}
+	return 0;
+}
+
 static const knit_task_t tasks[] = {
+	{"aborted", t_aborted, 0, KNIT_TASK_ABORTABLE},
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},     {"abort", t_abort, 0, 0},
 	{"segv", t_segv, 0, 0},   {"exit", t_exit, 0, 0},   {"spin", t_spin, 0, 0},
 	{"sleep", t_sleep, 0, 0}, {"error", t_error, 0, 0}, {"alloc", t_alloc, 0, 0},
