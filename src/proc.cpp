@@ -442,6 +442,8 @@ void on_death(Pool *p, uint32_t i)
 	close(h->pidfd[i]);
 	h->pidfd[i] = -1;
 	h->pid[i] = 0;
+	// acq_rel: pairs with proc_kill_worker's exchange (a kill asked for
+	// this worker is seen here, whichever thread asked).
 	const bool killed = knit_xchg_acq_rel_32(&h->killed[i], 0) != 0;
 	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
 	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
@@ -494,7 +496,8 @@ void *monitor_main(void *arg)
 		uint64_t v;
 		if (fds[0].revents) {
 			(void)!read(h->ctl, &v, sizeof v);
-			// Hard-timeout kills asked for (proc_kill_worker): 1 -> 2.
+			// Hard-timeout kills asked for: 1 -> 2 (acq_rel: pairs with
+			// proc_kill_worker's exchange before its write of ctl).
 			for (uint32_t i = 0; i < n; i++)
 				if (h->pidfd[i] >= 0 && knit_cas_acq_rel_32(&h->killed[i], 1, 2) == 1)
 					sys_pidfd_kill(h->pidfd[i], SIGKILL);
@@ -737,6 +740,8 @@ void proc_kill_worker(Pool *p, uint32_t lane)
 	// Its lane takes no new call until the monitor recovered it (calls
 	// placed there now would only fail with it). We hold the dispatcher.
 	p->lanes[lane].down = true;
+	// acq_rel: pairs with the monitor's CAS 1 -> 2 (it sends the kill) and
+	// its exchange to 0 in on_death (a killed worker is not a crash).
 	if (knit_xchg_acq_rel_32(&h->killed[lane], 1) == 0) {
 		knit_add_relaxed_64(&h->hard_kills, 1);
 		uint64_t one = 1;
