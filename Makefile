@@ -35,6 +35,10 @@ includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
 bindir ?= $(prefix)/bin
 sbindir ?= $(prefix)/sbin
+# knit-worker: the library looks for it at ../libexec/knitting/ relative to
+# its own file, so keep libexecdir = $(libdir)/../libexec unless the
+# application sets worker_path or KNIT_WORKER_PATH.
+libexecdir ?= $(prefix)/libexec
 cmakedir ?= $(libdir)/cmake/knitting
 DESTDIR ?=
 
@@ -94,9 +98,10 @@ LIB_LINK := $(B)/lib/libknitting.so
 LIB_TEST_A := $(B)/lib/libknitting-test.a
 LIB_A := $(B)/lib/libknitting.a
 LIB_PC := $(B)/pkgconfig/knitting.pc
+KW_BIN := $(B)/libexec/knitting/knit-worker
 DEPFILES := $(LIB_OBJS:.o=.d)
 
-all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) tools
+all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) $(KW_BIN) tools
 
 $(B)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -135,6 +140,16 @@ $(LIB_PC): abi/knitting.pc.in Makefile
 		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
 
 -include $(DEPFILES)
+
+# ---- knit-worker: a process pool's worker (libexec) --------------------------------
+# Where the library looks for it by default (../libexec/knitting/ beside its
+# own directory), in the build tree as installed. $ORIGIN: it finds the
+# library next to it in both places, without LD_LIBRARY_PATH.
+$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $@")
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) $< -o $@ -L$(B)/lib \
+		-Wl,-rpath,'$$ORIGIN/../../lib' -lknitting
 
 # ---- tools ----------------------------------------------------------------------
 TOOLS :=
@@ -181,10 +196,18 @@ check-unit: $(UNIT_BINS)
 API_SRCS := $(sort $(wildcard tests/api/test_*.c))
 API_BINS := $(patsubst tests/api/%.c,$(B)/tests/api/%,$(API_SRCS))
 API_HELPERS := $(wildcard tests/api/helpers/*.c)
-$(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h)
+# Task libraries for process pools: tests/api/tasklib/NAME.c -> $(B)/tests/lib/NAME.so
+API_TASKLIBS := $(patsubst tests/api/tasklib/%.c,$(B)/tests/lib/%.so,$(wildcard tests/api/tasklib/*.c))
+$(B)/tests/lib/%.so: tests/api/tasklib/%.c $(LIB_LINK) include/knitting.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SO    $@")
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
+# Built through a pattern rule for the tests: not intermediate files to delete.
+.SECONDARY: $(API_TASKLIBS)
+$(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h) $(API_TASKLIBS) $(KW_BIN)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
-	$(Q)$(CC) $(TEST_CFLAGS) $< $(API_HELPERS) -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lcriterion -lpthread -lm
+	$(Q)$(CC) $(TEST_CFLAGS) -DKT_BUILD_DIR='"$(abspath $(B))"' $< $(API_HELPERS) -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lcriterion -lpthread -lm
 
 check-api: $(API_BINS)
 	$(Q)$(RUN) --clear $(SP)api
@@ -194,7 +217,7 @@ check-api: $(API_BINS)
 # stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
 STRESS_SRCS := $(sort $(wildcard tests/stress/*.c tests/stress/*.cpp))
 STRESS_BINS := $(patsubst tests/stress/%,$(B)/tests/stress/%,$(basename $(STRESS_SRCS)))
-$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h)
+$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h) $(KW_BIN) $(API_TASKLIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ $(WHITEBOX_LIBS)
@@ -330,6 +353,13 @@ $(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) include/knitting.h $(
 	@$(if $(Q),echo "  CXX   $@")
 	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
 		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $$(cat $(B)/tools/knit-bench.flags) -lpthread
+# The process-pool cases' task library, beside knit-bench.
+KB_TASKS := $(B)/tools/knit-bench-tasks.so
+$(KB_TASKS): tools/knit-bench/tasks/bench_tasks.c $(LIB_LINK) include/knitting.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SO    $@")
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
+$(KB_BIN): $(KB_TASKS) $(KW_BIN)
 deps-bench:
 	$(Q)sh tools/deps.sh --bench
 bench: deps-bench
@@ -437,7 +467,7 @@ MAN_PAGES := $(sort $(wildcard man/man3/*.3 man/man7/*.7 man/man8/*.8))
 CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
 CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
 CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
-install: $(LIB_LINK) $(LIB_A)
+install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
 		$(DESTDIR)$(cmakedir)
 	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
@@ -454,6 +484,8 @@ install: $(LIB_LINK) $(LIB_A)
 		abi/knittingConfig.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|' \
 		abi/knittingConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
+	install -d $(DESTDIR)$(libexecdir)/knitting
+	install -m 755 $(KW_BIN) $(DESTDIR)$(libexecdir)/knitting/knit-worker
 	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
 		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
 	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
@@ -466,6 +498,8 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
 		libknitting.so libknitting.a pkgconfig/knitting.pc)
 	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(sbindir)/knit-trace
+	rm -f $(DESTDIR)$(libexecdir)/knitting/knit-worker
+	if [ -d $(DESTDIR)$(libexecdir)/knitting ]; then rmdir $(DESTDIR)$(libexecdir)/knitting; fi
 	rm -f $(DESTDIR)$(cmakedir)/knittingConfig.cmake $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
 	if [ -d $(DESTDIR)$(cmakedir) ]; then rmdir $(DESTDIR)$(cmakedir); fi
 	rm -f $(foreach f,$(MAN_PAGES),$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(f)))/$(notdir $(f)))

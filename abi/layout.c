@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 224);
+KNIT_SIZE(knit_pool_options_t, 256);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -63,6 +63,12 @@ KNIT_AT(knit_pool_options_t, max_payload_bytes, 80);
 KNIT_AT(knit_pool_options_t, cpu_mask, 88);
 KNIT_AT(knit_pool_options_t, cpu_flags, 216);
 KNIT_AT(knit_pool_options_t, reserved1, 220);
+KNIT_AT(knit_pool_options_t, worker_kind, 224);
+KNIT_AT(knit_pool_options_t, proc_flags, 228);
+KNIT_AT(knit_pool_options_t, task_library, 232);
+KNIT_AT(knit_pool_options_t, worker_path, 240);
+KNIT_AT(knit_pool_options_t, respawn_max, 248);
+KNIT_AT(knit_pool_options_t, reserved2, 252);
 
 /* knit_call_options_t */
 KNIT_SIZE(knit_call_options_t, 16);
@@ -96,7 +102,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6352);
+KNIT_SIZE(knit_pool_stats_t, 6384);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -114,3 +120,14 @@ KNIT_AT(knit_pool_stats_t, late_drops, 88);
 KNIT_AT(knit_pool_stats_t, arena_committed_bytes, 96);
 KNIT_AT(knit_pool_stats_t, sync_calls, 104);
 KNIT_AT(knit_pool_stats_t, lane, 112);
+KNIT_AT(knit_pool_stats_t, spawns, 6352);
+KNIT_AT(knit_pool_stats_t, crashes, 6360);
+KNIT_AT(knit_pool_stats_t, respawns, 6368);
+KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
+
+/* knit_task_library_t */
+KNIT_SIZE(knit_task_library_t, 24);
+KNIT_AT(knit_task_library_t, size, 0);
+KNIT_AT(knit_task_library_t, version, 4);
+KNIT_AT(knit_task_library_t, tasks, 8);
+KNIT_AT(knit_task_library_t, ntasks, 16);

@@ -216,7 +216,53 @@ typedef struct knit_pool_options {
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS]; /* the workers' CPUs */
 	uint32_t cpu_flags;          /* enum knit_cpu_flags */
 	uint32_t reserved1;          /* must be 0 */
+	/* Process workers (see knit_pool_create(3), libknitting(7)). A shorter,
+	 * older struct gets thread workers. */
+	uint32_t worker_kind;        /* enum knit_worker_kind; 0 = threads */
+	uint32_t proc_flags;         /* enum knit_proc_flags (processes only) */
+	const char *task_library;    /* processes: the task library's path (a
+					shared object exporting knit_task_library);
+					required with processes, NULL with threads */
+	const char *worker_path;     /* processes: the knit-worker executable; NULL =
+					$KNIT_WORKER_PATH, else the one installed
+					beside the library */
+	uint32_t respawn_max;        /* processes: worker crashes the pool survives
+					(each respawns the worker); one more fails
+					the pool; 0 = 5; KNIT_ZERO = no respawn */
+	uint32_t reserved2;          /* must be 0 */
 } knit_pool_options_t;
+
+enum knit_worker_kind {
+	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
+				      as function pointers */
+	KNIT_WORKERS_PROCESSES = 1 /* one knit-worker process per worker, sharing
+				      one sealed memfd with the host; tasks from
+				      task_library */
+};
+
+enum knit_proc_flags {
+	KNIT_PROC_INHERIT_ENV = 1u << 0 /* workers get the host's environment (else
+					   an empty one) */
+};
+
+/*
+ * A task library (process workers): a shared object exporting one symbol,
+ *
+ *     const knit_task_library_t knit_task_library = {
+ *         sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, ntasks };
+ *
+ * The host and every worker process load it; task ids are the indexes of
+ * the tasks in name order on both sides, and a worker whose table (names,
+ * timeouts, flags) differs from the host's refuses to start.
+ */
+#define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
+#define KNIT_TASK_LIBRARY_VERSION 1
+typedef struct knit_task_library {
+	uint32_t size;            /* sizeof(knit_task_library_t) */
+	uint32_t version;         /* KNIT_TASK_LIBRARY_VERSION */
+	const struct knit_task *tasks;
+	size_t ntasks;
+} knit_task_library_t;
 
 /* ------------------------------------------------------------------------ */
 /* Per-call options and completions                                          */
@@ -298,6 +344,12 @@ typedef struct knit_pool_stats {
 	uint64_t sync_calls;         /* knit_call calls completed on the fast path
 					(counted in enqueued and completed too) */
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
+	/* Process workers (0 for thread pools; a shorter struct omits them). */
+	uint64_t spawns;             /* worker processes started, respawns included */
+	uint64_t crashes;            /* worker processes that died unasked */
+	uint64_t respawns;           /* workers started again after a crash or a
+					hard-timeout kill */
+	uint64_t hard_kills;         /* workers killed for the hard timeout */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

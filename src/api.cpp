@@ -16,6 +16,7 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/syncline.h"
+#include "src/proc.h"
 #include "src/wake.h"
 
 using namespace knit::detail;
@@ -55,7 +56,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	if (rc != 0)
 		return rc;
 	if (knit_load_relaxed_32(&p->closed))
-		return -KNIT_ECLOSED;
+		return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
 
 	// Copy the bytes before anything else (the caller's buffer is theirs
 	// again when we return).
@@ -77,7 +78,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	if (knit_load_relaxed_32(&p->closed)) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
-		return -KNIT_ECLOSED;
+		return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
 	}
 	int err = 0;
 	Call *c = call_alloc_locked(p, a.abortable, &err);
@@ -340,6 +341,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 		// Release: pairs with the acquire loads of efd_on by the workers
 		// and host_event(): the fd number is visible with the flag.
 		knit_store_release_32(&p->efd_on, 1);
+		proc_efd_enabled(p); // worker processes: ring the bridge from now on
 	}
 	const int fd = p->epfd;
 	pthread_mutex_unlock(&p->mu);

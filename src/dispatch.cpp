@@ -23,6 +23,7 @@
 #include "src/pool.h"
 #include "src/syncline.h"
 #include "src/trace.h"
+#include "src/proc.h"
 #include "src/wake.h"
 
 namespace knit::detail {
@@ -184,7 +185,7 @@ void steal_flush(Pool *p)
 // negative code (the call can never be published).
 int stage_call(Pool *p, Lane *l, Call *c)
 {
-	if (l->inflight >= kLaneInflightMax || l->retired || (p->retiring >> l->index) & 1u)
+	if (l->inflight >= kLaneInflightMax || l->retired || (p->retiring >> l->index) & 1u || l->down)
 		return -KNIT_EAGAIN;
 	if (l->is_inline) {
 		c->next = nullptr;
@@ -594,6 +595,12 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
 			n++;
+			if (p->proc != nullptr) {
+				// A process can be killed: only its lane is lost
+				// (src/proc.h), the pool keeps serving.
+				proc_kill_worker(p, i);
+				continue;
+			}
 			force_stop(p);
 			break;
 		}
@@ -1114,6 +1121,8 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 		host_event(p, true);
 	return produced;
 }
+
+uint32_t dispatch_reap_lane(Pool *p, Lane *l) { return reap_lane(p, l); }
 
 void steal_worker_gone(Pool *p, uint32_t i)
 {

@@ -311,7 +311,13 @@ int LockConsumer::attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaSha
 		return -KNIT_EINVAL;
 	steal_ = true;
 	lock_ = lock;
-	a_ = word_at(lock, kLockOffA);
+	// Attached again over the same lock (a process worker's lane reset
+	// after its death, src/proc.cpp), a_ keeps its value and is not even
+	// rewritten: any host thread reads it (publish_word) without the
+	// dispatcher lock the re-attach holds.
+	uint32_t *const a = word_at(lock, kLockOffA);
+	if (a_ != a)
+		a_ = a;
 	b_ = ack_word;
 	shared_ = arena;
 	limits_ = limits;

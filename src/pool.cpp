@@ -17,6 +17,7 @@
 
 #include "src/pool.h"
 #include "src/syncline.h"
+#include "src/proc.h"
 
 using namespace knit::detail;
 
@@ -64,6 +65,7 @@ void pool_free_common(knit_pool *kp)
 void pool_free_forked(knit_pool *kp)
 {
 	Pool *p = &kp->p;
+	proc_forget(p);
 	p->tickets.fini();
 	p->heap.fini();
 	free(p->abort_in_use);
@@ -118,6 +120,15 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 	p->ntasks = (uint32_t)ntasks;
 	return 0;
 }
+
+} // namespace
+
+int knit::detail::pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
+{
+	return build_tasks(p, tasks, ntasks);
+}
+
+namespace {
 
 uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
 
@@ -337,6 +348,7 @@ void free_host_state(Pool *p)
 void pool_free(knit_pool *kp)
 {
 	Pool *p = &kp->p;
+	proc_shutdown(p); // process pools: no child is left after this
 	free_host_state(p);
 	if (p->lanes != nullptr) {
 		for (uint32_t i = 0; i < p->nlanes; i++) {
@@ -357,12 +369,20 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	if (out == nullptr)
 		return -KNIT_EINVAL;
 	*out = nullptr;
-	if (tasks == nullptr || ntasks == 0 || ntasks > 65535)
-		return -KNIT_EINVAL;
 	PoolConfig cfg;
 	int rc = options_resolve(opts, &cfg);
 	if (rc != 0)
 		return rc;
+	// Thread pools take function pointers, process pools a task library
+	// (options_resolve checked it is named) and no table here.
+	if (cfg.processes ? tasks != nullptr || ntasks != 0
+			  : tasks == nullptr || ntasks == 0 || ntasks > 65535)
+		return -KNIT_EINVAL;
+	// options_resolve read only opts->size bytes; so do we.
+	knit_pool_options_t popts;
+	memset(&popts, 0, sizeof popts);
+	if (cfg.processes)
+		memcpy(&popts, opts, opts->size);
 	pthread_once(&g_atfork_once, register_atfork);
 	if (g_atfork_rc != 0)
 		return -KNIT_ENOMEM; // pthread_atfork fails only for want of memory
@@ -382,7 +402,15 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	pthread_mutex_init(&p->mu, nullptr);
 	__cds_wfcq_init(&p->bq_head, &p->bq_tail);
 
-	rc = build_tasks(p, tasks, ntasks);
+	if (cfg.processes) {
+		char err[160];
+		void *dl = nullptr;
+		rc = proc_load_tasks(p, popts.task_library, &dl, err, sizeof err);
+		if (rc == 0)
+			rc = proc_host_new(p, dl); // owns dl from here on
+	} else {
+		rc = build_tasks(p, tasks, ntasks);
+	}
 	if (rc != 0) {
 		pool_free(kp);
 		return rc;
@@ -428,7 +456,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 
 	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
-	rc = region_create(RegionKind::kAnonymous, plan.total, "knitting", &p->region);
+	rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total, "knitting",
+			   &p->region);
 	if (rc != 0) {
 		pool_free(kp);
 		return rc;
@@ -437,7 +466,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
 	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
 	p->abort_words = word_at(base, plan.abort_off);
-	p->futex_shared = 0;
+	p->futex_shared = cfg.processes ? 1 : 0; // process workers share the futex words
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		l->ext = lane_ext(p, i);
@@ -458,6 +487,17 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		}
 	}
 
+	if (cfg.processes) {
+		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off);
+		if (rc == 0)
+			rc = proc_start(p);
+		if (rc != 0) {
+			pool_free(kp);
+			return rc;
+		}
+		*out = kp;
+		return 0;
+	}
 	rc = start_workers(p);
 	if (rc != 0) {
 		// Stop the workers already running (they see REQUESTED and leave).
@@ -481,7 +521,8 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 	}
 	// Cancel what is left and wait (without limit) for every acknowledgement:
 	// a worker stuck in a task is waited for (threads cannot be killed).
-	knit_stop(pool, KNIT_STOP_CANCEL, -1);
+	// Worker processes get kExitGraceNs, then pool_free kills what is left.
+	knit_stop(pool, KNIT_STOP_CANCEL, p->proc != nullptr ? kExitGraceNs : -1);
 	join_workers(p);
 	line_free(p); // spills of cancelled line calls nobody took
 	pool_free(pool);
@@ -542,6 +583,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	s.arena_committed_bytes = arena_committed_bytes(p);
+	proc_stats(p, &s.spawns, &s.crashes, &s.respawns, &s.hard_kills);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];

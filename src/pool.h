@@ -152,12 +152,20 @@ struct PoolConfig {
 	// Worker placement: `place` when cpu_mask has any bit set.
 	bool place;
 	bool one_per_worker;
+	bool processes; // KNIT_WORKERS_PROCESSES (src/proc.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
 
 // Validate *in (NULL = all defaults) per the ABI contract and fill *out with
 // every default resolved. Returns 0, -KNIT_EVERSION or -KNIT_EINVAL.
 int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
+
+// ---- the task table (src/pool.cpp) -------------------------------------------------
+struct TaskEntry;
+// Copy, validate and sort `tasks` into p->tasks / p->names (thread pools:
+// the caller's table; process pools: the task library's). 0,
+// -KNIT_EINVAL or -KNIT_ENOMEM.
+int pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks);
 
 // ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
@@ -346,6 +354,8 @@ struct Lane {
 	                          // (written before S10's CAS publishes LOST)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
+	bool down;                 // process worker killed, lane not recovered yet:
+	                           // place nothing (dispatcher-owned, src/proc.cpp)
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
@@ -425,6 +435,9 @@ struct alignas(128) Pool {
 	                                      // written by the holder, relaxed-readable
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
+	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
+	uint32_t *efd_flag;                   // in a worker process: the shared "completion
+	int efd_bridge;                       // fd on" word, and the bridge eventfd to write
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
 	int64_t submit_idle_ns;               // steal: submit lock idle since (0 = busy;
 	                                      // dispatcher-owned, src/trim.cpp)
@@ -574,6 +587,10 @@ bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 // passes. Returns true when ready, false on timeout. poll: one attempt only.
 typedef bool (*ReadyFn)(Pool *p, void *arg);
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll);
+
+// Reap lane l's return lock now (holder only; src/proc.cpp, after the
+// lane's worker process died). Returns the completions produced.
+uint32_t dispatch_reap_lane(Pool *p, Lane *l);
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);

@@ -432,6 +432,8 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 
 bool line_serve(Lane *l)
 {
+	if (l->line == nullptr)
+		return false; // a worker process's lane: no line (line_pending)
 	Pool *p = l->pool;
 	uint8_t *rq = l->line + kLineOffRequest;
 	const uint32_t want = l->line_served + 1;

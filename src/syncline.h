@@ -263,6 +263,10 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 // pairs with the caller's release store of rq_seq (S2).
 inline bool line_pending(Lane *l)
 {
+	// No line: a process worker's lane (process pools never take the
+	// fast path, and a worker process's view of its lane has no line).
+	if (l->line == nullptr)
+		return false;
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
 	       l->line_served + 1;
 }

@@ -96,11 +96,19 @@ void worker_ring(Lane *l)
 	// the stats at once.
 	// E2, acquire: pairs with the release store of efd_on (E1): the fd is set.
 	const bool fd = knit_load_acquire_32(&p->efd_on) != 0;
+	// A worker process: the completion fd's level is the host's to keep;
+	// the bridge wakes its monitor, which does (src/proc.h). Acquire:
+	// pairs with the host's release store of the flag (proc_efd_enabled).
+	const bool bridge = p->efd_flag != nullptr && knit_load_acquire_32(p->efd_flag) != 0;
 	// D3: the CAS claims the ring (one per burst).
 	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
-	if (fd || armed) {
+	if (fd || armed || bridge) {
 		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
 		KNIT_TRACE_DOORBELL_RING(p, l->index);
+	}
+	if (bridge) {
+		uint64_t one = 1;
+		(void)knit_sys_write(p->efd_bridge, &one, sizeof one);
 	}
 	if (fd)
 		// Our results are published (and fenced, above): it writes, or

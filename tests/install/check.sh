@@ -30,7 +30,8 @@ $make --no-print-directory install DESTDIR="$stage" prefix=/usr >"$tmp/install.l
 for f in usr/lib/libknitting.so.0.1.0 usr/lib/libknitting.so.0 usr/lib/libknitting.so \
 	usr/lib/libknitting.a usr/include/knitting.h usr/lib/pkgconfig/knitting.pc \
 	usr/lib/cmake/knitting/knittingConfig.cmake usr/lib/cmake/knitting/knittingConfigVersion.cmake \
-	usr/share/man/man3/knit_call.3 usr/share/man/man7/libknitting.7 usr/share/man/man8/knit-trace.8; do
+	usr/share/man/man3/knit_call.3 usr/share/man/man7/libknitting.7 usr/share/man/man8/knit-trace.8 \
+	usr/libexec/knitting/knit-worker usr/share/man/man8/knit-worker.8; do
 	[ -e "$stage/$f" ] || fail "make install did not install /$f"
 done
 [ "$(readlink "$stage/usr/lib/libknitting.so.0")" = libknitting.so.0.1.0 ] || fail "libknitting.so.0 link"
@@ -48,6 +49,11 @@ echo "cc consumer.c $flags"
 cc -std=gnu11 -Wall -Werror "$here/consumer.c" $flags -o "$tmp/pc_shared"
 readelf -d "$tmp/pc_shared" | grep -q 'NEEDED.*\[libknitting.so.0\]' || fail "pc_shared does not load libknitting.so.0"
 "$tmp/pc_shared"
+
+echo "== process pool: the installed library finds the installed knit-worker"
+cc -std=gnu11 -Wall -Werror -shared -fPIC "$here/../api/tasklib/proc_tasks.c" $flags -o "$tmp/libtasks.so"
+cc -std=gnu11 -Wall -Werror "$here/proc_consumer.c" $flags -o "$tmp/pc_proc"
+env -u KNIT_WORKER_PATH "$tmp/pc_proc" "$tmp/libtasks.so"
 
 echo "== pkg-config, static"
 # -l:libknitting.a: the .so sits next to the .a and -lknitting would pick it.

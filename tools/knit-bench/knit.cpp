@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <random>
+#include <unistd.h>
 
 #include "knitting.h"
 
@@ -44,7 +45,20 @@ struct PoolSpec {
 	uint32_t topology = KNIT_TOPOLOGY_AUTO;
 	uint32_t spin_us = 0;
 	bool pin = true; // one worker on the worker CPU; more: both CPUs
+	bool processes = false; // knit-worker processes over knit-bench-tasks.so
 };
+
+// The process cases' task library: knit-bench-tasks.so beside knit-bench.
+std::string proc_task_library()
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return "";
+	exe[n] = 0;
+	std::string dir(exe);
+	return dir.substr(0, dir.rfind('/')) + "/knit-bench-tasks.so";
+}
 
 knit_pool_t *make_pool(const PoolSpec &s)
 {
@@ -54,7 +68,12 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	o.workers = s.workers;
 	o.topology = s.topology;
 	o.spin_us = s.spin_us;
-	if (s.pin && g_place.worker >= 0) {
+	const std::string lib = s.processes ? proc_task_library() : "";
+	if (s.processes) {
+		// No CPU placement for worker processes yet.
+		o.worker_kind = KNIT_WORKERS_PROCESSES;
+		o.task_library = lib.c_str();
+	} else if (s.pin && g_place.worker >= 0) {
 		o.cpu_mask[g_place.worker / 64] |= 1ull << (g_place.worker % 64);
 		if (s.workers > 1 && g_place.host >= 0) {
 			o.cpu_mask[g_place.host / 64] |= 1ull << (g_place.host % 64);
@@ -62,7 +81,7 @@ knit_pool_t *make_pool(const PoolSpec &s)
 		}
 	}
 	knit_pool_t *p = nullptr;
-	int rc = knit_pool_create(&o, kTasks, 3, &p);
+	int rc = s.processes ? knit_pool_create(&o, nullptr, 0, &p) : knit_pool_create(&o, kTasks, 3, &p);
 	if (rc != 0) {
 		fprintf(stderr, "knit-bench: knit_pool_create: %s\n", knit_strerror(rc));
 		exit(2);
@@ -175,9 +194,9 @@ void enqueue(knit_pool_t *p, uint32_t task, int64_t arg, uint64_t idx)
 
 // ---- cases ---------------------------------------------------------------------------------
 
-Meas hot_call(int n)
+Meas hot_call(int n, const PoolSpec &spec = {})
 {
-	knit_pool_t *p = make_pool({});
+	knit_pool_t *p = make_pool(spec);
 	for (int i = 0; i < 1000; i++) // warm-up
 		call_echo(p, i);
 	Meas m;
@@ -260,9 +279,9 @@ Meas stream(int n)
 }
 
 // Round trips after the host slept: gap_ns, or 5-10 ms when gap_ns is 1.
-Meas after_gap(int n, uint64_t gap_ns)
+Meas after_gap(int n, uint64_t gap_ns, const PoolSpec &spec = {})
 {
-	knit_pool_t *p = make_pool({});
+	knit_pool_t *p = make_pool(spec);
 	call_echo(p, 0);
 	std::mt19937 rng(12345);
 	Meas m;
@@ -309,13 +328,13 @@ Meas bytes_echo(int n)
 	return m;
 }
 
-Meas create_first(int n)
+Meas create_first(int n, const PoolSpec &spec = {})
 {
 	Meas m;
 	std::vector<double> destroy;
 	for (int i = 0; i < n; i++) {
 		uint64_t t0 = now_ns();
-		knit_pool_t *p = make_pool({});
+		knit_pool_t *p = make_pool(spec);
 		call_echo(p, 7);
 		uint64_t t1 = now_ns();
 		knit_pool_destroy(p);
@@ -509,6 +528,28 @@ void register_knit()
 		   { { "wakeups_per_s", "/s", Better::Lower, false }, { "cpu_pct", "%", Better::Lower, false },
 		     { "ctxsw_per_s", "/s", Better::Lower, false } },
 		   [] { return idle(g_quick ? 200000000ull : 1000000000ull); }, "an idle pool over 2 s (two parts of 1 s)" });
+	// Process pools (knit-worker over knit-bench-tasks.so), not pinned.
+	PoolSpec proc1;
+	proc1.pin = false;
+	proc1.processes = true;
+	PoolSpec proc2 = proc1;
+	proc2.workers = 2;
+	PoolSpec thr1;
+	thr1.pin = false;
+	add_case({ "knit.proc.call.hot", "proc_hot", "knit", "knit.call.hot.unpinned", with({ kP50, kP99, kMean }),
+		   [proc1] { return hot_call(scale(50000, 500), proc1); }, "knit_call, 1 worker process spinning" });
+	add_case({ "knit.call.hot.unpinned", "proc_hot", "knit", "", with({ kP50, kP99, kMean }),
+		   [thr1] { return hot_call(scale(50000, 500), thr1); }, "knit_call, 1 worker thread spinning, not pinned" });
+	add_case({ "knit.proc.call.cold", "proc_cold", "knit", "floor.futex_pingpong", with({ kP50, kP99, kMean }),
+		   [proc1] { return after_gap(scale(1000, 30), 300000, proc1); },
+		   "knit_call after a 300 us gap, 1 worker process (parked)" });
+	add_case({ "knit.proc.batch1000", "proc_batch", "knit", "knit.batch1000", with({ kTput }),
+		   [proc1] { return batch(1000, scale(400, 2), kNop, 0, proc1, "proc batch"); },
+		   "batch of 1000 no-op calls, 1 worker process" });
+	add_case({ "knit.proc.create_first_result", "proc_create", "knit", "knit.create_first_result",
+		   { kP50, kP99, { "destroy_p50", "ns", Better::Lower, false } },
+		   [proc2] { return create_first(scale(50, 3), proc2); },
+		   "knit_pool_create (2 worker processes) to the first result; destroy" });
 	for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
 		std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
 		add_case({ "knit.workers2v1." + t, "2v1", "knit", "",

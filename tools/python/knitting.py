@@ -46,7 +46,7 @@ import ctypes as C
 import ctypes.util
 import os
 
-__all__ = ["load", "Pool", "KnitError", "TaskError", "Value", "Task", "PoolOptions",
+__all__ = ["load", "Pool", "KnitError", "TaskError", "Value", "Task", "TaskLibrary", "PoolOptions",
            "CallOptions", "Completion", "LaneStats", "PoolStats", "TASK_FN", "STRUCTS"]
 
 # ---- constants (include/knitting.h) ------------------------------------------
@@ -61,6 +61,10 @@ KNIT_TASK_ABORTABLE = 1
 KNIT_TOPOLOGY_AUTO, KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL = range(3)
 KNIT_MAX_WORKERS = 64
 KNIT_CPU_MASK_WORDS = 16
+KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
+KNIT_PROC_INHERIT_ENV = 1
+KNIT_ZERO = 0xFFFFFFFF
+KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
@@ -91,7 +95,10 @@ class PoolOptions(C.Structure):
         "park_ms", "abort_capacity", "hard_timeout_ms", "max_pending", "reserved0")] + [
         ("payload_max_bytes", C.c_uint64), ("payload_initial_bytes", C.c_uint64),
         ("max_payload_bytes", C.c_uint64), ("cpu_mask", C.c_uint64 * KNIT_CPU_MASK_WORDS),
-        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32)]
+        ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32),
+        ("worker_kind", C.c_uint32), ("proc_flags", C.c_uint32),
+        ("task_library", C.c_char_p), ("worker_path", C.c_char_p),
+        ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -117,13 +124,21 @@ class PoolStats(C.Structure):
                     "enqueued", "completed", "pending", "backlog", "backlog_high_water",
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
                     "late_drops", "arena_committed_bytes", "sync_calls")] + [
-        ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))]
+        ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
+        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills")]
+
+
+class TaskLibrary(C.Structure):
+    """What a task library exports as knit_task_library (process workers)."""
+    _fields_ = [("size", C.c_uint32), ("version", C.c_uint32), ("tasks", C.POINTER(Task)),
+                ("ntasks", C.c_size_t)]
 
 
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_completion_t": Completion,
-           "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats}
+           "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
+           "knit_task_library_t": TaskLibrary}
 
 # ---- the library ------------------------------------------------------------------
 
@@ -322,11 +337,16 @@ class Pool:
             bname = name.encode()
             self._keep += [fn, bname]
             entries.append(Task(bname, fn, timeout_ms, flags))
-        arr = (Task * len(entries))(*entries)
+        # Process pools take their tasks from options["task_library"]
+        # (tasks must then be empty: the pool passes NULL).
+        arr = (Task * len(entries))(*entries) if entries else None
         opts = PoolOptions(size=C.sizeof(PoolOptions))
         for k, v in options.items():
             if k == "size" or k not in dict(PoolOptions._fields_):
                 raise TypeError("unknown pool option %r" % k)
+            if isinstance(v, str):
+                v = v.encode()
+                self._keep.append(v)
             setattr(opts, k, v)
         pool = C.c_void_p()
         _check(self._lib.knit_pool_create(C.byref(opts), arr, len(entries), C.byref(pool)),

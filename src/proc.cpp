@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: MIT
+// src/proc.cpp - the host side of process pools (src/proc.h has the
+// contract): task libraries, spawning knit-worker, the monitor thread, lane
+// recovery after a worker's death, respawn and shutdown.
+#include "src/common.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <new>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/calls.h"
+#include "src/proc.h"
+#include "src/wake.h"
+
+extern char **environ;
+
+namespace knit::detail {
+
+struct ProcHost {
+	void *dl;            // the host's handle of the task library
+	char *lib_path;      // as given (workers dlopen the same path)
+	char *worker_path;   // the knit-worker that is run
+	bool inherit_env;
+	uint32_t respawn_max; // crashes survived (0: none)
+	int bridge;           // eventfd the workers write (completion fd on)
+	int ctl;              // eventfd that wakes the monitor (shutdown)
+	uint32_t *efd_flag;   // shared: 1 once the completion fd exists
+	ProcBoot boot;        // the template (lane and fd_status set per spawn)
+	pthread_t monitor;
+	bool monitor_started;
+	pthread_mutex_t m;    // boot_done / boot_rc handoff to knit_pool_create
+	pthread_cond_t cv;
+	bool boot_done;
+	int boot_rc;
+	uint32_t shutdown;    // atomic: the monitor leaves (destroy)
+	uint32_t failed;      // atomic: out of respawns
+	// Per worker lane (the monitor thread only, after boot).
+	pid_t pid[KNIT_MAX_WORKERS];
+	int pidfd[KNIT_MAX_WORKERS];
+	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: the hard timeout asked for this death
+	// Statistics (relaxed).
+	uint64_t spawns, crashes, respawns, hard_kills;
+};
+
+namespace {
+
+uint64_t fnv(uint64_t h, const void *d, size_t n)
+{
+	const uint8_t *b = static_cast<const uint8_t *>(d);
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001B3ull;
+	return h;
+}
+
+void copy_msg(char *err, size_t errlen, const char *a, const char *b)
+{
+	if (errlen == 0)
+		return;
+	snprintf(err, errlen, "%s%s", a, b ? b : "");
+}
+
+char *dup_str(const char *s)
+{
+	const size_t n = strlen(s) + 1;
+	char *d = static_cast<char *>(malloc(n));
+	if (d != nullptr)
+		memcpy(d, s, n);
+	return d;
+}
+
+// The default knit-worker: ../libexec/knitting/knit-worker relative to the
+// file this library was loaded from (the build tree and an install alike).
+char *default_worker_path()
+{
+	Dl_info info;
+	if (dladdr(reinterpret_cast<void *>(&task_table_hash), &info) == 0 || info.dli_fname == nullptr)
+		return nullptr;
+	const char *slash = strrchr(info.dli_fname, '/');
+	const size_t dir = slash ? (size_t)(slash - info.dli_fname) : 1;
+	static const char kRel[] = "/../libexec/knitting/knit-worker";
+	char *out = static_cast<char *>(malloc(dir + sizeof kRel));
+	if (out == nullptr)
+		return nullptr;
+	memcpy(out, slash ? info.dli_fname : ".", dir);
+	memcpy(out + dir, kRel, sizeof kRel);
+	return out;
+}
+
+void hex_encode(const void *d, size_t n, char *out)
+{
+	static const char kHex[] = "0123456789abcdef";
+	const uint8_t *b = static_cast<const uint8_t *>(d);
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = kHex[b[i] >> 4];
+		out[2 * i + 1] = kHex[b[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+int sys_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+int sys_pidfd_kill(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
+
+// Reap the child behind pidfd (it exited). Returns the siginfo code/status
+// or, when someone else reaped it (SIGCHLD ignored, a waitpid(-1) of the
+// application), CLD_KILLED with status 0.
+void reap(int pidfd, pid_t pid, siginfo_t *si)
+{
+	memset(si, 0, sizeof *si);
+	// P_PIDFD (3) needs glibc 2.36 headers; the kernel has it since 5.4.
+	if (syscall(SYS_waitid, 3, pidfd, si, WEXITED, nullptr) != 0) {
+		if (waitpid(pid, nullptr, WNOHANG) <= 0) {
+			si->si_code = CLD_KILLED;
+			si->si_status = 0;
+		}
+	}
+}
+
+// Spawn the worker of lane `lane`. status_w: the write end of the boot
+// status pipe, or -1 (a respawn). 0 or -KNIT_ESYSTEM.
+int spawn_worker(Pool *p, uint32_t lane, int status_w)
+{
+	ProcHost *h = p->proc;
+	ProcBoot b = h->boot;
+	b.lane = lane;
+	b.fd_status = status_w >= 0 ? kBootFdStatus : -1;
+	char hex[2 * sizeof(ProcBoot) + 1];
+	hex_encode(&b, sizeof b, hex);
+	char arg0[] = "knit-worker";
+	char arg1[] = "--knit-boot";
+	char *argv[] = {arg0, arg1, hex, h->lib_path, nullptr};
+	char *empty_env[] = {nullptr};
+	// Move every descriptor we hand over above the target numbers first,
+	// so one dup2 never clobbers the source of another.
+	int src[3] = {p->region.fd, status_w, h->bridge};
+	int tmp[3] = {-1, -1, -1};
+	int rc = 0;
+	for (int i = 0; i < 3 && rc == 0; i++)
+		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdBridge + 1)) < 0)
+			rc = -KNIT_ESYSTEM;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	bool fa_ok = false, attr_ok = false;
+	if (rc == 0) {
+		fa_ok = posix_spawn_file_actions_init(&fa) == 0;
+		attr_ok = posix_spawnattr_init(&attr) == 0;
+		if (!fa_ok || !attr_ok)
+			rc = -KNIT_ESYSTEM;
+	}
+	if (rc == 0) {
+		int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		if (e == 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[0], kBootFdRegion);
+		if (e == 0 && tmp[1] >= 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[1], kBootFdStatus);
+		if (e == 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[2], kBootFdBridge);
+		// Nothing else of ours (or the application's) reaches the worker.
+		if (e == 0)
+			e = posix_spawn_file_actions_addclosefrom_np(&fa, kBootFdBridge + 1);
+		sigset_t none, all;
+		sigemptyset(&none);
+		sigfillset(&all);
+		if (e == 0)
+			e = posix_spawnattr_setsigmask(&attr, &none);
+		if (e == 0)
+			e = posix_spawnattr_setsigdefault(&attr, &all);
+		if (e == 0)
+			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		pid_t pid = 0;
+		// Counted before the worker exists: it may serve calls before
+		// posix_spawn returns here, and the stats must show it by then.
+		if (e == 0)
+			knit_add_relaxed_64(&h->spawns, 1);
+		if (e == 0)
+			e = posix_spawn(&pid, h->worker_path, &fa, &attr, argv, h->inherit_env ? environ : empty_env);
+		if (e != 0) {
+			rc = -KNIT_ESYSTEM;
+		} else {
+			// The pidfd before anything can reap it: only we wait for
+			// our children (an application's waitpid(-1) is documented
+			// as not allowed with process pools).
+			const int fd = sys_pidfd_open(pid);
+			if (fd < 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, nullptr, 0);
+				rc = -KNIT_ESYSTEM;
+			} else {
+				h->pid[lane] = pid;
+				h->pidfd[lane] = fd;
+			}
+		}
+	}
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	for (int i = 0; i < 3; i++)
+		if (tmp[i] >= 0)
+			close(tmp[i]);
+	return rc;
+}
+
+// Kill (SIGKILL) and reap every child still there.
+void kill_all(ProcHost *h, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (h->pidfd[i] < 0)
+			continue;
+		sys_pidfd_kill(h->pidfd[i], SIGKILL);
+		siginfo_t si;
+		reap(h->pidfd[i], h->pid[i], &si);
+		close(h->pidfd[i]);
+		h->pidfd[i] = -1;
+		h->pid[i] = 0;
+	}
+}
+
+// Spawn every worker and read each one's boot status until "ok" (or an
+// error, EOF, or kBootTimeoutNs). 0 or the create-time code.
+int boot_all(Pool *p)
+{
+	ProcHost *h = p->proc;
+	const uint32_t n = p->nworkers;
+	int rd[KNIT_MAX_WORKERS];
+	char msg[KNIT_MAX_WORKERS][160];
+	uint32_t got[KNIT_MAX_WORKERS];
+	bool open_[KNIT_MAX_WORKERS];
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		rd[i] = -1, got[i] = 0, open_[i] = false;
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		int pfd[2];
+		if (pipe2(pfd, O_CLOEXEC) != 0) {
+			rc = -KNIT_ESYSTEM;
+			break;
+		}
+		rc = spawn_worker(p, i, pfd[1]);
+		close(pfd[1]);
+		rd[i] = pfd[0];
+		open_[i] = true;
+	}
+	const int64_t deadline = knit_now_ns() + kBootTimeoutNs;
+	while (rc == 0) {
+		struct pollfd fds[KNIT_MAX_WORKERS];
+		uint32_t map[KNIT_MAX_WORKERS], m = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (open_[i]) {
+				fds[m].fd = rd[i];
+				fds[m].events = POLLIN;
+				fds[m].revents = 0;
+				map[m++] = i;
+			}
+		if (m == 0)
+			break;
+		const int64_t left = deadline - knit_now_ns();
+		if (left <= 0) {
+			rc = -KNIT_ECRASHED; // a worker stayed silent
+			break;
+		}
+		const int r = poll(fds, m, (int)(left / 1000000 + 1));
+		if (r < 0 && errno != EINTR) {
+			rc = -KNIT_ESYSTEM;
+			break;
+		}
+		for (uint32_t k = 0; k < m && r > 0; k++) {
+			if (fds[k].revents == 0)
+				continue;
+			const uint32_t i = map[k];
+			const ssize_t g = read(rd[i], msg[i] + got[i], sizeof msg[i] - 1 - got[i]);
+			if (g > 0) {
+				got[i] += (uint32_t)g;
+				if (got[i] < sizeof msg[i] - 1 && memchr(msg[i], '\n', got[i]) == nullptr)
+					continue;
+			} else if (g < 0 && errno == EINTR) {
+				continue;
+			}
+			// A whole line, a full buffer or EOF: the verdict.
+			open_[i] = false;
+			msg[i][got[i]] = 0;
+			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0)
+				continue;
+			int code = 0;
+			if (got[i] > 4 && memcmp(msg[i], "err ", 4) == 0)
+				code = atoi(msg[i] + 4);
+			// The worker printed its message on stderr; keep the codes
+			// it may send to the documented ones.
+			if (got[i] == 0)
+				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
+			else
+				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM ? -code : -KNIT_EPROTO;
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (rd[i] >= 0)
+			close(rd[i]);
+	if (rc != 0)
+		kill_all(h, n);
+	return rc;
+}
+
+// Take the dispatcher (the monitor is never on a call's path: it waits for
+// a pass in progress to end).
+void dispatcher_take(Pool *p)
+{
+	while (!dispatch_trylock(p)) {
+		struct timespec ts = {0, 20 * 1000};
+		nanosleep(&ts, nullptr);
+	}
+}
+
+// Complete every call of the pool not completed yet with `status` (the
+// pool failed).
+void complete_all(Pool *p, int32_t status)
+{
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	pthread_mutex_lock(&p->mu);
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && !c->completed)
+			call_complete_locked(p, c, status, none, nullptr);
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+// Zero shared words that other host threads may read meanwhile (the return
+// lock's A in work_pending, the running stamp in next_wake): word by word
+// with atomic stores, never a memset. bytes: a multiple of 8, aligned.
+void zero_shared(uint8_t *at, uint64_t bytes)
+{
+	uint64_t *w = reinterpret_cast<uint64_t *>(at);
+	for (uint64_t i = 0; i < bytes / 8; i++)
+		knit_store_relaxed_64(&w[i], 0);
+}
+
+void reattach_lane(Pool *p, Lane *l)
+{
+	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
+	uint8_t *req_lock = l->block + kLaneOffReqLock;
+	uint8_t *ret_lock = l->block + kLaneOffRetLock;
+	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
+	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
+	// attach resets every field of an endpoint in place (no construction:
+	// other host threads read the return lock's publish word meanwhile).
+	// The geometry is the one create used: cannot fail.
+	(void)l->req.attach(req_lock, req_sh, p->cfg.max_payload_bytes);
+	(void)l->ret.attach(ret_lock, ret_sh, hl);
+}
+
+// Worker `lane` is dead and reaped: deliver what it published, fail the
+// rest of the lane's calls with -KNIT_ECRASHED, reset the lane to its
+// initial state.
+void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
+{
+	Lane *l = &p->lanes[lane];
+	dispatcher_take(p);
+	dispatch_reap_lane(p, l); // validated as always
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	pthread_mutex_lock(&p->mu);
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c == nullptr || !c->live || c->lane != lane || (c->holds & kHoldHostQueue) == 0)
+			continue;
+		if (!c->completed)
+			call_complete_locked(p, c, -KNIT_ECRASHED, none, nullptr);
+		call_unhold_locked(p, c, kHoldHostQueue); // its frame is gone with the lane
+	}
+	pthread_mutex_unlock(&p->mu);
+	// No process maps the lane as a worker now: its locks go back to
+	// their initial (zero) state and the host's endpoints start over.
+	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
+	zero_shared(l->ext, kBlock); // the running stamp
+	l->inflight = 0;
+	l->staged = 0;
+	l->down = false;
+	l->req_idle_ns = 0;
+	reattach_lane(p, l);
+	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
+	knit_store_relaxed_32(l->parked, kAwake);
+	// acq_rel exchange, not a store: if request_worker_stop's CAS to
+	// REQUESTED came first, we read from it and so see its earlier store
+	// of workers_stopping below, and put the request back for the new
+	// worker; if it comes after us, it finds RUNNING and makes it
+	// REQUESTED itself. Release: the reset above is visible to whoever sees
+	// the new word (knit_stop's acquire load; the new worker maps later).
+	knit_xchg_acq_rel_32(l->stop, stop_word);
+	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
+		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
+	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
+	dispatch_unlock(p);
+}
+
+// The pool failed: enqueues fail with -KNIT_ECRASHED from now on.
+void mark_failed(Pool *p)
+{
+	knit_store_relaxed_32(&p->proc->failed, 1);
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->closed, 1); // under mu, as knit_stop stores it
+	pthread_mutex_unlock(&p->mu);
+}
+
+void pool_fail(Pool *p)
+{
+	ProcHost *h = p->proc;
+	mark_failed(p);
+	complete_all(p, -KNIT_ECRASHED);
+	request_worker_stop(p);
+	// Lanes without a worker acknowledge on its behalf.
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		if (h->pidfd[i] >= 0)
+			continue;
+		knit_store_release_32(p->lanes[i].stop, kStopAcknowledged); // pairs with knit_stop's acquire load
+		knit_futex_wake(p->lanes[i].stop, INT_MAX, p->futex_shared);
+	}
+	host_event(p, true);
+}
+
+void on_death(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	siginfo_t si;
+	reap(h->pidfd[i], h->pid[i], &si);
+	close(h->pidfd[i]);
+	h->pidfd[i] = -1;
+	h->pid[i] = 0;
+	// acq_rel: pairs with proc_kill_worker's exchange (a kill asked for
+	// this worker is seen here, whichever thread asked).
+	const bool killed = knit_xchg_acq_rel_32(&h->killed[i], 0) != 0;
+	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
+	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
+	const bool clean = acked && si.si_code == CLD_EXITED && si.si_status == 0;
+	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
+	if (!killed && !clean)
+		knit_add_relaxed_64(&h->crashes, 1);
+	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
+	if (!ending && !budget)
+		mark_failed(p); // before the lane's calls complete: a caller that
+		                // sees their -KNIT_ECRASHED finds the pool failed
+	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning);
+	if (!ending) {
+		if (budget)
+			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
+		if (!budget || spawn_worker(p, i, -1) != 0)
+			pool_fail(p);
+	}
+	host_event(p, true); // the -KNIT_ECRASHED completions
+}
+
+void *monitor_main(void *arg)
+{
+	Pool *p = static_cast<Pool *>(arg);
+	ProcHost *h = p->proc;
+	const int rc = boot_all(p);
+	pthread_mutex_lock(&h->m);
+	h->boot_rc = rc;
+	h->boot_done = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->m);
+	if (rc != 0)
+		return nullptr;
+	const uint32_t n = p->nworkers;
+	while (!knit_load_acquire_32(&h->shutdown)) { // pairs with proc_shutdown's release store
+		struct pollfd fds[KNIT_MAX_WORKERS + 2];
+		uint32_t map[KNIT_MAX_WORKERS + 2];
+		uint32_t m = 0;
+		fds[m] = {h->ctl, POLLIN, 0};
+		map[m++] = UINT32_MAX;
+		fds[m] = {h->bridge, POLLIN, 0};
+		map[m++] = UINT32_MAX - 1;
+		for (uint32_t i = 0; i < n; i++)
+			if (h->pidfd[i] >= 0) {
+				fds[m] = {h->pidfd[i], POLLIN, 0};
+				map[m++] = i;
+			}
+		if (poll(fds, m, -1) <= 0)
+			continue;
+		uint64_t v;
+		if (fds[0].revents) {
+			(void)!read(h->ctl, &v, sizeof v);
+			// Hard-timeout kills asked for: 1 -> 2 (acq_rel: pairs with
+			// proc_kill_worker's exchange before its write of ctl).
+			for (uint32_t i = 0; i < n; i++)
+				if (h->pidfd[i] >= 0 && knit_cas_acq_rel_32(&h->killed[i], 1, 2) == 1)
+					sys_pidfd_kill(h->pidfd[i], SIGKILL);
+		}
+		if (fds[1].revents) {
+			(void)!read(h->bridge, &v, sizeof v);
+			// A worker published results with the completion fd on: its
+			// level is ours to keep (efd_sync after the progress).
+			efd_sync(p);
+		}
+		if (knit_load_acquire_32(&h->shutdown))
+			break;
+		for (uint32_t k = 2; k < m; k++)
+			if (fds[k].revents)
+				on_death(p, map[k]);
+	}
+	// Shutdown (destroy, after knit_stop): every worker acknowledged or is
+	// dead; give each kExitGraceNs to exit, then kill, and reap them all.
+	const int64_t end = knit_now_ns() + kExitGraceNs;
+	for (uint32_t i = 0; i < n; i++) {
+		if (h->pidfd[i] < 0)
+			continue;
+		const int64_t left = end - knit_now_ns();
+		struct pollfd f = {h->pidfd[i], POLLIN, 0};
+		if (left <= 0 || poll(&f, 1, (int)(left / 1000000 + 1)) <= 0)
+			sys_pidfd_kill(h->pidfd[i], SIGKILL);
+		siginfo_t si;
+		reap(h->pidfd[i], h->pid[i], &si);
+		close(h->pidfd[i]);
+		h->pidfd[i] = -1;
+		h->pid[i] = 0;
+	}
+	return nullptr;
+}
+
+} // namespace
+
+uint64_t task_table_hash(const TaskEntry *t, uint32_t n)
+{
+	uint64_t h = fnv(0xCBF29CE484222325ull, &n, sizeof n);
+	for (uint32_t i = 0; i < n; i++) {
+		h = fnv(h, t[i].name, strlen(t[i].name) + 1);
+		h = fnv(h, &t[i].timeout_ms, sizeof t[i].timeout_ms);
+		h = fnv(h, &t[i].flags, sizeof t[i].flags);
+	}
+	return h;
+}
+
+int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t errlen)
+{
+	*handle = nullptr;
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (dl == nullptr) {
+		copy_msg(err, errlen, "cannot load the task library: ", dlerror());
+		return -KNIT_EINVAL;
+	}
+	const knit_task_library_t *lib = static_cast<const knit_task_library_t *>(dlsym(dl, KNIT_TASK_LIBRARY_SYMBOL));
+	int rc = 0;
+	if (lib == nullptr) {
+		copy_msg(err, errlen, "the task library has no symbol " KNIT_TASK_LIBRARY_SYMBOL, nullptr);
+		rc = -KNIT_EINVAL;
+	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION ||
+		   lib->tasks == nullptr || lib->ntasks == 0 || lib->ntasks > 65535) {
+		copy_msg(err, errlen, "the task library's " KNIT_TASK_LIBRARY_SYMBOL " is malformed", nullptr);
+		rc = -KNIT_EINVAL;
+	} else {
+		rc = pool_build_tasks(p, lib->tasks, lib->ntasks);
+		if (rc != 0)
+			copy_msg(err, errlen, "the task library's table is invalid", nullptr);
+	}
+	if (rc != 0) {
+		dlclose(dl);
+		return rc;
+	}
+	*handle = dl;
+	return 0;
+}
+
+int proc_host_new(Pool *p, void *dl)
+{
+	ProcHost *h = static_cast<ProcHost *>(calloc(1, sizeof(ProcHost)));
+	if (h == nullptr) {
+		dlclose(dl);
+		return -KNIT_ENOMEM;
+	}
+	p->proc = h;
+	h->dl = dl;
+	h->bridge = -1;
+	h->ctl = -1;
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		h->pidfd[i] = -1;
+	pthread_mutex_init(&h->m, nullptr);
+	pthread_cond_init(&h->cv, nullptr);
+	return 0;
+}
+
+int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off)
+{
+	ProcHost *h = p->proc;
+	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
+	h->respawn_max = opts->respawn_max == 0 ? kRespawnDefault
+			 : opts->respawn_max == KNIT_ZERO ? 0
+							  : opts->respawn_max;
+	h->lib_path = dup_str(opts->task_library);
+	const char *env = getenv("KNIT_WORKER_PATH");
+	if (opts->worker_path != nullptr)
+		h->worker_path = dup_str(opts->worker_path);
+	else if (env != nullptr && env[0] != 0)
+		h->worker_path = dup_str(env);
+	else
+		h->worker_path = default_worker_path();
+	if (h->lib_path == nullptr || h->worker_path == nullptr)
+		return -KNIT_ENOMEM;
+	// Not an executable file: a clear argument error now, not a spawn
+	// failure later.
+	if (access(h->worker_path, X_OK) != 0)
+		return -KNIT_EINVAL;
+	h->bridge = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (h->bridge < 0 || h->ctl < 0)
+		return -KNIT_ESYSTEM;
+	h->efd_flag = word_at(p->region.base, kPoolOffEfdFlag);
+	ProcBoot &b = h->boot;
+	memset(&b, 0, sizeof b);
+	b.magic = kBootMagic;
+	b.version = kBootVersion;
+	b.size = sizeof(ProcBoot);
+	b.config_size = sizeof(PoolConfig);
+	b.nworkers = p->nworkers;
+	b.ntasks = p->ntasks;
+	b.ticket_cap = p->tickets.capacity();
+	b.ppid = (int32_t)getpid();
+	b.region_size = region_size;
+	b.lanes_off = lanes_off;
+	b.stride = stride;
+	b.abort_off = abort_off;
+	b.table_hash = task_table_hash(p->tasks, p->ntasks);
+	b.cfg = cfg;
+	return 0;
+}
+
+int proc_start(Pool *p)
+{
+	ProcHost *h = p->proc;
+	// The monitor runs with every async signal blocked (they belong to the
+	// application's threads), and so do the children until their exec
+	// (posix_spawn resets their mask).
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	const int e = pthread_create(&h->monitor, nullptr, monitor_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (e != 0)
+		return -KNIT_ESYSTEM;
+	h->monitor_started = true;
+	pthread_setname_np(h->monitor, "knit-monitor");
+	pthread_mutex_lock(&h->m);
+	while (!h->boot_done)
+		pthread_cond_wait(&h->cv, &h->m);
+	const int rc = h->boot_rc;
+	pthread_mutex_unlock(&h->m);
+	if (rc != 0) {
+		pthread_join(h->monitor, nullptr); // it killed and reaped every child
+		h->monitor_started = false;
+	}
+	return rc;
+}
+
+void proc_shutdown(Pool *p)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr)
+		return;
+	if (h->monitor_started) {
+		// Release: pairs with the monitor's acquire load of shutdown.
+		knit_store_release_32(&h->shutdown, 1);
+		uint64_t one = 1;
+		(void)!write(h->ctl, &one, sizeof one);
+		pthread_join(h->monitor, nullptr);
+		h->monitor_started = false;
+	}
+	kill_all(h, KNIT_MAX_WORKERS); // nothing left unless the monitor never ran
+	if (h->bridge >= 0)
+		close(h->bridge);
+	if (h->ctl >= 0)
+		close(h->ctl);
+	if (h->dl != nullptr)
+		dlclose(h->dl);
+	free(h->lib_path);
+	free(h->worker_path);
+	pthread_mutex_destroy(&h->m);
+	pthread_cond_destroy(&h->cv);
+	free(h);
+	p->proc = nullptr;
+}
+
+void proc_forget(Pool *p)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr)
+		return;
+	// A fork child: the workers, the monitor and the pidfds' children are
+	// the parent's. Close our copies of the descriptors, signal nothing.
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->pidfd[i] >= 0)
+			close(h->pidfd[i]);
+	if (h->bridge >= 0)
+		close(h->bridge);
+	if (h->ctl >= 0)
+		close(h->ctl);
+	free(h->lib_path);
+	free(h->worker_path);
+	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
+	p->proc = nullptr;
+}
+
+void proc_efd_enabled(Pool *p)
+{
+	if (p->proc == nullptr)
+		return;
+	// Release: pairs with the worker's acquire load in worker_ring (the
+	// bridge exists before the flag says so; it always does).
+	knit_store_release_32(p->proc->efd_flag, 1);
+	// Dekker with worker_ring's fence between its publish and its load of
+	// the flag: either it writes the bridge, or the efd_sync that
+	// knit_completion_fd runs next sees its results.
+	knit_fence_seq_cst();
+}
+
+void proc_kill_worker(Pool *p, uint32_t lane)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr || lane >= p->nworkers)
+		return;
+	// The pidfd is the monitor's; it stays open until the monitor reaped
+	// the child, and a killed flag set for a worker that dies anyway only
+	// spares the crash count. Relaxed reads of an int the monitor writes
+	// would race, so the kill goes by the flag: the monitor sends it.
+	// Its lane takes no new call until the monitor recovered it (calls
+	// placed there now would only fail with it). We hold the dispatcher.
+	p->lanes[lane].down = true;
+	// acq_rel: pairs with the monitor's CAS 1 -> 2 (it sends the kill) and
+	// its exchange to 0 in on_death (a killed worker is not a crash).
+	if (knit_xchg_acq_rel_32(&h->killed[lane], 1) == 0) {
+		knit_add_relaxed_64(&h->hard_kills, 1);
+		uint64_t one = 1;
+		(void)!write(h->ctl, &one, sizeof one);
+	}
+}
+
+bool proc_failed(const Pool *p) { return p->proc != nullptr && knit_load_relaxed_32(&p->proc->failed) != 0; }
+
+void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr) {
+		*spawns = *crashes = *respawns = *hard_kills = 0;
+		return;
+	}
+	*spawns = knit_load_relaxed_64(&h->spawns);
+	*crashes = knit_load_relaxed_64(&h->crashes);
+	*respawns = knit_load_relaxed_64(&h->respawns);
+	*hard_kills = knit_load_relaxed_64(&h->hard_kills);
+}
+
+} // namespace knit::detail

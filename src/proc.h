@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// src/proc.h - the room for process workers (KNIT_WORKERS_PROCESSES):
+// loading a task library, spawning knit-worker processes over the pool's
+// sealed memfd, watching them (pidfds), recovering a lane whose worker died,
+// respawning it, and shutting the processes down. Host side: src/proc.cpp;
+// worker side (the knit-worker executable's one entry): src/proc_worker.cpp.
+//
+// A worker process runs the SAME loop as a worker thread (worker_main in
+// src/worker.cpp), on a Pool and a Lane it builds from its boot record and
+// its own mapping of the memfd: only shared words are common, nothing of the
+// host's private memory. Futexes on the mapping are shared ones
+// (Pool::futex_shared), so wakes cross the process boundary both ways.
+//
+// The completion fd (knit_completion_fd) stays the host's: a worker cannot
+// evaluate its level (that needs the host's private counts). Once it exists
+// the host sets a shared flag (kPoolOffEfdFlag); a worker that publishes
+// results then writes the pool's bridge eventfd (inherited), and the
+// host's monitor thread, woken by it, brings the completion fd up to date
+// (efd_sync), exactly as a worker thread would.
+//
+// The monitor thread (one per process pool, never on a call's path) spawns
+// the workers (so PR_SET_PDEATHSIG, which follows the spawning thread, lasts
+// as long as the pool), polls their pidfds, the bridge and a control
+// eventfd, and handles a death: under the dispatcher lock it reaps what the
+// dead worker published (validated as always), completes every other call
+// placed on its lane and not answered with -KNIT_ECRASHED (the worker may
+// have taken any of them; none can run twice), resets the lane's locks to
+// their initial (zero) state, reattaches the host's endpoints and spawns a
+// new worker on the same lane. Calls still in the backlog are untouched and
+// go to the new worker.
+#ifndef KNIT_SRC_PROC_H
+#define KNIT_SRC_PROC_H
+
+#include "src/common.h"
+
+#include "src/pool.h"
+
+namespace knit::detail {
+
+// A shared word in the pool header's first block (beside the doorbell
+// sequence, on its second cache line): 1 once the completion fd exists.
+inline constexpr uint64_t kPoolOffEfdFlag = 64;
+
+// Crashes a process pool survives by default (respawn_max 0).
+inline constexpr uint32_t kRespawnDefault = 5;
+// How long knit_pool_create waits for every worker to report ready, and
+// knit_pool_destroy for a worker to exit after its stop (then SIGKILL).
+inline constexpr int64_t kBootTimeoutNs = 10ll * 1000 * 1000 * 1000;
+inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
+
+// The boot record: the host hex-encodes it into the worker's argv. The
+// same library build is on both sides (the version and the sizes say so).
+inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
+inline constexpr uint32_t kBootVersion = 1;
+inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
+inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
+inline constexpr int kBootFdBridge = 5; // the bridge eventfd
+struct ProcBoot {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t size;        // sizeof(ProcBoot)
+	uint32_t config_size; // sizeof(PoolConfig)
+	uint32_t lane;
+	uint32_t nworkers;
+	uint32_t ntasks;
+	uint32_t ticket_cap;
+	int32_t fd_status;    // kBootFdStatus, or -1 (a respawn: nobody reads it)
+	int32_t ppid;         // the host's pid: the worker exits if it is not its parent
+	uint64_t region_size;
+	uint64_t lanes_off;
+	uint64_t stride;
+	uint64_t abort_off;
+	uint64_t table_hash;
+	PoolConfig cfg;
+};
+
+// The host side of a process pool (Pool::proc).
+struct ProcHost;
+
+// The hash both sides compare: the name-sorted table's names, timeouts and
+// flags.
+uint64_t task_table_hash(const TaskEntry *t, uint32_t n);
+
+// Load the task library at `path` (dlopen) and build p's task table from it
+// (names copied and sorted as for thread pools). *handle gets the dlopen
+// handle. 0 or -KNIT_EINVAL (cannot load, no or bad knit_task_library, bad
+// table), -KNIT_ENOMEM. `err` (errlen bytes) gets a message either way.
+int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t errlen);
+
+// knit_pool_create, right after proc_load_tasks: the host state (p->proc),
+// which owns the library handle from now on (pool_free -> proc_shutdown
+// closes it). 0 or -KNIT_ENOMEM (the handle closed).
+int proc_host_new(Pool *p, void *dl);
+// knit_pool_create, after the region and lanes are built: resolve the
+// worker path, make the eventfds, fill the boot record. 0, -KNIT_EINVAL
+// (the worker path is not an executable), -KNIT_ENOMEM, -KNIT_ESYSTEM.
+int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off);
+// Then start the monitor thread, which spawns every worker, and wait
+// until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
+// -KNIT_EPROTO (a worker refused to start: its message is on the host's
+// stderr), -KNIT_ECRASHED (a worker died or stayed silent before ready).
+// On failure every child is gone.
+int proc_start(Pool *p);
+
+// knit_pool_destroy, after knit_stop: stop the monitor, which waits for
+// every child to exit (kExitGraceNs, then SIGKILL) and reaps it; then free
+// the host state (fds, the library handle). Safe on a partly built pool.
+void proc_shutdown(Pool *p);
+
+// knit_pool_destroy in a child of fork(2): close the child's copies of the
+// pool's descriptors and free the host state; no child is signalled or
+// waited for (they are the parent's).
+void proc_forget(Pool *p);
+
+// The completion fd now exists (knit_completion_fd, after its release store
+// of efd_on): tell the workers to write the bridge.
+void proc_efd_enabled(Pool *p);
+
+// The hard timeout caught worker `lane` in a task (its call is completed
+// already): kill the process; the monitor respawns it. Dispatcher holder
+// only: the lane is marked down (nothing placed) until it is recovered.
+void proc_kill_worker(Pool *p, uint32_t lane);
+
+// The pool ran out of respawns (enqueue then fails with -KNIT_ECRASHED).
+bool proc_failed(const Pool *p);
+
+// Fill the process counters of the stats.
+void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills);
+
+} // namespace knit::detail
+
+// The knit-worker executable's whole body (private ABI, KNITTING_PRIVATE).
+extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT;
+
+#endif

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+// src/proc_worker.cpp - the worker side of process pools: knit__worker_main,
+// the whole body of the knit-worker executable (src/proc.h has the contract).
+//
+// argv: knit-worker --knit-boot HEX LIBRARY. The boot record (HEX) names
+// this worker's lane and the pool's geometry; fd 3 is the pool's memfd, fd 4
+// (first boot only) the status pipe the host reads until "ok", fd 5 the
+// bridge eventfd. The worker dies with the thread that spawned it
+// (PR_SET_PDEATHSIG) and checks right after that its parent is still the
+// host, so a host killed before the prctl leaves no orphan.
+#include "src/common.h"
+
+#include <new>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "src/proc.h"
+
+using namespace knit::detail;
+
+namespace {
+
+int g_status_fd = -1;
+
+// Refuse to start: the message on stderr (inherited from the host) and, on
+// a first boot, "err CODE message" on the status pipe.
+int boot_fail(int code, const char *fmt, ...)
+{
+	char msg[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "knit-worker: %s\n", msg);
+	if (g_status_fd >= 0) {
+		char line[200];
+		const int n = snprintf(line, sizeof line, "err %d %s\n", code, msg);
+		if (n > 0)
+			(void)!write(g_status_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
+	return 1;
+}
+
+int hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+bool hex_decode(const char *s, void *out, size_t n)
+{
+	if (strlen(s) != 2 * n)
+		return false;
+	uint8_t *b = static_cast<uint8_t *>(out);
+	for (size_t i = 0; i < n; i++) {
+		const int hi = hex_val(s[2 * i]), lo = hex_val(s[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
+{
+	// First: die with the host's spawning thread, then make sure it did not
+	// die already (the prctl came too late for that).
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (argc != 4 || strcmp(argv[1], "--knit-boot") != 0) {
+		fprintf(stderr, "knit-worker: started by libknitting only (a process pool's worker)\n");
+		return 2;
+	}
+	ProcBoot b;
+	memset(&b, 0, sizeof b);
+	// The version words first: a record of another layout is reported as
+	// such, not as garbage.
+	uint32_t head[4];
+	const bool head_ok = strlen(argv[2]) >= 2 * sizeof head && [&] {
+		char tmp[2 * sizeof head + 1];
+		memcpy(tmp, argv[2], 2 * sizeof head);
+		tmp[2 * sizeof head] = 0;
+		return hex_decode(tmp, head, sizeof head);
+	}();
+	if (head_ok && head[0] == kBootMagic && head[1] == kBootVersion && head[2] == sizeof(ProcBoot) &&
+	    head[3] == sizeof(PoolConfig) && hex_decode(argv[2], &b, sizeof b)) {
+		if (b.ppid != (int32_t)getppid())
+			_exit(1); // the host is gone already
+		g_status_fd = b.fd_status;
+	} else {
+		// No status fd we could trust: the well-known one if it is open.
+		g_status_fd = kBootFdStatus;
+		return boot_fail(KNIT_EVERSION, "boot record of another libknitting version (protocol %u, this is %u)",
+				 head_ok ? head[1] : 0, kBootVersion);
+	}
+	if (b.nworkers == 0 || b.nworkers > KNIT_MAX_WORKERS || b.lane >= b.nworkers ||
+	    b.lanes_off > b.region_size || b.stride > b.region_size ||
+	    (uint64_t)(b.lane + 1) * b.stride > b.region_size - b.lanes_off)
+		return boot_fail(KNIT_EPROTO, "boot record out of range");
+
+	void *mem = nullptr;
+	if (posix_memalign(&mem, alignof(knit_pool), sizeof(knit_pool)) != 0)
+		return boot_fail(KNIT_ENOMEM, "out of memory");
+	memset(mem, 0, sizeof(knit_pool));
+	knit_pool *kp = new (mem) knit_pool();
+	Pool *p = &kp->p;
+	p->cfg = b.cfg;
+	p->efd = -1;
+	p->tfd = -1;
+	p->epfd = -1;
+	p->region.fd = -1;
+	void *dl = nullptr;
+	char err[160];
+	err[0] = 0;
+	int rc = proc_load_tasks(p, argv[3], &dl, err, sizeof err);
+	if (rc != 0)
+		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s", err);
+	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
+		return boot_fail(KNIT_EPROTO, "the task library's table differs from the host's (%s)", argv[3]);
+	rc = region_map_fd(kBootFdRegion, b.region_size, &p->region);
+	if (rc != 0)
+		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
+	close(kBootFdRegion); // the Region holds its own duplicate
+
+	uint8_t *base = p->region.base;
+	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
+	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
+	p->abort_words = word_at(base, b.abort_off);
+	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
+	p->futex_shared = 1;
+	p->efd_flag = word_at(base, kPoolOffEfdFlag);
+	p->efd_bridge = kBootFdBridge;
+	// One lane: ours. Nothing in the worker loop looks at another.
+	void *lmem = nullptr;
+	if (posix_memalign(&lmem, alignof(Lane), sizeof(Lane)) != 0)
+		return boot_fail(KNIT_ENOMEM, "out of memory");
+	memset(lmem, 0, sizeof(Lane));
+	Lane *l = new (lmem) Lane();
+	p->lanes = l;
+	p->nworkers = 1;
+	p->nlanes = 1;
+	l->pool = p;
+	l->index = b.lane;
+	l->cpu = -1;
+	l->block = base + b.lanes_off + (uint64_t)b.lane * b.stride;
+	l->wake_seq = word_at(l->block, kLaneOffWake);
+	l->parked = word_at(l->block, kLaneOffParked);
+	l->stop = word_at(l->block, kLaneOffStop);
+	l->ext = lane_ext(p, b.lane);
+	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
+	uint8_t *req_lock = l->block + kLaneOffReqLock;
+	uint8_t *ret_lock = l->block + kLaneOffRetLock;
+	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
+	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+	ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
+	if (l->wreq.attach(req_lock, req_sh, wl) != 0 || l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
+		return boot_fail(KNIT_EPROTO, "lane geometry refused");
+	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
+	if (l->local == nullptr)
+		return boot_fail(KNIT_ENOMEM, "out of memory");
+	if (g_status_fd >= 0) {
+		(void)!write(g_status_fd, "ok\n", 3);
+		close(g_status_fd);
+		g_status_fd = -1;
+	}
+	worker_main(l);
+	// Stop acknowledged: leave (the host reaps us). exit, not _exit: the
+	// task library's destructors run.
+	exit(0);
+}

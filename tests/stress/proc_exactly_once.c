@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/stress/proc_exactly_once.c - every enqueued call ends in exactly one
+ * completion on a process pool, also when a worker process is killed with
+ * SIGKILL in the middle of the load.
+ *
+ * Two host threads enqueue calls of a task library's "echo" (i64 scalars and
+ * byte strings of random sizes, some inline, some through the arena) on a
+ * process pool of two knit-worker processes; a third thread reaps and, once a
+ * third of the calls completed, kills worker 1 with SIGKILL. Every
+ * completion must be the first for its call; status 0 must carry the echoed
+ * argument, the only other status allowed is -KNIT_ECRASHED (calls the killed
+ * worker may have taken). At the end every call has one completion, the
+ * stats show one crash and one respawn, the pool still serves, stop(DRAIN)
+ * acknowledges, and destroy leaves no child process.
+ *
+ * knit-worker and the task library are found relative to this program
+ * (build/tests/stress -> build/libexec/knitting, build/tests/lib); without
+ * them it skips. Size: 200,000 calls natively, /20 under ThreadSanitizer,
+ * /10 under AddressSanitizer, times KNIT_STRESS_SCALE. Exit 0/1/77.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "knitting.h"
+
+#include "stress/stress.h"
+
+#define SAN_DIV STRESS_SAN_DIV(20, 10)
+#define BOUND_NS (240ll * 1000 * 1000 * 1000) /* safety bound of the whole run */
+
+static uint32_t ncalls;
+static uint32_t echo_id;
+static atomic_uint done_count;
+static atomic_uchar *done;
+static atomic_uint crashed;
+static pid_t victim;
+static atomic_int killed;
+static knit_pool_t *pool;
+static int64_t t_end;
+
+static uint8_t pat(uint32_t call, size_t i) { return (uint8_t)(call * 31 + i * 7 + 1); }
+
+static size_t size_of(uint32_t call)
+{
+	switch (call % 16) {
+	case 0:
+		return 3000 + call % 5000; /* the arena */
+	case 1:
+	case 2:
+		return 100 + call % 300; /* inline */
+	default:
+		return 0; /* an i64 */
+	}
+}
+
+static void *producer(void *arg)
+{
+	const uint32_t first = (uint32_t)(uintptr_t)arg;
+	uint8_t *buf = malloc(8192);
+	for (uint32_t c = first; c < ncalls; c += 2) {
+		knit_value_t v;
+		memset(&v, 0, sizeof v);
+		const size_t n = size_of(c);
+		if (n == 0) {
+			v.type = KNIT_VALUE_I64;
+			v.i64 = c;
+		} else {
+			for (size_t i = 0; i < n; i++)
+				buf[i] = pat(c, i);
+			v.type = KNIT_VALUE_BYTES;
+			v.data = buf;
+			v.len = n;
+		}
+		knit_ticket_t t;
+		int rc;
+		while ((rc = knit_enqueue(pool, echo_id, &v, (void *)(uintptr_t)(c + 1), &t)) == -KNIT_EAGAIN) {
+			if (now_ns() > t_end) {
+				FAIL("enqueue stuck on a full backlog");
+				free(buf);
+				return NULL;
+			}
+			sched_yield();
+		}
+		CHECK(rc == 0, "enqueue %u: %s", c, knit_strerror(rc));
+	}
+	free(buf);
+	return NULL;
+}
+
+static void check_one(const knit_completion_t *k)
+{
+	const uintptr_t ud = (uintptr_t)k->user_data;
+	if (ud == 0 || ud > ncalls) {
+		FAIL("completion with a foreign user_data %" PRIuPTR, ud);
+		return;
+	}
+	const uint32_t c = (uint32_t)(ud - 1);
+	if (atomic_fetch_add(&done[c], 1) != 0) {
+		FAIL("call %u completed twice", c);
+		return;
+	}
+	if (k->status == -KNIT_ECRASHED) {
+		atomic_fetch_add(&crashed, 1);
+		return;
+	}
+	if (k->status != 0) {
+		FAIL("call %u: status %s", c, knit_strerror(k->status));
+		return;
+	}
+	const size_t n = size_of(c);
+	if (n == 0) {
+		CHECK(k->result.type == KNIT_VALUE_I64 && k->result.i64 == c, "call %u: wrong i64", c);
+		return;
+	}
+	if (k->result.type != KNIT_VALUE_BYTES || k->result.len != n) {
+		FAIL("call %u: wrong bytes (type %u len %zu, want %zu)", c, k->result.type, k->result.len, n);
+		return;
+	}
+	const uint8_t *d = k->result.data;
+	for (size_t i = 0; i < n; i++)
+		if (d[i] != pat(c, i)) {
+			FAIL("call %u: byte %zu differs", c, i);
+			return;
+		}
+}
+
+static void *reaper(void *arg)
+{
+	(void)arg;
+	knit_completion_t out[64];
+	while (atomic_load(&done_count) < ncalls) {
+		if (now_ns() > t_end) {
+			FAIL("reaped %u of %u before the bound", atomic_load(&done_count), ncalls);
+			break;
+		}
+		int n = knit_complete(pool, out, 64, 100 * 1000 * 1000);
+		if (n < 0) {
+			FAIL("knit_complete: %s", knit_strerror(n));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			check_one(&out[i]);
+			knit_completion_release(pool, &out[i]);
+		}
+		const unsigned total = atomic_fetch_add(&done_count, (unsigned)n) + (unsigned)n;
+		if (!atomic_load(&killed) && total >= ncalls / 3) {
+			atomic_store(&killed, 1);
+			CHECK(kill(victim, SIGKILL) == 0, "kill the worker: %s", strerror(errno));
+		}
+	}
+	return NULL;
+}
+
+static int count_children(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+int main(void)
+{
+	char exe[PATH_MAX], worker[PATH_MAX + 64], lib[PATH_MAX + 64];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0)
+		return 1;
+	exe[len] = 0;
+	char *slash = strrchr(exe, '/');
+	*slash = 0; /* .../tests/stress */
+	snprintf(worker, sizeof worker, "%s/../../libexec/knitting/knit-worker", exe);
+	snprintf(lib, sizeof lib, "%s/../lib/proc_tasks.so", exe);
+	if (access(worker, X_OK) != 0 || access(lib, R_OK) != 0) {
+		printf("SKIP: %s or %s not built\n", worker, lib);
+		return 77;
+	}
+	double scale = 1.0;
+	const char *s = getenv("KNIT_STRESS_SCALE");
+	if (s != NULL && atof(s) > 0)
+		scale = atof(s);
+	ncalls = (uint32_t)(200000.0 * scale / SAN_DIV);
+	if (ncalls < 3000)
+		ncalls = 3000;
+	done = calloc(ncalls, 1);
+	t_end = now_ns() + BOUND_NS;
+
+	knit_pool_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.workers = 2;
+	o.park_ms = 60000;
+	o.worker_kind = KNIT_WORKERS_PROCESSES;
+	o.task_library = lib;
+	o.worker_path = worker;
+	int rc = knit_pool_create(&o, NULL, 0, &pool);
+	if (rc != 0) {
+		printf("FAIL: create: %s\n", knit_strerror(rc));
+		return 1;
+	}
+	echo_id = (uint32_t)knit_pool_task_id(pool, "echo");
+	/* Worker 1's pid: a call pinned to its lane. */
+	knit_value_t none;
+	memset(&none, 0, sizeof none);
+	knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
+	knit_ticket_t t;
+	rc = knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t);
+	knit_completion_t k;
+	if (rc != 0 || knit_complete(pool, &k, 1, -1) != 1 || k.status != 0) {
+		printf("FAIL: the pid call\n");
+		return 1;
+	}
+	victim = (pid_t)k.result.i64;
+
+	pthread_t th[3];
+	pthread_create(&th[0], NULL, reaper, NULL);
+	pthread_create(&th[1], NULL, producer, (void *)(uintptr_t)0);
+	pthread_create(&th[2], NULL, producer, (void *)(uintptr_t)1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+
+	for (uint32_t c = 0; c < ncalls; c++)
+		CHECK(atomic_load(&done[c]) == 1, "call %u: %u completions", c, atomic_load(&done[c]));
+	knit_pool_stats_t st;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(knit_pool_stats(pool, &st, sizeof st) == 0, "stats");
+	CHECK(st.crashes == 1 && st.respawns == 1 && st.spawns == 3,
+	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns, st.spawns);
+	CHECK(st.pending == 0, "pending %" PRIu64, st.pending);
+	/* Still serving, on both lanes. */
+	for (int i = 0; i < 20; i++) {
+		knit_value_t v;
+		memset(&v, 0, sizeof v);
+		v.type = KNIT_VALUE_I64;
+		v.i64 = i;
+		rc = knit_call(pool, echo_id, &v, &k, 10ll * 1000 * 1000 * 1000);
+		CHECK(rc == 0 && k.status == 0 && k.result.i64 == i, "call after the kill");
+	}
+	CHECK(knit_stop(pool, KNIT_STOP_DRAIN, 10ll * 1000 * 1000 * 1000) == 0, "stop(DRAIN)");
+	CHECK(knit_complete(pool, &k, 1, 0) == -KNIT_ECLOSED, "closed after the drain");
+	knit_pool_destroy(pool);
+	CHECK(count_children() == 0, "children left after destroy");
+	printf("%u calls, %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n", ncalls,
+	       atomic_load(&crashed), atomic_load(&failures));
+	free(done);
+	return atomic_load(&failures) ? 1 : 0;
+}
