@@ -226,8 +226,10 @@ int place(Pool *p, Call *c)
 	return -KNIT_EAGAIN;
 }
 
-// Publish every lane with staged frames (one store of A each), then wake the
-// parked ones.
+// Publish every lane with staged frames (one store of A each). The look for
+// a parked worker (W1) waits for the fence that releasing the dispatcher
+// needs anyway (dispatch_unlock; wake_published before inline work): one
+// store-buffer drain per hold, not two.
 void flush_staged(Pool *p)
 {
 	if (p->steal.on) {
@@ -243,15 +245,29 @@ void flush_staged(Pool *p)
 		l->staged = 0;
 		flushed |= 1ull << i;
 	}
-	if (flushed == 0)
+	p->wake_lanes |= flushed;
+}
+
+// Wake the parked workers of `lanes` (any thread), after a fence that
+// follows their publish: W1 (no lost wake) pairs with the worker's W2 fence
+// between its store of `parked` and its re-check of A in worker_park():
+// either it sees our A or we see it parked.
+void wake_lanes_after_fence(Pool *p, uint64_t lanes)
+{
+	for (; lanes != 0; lanes &= lanes - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
+}
+
+// Wake what the hold published so far (holder), before work that may take
+// long (inline tasks).
+void wake_published(Pool *p)
+{
+	const uint64_t lanes = p->wake_lanes;
+	if (lanes == 0)
 		return;
-	// W1 (no lost wake): pairs with the worker's W2 fence between its store
-	// of `parked` and its re-check of A in worker_park(): either it sees our
-	// A or we see it parked.
-	knit_fence_seq_cst();
-	for (uint32_t i = 0; i < p->nworkers; i++)
-		if (flushed & (1ull << i))
-			lane_wake(p, &p->lanes[i], false);
+	p->wake_lanes = 0;
+	knit_fence_seq_cst(); // W1: pairs with W2 in worker_park() (above)
+	wake_lanes_after_fence(p, lanes);
 }
 
 // Release the private-list hold of the calls in `batch` (under mu).
@@ -751,9 +767,15 @@ void dispatch_unlock(Pool *p)
 {
 	bool blocked = false;
 	for (;;) {
+		// Holder-owned until the release below.
+		const uint64_t published = p->wake_lanes;
+		p->wake_lanes = 0;
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
-		// Pairs with the fence in dispatch_submit (after its backlog push,
+		// W1: pairs with the worker's W2 fence in worker_park() (the
+		// lanes this hold published: their release stores of A came
+		// before this fence; wake_lanes_after_fence); and
+		// with the fence in dispatch_submit (after its backlog push,
 		// before its try-lock): either it gets the lock or we see its call
 		// below; and
 		// (H1) with the D1 fence in host_doorbell_sleep(): a host that
@@ -761,6 +783,7 @@ void dispatch_unlock(Pool *p)
 		// work behind (results not reaped, inline calls not run,
 		// deadlines not expired).
 		knit_fence_seq_cst();
+		wake_lanes_after_fence(p, published);
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, 0))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the
@@ -867,8 +890,10 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 		produced += check_hard_timeout(p, now);
 	}
 	host_arena_trim(p, now); // idle lanes give their request arena back (trim.cpp)
-	if (with_inline)
+	if (with_inline) {
+		wake_published(p); // the workers run while we run inline tasks
 		produced += run_inline(p);
+	}
 	if (produced)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;

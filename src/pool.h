@@ -413,6 +413,8 @@ struct alignas(128) Pool {
 	Call *pb_head, *pb_tail;             // dispatcher-owned, unpinned calls in enqueue order
 	uint64_t pin_waiting;                // dispatcher-owned: bit w = lanes[w].pin_head set
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
+	uint64_t wake_lanes;                 // dispatcher-owned: lanes published, not yet looked
+	                                     // at for a parked worker (W1 in dispatch_unlock)
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
 	// The completion eventfd, written once (knit_completion_fd) and read
