@@ -131,6 +131,19 @@ int LockProducer::pick_lane()
 	return (int)lane;
 }
 
+void LockProducer::prefetch_next()
+{
+	// The consumer read a free lane's task line when it took the lane's
+	// last frame, so our next store there must first take the line back
+	// from its cache: start that now, while the caller still has other work,
+	// instead of in the drain of the next publish's fence. The lane
+	// pick_lane() will pick next (lanes topology): nobody reads it until we
+	// publish it again. A hint; steal's ring order is left alone.
+	const uint32_t free = free_cached();
+	if (free != 0 && steal_ctl_ == nullptr)
+		knit_prefetch_write(lock_ + lock_task_offset(highest_lane(free)));
+}
+
 void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *line)
 {
 	line->task = head.task;
@@ -161,6 +174,7 @@ int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
 		return rc; // nothing allocated; the lane stays free
 	write_task((uint32_t)lane, head, &line);
 	staged_ |= lane_bit((uint32_t)lane);
+	prefetch_next();
 	return lane;
 }
 

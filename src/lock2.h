@@ -193,6 +193,8 @@ class LockProducer
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
 	void write_task(uint32_t lane, const FrameHead &head, TaskLine *line);
+	// Start fetching the task line of the lane pick_lane() picks next.
+	void prefetch_next();
 
 	uint8_t *lock_ = nullptr;
 	uint32_t *a_ = nullptr;
