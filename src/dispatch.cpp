@@ -430,6 +430,7 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	uint32_t snap = l->ret.pending();
 	if (snap == 0)
 		return 0;
+	l->ret.prefetch(snap);
 	// Who claimed what, from ACK words at least as new as these results.
 	steal_track(p);
 	uint32_t produced = 0;

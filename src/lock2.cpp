@@ -323,6 +323,14 @@ uint32_t LockConsumer::pending()
 	return seen_ & ~taken_;
 }
 
+void LockConsumer::prefetch(uint32_t snapshot) const
+{
+	if (lock_ == nullptr)
+		return;
+	for (; snapshot != 0; snapshot &= snapshot - 1)
+		__builtin_prefetch(lock_ + lock_task_offset((uint32_t)__builtin_ctz(snapshot)), 0, 3);
+}
+
 int LockConsumer::next_lane(uint32_t *snapshot)
 {
 	const uint32_t snap = *snapshot;

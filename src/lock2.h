@@ -235,6 +235,9 @@ class LockConsumer
 	// Lanes published and not yet taken: a fresh acquire load of A, XOR the
 	// mirror of B, minus lanes decoded since the last retire. Never cached.
 	uint32_t pending();
+	// Start reading the task lines of a pending() snapshot's lanes (a hint:
+	// their misses overlap instead of coming one per decode()).
+	void prefetch(uint32_t snapshot) const;
 
 	// Pop the next lane of a pending() snapshot in descending round-robin
 	// order (so no lane starves behind lower ones) (highest lane strictly below the previous one taken,
