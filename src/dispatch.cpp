@@ -347,19 +347,45 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - left);
 }
 
-// Place what fits from the private backlog (holder only): each lane's
-// pinned calls (they can go nowhere else), then the shared list.
+uint32_t reap_lane(Pool *p, Lane *l);
+
+// Each lane's pinned calls (they can go nowhere else), then the shared list.
+void place_backlog(Pool *p, UnholdBatch *ub)
+{
+	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(m)];
+		place_queue(p, &l->pin_head, &l->pin_tail, ub);
+		if (l->pin_head == nullptr)
+			p->pin_waiting &= ~(1ull << l->index);
+	}
+	place_queue(p, &p->pb_head, &p->pb_tail, ub);
+}
+
+// Place what fits from the private backlog (holder only). When calls are
+// left because the lanes are full, take the results the workers already
+// published (their slots come back) and place again: a host that only
+// enqueues then keeps the workers fed, instead of leaving everything past
+// the lanes' capacity for its next knit_complete(), which would then
+// alternate with the workers (it waits while they run a lane's worth, they
+// wait while it reaps and places the next).
 void place_private(Pool *p)
 {
 	UnholdBatch ub;
 	ub.n = 0;
-	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
-		Lane *l = &p->lanes[__builtin_ctzll(m)];
-		place_queue(p, &l->pin_head, &l->pin_tail, &ub);
-		if (l->pin_head == nullptr)
-			p->pin_waiting &= ~(1ull << l->index);
+	place_backlog(p, &ub);
+	if (p->pb_head != nullptr || p->pin_waiting != 0) {
+		uint32_t before = 0, after = 0, produced = 0;
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			before += p->lanes[i].inflight;
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			produced += reap_lane(p, &p->lanes[i]);
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			after += p->lanes[i].inflight;
+		if (produced)
+			host_event(p, true);
+		if (after < before)
+			place_backlog(p, &ub);
 	}
-	place_queue(p, &p->pb_head, &p->pb_tail, &ub);
 	flush_staged(p);
 	unhold_flush(p, &ub);
 }
