@@ -313,10 +313,11 @@ void complete_now(Pool *p, Call *c, int32_t status)
 void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 {
 	Call *c;
-	// Taken out of backlog_count once at the end, not per call (one
-	// locked RMW per pass instead of one per call): until then
-	// backlog_admit() sees the backlog fuller than it is, never emptier,
-	// so max_pending still holds.
+	// Taken out of backlog_count when the dispatcher is released, not per
+	// call (backlog_placed; a call the same hold queues takes a placed
+	// call's count over instead, so a hold that places one call and
+	// queues one changes nothing): until then backlog_admit() sees the
+	// backlog fuller than it is, never emptier, so max_pending still holds.
 	uint64_t left = 0;
 	while ((c = *head) != nullptr) {
 		Call *const next = c->next; // placing on the inline lane relinks c
@@ -343,8 +344,7 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		if (!keep_hold)
 			unhold_add(p, ub, c);
 	}
-	if (left != 0)
-		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - left);
+	p->backlog_placed += left;
 }
 
 uint32_t reap_lane(Pool *p, Lane *l);
@@ -740,6 +740,18 @@ bool backlog_admit(Pool *p)
 	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
 	return false;
 }
+
+// backlog_admit() for the dispatcher's holder: a call placed in this hold
+// is still counted (backlog_placed), so the new call takes its count over,
+// with no RMW: the count stays what it was, which was within max_pending.
+bool backlog_admit_held(Pool *p)
+{
+	if (p->backlog_placed != 0) {
+		p->backlog_placed--;
+		return true;
+	}
+	return backlog_admit(p);
+}
 } // namespace
 
 int dispatch_submit(Pool *p, Call *c)
@@ -754,7 +766,7 @@ int dispatch_submit(Pool *p, Call *c)
 			if (placed_direct && c->lane != kNoLane)
 				queued = true;
 		}
-		if (!placed_direct && backlog_admit(p)) {
+		if (!placed_direct && backlog_admit_held(p)) {
 			dispatch_backlog_append(p, c);
 			queued = true;
 		}
@@ -797,6 +809,10 @@ void dispatch_unlock(Pool *p)
 		// Holder-owned until the release below.
 		const uint64_t published = p->wake_lanes;
 		p->wake_lanes = 0;
+		if (p->backlog_placed != 0) {
+			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - p->backlog_placed);
+			p->backlog_placed = 0;
+		}
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
 		// W1: pairs with the worker's W2 fence in worker_park() (the
