@@ -248,26 +248,30 @@ void flush_staged(Pool *p)
 	p->wake_lanes |= flushed;
 }
 
-// Wake the parked workers of `lanes` (any thread), after a fence that
-// follows their publish: W1 (no lost wake) pairs with the worker's W2 fence
-// between its store of `parked` and its re-check of A in worker_park():
-// either it sees our A or we see it parked.
-void wake_lanes_after_fence(Pool *p, uint64_t lanes)
+// Wake the parked workers of `lanes`, and those of `room` that parked for
+// room (any thread), after a fence that follows our publish (A) or our
+// return of room (B): W1 (no lost wake) pairs with the worker's W2 fence
+// between its store of `parked` and its re-check in worker_park(): either
+// it sees our store or we see it parked.
+void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
 {
 	for (; lanes != 0; lanes &= lanes - 1)
 		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
+	for (; room != 0; room &= room - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(room)], true);
 }
 
 // Wake what the hold published so far (holder), before work that may take
 // long (inline tasks).
 void wake_published(Pool *p)
 {
-	const uint64_t lanes = p->wake_lanes;
-	if (lanes == 0)
+	const uint64_t lanes = p->wake_lanes, room = p->room_lanes & ~p->wake_lanes;
+	if ((lanes | room) == 0)
 		return;
 	p->wake_lanes = 0;
+	p->room_lanes = 0;
 	knit_fence_seq_cst(); // W1: pairs with W2 in worker_park() (above)
-	wake_lanes_after_fence(p, lanes);
+	wake_lanes_after_fence(p, lanes, room);
 }
 
 // Release the private-list hold of the calls in `batch` (under mu).
@@ -475,11 +479,12 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	pthread_mutex_unlock(&p->mu);
 	l->ret.retire_taken(); // C3: release store of B
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	// W1: pairs with the worker's W2 fence after it stores kParkedForRoom
-	// and before it retries: either it sees the room we just gave back or
-	// we see it parked.
-	knit_fence_seq_cst();
-	lane_wake(p, l, true);
+	// A worker parked for room is looked for after the fence that
+	// releasing the dispatcher needs anyway (dispatch_unlock; W1 there
+	// pairs with its W2 fence after it stores kParkedForRoom and before it
+	// retries: either it sees the room we just gave back or we see it
+	// parked).
+	p->room_lanes |= 1ull << l->index;
 	return produced;
 }
 
@@ -807,8 +812,9 @@ void dispatch_unlock(Pool *p)
 	bool blocked = false;
 	for (;;) {
 		// Holder-owned until the release below.
-		const uint64_t published = p->wake_lanes;
+		const uint64_t published = p->wake_lanes, room = p->room_lanes & ~p->wake_lanes;
 		p->wake_lanes = 0;
+		p->room_lanes = 0;
 		if (p->backlog_placed != 0) {
 			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - p->backlog_placed);
 			p->backlog_placed = 0;
@@ -816,8 +822,9 @@ void dispatch_unlock(Pool *p)
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
 		// W1: pairs with the worker's W2 fence in worker_park() (the
-		// lanes this hold published: their release stores of A came
-		// before this fence; wake_lanes_after_fence); and
+		// lanes this hold published or gave room back: their release
+		// stores of A or B came before this fence;
+		// wake_lanes_after_fence); and
 		// with the fence in dispatch_submit (after its backlog push,
 		// before its try-lock): either it gets the lock or we see its call
 		// below; and
@@ -826,7 +833,7 @@ void dispatch_unlock(Pool *p)
 		// work behind (results not reaped, inline calls not run,
 		// deadlines not expired).
 		knit_fence_seq_cst();
-		wake_lanes_after_fence(p, published);
+		wake_lanes_after_fence(p, published, room);
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, 0))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the

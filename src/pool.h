@@ -416,6 +416,7 @@ struct alignas(128) Pool {
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint64_t wake_lanes;                 // dispatcher-owned: lanes published, not yet looked
 	                                     // at for a parked worker (W1 in dispatch_unlock)
+	uint64_t room_lanes;                 // dispatcher-owned: lanes given room back (B), the same
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
 	// The completion eventfd, written once (knit_completion_fd) and read
