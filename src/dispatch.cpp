@@ -371,13 +371,17 @@ void place_backlog(Pool *p, UnholdBatch *ub)
 // enqueues then keeps the workers fed, instead of leaving everything past
 // the lanes' capacity for its next knit_complete(), which would then
 // alternate with the workers (it waits while they run a lane's worth, they
-// wait while it reaps and places the next).
+// wait while it reaps and places the next). Not while another host thread
+// sleeps in a wait (host_waiters; a relaxed look, only a choice): the
+// workers' ring wakes it for these results anyway, and completions we
+// produced would wake it for every small bunch (a futex wake and, on a
+// shared CPU, a context switch each).
 void place_private(Pool *p)
 {
 	UnholdBatch ub;
 	ub.n = 0;
 	place_backlog(p, &ub);
-	if (p->pb_head != nullptr || p->pin_waiting != 0) {
+	if ((p->pb_head != nullptr || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
 		uint32_t before = 0, after = 0, produced = 0;
 		for (uint32_t i = 0; i < p->nworkers; i++)
 			before += p->lanes[i].inflight;
