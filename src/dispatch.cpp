@@ -382,16 +382,17 @@ void place_private(Pool *p)
 	ub.n = 0;
 	place_backlog(p, &ub);
 	if ((p->pb_head != nullptr || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
-		uint32_t before = 0, after = 0, produced = 0;
-		for (uint32_t i = 0; i < p->nworkers; i++)
-			before += p->lanes[i].inflight;
-		for (uint32_t i = 0; i < p->nworkers; i++)
-			produced += reap_lane(p, &p->lanes[i]);
-		for (uint32_t i = 0; i < p->nworkers; i++)
-			after += p->lanes[i].inflight;
+		uint32_t produced = 0;
+		bool room = false;
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			const uint32_t before = l->inflight;
+			produced += reap_lane(p, l);
+			room |= l->inflight < before;
+		}
 		if (produced)
 			host_event(p, true);
-		if (after < before)
+		if (room)
 			place_backlog(p, &ub);
 	}
 	flush_staged(p);
