@@ -266,8 +266,10 @@ int place(Pool *p, Call *c)
 	return -KNIT_EAGAIN;
 }
 
-// Publish every lane with staged frames (one store of A each), then wake the
-// parked ones.
+// Publish every lane with staged frames (one store of A each). The look for
+// a parked worker (W1) waits for the fence that releasing the dispatcher
+// needs anyway (dispatch_unlock; wake_published before inline work): one
+// store-buffer drain per hold, not two.
 void flush_staged(Pool *p)
 {
 	if (p->steal.on) {
@@ -283,15 +285,33 @@ void flush_staged(Pool *p)
 		l->staged = 0;
 		flushed |= 1ull << i;
 	}
-	if (flushed == 0)
+	p->wake_lanes |= flushed;
+}
+
+// Wake the parked workers of `lanes`, and those of `room` that parked for
+// room (any thread), after a fence that follows our publish (A) or our
+// return of room (B): W1 (no lost wake) pairs with the worker's W2 fence
+// between its store of `parked` and its re-check in worker_park(): either
+// it sees our store or we see it parked.
+void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
+{
+	for (; lanes != 0; lanes &= lanes - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
+	for (; room != 0; room &= room - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(room)], true);
+}
+
+// Wake what the hold published so far (holder), before work that may take
+// long (inline tasks).
+void wake_published(Pool *p)
+{
+	const uint64_t lanes = p->wake_lanes, room = p->room_lanes & ~p->wake_lanes;
+	if ((lanes | room) == 0)
 		return;
-	// W1 (no lost wake): pairs with the worker's W2 fence between its store
-	// of `parked` and its re-check of A in worker_park(): either it sees our
-	// A or we see it parked.
-	knit_fence_seq_cst();
-	for (uint32_t i = 0; i < p->nworkers; i++)
-		if (flushed & (1ull << i))
-			lane_wake(p, &p->lanes[i], false);
+	p->wake_lanes = 0;
+	p->room_lanes = 0;
+	knit_fence_seq_cst(); // W1: pairs with W2 in worker_park() (above)
+	wake_lanes_after_fence(p, lanes, room);
 }
 
 // Release the private-list hold of the calls in `batch` (under mu).
@@ -337,10 +357,11 @@ void complete_now(Pool *p, Call *c, int32_t status)
 void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 {
 	Call *c;
-	// Taken out of backlog_count once at the end, not per call (one
-	// locked RMW per pass instead of one per call): until then
-	// backlog_admit() sees the backlog fuller than it is, never emptier,
-	// so max_pending still holds.
+	// Taken out of backlog_count when the dispatcher is released, not per
+	// call (backlog_placed; a call the same hold queues takes a placed
+	// call's count over instead, so a hold that places one call and
+	// queues one changes nothing): until then backlog_admit() sees the
+	// backlog fuller than it is, never emptier, so max_pending still holds.
 	uint64_t left = 0;
 	while ((c = *head) != nullptr) {
 		Call *const next = c->next; // placing on the inline lane relinks c
@@ -367,23 +388,53 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		if (!keep_hold)
 			unhold_add(p, ub, c);
 	}
-	if (left != 0)
-		knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - left);
+	p->backlog_placed += left;
 }
 
-// Place what fits from the private backlog (holder only): each lane's
-// pinned calls (they can go nowhere else), then the shared list.
+uint32_t reap_lane(Pool *p, Lane *l);
+
+// Each lane's pinned calls (they can go nowhere else), then the shared list.
+void place_backlog(Pool *p, UnholdBatch *ub)
+{
+	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(m)];
+		place_queue(p, &l->pin_head, &l->pin_tail, ub);
+		if (l->pin_head == nullptr)
+			p->pin_waiting &= ~(1ull << l->index);
+	}
+	place_queue(p, &p->pb_head, &p->pb_tail, ub);
+}
+
+// Place what fits from the private backlog (holder only). When calls are
+// left because the lanes are full, take the results the workers already
+// published (their slots come back) and place again: a host that only
+// enqueues then keeps the workers fed, instead of leaving everything past
+// the lanes' capacity for its next knit_complete(), which would then
+// alternate with the workers (it waits while they run a lane's worth, they
+// wait while it reaps and places the next). Not while another host thread
+// sleeps in a wait (host_waiters; a relaxed look, only a choice): the
+// workers' ring wakes it for these results anyway, and completions we
+// produced would wake it for every small bunch (a futex wake and, on a
+// shared CPU, a context switch each).
 void place_private(Pool *p)
 {
 	UnholdBatch ub;
 	ub.n = 0;
-	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
-		Lane *l = &p->lanes[__builtin_ctzll(m)];
-		place_queue(p, &l->pin_head, &l->pin_tail, &ub);
-		if (l->pin_head == nullptr)
-			p->pin_waiting &= ~(1ull << l->index);
+	place_backlog(p, &ub);
+	if ((p->pb_head != nullptr || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
+		uint32_t produced = 0;
+		bool room = false;
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			const uint32_t before = l->inflight;
+			produced += reap_lane(p, l);
+			room |= l->inflight < before;
+		}
+		if (produced)
+			host_event(p, true);
+		if (room)
+			place_backlog(p, &ub);
 	}
-	place_queue(p, &p->pb_head, &p->pb_tail, &ub);
 	flush_staged(p);
 	unhold_flush(p, &ub);
 }
@@ -474,6 +525,7 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	uint32_t snap = l->ret.pending();
 	if (snap == 0)
 		return 0;
+	l->ret.prefetch(snap);
 	// Who claimed what, from ACK words at least as new as these results.
 	steal_track(p);
 	uint32_t produced = 0;
@@ -495,11 +547,12 @@ uint32_t reap_lane(Pool *p, Lane *l)
 		lane_retire_begin(p, l->index);
 	l->ret.retire_taken(); // C3: release store of B
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	// W1: pairs with the worker's W2 fence after it stores kParkedForRoom
-	// and before it retries: either it sees the room we just gave back or
-	// we see it parked.
-	knit_fence_seq_cst();
-	lane_wake(p, l, true);
+	// A worker parked for room is looked for after the fence that
+	// releasing the dispatcher needs anyway (dispatch_unlock; W1 there
+	// pairs with its W2 fence after it stores kParkedForRoom and before it
+	// retries: either it sees the room we just gave back or we see it
+	// parked).
+	p->room_lanes |= 1ull << l->index;
 	return produced;
 }
 
@@ -766,6 +819,18 @@ bool backlog_admit(Pool *p)
 	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
 	return false;
 }
+
+// backlog_admit() for the dispatcher's holder: a call placed in this hold
+// is still counted (backlog_placed), so the new call takes its count over,
+// with no RMW: the count stays what it was, which was within max_pending.
+bool backlog_admit_held(Pool *p)
+{
+	if (p->backlog_placed != 0) {
+		p->backlog_placed--;
+		return true;
+	}
+	return backlog_admit(p);
+}
 } // namespace
 
 int dispatch_submit(Pool *p, Call *c)
@@ -780,7 +845,7 @@ int dispatch_submit(Pool *p, Call *c)
 			if (placed_direct && c->lane != kNoLane)
 				queued = true;
 		}
-		if (!placed_direct && backlog_admit(p)) {
+		if (!placed_direct && backlog_admit_held(p)) {
 			dispatch_backlog_append(p, c);
 			queued = true;
 		}
@@ -820,9 +885,21 @@ void dispatch_unlock(Pool *p)
 {
 	bool blocked = false;
 	for (;;) {
+		// Holder-owned until the release below.
+		const uint64_t published = p->wake_lanes, room = p->room_lanes & ~p->wake_lanes;
+		p->wake_lanes = 0;
+		p->room_lanes = 0;
+		if (p->backlog_placed != 0) {
+			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - p->backlog_placed);
+			p->backlog_placed = 0;
+		}
 		// Release: pairs with the acquire CAS in dispatch_trylock().
 		knit_store_release_32(&p->dispatch_lock, 0);
-		// Pairs with the fence in dispatch_submit (after its backlog push,
+		// W1: pairs with the worker's W2 fence in worker_park() (the
+		// lanes this hold published or gave room back: their release
+		// stores of A or B came before this fence;
+		// wake_lanes_after_fence); and
+		// with the fence in dispatch_submit (after its backlog push,
 		// before its try-lock): either it gets the lock or we see its call
 		// below; and
 		// (H1) with the D1 fence in host_doorbell_sleep(): a host that
@@ -830,6 +907,7 @@ void dispatch_unlock(Pool *p)
 		// work behind (results not reaped, inline calls not run,
 		// deadlines not expired).
 		knit_fence_seq_cst();
+		wake_lanes_after_fence(p, published, room);
 		if (knit_load_relaxed_32(&p->host_waiters) != 0 && work_pending(p, 0))
 			host_event(p, false);
 		// The same for an event loop: while we held the dispatcher, the
@@ -944,8 +1022,10 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 		produced += check_hard_timeout(p, now);
 	}
 	host_arena_trim(p, now); // idle lanes give their request arena back (trim.cpp)
-	if (with_inline)
+	if (with_inline) {
+		wake_published(p); // the workers run while we run inline tasks
 		produced += run_inline(p);
+	}
 	if (produced)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;

@@ -132,6 +132,19 @@ int LockProducer::pick_lane()
 	return (int)lane;
 }
 
+void LockProducer::prefetch_next()
+{
+	// The consumer read a free lane's task line when it took the lane's
+	// last frame, so our next store there must first take the line back
+	// from its cache: start that now, while the caller still has other work,
+	// instead of in the drain of the next publish's fence. The lane
+	// pick_lane() will pick next (lanes topology): nobody reads it until we
+	// publish it again. A hint; steal's ring order is left alone.
+	const uint32_t free = free_cached();
+	if (free != 0 && steal_ctl_ == nullptr)
+		knit_prefetch_write(lock_ + lock_task_offset(highest_lane(free)));
+}
+
 void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *line)
 {
 	line->task = head.task;
@@ -163,6 +176,7 @@ int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
 	write_task((uint32_t)lane, head, &line);
 	note_arena((uint32_t)lane, line.where == kWhereArena ? line.arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
+	prefetch_next();
 	return lane;
 }
 
@@ -355,6 +369,14 @@ void LockConsumer::record_claim(uint32_t lanes)
 	// (arena_free's XOR of PB): a freed slot is always a recorded claim.
 	knit_store_release_64(reinterpret_cast<uint64_t *>(b_),
 	                      (uint64_t)mirror_ | ((uint64_t)lanes << 32));
+}
+
+void LockConsumer::prefetch(uint32_t snapshot) const
+{
+	if (lock_ == nullptr)
+		return;
+	for (; snapshot != 0; snapshot &= snapshot - 1)
+		__builtin_prefetch(lock_ + lock_task_offset((uint32_t)__builtin_ctz(snapshot)), 0, 3);
 }
 
 int LockConsumer::next_lane(uint32_t *snapshot)

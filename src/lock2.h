@@ -199,6 +199,8 @@ class LockProducer
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
 	void write_task(uint32_t lane, const FrameHead &head, TaskLine *line);
+	// Start fetching the task line of the lane pick_lane() picks next.
+	void prefetch_next();
 
 	uint8_t *lock_ = nullptr;
 	uint32_t *a_ = nullptr;
@@ -253,6 +255,9 @@ class LockConsumer
 	// Lanes published and not yet taken: a fresh acquire load of A, XOR the
 	// mirror of B, minus lanes decoded since the last retire. Never cached.
 	uint32_t pending();
+	// Start reading the task lines of a pending() snapshot's lanes (a hint:
+	// their misses overlap instead of coming one per decode()).
+	void prefetch(uint32_t snapshot) const;
 
 	// Pop the next lane of a pending() snapshot in descending round-robin
 	// order (so no lane starves behind lower ones) (highest lane strictly below the previous one taken,

@@ -449,10 +449,14 @@ struct alignas(128) Pool {
 	alignas(128) struct __cds_wfcq_head bq_head;
 	alignas(128) struct cds_wfcq_tail bq_tail;
 	alignas(128) uint64_t backlog_count; // calls waiting for a slot (atomic)
+	uint64_t backlog_placed;             // dispatcher-owned: placed, still in backlog_count
 	uint64_t backlog_hw;                 // high-water mark (atomic max)
 	Call *pb_head, *pb_tail;             // dispatcher-owned, unpinned calls in enqueue order
 	uint64_t pin_waiting;                // dispatcher-owned: bit w = lanes[w].pin_head set
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
+	uint64_t wake_lanes;                 // dispatcher-owned: lanes published, not yet looked
+	                                     // at for a parked worker (W1 in dispatch_unlock)
+	uint64_t room_lanes;                 // dispatcher-owned: lanes given room back (B), the same
 	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
 
 	// The completion eventfd, written once (knit_completion_fd) and read

@@ -56,8 +56,10 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	const uint32_t seq = knit_load_acquire_32(l->wake_seq);
 	knit_store_relaxed_32(l->parked, why);
 	// W2 (no lost wake): pairs with the host's W1 fence between its release
-	// store of A (flush_staged; steal: steal_flush, S6 in steal.cpp), of the
-	// stop word (request_worker_stop) or of B (reap_lane) and its load of
+	// store of A (flush_staged, fenced in dispatch_unlock(); steal: steal_flush,
+	// S6 in steal.cpp), of the
+	// stop word (request_worker_stop) or of B (reap_lane, fenced in
+	// dispatch_unlock()) and its load of
 	// parked in lane_wake(): either we see its store in the re-check below
 	// or it sees us parked and rings.
 	knit_fence_seq_cst();

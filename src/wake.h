@@ -16,9 +16,10 @@
 //  edge                                      this side                        pairs with
 //  ----------------------------------------  -------------------------------  ------------
 //  W1 publish work / stop / room, then look   store_rel(A) (lock2 P1) or the   W2
-//     for a parked worker (flush_staged,      stop CAS or store_rel(B) (C3);
-//     steal_flush, request_worker_stop,       seq_cst fence; load parked
-//     reap_lane; then lane_wake)
+//     for a parked worker (flush_staged or    stop CAS or store_rel(B) (C3);
+//     reap_lane then dispatch_unlock's        seq_cst fence; load parked
+//     fence, steal_flush,
+//     request_worker_stop; then lane_wake)
 //  W2 announce the park, then re-check        store parked; seq_cst fence;     W1
 //     (worker_park)                           recheck()
 //  W3 claim the park and ring (lane_wake)     CAS parked -> kAwake (acq_rel);  W4

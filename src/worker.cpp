@@ -233,6 +233,7 @@ bool take_requests(Lane *l)
 	uint32_t snap = l->wreq.pending();
 	if (snap == 0)
 		return false;
+	l->wreq.prefetch(snap);
 	int slot;
 	while (w->held_count < kLanes && (slot = l->wreq.next_lane(&snap)) >= 0) {
 		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];

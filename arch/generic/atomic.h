@@ -239,6 +239,10 @@ static inline void knit_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ
 /* No portable spin hint: a compiler barrier keeps the loop from collapsing. */
 static inline void knit_cpu_relax(void) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 #endif
+#ifndef KNIT_HAVE_PREFETCH_WRITE
+/* A hint only: no effect on what any thread observes. */
+static inline void knit_prefetch_write(const void *p) { __builtin_prefetch(p, 1, 3); }
+#endif
 
 #undef KNIT__GEN_LOAD
 #undef KNIT__GEN_STORE
