@@ -275,12 +275,19 @@ int BPF_USDT(worker_park, __u64 pool, __u32 lane, __u64 wake_seq)
 	struct kt_lane_key lk = { .pool = pool, .lane = lane };
 	struct park_val pv = { .ts = bpf_ktime_get_ns() };
 	__u32 tid = cur_tid();
+	struct ring_val *rv;
 
 	(void)wake_seq;
 	if (!wanted(&pool, lane))
 		return 0;
 	lk.pool = pool;
 	count(pool, lane, KT_EV_WORKER_PARK);
+	/* A marker still here when the worker parks again belongs to a ring
+	 * fired before we attached: left, the next ring would take it, and
+	 * every later one the marker of the wake before it. */
+	rv = bpf_map_lookup_elem(&rings, &tid);
+	if (rv && rv->state == RING_CLAIMED)
+		bpf_map_delete_elem(&rings, &tid);
 	bpf_map_update_elem(&parked, &tid, &pv, BPF_ANY);
 	bpf_map_update_elem(&lanetid, &lk, &tid, BPF_ANY);
 	return 0;
