@@ -8,7 +8,10 @@
  * USDT program per probe plus the sched_wakeup / sched_switch tp_btf
  * programs, then every interval (or once, at the end) reads the per pool /
  * per lane counters and log2 histograms, prints them (text or --json) and
- * clears them.
+ * clears them. With -p it also follows the process's worker processes
+ * (process pools): the BPF side takes in each one that starts, and every
+ * ~100 ms the children of the process are looked at for those that were
+ * running already or map another copy of the library.
  *
  * Exit status: 0 after a normal run (Ctrl-C, -d elapsed, count reached or
  * the traced process exited), 1 on any error, with one line on stderr that
@@ -145,6 +148,7 @@ static const char argp_program_doc[] =
 	"    knit-trace -p 1234 -H all     # histograms for every view\n"
 	"    knit-trace -p 1234 -m         # times in milliseconds\n"
 	"    knit-trace -p 1234 --json     # one JSON object per report\n"
+	"    knit-trace -p 1234 --no-follow # not its pools' worker processes\n"
 	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.0\n"
 	"                                  # every process using that library\n";
 
@@ -159,7 +163,7 @@ enum {
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace the libknitting.so mapped by process PID and "
 				"its pools' worker processes", 0 },
-	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process only; "
+	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process and its workers; "
 				 "alone: in every process)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
 	{ "no-follow", OPT_NO_FOLLOW, NULL, 0, "With -p: only that process, not its pools' "
@@ -373,9 +377,10 @@ static const struct probe_ent probe_table[] = {
 #define NPROBES (sizeof(probe_table) / sizeof(probe_table[0]))
 
 /* Read the ELF note section .note.stapsdt of `path`; set the bit (by index in
- * probe_table) of each of our probes present in *present. Returns the number of provider-"knitting" notes found
- * (0: none), -1 with `why` set when the file is not ELF or has no
- * .note.stapsdt section at all, -2 with `why` set when it cannot be opened. */
+ * probe_table) of each of our probes present in *present. Returns the number
+ * of provider-"knitting" notes found (0: none), -1 with `why` set when the
+ * file is not ELF or has no .note.stapsdt section at all, -2 with `why` set
+ * when it cannot be opened. */
 static int scan_probes(const char *path, unsigned *present, const char **why)
 {
 	Elf_Scn *scn = NULL;
