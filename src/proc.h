@@ -78,6 +78,7 @@ struct ProcBoot {
 
 // Tracers read these from a worker's argv (src/trace.h).
 static_assert(offsetof(ProcBoot, magic) == KNIT_TRACE_BOOT_OFF_MAGIC, "boot record: trace ABI");
+static_assert(offsetof(ProcBoot, lane) == KNIT_TRACE_BOOT_OFF_LANE, "boot record: trace ABI");
 static_assert(offsetof(ProcBoot, ppid) == KNIT_TRACE_BOOT_OFF_PPID, "boot record: trace ABI");
 static_assert(offsetof(ProcBoot, host_pool) == KNIT_TRACE_BOOT_OFF_HOST_POOL, "boot record: trace ABI");
 static_assert(kBootMagic == KNIT_TRACE_BOOT_MAGIC, "boot record: trace ABI");

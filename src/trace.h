@@ -46,10 +46,12 @@
 
 // Where a tracer finds the host in a worker process's boot record (the
 // bytes hex-encoded in its argv[2], "--knit-boot" being argv[1]): a u32
-// magic, the host's pid (s32) and the host's pool id (u64, as its probes
-// report it), all in host byte order. src/proc.h asserts these offsets.
+// magic, the worker's lane (u32), the host's pid (s32) and the host's pool
+// id (u64, as its probes report it), all in host byte order. src/proc.h
+// asserts these offsets.
 #define KNIT_TRACE_BOOT_MAGIC 0x6B6E6974u
 #define KNIT_TRACE_BOOT_OFF_MAGIC 0
+#define KNIT_TRACE_BOOT_OFF_LANE 16
 #define KNIT_TRACE_BOOT_OFF_PPID 36
 #define KNIT_TRACE_BOOT_OFF_HOST_POOL 40
 

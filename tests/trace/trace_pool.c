@@ -15,6 +15,9 @@
  * topology yet, so no proc-steal). proc-respawn: proc-lanes, and
  * halfway through the cold calls lane 0's worker process is killed
  * (SIGKILL) while parked; the calls go on once the pool respawned it.
+ * proc-late: proc-lanes, but the pool is created (and its workers parked)
+ * before the go signal, after printing "READY", so knit-trace attaches to
+ * running workers; the STATS counters are then those since the go signal.
  *
  * Waits (bounded) until GOFILE exists, so knit-trace can attach before the
  * pool is created; then creates a two-worker pool, runs COLD_CALLS cold calls
@@ -123,6 +126,18 @@ static int kill_lane0_worker(knit_pool_t *pool, uint32_t pid_task, uint64_t *par
 	return -1;
 }
 
+/* Wait (bounded: 30 s) until `path` exists. */
+static int wait_go(const char *path)
+{
+	for (int i = 0; i < 30000 && access(path, F_OK); i++)
+		nap_ms(1);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "FAIL: no go signal (%s) within 30 s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_completion(knit_pool_t *pool, knit_completion_t *c, int64_t want)
 {
 	int ok = c->status == 0 && c->result.type == KNIT_VALUE_I64 && c->result.i64 == want;
@@ -139,12 +154,12 @@ int main(int argc, char **argv)
 {
 	knit_task_t tasks[] = { { .name = "inc", .fn = task_inc } };
 	knit_pool_options_t opts;
-	knit_pool_stats_t st;
+	knit_pool_stats_t st, base;
 	knit_pool_t *pool;
 	uint64_t last_parks[WORKERS] = { 0 }, last_calls[WORKERS] = { 0 };
 	int ran[WORKERS] = { 0 };
 	long cold = 20, hot = 200, sync_calls = 10;
-	int err, i, rc = 0;
+	int err, rc = 0;
 	char libpath[4096];
 	uint32_t task = 0, pid_task = 0;
 	int64_t delta = 1; /* inc adds one; the process pools' echo none */
@@ -165,9 +180,10 @@ int main(int argc, char **argv)
 		hot = atol(argv[4]);
 	const int procs = !strncmp(topo, "proc-", 5);
 	const int respawn = !strcmp(topo, "proc-respawn");
+	const int late = !strcmp(topo, "proc-late");
 	if (procs)
 		topo += 5;
-	if (respawn)
+	if (respawn || late)
 		topo = "lanes";
 	if (procs ? strcmp(topo, "lanes")
 		  : strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
@@ -184,12 +200,8 @@ int main(int argc, char **argv)
 			snprintf(libpath, sizeof(libpath), "%.*s../lib/proc_tasks.so",
 				 slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);
 	}
-	for (i = 0; i < 30000 && access(argv[1], F_OK); i++)
-		nap_ms(1);
-	if (access(argv[1], F_OK)) {
-		fprintf(stderr, "FAIL: no go signal (%s) within 30 s\n", argv[1]);
+	if (!late && wait_go(argv[1]))
 		return 1;
-	}
 
 	memset(&opts, 0, sizeof(opts));
 	opts.size = sizeof(opts);
@@ -217,6 +229,24 @@ int main(int argc, char **argv)
 		task = (uint32_t)e;
 		pid_task = (uint32_t)p;
 		delta = 0;
+	}
+	memset(&base, 0, sizeof(base));
+	if (late) {
+		/* Every worker idle (parked, untimed) before the tracer comes. */
+		for (unsigned w = 0; w < WORKERS; w++)
+			if (wait_parked(pool, w, 0)) {
+				fprintf(stderr, "FAIL: lane %u never parked\n", w);
+				knit_pool_destroy(pool);
+				return 1;
+			}
+		printf("READY\n");
+		fflush(stdout);
+		if (wait_go(argv[1]) || get_stats(pool, &base)) {
+			knit_pool_destroy(pool);
+			return 1;
+		}
+		for (unsigned w = 0; w < WORKERS; w++)
+			last_parks[w] = base.lane[w].parks;
 	}
 
 	/* Cold calls: the target lane's worker has parked since its last call
@@ -324,15 +354,27 @@ int main(int argc, char **argv)
 		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
 		       "\"doorbell_wakes\":%llu,",
 		       (void *)pool, topo, st.workers, cold, hot + sync_calls,
-		       (unsigned long long)st.enqueued, (unsigned long long)st.completed,
-		       (unsigned long long)st.doorbell_arms, (unsigned long long)st.doorbell_wakes);
+		       (unsigned long long)(st.enqueued - base.enqueued),
+		       (unsigned long long)(st.completed - base.completed),
+		       (unsigned long long)(st.doorbell_arms - base.doorbell_arms),
+		       (unsigned long long)(st.doorbell_wakes - base.doorbell_wakes));
 		if (procs)
-			printf("\"processes\":true,\"spawns\":%llu,\"crashes\":%llu,\"respawns\":%llu,",
-			       (unsigned long long)st.spawns, (unsigned long long)st.crashes,
-			       (unsigned long long)st.respawns);
+			printf("\"processes\":true,\"late\":%s,\"spawns\":%llu,\"crashes\":%llu,"
+			       "\"respawns\":%llu,", late ? "true" : "false",
+			       (unsigned long long)(st.spawns - base.spawns),
+			       (unsigned long long)(st.crashes - base.crashes),
+			       (unsigned long long)(st.respawns - base.respawns));
 		printf("\"lanes\":[");
 		for (unsigned l = 0; l < st.lanes && l <= KNIT_MAX_WORKERS; l++) {
-			const knit_lane_stats_t *ls = &st.lane[l];
+			knit_lane_stats_t d = st.lane[l];
+			const knit_lane_stats_t *b = &base.lane[l], *ls = &d;
+
+			d.parks -= b->parks;
+			d.wakes_sent -= b->wakes_sent;
+			d.wakes_received -= b->wakes_received;
+			d.watchdog_expiries -= b->watchdog_expiries;
+			d.calls -= b->calls;
+			d.doorbell_rings -= b->doorbell_rings;
 			printf("%s{\"lane\":%u,\"parks\":%llu,\"wakes_sent\":%llu,"
 			       "\"wakes_received\":%llu,\"watchdog_expiries\":%llu,\"calls\":%llu,"
 			       "\"doorbell_rings\":%llu,\"killed\":%d}",

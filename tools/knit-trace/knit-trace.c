@@ -535,10 +535,10 @@ static int hex_nibble(char c)
 }
 
 /* Is `pid` a knit-worker (argv: knit-worker --knit-boot HEX LIBRARY)? Then
- * *host_pool gets the host's pool id from its boot record (src/trace.h,
- * KNIT_TRACE_BOOT_*). A child that has not exec'd knit-worker yet still
+ * *host_pool gets the host's pool id and *lane its lane from its boot record
+ * (src/trace.h, KNIT_TRACE_BOOT_*). A child that has not exec'd knit-worker yet still
  * shows its parent's command line: not a worker, yet. */
-static bool knit_worker_pool(pid_t pid, __u64 *host_pool)
+static bool knit_worker_pool(pid_t pid, __u64 *host_pool, __u32 *lane)
 {
 	unsigned char raw[KNIT_TRACE_BOOT_OFF_HOST_POOL + 8];
 	char path[64], buf[8192], *a1, *a2;
@@ -570,6 +570,7 @@ static bool knit_worker_pool(pid_t pid, __u64 *host_pool)
 	}
 	memcpy(&magic, raw + KNIT_TRACE_BOOT_OFF_MAGIC, sizeof(magic));
 	memcpy(host_pool, raw + KNIT_TRACE_BOOT_OFF_HOST_POOL, sizeof(*host_pool));
+	memcpy(lane, raw + KNIT_TRACE_BOOT_OFF_LANE, sizeof(*lane));
 	return magic == KNIT_TRACE_BOOT_MAGIC && *host_pool;
 }
 
@@ -669,7 +670,7 @@ static void follow_workers(struct knit_trace_bpf *skel)
 
 		for (int i = 0; i < nfollowed && !known; i++)
 			known = followed[i] == kids[k];
-		if (known || !knit_worker_pool(kids[k], &pv.host_pool))
+		if (known || !knit_worker_pool(kids[k], &pv.host_pool, &pv.lane))
 			continue;
 		/* Not mapped yet (the loader is still at work): next round. */
 		if (find_mapped_lib(kids[k], mapped, sizeof(mapped)))
@@ -685,6 +686,16 @@ static void follow_workers(struct knit_trace_bpf *skel)
 		/* NOEXIST: an entry the worker's own start probe made knows
 		 * its view already. */
 		bpf_map_update_elem(pfd, &tgid, &pv, BPF_NOEXIST);
+		/* Its lane's tid, for the host's rings: a process lane's ring
+		 * probe has none (the worker's tid is not the host's to know),
+		 * and a worker that parked before we attached taught us none.
+		 * NOEXIST: what the BPF side learnt is newer. */
+		{
+			struct kt_lane_key lk = { .pool = pv.host_pool, .lane = pv.lane };
+
+			bpf_map_update_elem(bpf_map__fd(skel->maps.lanetid), &lk, &tgid,
+					    BPF_NOEXIST);
+		}
 		followed[nfollowed++] = kids[k];
 		if (env.verbose)
 			fprintf(stderr, "knit-trace: following worker process %d (pool 0x%llx)\n",
