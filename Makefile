@@ -415,7 +415,11 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
 # live pool (counts equal to knit_pool_stats) of each topology - lanes, steal
 # (the default for 2..31 workers), lanes with an inline lane - traced whole
-# and with --lane 0; and knit-trace as a non-root uid by capability (setpriv).
+# and with --lane 0; a process pool (knit-worker processes, followed by
+# knit-trace -p HOST) whole and with --lane 0, one whose worker is killed
+# and respawned mid-trace, and one traced only once its workers run (found
+# by knit-trace among the host's children); and knit-trace as a non-root uid
+# by capability (setpriv).
 # Needs root; skips only where the kernel refuses BPF.
 $(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
 	@mkdir -p $(dir $@)
@@ -425,16 +429,18 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST  $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
-check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN))
+check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN)) \
+		$(KW_BIN) $(B)/tests/lib/proc_tasks.so
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(if $(HAVE_KT),$(RUN) $(SP)trace bpf-arches -- $(MAKE) --no-print-directory -B $(KT_OUT)/bpf-arches.ok)
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)for t in lanes steal inline; do \
+	$(Q)for t in lanes steal inline proc-lanes proc-respawn; do \
 		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
 	done
-	$(Q)for t in lanes steal; do \
+	$(Q)for t in lanes steal proc-lanes; do \
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
+	$(Q)$(RUN) $(SP)trace pool-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --arg proc-late
 	$(Q)$(RUN) $(SP)trace caps -- tests/trace/caps.sh $(KT_BIN) $(abspath $(LIB_SO))
 	$(Q)$(call SUMMARY,0,$(SP)trace)
 CHECK_SUITES += check-trace

@@ -631,6 +631,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.ntasks = p->ntasks;
 	b.ticket_cap = p->tickets.capacity();
 	b.ppid = (int32_t)getpid();
+	b.host_pool = (uint64_t)(uintptr_t)p; // what the host's probes name it
 	b.region_size = region_size;
 	b.lanes_off = lanes_off;
 	b.stride = stride;

@@ -34,6 +34,7 @@
 #include "src/common.h"
 
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -51,7 +52,7 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
-inline constexpr uint32_t kBootVersion = 1;
+inline constexpr uint32_t kBootVersion = 2;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the bridge eventfd
@@ -66,6 +67,7 @@ struct ProcBoot {
 	uint32_t ticket_cap;
 	int32_t fd_status;    // kBootFdStatus, or -1 (a respawn: nobody reads it)
 	int32_t ppid;         // the host's pid: the worker exits if it is not its parent
+	uint64_t host_pool;   // the host's pool id in its probes (src/trace.h), never dereferenced
 	uint64_t region_size;
 	uint64_t lanes_off;
 	uint64_t stride;
@@ -73,6 +75,13 @@ struct ProcBoot {
 	uint64_t table_hash;
 	PoolConfig cfg;
 };
+
+// Tracers read these from a worker's argv (src/trace.h).
+static_assert(offsetof(ProcBoot, magic) == KNIT_TRACE_BOOT_OFF_MAGIC, "boot record: trace ABI");
+static_assert(offsetof(ProcBoot, lane) == KNIT_TRACE_BOOT_OFF_LANE, "boot record: trace ABI");
+static_assert(offsetof(ProcBoot, ppid) == KNIT_TRACE_BOOT_OFF_PPID, "boot record: trace ABI");
+static_assert(offsetof(ProcBoot, host_pool) == KNIT_TRACE_BOOT_OFF_HOST_POOL, "boot record: trace ABI");
+static_assert(kBootMagic == KNIT_TRACE_BOOT_MAGIC, "boot record: trace ABI");
 
 // The host side of a process pool (Pool::proc).
 struct ProcHost;

@@ -171,6 +171,9 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		close(g_status_fd);
 		g_status_fd = -1;
 	}
+	// Our probes name our view of the pool; this one tells a tracer whose
+	// pool the view is (before any other probe of ours).
+	KNIT_TRACE_PROC_WORKER_START(p, b.lane, b.host_pool);
 	worker_main(l);
 	// Stop acknowledged: leave (the host reaps us). exit, not _exit: the
 	// task library's destructors run.

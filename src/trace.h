@@ -24,6 +24,15 @@
 //   target    s32  kernel thread id of the worker being woken
 //   ticket    u64  the call's knit_ticket_t
 //   status    s32  0 or a negative KNIT_E* code
+//   host_pool u64  in a worker process: the host's knit_pool_t pointer
+//
+// A worker process (knit-worker, process pools) fires the same probes from
+// its own copy of the library, but its `pool` is the address of its own
+// view of the pool, meaningless in the host. Its proc_worker_start probe
+// names the host's pool once, before any other probe of that process, so
+// a tracer can report the worker's events under the host's pool. A tracer
+// that attaches later finds the same id in the worker's boot record, which
+// the worker carries hex-encoded as argv[2] (see KNIT_TRACE_BOOT_* below).
 //
 // Build with -DKNIT_NO_TRACE to compile every probe out (the arguments are
 // still type-checked, never evaluated).
@@ -34,6 +43,17 @@
 #define KNIT_SRC_TRACE_H
 
 #include <stdint.h>
+
+// Where a tracer finds the host in a worker process's boot record (the
+// bytes hex-encoded in its argv[2], "--knit-boot" being argv[1]): a u32
+// magic, the worker's lane (u32), the host's pid (s32) and the host's pool
+// id (u64, as its probes report it), all in host byte order. src/proc.h
+// asserts these offsets.
+#define KNIT_TRACE_BOOT_MAGIC 0x6B6E6974u
+#define KNIT_TRACE_BOOT_OFF_MAGIC 0
+#define KNIT_TRACE_BOOT_OFF_LANE 16
+#define KNIT_TRACE_BOOT_OFF_PPID 36
+#define KNIT_TRACE_BOOT_OFF_HOST_POOL 40
 
 // Why a parked worker woke up (worker_wake's reason argument).
 enum knit_trace_wake_reason {
@@ -66,6 +86,8 @@ enum knit_trace_wake_reason {
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(ticket), KNIT_TRACE_NOP1_(status))
 #define KNIT_TRACE_STOP_REQUEST(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
 #define KNIT_TRACE_STOP_ACK(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
+#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool) \
+	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(host_pool))
 
 #else
 
@@ -148,6 +170,13 @@ enum knit_trace_wake_reason {
 #define KNIT_TRACE_STOP_ACK(pool, lane)                                          \
 	DTRACE_PROBE2(knitting, stop_ack, KNIT_TRACE_POOL_(pool),                \
 		      KNIT_TRACE_U32_(lane))
+
+// A worker process built its view `pool` of the host's pool `host_pool` and
+// is about to run lane `lane`'s worker loop. Fires once per worker process
+// (so, summed over the lanes, == pool stats `spawns`), in the worker.
+#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool)                      \
+	DTRACE_PROBE3(knitting, proc_worker_start, KNIT_TRACE_POOL_(pool),       \
+		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(host_pool))
 
 #endif // KNIT_NO_TRACE
 

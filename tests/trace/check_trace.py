@@ -28,6 +28,15 @@ submit queue (steal).
 Latencies: 0 < min <= p50 <= p99 <= max <= the traced run's length, and
 the histogram buckets add up to the count.
 
+Process pools (STATS has "processes"): the workers' probes fire in the
+knit-worker processes, so every check above holds only if knit-trace
+followed them and reported their events under the host's pool and lanes.
+Also: proc_worker_start per lane == 1 + the workers killed on that lane,
+summed == spawns. "late": the workers were running, idle, before knit-trace
+attached (and the STATS counters are those since): no proc_worker_start,
+and knit-trace found the workers itself. A worker killed (SIGKILL) while parked leaves one park
+without its wake: per killed worker one park duration sample less.
+
 With --lane N (knit-trace ran with --lane N): only lane N is reported, and
 its counts and views still equal the pool's own counters for lane N; the
 pool-level probes (doorbell, shared-queue enqueues) are not filtered, and
@@ -96,6 +105,7 @@ def main():
         kt = lanes.get(n, zero)
         c, lat = kt["counts"], kt["latency"]
         g = lambda k: c.get(k, 0)
+        killed = ls.get("killed", 0)
         eq(g("worker_park"), ls["parks"], f"lane {n} parks")
         eq(g("host_ring"), ls["wakes_sent"], f"lane {n} host rings == wakes_sent")
         eq(g("wake_rung") + g("wake_stop"), ls["wakes_received"],
@@ -116,9 +126,14 @@ def main():
            f"lane {n} ring -> on-CPU samples + rings that found the worker running")
         # Every futex park ends in a wake probe; a worker can also take a
         # ring while re-checking before its futex wait (a wake, no park).
-        check(g("worker_wake") >= g("worker_park"),
-              f"lane {n} wakes {g('worker_wake')} >= parks {g('worker_park')}")
-        eq(hist_count(lat, "park"), g("worker_park"), f"lane {n} park duration samples")
+        check(g("worker_wake") >= g("worker_park") - killed,
+              f"lane {n} wakes {g('worker_wake')} >= parks {g('worker_park')} - killed {killed}")
+        eq(hist_count(lat, "park"), g("worker_park") - killed,
+           f"lane {n} park duration samples (parks - {killed} killed while parked)")
+        if stats.get("processes"):
+            first = 0 if stats.get("late") else 1
+            eq(g("proc_worker_start"), first + killed,
+               f"lane {n} worker processes started ({first} + {killed} respawned)")
         eq(hist_count(lat, "queue"), ls["calls"], f"lane {n} queue wait samples")
         eq(hist_count(lat, "service"), ls["calls"], f"lane {n} service time samples")
         eq(hist_count(lat, "call"), ls["calls"], f"lane {n} call latency samples")
@@ -127,6 +142,11 @@ def main():
 
     pl = pool["pool_level"]["counts"]
     tot = pool["totals"]["counts"]
+    if stats.get("processes") and only is None:
+        eq(tot.get("proc_worker_start", 0), stats["spawns"],
+           "worker processes started == pool spawns")
+        eq(stats["respawns"], sum(ls.get("killed", 0) for ls in stats["lanes"]),
+           "the pool respawned each killed worker")
     eq(pl.get("doorbell_arm", 0), stats["doorbell_arms"], "pool doorbell arms")
     eq(pl.get("doorbell_wake", 0), stats["doorbell_wakes"], "pool doorbell wakes")
     if only is None:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib] [--arg ARG]... [--lane N]
+# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib] [--late] [--arg ARG]... [--lane N]
 #
 # End-to-end test of knit-trace(8): start PROGRAM (trace_fixture or
 # trace_pool; it waits for a go file; each --arg is passed after the go file,
 # e.g. trace_pool's topology), attach `knit-trace -p PID --json` to it
 # (with --lib: `-l PROGRAM` too, for the fixture, whose probes are in the
 # executable; with --lane N: `--lane N`, and check_trace.py then checks that
-# only lane N was reported, with all of its calls), give the go signal once
+# only lane N was reported, with all of its calls; with --late: only once
+# the program printed READY, i.e. attach to a pool that is running already),
+# give the go signal once
 # knit-trace says it is attached, let the
 # program run to its end (knit-trace reports when the process exits), then
 # check_trace.py compares knit-trace's counts with the program's own STATS
@@ -19,13 +21,14 @@
 # unavailable: not root, no kernel BTF, the bpf() syscall refused, or the
 # tool could not be built for that reason.
 set -u
-[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib] [--arg ARG]... [--lane N]" >&2; exit 1; }
-tool=$1 prog=$2 mode=
+[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib] [--late] [--arg ARG]... [--lane N]" >&2; exit 1; }
+tool=$1 prog=$2 mode= late=
 shift 2
 pargs=() lane=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) mode=--lib; shift ;;
+	--late) late=1; shift ;;
 	--arg) [ $# -ge 2 ] || { echo "FAIL: --arg needs a value"; exit 1; }; pargs+=("$2"); shift 2 ;;
 	--lane) [ $# -ge 2 ] || { echo "FAIL: --lane needs a value"; exit 1; }; lane=(--lane "$2"); shift 2 ;;
 	*) echo "FAIL: unknown argument $1"; exit 1 ;;
@@ -63,7 +66,8 @@ ppid=$!
 want=$(readlink -f "$prog")
 for _ in $(seq 300); do
 	if [ "$(readlink -f "/proc/$ppid/exe" 2>/dev/null)" = "$want" ] &&
-		{ [ "$mode" = --lib ] || grep -q 'libknitting' "/proc/$ppid/maps" 2>/dev/null; }; then
+		{ [ "$mode" = --lib ] || grep -q 'libknitting' "/proc/$ppid/maps" 2>/dev/null; } &&
+		{ [ -z "$late" ] || grep -q '^READY' "$tmp/prog.out"; }; then
 		break
 	fi
 	kill -0 "$ppid" 2>/dev/null || break

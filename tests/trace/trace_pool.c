@@ -7,7 +7,17 @@
  * TOPOLOGY: lanes (KNIT_TOPOLOGY_LANES, the default here), steal
  * (KNIT_TOPOLOGY_STEAL: every call goes through the shared submit queue and
  * is attributed to the lane that ran it) or inline (lanes plus an inline
- * lane, which runs some of the hot calls on this thread).
+ * lane, which runs some of the hot calls on this thread). proc-lanes and
+ * proc-steal: the same with worker processes (KNIT_WORKERS_PROCESSES,
+ * task "echo" of the test task library: $KNIT_TRACE_TASKLIB, by default
+ * ../lib/proc_tasks.so beside this program's directory; the knit-worker is
+ * the library's default or $KNIT_WORKER_PATH; process pools have no steal
+ * topology yet, so no proc-steal). proc-respawn: proc-lanes, and
+ * halfway through the cold calls lane 0's worker process is killed
+ * (SIGKILL) while parked; the calls go on once the pool respawned it.
+ * proc-late: proc-lanes, but the pool is created (and its workers parked)
+ * before the go signal, after printing "READY", so knit-trace attaches to
+ * running workers; the STATS counters are then those since the go signal.
  *
  * Waits (bounded) until GOFILE exists, so knit-trace can attach before the
  * pool is created; then creates a two-worker pool, runs COLD_CALLS cold calls
@@ -21,6 +31,7 @@
  * Links the shared library: the probes under test are the ones in
  * libknitting.so. Exit 0 when every call completed with the expected result.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +81,63 @@ static int wait_parked(knit_pool_t *pool, unsigned lane, uint64_t since)
 	return -1;
 }
 
+/* Kill lane 0's worker process while it is parked and wait (bounded: 10 s)
+ * until the pool respawned it. *parks: lane 0's parks at the kill (the
+ * killed worker's last park is one; its new worker parks after it). */
+static int kill_lane0_worker(knit_pool_t *pool, uint32_t pid_task, uint64_t *parks)
+{
+	knit_call_options_t co = { .size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = 0 };
+	knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 0 };
+	knit_completion_t done;
+	knit_pool_stats_t st;
+	uint64_t before;
+	pid_t pid;
+	int err;
+
+	/* Its parks before the call: it parks again after it (maybe before
+	 * knit_call_ex returns). */
+	if (get_stats(pool, &st))
+		return -1;
+	before = st.lane[0].parks;
+	err = knit_call_ex(pool, pid_task, &arg, &co, NULL, &done, -1);
+	if (err || done.status || done.result.type != KNIT_VALUE_I64) {
+		fprintf(stderr, "FAIL: the pid call: %s\n", knit_strerror(err ? err : done.status));
+		return -1;
+	}
+	pid = (pid_t)done.result.i64;
+	knit_completion_release(pool, &done);
+	if (wait_parked(pool, 0, before) || get_stats(pool, &st)) {
+		fprintf(stderr, "FAIL: lane 0 did not park after the pid call\n");
+		return -1;
+	}
+	*parks = st.lane[0].parks;
+	if (kill(pid, SIGKILL)) {
+		perror("FAIL: kill");
+		return -1;
+	}
+	for (int i = 0; i < 10000; i++) {
+		if (get_stats(pool, &st))
+			return -1;
+		if (st.respawns >= 1)
+			return 0;
+		nap_ms(1);
+	}
+	fprintf(stderr, "FAIL: lane 0's worker was not respawned\n");
+	return -1;
+}
+
+/* Wait (bounded: 30 s) until `path` exists. */
+static int wait_go(const char *path)
+{
+	for (int i = 0; i < 30000 && access(path, F_OK); i++)
+		nap_ms(1);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "FAIL: no go signal (%s) within 30 s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_completion(knit_pool_t *pool, knit_completion_t *c, int64_t want)
 {
 	int ok = c->status == 0 && c->result.type == KNIT_VALUE_I64 && c->result.i64 == want;
@@ -86,17 +154,22 @@ int main(int argc, char **argv)
 {
 	knit_task_t tasks[] = { { .name = "inc", .fn = task_inc } };
 	knit_pool_options_t opts;
-	knit_pool_stats_t st;
+	knit_pool_stats_t st, base;
 	knit_pool_t *pool;
 	uint64_t last_parks[WORKERS] = { 0 }, last_calls[WORKERS] = { 0 };
 	int ran[WORKERS] = { 0 };
 	long cold = 20, hot = 200, sync_calls = 10;
-	int err, i, rc = 0;
+	int err, rc = 0;
+	char libpath[4096];
+	uint32_t task = 0, pid_task = 0;
+	int64_t delta = 1; /* inc adds one; the process pools' echo none */
+	int killed0 = 0;
 
 	const char *topo = "lanes";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: trace_pool GOFILE [lanes|steal|inline [COLD_CALLS [HOT_CALLS]]]\n");
+		fprintf(stderr, "usage: trace_pool GOFILE [lanes|steal|inline|proc-lanes|"
+				"proc-respawn [COLD_CALLS [HOT_CALLS]]]\n");
 		return 2;
 	}
 	if (argc > 2)
@@ -105,16 +178,30 @@ int main(int argc, char **argv)
 		cold = atol(argv[3]);
 	if (argc > 4)
 		hot = atol(argv[4]);
-	if (strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
-		fprintf(stderr, "FAIL: unknown topology %s\n", topo);
+	const int procs = !strncmp(topo, "proc-", 5);
+	const int respawn = !strcmp(topo, "proc-respawn");
+	const int late = !strcmp(topo, "proc-late");
+	if (procs)
+		topo += 5;
+	if (respawn || late)
+		topo = "lanes";
+	if (procs ? strcmp(topo, "lanes")
+		  : strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
+		fprintf(stderr, "FAIL: unknown topology %s\n", argv[2]);
 		return 2;
 	}
-	for (i = 0; i < 30000 && access(argv[1], F_OK); i++)
-		nap_ms(1);
-	if (access(argv[1], F_OK)) {
-		fprintf(stderr, "FAIL: no go signal (%s) within 30 s\n", argv[1]);
-		return 1;
+	if (procs) {
+		const char *env = getenv("KNIT_TRACE_TASKLIB");
+		const char *slash = strrchr(argv[0], '/');
+
+		if (env && *env)
+			snprintf(libpath, sizeof(libpath), "%s", env);
+		else
+			snprintf(libpath, sizeof(libpath), "%.*s../lib/proc_tasks.so",
+				 slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);
 	}
+	if (!late && wait_go(argv[1]))
+		return 1;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.size = sizeof(opts);
@@ -122,10 +209,44 @@ int main(int argc, char **argv)
 	opts.topology = strcmp(topo, "steal") ? KNIT_TOPOLOGY_LANES : KNIT_TOPOLOGY_STEAL;
 	if (!strcmp(topo, "inline"))
 		opts.inline_lane = KNIT_INLINE_LAST;
-	err = knit_pool_create(&opts, tasks, 1, &pool);
+	if (procs) {
+		opts.worker_kind = KNIT_WORKERS_PROCESSES;
+		opts.task_library = libpath;
+	}
+	err = knit_pool_create(&opts, procs ? NULL : tasks, procs ? 0 : 1, &pool);
 	if (err) {
 		fprintf(stderr, "FAIL: knit_pool_create: %s\n", knit_strerror(err));
 		return 1;
+	}
+	if (procs) {
+		int e = knit_pool_task_id(pool, "echo"), p = knit_pool_task_id(pool, "pid");
+
+		if (e < 0 || p < 0) {
+			fprintf(stderr, "FAIL: %s has no task echo or pid\n", libpath);
+			knit_pool_destroy(pool);
+			return 1;
+		}
+		task = (uint32_t)e;
+		pid_task = (uint32_t)p;
+		delta = 0;
+	}
+	memset(&base, 0, sizeof(base));
+	if (late) {
+		/* Every worker idle (parked, untimed) before the tracer comes. */
+		for (unsigned w = 0; w < WORKERS; w++)
+			if (wait_parked(pool, w, 0)) {
+				fprintf(stderr, "FAIL: lane %u never parked\n", w);
+				knit_pool_destroy(pool);
+				return 1;
+			}
+		printf("READY\n");
+		fflush(stdout);
+		if (wait_go(argv[1]) || get_stats(pool, &base)) {
+			knit_pool_destroy(pool);
+			return 1;
+		}
+		for (unsigned w = 0; w < WORKERS; w++)
+			last_parks[w] = base.lane[w].parks;
 	}
 
 	/* Cold calls: the target lane's worker has parked since its last call
@@ -137,6 +258,14 @@ int main(int argc, char **argv)
 		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = c };
 		knit_completion_t done;
 
+		if (respawn && c == cold / 2) {
+			if (kill_lane0_worker(pool, pid_task, &last_parks[0])) {
+				rc = 1;
+				break;
+			}
+			killed0 = 1;
+			ran[0] = 1; /* its new worker must have parked */
+		}
 		/* Which workers must park (again) first: each one that ran the
 		 * previous cold call, and one never seen parked that may take this
 		 * call (the target lane; under steal, any worker). The others
@@ -156,7 +285,7 @@ int main(int argc, char **argv)
 			last_parks[w] = st.lane[w].parks;
 			last_calls[w] = st.lane[w].calls;
 		}
-		err = knit_enqueue_ex(pool, 0, &arg, NULL, steal ? NULL : &co, NULL);
+		err = knit_enqueue_ex(pool, task, &arg, NULL, steal ? NULL : &co, NULL);
 		if (err) {
 			fprintf(stderr, "FAIL: knit_enqueue_ex: %s\n", knit_strerror(err));
 			rc = 1;
@@ -168,7 +297,7 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		rc = check_completion(pool, &done, c + 1) ? 1 : 0;
+		rc = check_completion(pool, &done, c + delta) ? 1 : 0;
 		if (!rc && get_stats(pool, &st))
 			rc = 1;
 		for (unsigned w = 0; w < WORKERS && !rc; w++)
@@ -179,7 +308,7 @@ int main(int argc, char **argv)
 	for (long c = 0; c < hot && !rc; c++) {
 		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 1000 };
 
-		err = knit_enqueue(pool, 0, &arg, NULL, NULL);
+		err = knit_enqueue(pool, task, &arg, NULL, NULL);
 		if (err) {
 			fprintf(stderr, "FAIL: knit_enqueue: %s\n", knit_strerror(err));
 			rc = 1;
@@ -195,7 +324,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		for (int k = 0; k < n; k++)
-			if (check_completion(pool, &done[k], 1001))
+			if (check_completion(pool, &done[k], 1000 + delta))
 				rc = 1;
 		got += n;
 	}
@@ -203,13 +332,13 @@ int main(int argc, char **argv)
 		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 7 };
 		knit_completion_t done;
 
-		err = knit_call(pool, 0, &arg, &done, 0);
+		err = knit_call(pool, task, &arg, &done, 0);
 		if (err) {
 			fprintf(stderr, "FAIL: knit_call: %s\n", knit_strerror(err));
 			rc = 1;
 			break;
 		}
-		rc = check_completion(pool, &done, 8) ? 1 : 0;
+		rc = check_completion(pool, &done, 7 + delta) ? 1 : 0;
 	}
 
 	err = knit_stop(pool, KNIT_STOP_DRAIN, 10LL * 1000 * 1000 * 1000);
@@ -223,20 +352,38 @@ int main(int argc, char **argv)
 	} else {
 		printf("STATS {\"pool\":\"%p\",\"topology\":\"%s\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
 		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
-		       "\"doorbell_wakes\":%llu,\"lanes\":[",
+		       "\"doorbell_wakes\":%llu,",
 		       (void *)pool, topo, st.workers, cold, hot + sync_calls,
-		       (unsigned long long)st.enqueued, (unsigned long long)st.completed,
-		       (unsigned long long)st.doorbell_arms, (unsigned long long)st.doorbell_wakes);
+		       (unsigned long long)(st.enqueued - base.enqueued),
+		       (unsigned long long)(st.completed - base.completed),
+		       (unsigned long long)(st.doorbell_arms - base.doorbell_arms),
+		       (unsigned long long)(st.doorbell_wakes - base.doorbell_wakes));
+		if (procs)
+			printf("\"processes\":true,\"late\":%s,\"spawns\":%llu,\"crashes\":%llu,"
+			       "\"respawns\":%llu,", late ? "true" : "false",
+			       (unsigned long long)(st.spawns - base.spawns),
+			       (unsigned long long)(st.crashes - base.crashes),
+			       (unsigned long long)(st.respawns - base.respawns));
+		printf("\"lanes\":[");
 		for (unsigned l = 0; l < st.lanes && l <= KNIT_MAX_WORKERS; l++) {
-			const knit_lane_stats_t *ls = &st.lane[l];
+			knit_lane_stats_t d = st.lane[l];
+			const knit_lane_stats_t *b = &base.lane[l], *ls = &d;
+
+			d.parks -= b->parks;
+			d.wakes_sent -= b->wakes_sent;
+			d.wakes_received -= b->wakes_received;
+			d.watchdog_expiries -= b->watchdog_expiries;
+			d.calls -= b->calls;
+			d.doorbell_rings -= b->doorbell_rings;
 			printf("%s{\"lane\":%u,\"parks\":%llu,\"wakes_sent\":%llu,"
 			       "\"wakes_received\":%llu,\"watchdog_expiries\":%llu,\"calls\":%llu,"
-			       "\"doorbell_rings\":%llu}",
+			       "\"doorbell_rings\":%llu,\"killed\":%d}",
 			       l ? "," : "", l, (unsigned long long)ls->parks,
 			       (unsigned long long)ls->wakes_sent,
 			       (unsigned long long)ls->wakes_received,
 			       (unsigned long long)ls->watchdog_expiries,
-			       (unsigned long long)ls->calls, (unsigned long long)ls->doorbell_rings);
+			       (unsigned long long)ls->calls, (unsigned long long)ls->doorbell_rings,
+			       l == 0 ? killed0 : 0);
 		}
 		printf("]}\n");
 	}

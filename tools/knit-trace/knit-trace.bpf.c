@@ -22,6 +22,15 @@
  *   stops    (pool, lane)     -> stop request time       (stop ack)
  *   arms     host tid         -> doorbell arm time       (host doorbell sleep)
  *
+ * Which processes count (with -p): `hosts` holds the traced host's tgid;
+ * `procs` maps each of its worker processes (knit-worker, process pools) to
+ * the host's pool it serves. A worker process's probes name its own view of
+ * the pool, so every probe is first resolved through `procs`: its events
+ * land under the host's pool id and, with the lane the probe names, on the
+ * host's lane. A worker enters `procs` at its proc_worker_start probe when
+ * its parent is a host (so a respawned worker counts from its first probe),
+ * or from the loader, which finds workers that started before it attached.
+ *
  * GPL because the scheduler tracepoints need GPL-only helpers.
  */
 #include "vmlinux.h"
@@ -37,10 +46,27 @@
 #define MAX_LANES 8192
 
 /* Knobs set by the loader before load (read-only once loaded). */
-const volatile __u32 targ_tgid = 0;    /* 0 = every process */
+const volatile bool filter_tgid = false; /* only `hosts` and their `procs` */
 const volatile __u64 targ_pool = 0;    /* 0 = every pool */
 const volatile bool filter_lane = false;
 const volatile __u32 targ_lane = 0;
+
+#define MAX_HOSTS 64
+#define MAX_PROCS 1024
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_HOSTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} hosts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct kt_proc);
+} procs SEC(".maps");
 
 struct park_val {
 	__u64 ts;
@@ -145,14 +171,27 @@ static __always_inline __u32 cur_tid(void)
 	return (__u32)bpf_get_current_pid_tgid();
 }
 
-/* Should a probe for (pool, lane) be looked at? lane KT_LANE_POOL passes the
+/* Should a probe for (pool, lane) be looked at? In a worker process *pool
+ * becomes the host's pool id first. lane KT_LANE_POOL passes the
  * lane filter (pool-level probes have no lane), and so does KT_LANE_SHARED (a
  * call in the shared submit queue has no lane until a worker starts it). */
-static __always_inline bool wanted(__u64 pool, __u32 lane)
+static __always_inline bool wanted(__u64 *pool, __u32 lane)
 {
-	if (targ_tgid && (bpf_get_current_pid_tgid() >> 32) != targ_tgid)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct kt_proc *pv = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (pv) {
+		/* A worker process: its view stands for the host's pool. The
+		 * loader does not know the view of a worker it found running:
+		 * the first probe names it (a worker has one view). */
+		if (pv->host_pool && !pv->view)
+			pv->view = *pool;
+		if (pv->host_pool && *pool == pv->view)
+			*pool = pv->host_pool;
+	} else if (filter_tgid && !bpf_map_lookup_elem(&hosts, &tgid)) {
 		return false;
-	if (targ_pool && pool != targ_pool)
+	}
+	if (targ_pool && *pool != targ_pool)
 		return false;
 	if (filter_lane && lane != KT_LANE_POOL && lane != KT_LANE_SHARED && lane != targ_lane)
 		return false;
@@ -236,11 +275,19 @@ int BPF_USDT(worker_park, __u64 pool, __u32 lane, __u64 wake_seq)
 	struct kt_lane_key lk = { .pool = pool, .lane = lane };
 	struct park_val pv = { .ts = bpf_ktime_get_ns() };
 	__u32 tid = cur_tid();
+	struct ring_val *rv;
 
 	(void)wake_seq;
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	lk.pool = pool;
 	count(pool, lane, KT_EV_WORKER_PARK);
+	/* A marker still here when the worker parks again belongs to a ring
+	 * fired before we attached: left, the next ring would take it, and
+	 * every later one the marker of the wake before it. */
+	rv = bpf_map_lookup_elem(&rings, &tid);
+	if (rv && rv->state == RING_CLAIMED)
+		bpf_map_delete_elem(&rings, &tid);
 	bpf_map_update_elem(&parked, &tid, &pv, BPF_ANY);
 	bpf_map_update_elem(&lanetid, &lk, &tid, BPF_ANY);
 	return 0;
@@ -254,7 +301,7 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 	struct park_val *pv;
 	struct ring_val *rv;
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
 	switch (reason) {
 	case KT_REASON_RUNG: count(pool, lane, KT_EV_WAKE_RUNG); break;
@@ -298,8 +345,10 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 	struct ring_val *old;
 	__u32 *known, tid;
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	lk.pool = pool;
+	rv.pool = pool;
 	count(pool, lane, KT_EV_HOST_RING);
 	known = bpf_map_lookup_elem(&lanetid, &lk);
 	tid = known ? *known : (__u32)target_tid;
@@ -329,8 +378,9 @@ int BPF_USDT(doorbell_arm, __u64 pool)
 	struct arm_val av = { .ts = bpf_ktime_get_ns(), .pool = pool };
 	__u32 tid = cur_tid();
 
-	if (!wanted(pool, KT_LANE_POOL))
+	if (!wanted(&pool, KT_LANE_POOL))
 		return 0;
+	av.pool = pool;
 	count(pool, KT_LANE_POOL, KT_EV_DOORBELL_ARM);
 	bpf_map_update_elem(&arms, &tid, &av, BPF_ANY);
 	return 0;
@@ -339,7 +389,7 @@ int BPF_USDT(doorbell_arm, __u64 pool)
 SEC("usdt")
 int BPF_USDT(doorbell_ring, __u64 pool, __u32 lane)
 {
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
 	count(pool, lane, KT_EV_DOORBELL_RING);
 	return 0;
@@ -351,7 +401,7 @@ int BPF_USDT(doorbell_wake, __u64 pool)
 	__u32 tid = cur_tid();
 	struct arm_val *av;
 
-	if (!wanted(pool, KT_LANE_POOL))
+	if (!wanted(&pool, KT_LANE_POOL))
 		return 0;
 	count(pool, KT_LANE_POOL, KT_EV_DOORBELL_WAKE);
 	av = bpf_map_lookup_elem(&arms, &tid);
@@ -368,8 +418,9 @@ int BPF_USDT(task_enqueue, __u64 pool, __u32 lane, __u64 ticket)
 	struct call_key ck = { .pool = pool, .ticket = ticket };
 	struct call_val cv = { .enq_ts = bpf_ktime_get_ns(), .lane = lane };
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	ck.pool = pool;
 	/* A steal pool's shared queue is not a lane: its enqueues count at pool
 	 * level; task_start gives the call its lane (cv.lane until then). */
 	count(pool, lane == KT_LANE_SHARED ? KT_LANE_POOL : lane, KT_EV_TASK_ENQUEUE);
@@ -384,8 +435,9 @@ int BPF_USDT(task_start, __u64 pool, __u32 lane, __u64 ticket)
 	__u64 now = bpf_ktime_get_ns();
 	struct call_val *cv;
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	ck.pool = pool;
 	count(pool, lane, KT_EV_TASK_START);
 	cv = bpf_map_lookup_elem(&calls, &ck);
 	if (cv) {
@@ -403,8 +455,9 @@ int BPF_USDT(task_done, __u64 pool, __u32 lane, __u64 ticket, __s32 status)
 	struct call_key ck = { .pool = pool, .ticket = ticket };
 	struct call_val *cv;
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	ck.pool = pool;
 	count(pool, lane, KT_EV_TASK_DONE);
 	if (status != 0)
 		count(pool, lane, KT_EV_TASK_FAILED);
@@ -417,10 +470,17 @@ int BPF_USDT(task_done, __u64 pool, __u32 lane, __u64 ticket, __s32 status)
 SEC("usdt")
 int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 {
-	struct call_key ck = { .pool = pool, .ticket = ticket };
+	struct call_key ck = { .ticket = ticket };
 	struct call_val *cv;
+	__u64 host_pool = pool;
 
 	(void)status;
+	/* The pool (and process) filter first, without the lane filter: that
+	 * one goes by the lane the call ran on. */
+	if (!wanted(&host_pool, KT_LANE_POOL))
+		return 0;
+	ck.pool = host_pool;
+	pool = host_pool;
 	cv = bpf_map_lookup_elem(&calls, &ck);
 	/* The lane filter applies through the lane the call ran on (the lane it
 	 * was enqueued on, or under steal the one whose task_start took it). A
@@ -430,8 +490,6 @@ int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 			bpf_map_delete_elem(&calls, &ck);
 		return 0;
 	}
-	if (!wanted(pool, KT_LANE_POOL))
-		return 0;
 	count(pool, KT_LANE_POOL, KT_EV_TASK_COMPLETE);
 	if (cv) {
 		/* Completed without ever starting (cancelled, expired) while in
@@ -450,8 +508,9 @@ int BPF_USDT(stop_request, __u64 pool, __u32 lane)
 	struct kt_lane_key lk = { .pool = pool, .lane = lane };
 	__u64 now = bpf_ktime_get_ns();
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	lk.pool = pool;
 	count(pool, lane, KT_EV_STOP_REQUEST);
 	bpf_map_update_elem(&stops, &lk, &now, BPF_ANY);
 	return 0;
@@ -463,14 +522,51 @@ int BPF_USDT(stop_ack, __u64 pool, __u32 lane)
 	struct kt_lane_key lk = { .pool = pool, .lane = lane };
 	__u64 *ts;
 
-	if (!wanted(pool, lane))
+	if (!wanted(&pool, lane))
 		return 0;
+	lk.pool = pool;
 	count(pool, lane, KT_EV_STOP_ACK);
 	ts = bpf_map_lookup_elem(&stops, &lk);
 	if (ts) {
 		record(pool, lane, KT_VIEW_STOP, *ts, bpf_ktime_get_ns());
 		bpf_map_delete_elem(&stops, &lk);
 	}
+	return 0;
+}
+
+/* A worker process of a traced host (its parent) starts: from now on its
+ * probes count under the host's pool. Also its lane's worker tid, for the
+ * host's rings (the tid learnt from a previous worker is stale). */
+SEC("usdt")
+int BPF_USDT(proc_worker_start, __u64 view, __u32 lane, __u64 host_pool)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct kt_lane_key lk = { .pool = host_pool, .lane = lane };
+	struct kt_proc pv = { .host_pool = host_pool, .view = view, .lane = lane };
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+
+	pv.host_tgid = BPF_CORE_READ(task, real_parent, tgid);
+	if (filter_tgid && !bpf_map_lookup_elem(&hosts, &pv.host_tgid))
+		return 0;
+	bpf_map_update_elem(&procs, &tgid, &pv, BPF_ANY);
+	if (targ_pool && host_pool != targ_pool)
+		return 0;
+	if (filter_lane && lane != targ_lane)
+		return 0;
+	count(host_pool, lane, KT_EV_PROC_START);
+	bpf_map_update_elem(&lanetid, &lk, &tid, BPF_ANY);
+	return 0;
+}
+
+/* A worker process ended: forget it (its pid may be reused). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kt_sched_process_exit, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid), leader = BPF_CORE_READ(p, tgid);
+
+	if (tid == leader)
+		bpf_map_delete_elem(&procs, &leader);
 	return 0;
 }
 

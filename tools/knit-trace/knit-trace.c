@@ -8,7 +8,10 @@
  * USDT program per probe plus the sched_wakeup / sched_switch tp_btf
  * programs, then every interval (or once, at the end) reads the per pool /
  * per lane counters and log2 histograms, prints them (text or --json) and
- * clears them.
+ * clears them. With -p it also follows the process's worker processes
+ * (process pools): the BPF side takes in each one that starts, and every
+ * ~100 ms the children of the process are looked at for those that were
+ * running already or map another copy of the library.
  *
  * Exit status: 0 after a normal run (Ctrl-C, -d elapsed, count reached or
  * the traced process exited), 1 on any error, with one line on stderr that
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +64,7 @@ static struct env {
 	long times;    /* reports; 0 = unlimited */
 	long duration; /* seconds; 0 = until Ctrl-C / process exit */
 	bool filter_lane;
+	bool no_follow; /* -p: only the host, not its worker processes */
 	unsigned lane;
 	__u64 pool;
 	bool json;
@@ -116,6 +121,7 @@ static const char *const event_name[KT_NR_EVENTS] = {
 	[KT_EV_TASK_COMPLETE] = "task_complete",
 	[KT_EV_STOP_REQUEST] = "stop_request",
 	[KT_EV_STOP_ACK] = "stop_ack",
+	[KT_EV_PROC_START] = "proc_worker_start",
 };
 
 /* ---- command line -------------------------------------------------------- */
@@ -142,6 +148,7 @@ static const char argp_program_doc[] =
 	"    knit-trace -p 1234 -H all     # histograms for every view\n"
 	"    knit-trace -p 1234 -m         # times in milliseconds\n"
 	"    knit-trace -p 1234 --json     # one JSON object per report\n"
+	"    knit-trace -p 1234 --no-follow # not its pools' worker processes\n"
 	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.0\n"
 	"                                  # every process using that library\n";
 
@@ -150,13 +157,17 @@ enum {
 	OPT_JSON,
 	OPT_POOL,
 	OPT_BY_POOL,
+	OPT_NO_FOLLOW,
 };
 
 static const struct argp_option opts[] = {
-	{ "pid", 'p', "PID", 0, "Trace the libknitting.so mapped by process PID", 0 },
-	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process only; "
+	{ "pid", 'p', "PID", 0, "Trace the libknitting.so mapped by process PID and "
+				"its pools' worker processes", 0 },
+	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process and its workers; "
 				 "alone: in every process)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
+	{ "no-follow", OPT_NO_FOLLOW, NULL, 0, "With -p: only that process, not its pools' "
+					      "worker processes", 0 },
 	{ "lane", OPT_LANE, "N", 0, "Only lane N (pool-wide doorbell probes stay)", 0 },
 	{ "pool", OPT_POOL, "ADDR", 0, "Only the pool at address ADDR (as reported)", 0 },
 	{ "json", OPT_JSON, NULL, 0, "Print one JSON object per report", 0 },
@@ -257,6 +268,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_BY_POOL:
 		env.by_pool = true;
 		break;
+	case OPT_NO_FOLLOW:
+		env.no_follow = true;
+		break;
 	case 'T':
 		env.timestamp = true;
 		break;
@@ -348,33 +362,26 @@ static int find_mapped_lib(pid_t pid, char *out, size_t outsz)
 	return found;
 }
 
-struct probe_set {
-	int nprobes;       /* knitting probes in the note section */
-	unsigned attached; /* bitmask by index in probe_table */
-};
-
 /* Every probe of provider "knitting" this tool knows, with its program. */
 struct probe_ent {
 	const char *name;
 	size_t prog_off; /* offsetof the program in skel->progs */
-	size_t link_off; /* offsetof the link in skel->links */
-	bool present;
 };
-#define PROBE(n)                                                                 \
-	{ #n, offsetof(struct knit_trace_bpf, progs.n), offsetof(struct knit_trace_bpf, links.n), \
-	  false }
-static struct probe_ent probe_table[] = {
+#define PROBE(n) { #n, offsetof(struct knit_trace_bpf, progs.n) }
+static const struct probe_ent probe_table[] = {
 	PROBE(worker_park),  PROBE(worker_wake),   PROBE(host_ring),     PROBE(doorbell_arm),
 	PROBE(doorbell_ring), PROBE(doorbell_wake), PROBE(task_enqueue), PROBE(task_start),
 	PROBE(task_done),    PROBE(task_complete), PROBE(stop_request), PROBE(stop_ack),
+	PROBE(proc_worker_start),
 };
 #define NPROBES (sizeof(probe_table) / sizeof(probe_table[0]))
 
-/* Read the ELF note section .note.stapsdt of `path`; mark which of our
- * probes are present. Returns the number of provider-"knitting" notes found
- * (0: none), -1 with `why` set when the file is not ELF or has no
- * .note.stapsdt section at all, -2 with `why` set when it cannot be opened. */
-static int scan_probes(const char *path, const char **why)
+/* Read the ELF note section .note.stapsdt of `path`; set the bit (by index in
+ * probe_table) of each of our probes present in *present. Returns the number
+ * of provider-"knitting" notes found (0: none), -1 with `why` set when the
+ * file is not ELF or has no .note.stapsdt section at all, -2 with `why` set
+ * when it cannot be opened. */
+static int scan_probes(const char *path, unsigned *present, const char **why)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -382,6 +389,7 @@ static int scan_probes(const char *path, const char **why)
 	bool have_note = false;
 	Elf *elf;
 
+	*present = 0;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		*why = "libelf is unusable";
 		return -1;
@@ -436,7 +444,7 @@ static int scan_probes(const char *path, const char **why)
 			n++;
 			for (size_t i = 0; i < NPROBES; i++)
 				if (!strcmp(pname, probe_table[i].name))
-					probe_table[i].present = true;
+					*present |= 1u << i;
 		}
 	}
 	if (!have_note) {
@@ -448,6 +456,251 @@ out:
 		elf_end(elf);
 	close(fd);
 	return n;
+}
+
+/* ---- attaching, and following a host's worker processes ----------------- */
+
+static bool lacks_admin_cap(void);
+
+/* The library files our probes are attached in, by device and inode: a
+ * worker process may map another copy of libknitting than its host. */
+#define MAX_LIBS 8
+static struct {
+	dev_t dev;
+	ino_t ino;
+} libs[MAX_LIBS];
+static int nlibs;
+static struct bpf_link *links[MAX_LIBS * NPROBES];
+static int nlinks;
+
+/* Attach the programs of the probes in `present` (scan_probes) to `path`,
+ * in process `pid` or (-1) in every process mapping the file. Returns the
+ * number attached, 0 when the file is attached already, or -errno with the
+ * message printed. */
+static int attach_lib(struct knit_trace_bpf *skel, const char *path, pid_t pid, unsigned present)
+{
+	struct stat st;
+	int n = 0;
+
+	if (stat(path, &st))
+		return -errno;
+	for (int i = 0; i < nlibs; i++)
+		if (libs[i].dev == st.st_dev && libs[i].ino == st.st_ino)
+			return 0;
+	if (nlibs == MAX_LIBS) {
+		fprintf(stderr, "knit-trace: more than %d libknitting files; %s not traced\n", MAX_LIBS,
+			path);
+		return -ENOSPC;
+	}
+	for (size_t i = 0; i < NPROBES; i++) {
+		struct bpf_program *prog =
+			*(struct bpf_program **)((char *)skel + probe_table[i].prog_off);
+		struct bpf_link *link;
+		int err;
+
+		if (!(present & (1u << i))) {
+			if (env.verbose)
+				fprintf(stderr, "knit-trace: %s has no probe %s:%s\n", path, PROVIDER,
+					probe_table[i].name);
+			continue;
+		}
+		link = bpf_program__attach_usdt(prog, pid, path, PROVIDER, probe_table[i].name, NULL);
+		if (!link) {
+			err = -errno;
+			fprintf(stderr, "knit-trace: cannot attach to %s:%s in %s: %s\n", PROVIDER,
+				probe_table[i].name, path, strerror(-err));
+			/* Some kernels want more than CAP_PERFMON for a uprobe perf
+			 * event; say so rather than leave a bare EACCES. */
+			if ((err == -EACCES || err == -EPERM) && lacks_admin_cap())
+				fprintf(stderr, "knit-trace: this kernel refused the uprobe "
+						"without CAP_SYS_ADMIN: run it as root\n");
+			return err;
+		}
+		links[nlinks++] = link;
+		n++;
+	}
+	libs[nlibs].dev = st.st_dev;
+	libs[nlibs].ino = st.st_ino;
+	nlibs++;
+	return n;
+}
+
+static int hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Is `pid` a knit-worker (argv: knit-worker --knit-boot HEX LIBRARY)? Then
+ * *host_pool gets the host's pool id and *lane its lane from its boot record
+ * (src/trace.h, KNIT_TRACE_BOOT_*). A child that has not exec'd knit-worker yet still
+ * shows its parent's command line: not a worker, yet. */
+static bool knit_worker_pool(pid_t pid, __u64 *host_pool, __u32 *lane)
+{
+	unsigned char raw[KNIT_TRACE_BOOT_OFF_HOST_POOL + 8];
+	char path[64], buf[8192], *a1, *a2;
+	uint32_t magic;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	a1 = buf + strlen(buf) + 1;
+	if (a1 >= buf + n || strcmp(a1, "--knit-boot"))
+		return false;
+	a2 = a1 + strlen(a1) + 1;
+	if (a2 >= buf + n || strlen(a2) < 2 * sizeof(raw))
+		return false;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		int hi = hex_nibble(a2[2 * i]), lo = hex_nibble(a2[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		raw[i] = (unsigned char)(hi << 4 | lo);
+	}
+	memcpy(&magic, raw + KNIT_TRACE_BOOT_OFF_MAGIC, sizeof(magic));
+	memcpy(host_pool, raw + KNIT_TRACE_BOOT_OFF_HOST_POOL, sizeof(*host_pool));
+	memcpy(lane, raw + KNIT_TRACE_BOOT_OFF_LANE, sizeof(*lane));
+	return magic == KNIT_TRACE_BOOT_MAGIC && *host_pool;
+}
+
+/* The children of process `host` (every thread's: the thread that spawns
+ * the workers is the pool's, not the main one). From the
+ * /proc/PID/task/TID/children lists, or, on a kernel without them, by the
+ * parent pid in every /proc/PID/stat. Returns how many were stored. */
+static int host_children(pid_t host, pid_t *out, int max)
+{
+	char path[300], buf[4096];
+	struct dirent *de;
+	int n = 0, lists = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)host);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		FILE *f;
+		long c;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children", (int)host, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		lists++;
+		while (n < max && fscanf(f, "%ld", &c) == 1)
+			out[n++] = (pid_t)c;
+		fclose(f);
+	}
+	closedir(d);
+	if (lists)
+		return n;
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		char *rp;
+		ssize_t got;
+		int fd, ppid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (got <= 0)
+			continue;
+		buf[got] = '\0';
+		rp = strrchr(buf, ')');
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == host)
+			out[n++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Worker processes of the traced host that we know of (procs entries). */
+#define MAX_FOLLOWED 1024
+static pid_t followed[MAX_FOLLOWED];
+static int nfollowed;
+
+/* Find the host's worker processes (called every ~100 ms: workers are
+ * respawned after a crash). The BPF side already follows every worker that
+ * starts while we trace (proc_worker_start); this catches those that were
+ * running before we attached, and attaches the probes of a library file a
+ * worker maps that we have not attached yet. */
+static void follow_workers(struct knit_trace_bpf *skel)
+{
+	pid_t kids[MAX_FOLLOWED];
+	int nk = host_children(env.pid, kids, MAX_FOLLOWED), keep = 0;
+	int pfd = bpf_map__fd(skel->maps.procs);
+
+	/* Forget workers that are gone (the BPF side dropped them at exit). */
+	for (int i = 0; i < nfollowed; i++) {
+		bool alive = false;
+
+		for (int k = 0; k < nk && !alive; k++)
+			alive = kids[k] == followed[i];
+		if (alive)
+			followed[keep++] = followed[i];
+	}
+	nfollowed = keep;
+	for (int k = 0; k < nk && nfollowed < MAX_FOLLOWED; k++) {
+		char mapped[PATH_MAX], rooted[PATH_MAX + 32];
+		struct kt_proc pv = { .host_tgid = (__u32)env.pid };
+		const char *lib = mapped, *why = NULL;
+		__u32 tgid = (__u32)kids[k];
+		unsigned present;
+		bool known = false;
+
+		for (int i = 0; i < nfollowed && !known; i++)
+			known = followed[i] == kids[k];
+		if (known || !knit_worker_pool(kids[k], &pv.host_pool, &pv.lane))
+			continue;
+		/* Not mapped yet (the loader is still at work): next round. */
+		if (find_mapped_lib(kids[k], mapped, sizeof(mapped)))
+			continue;
+		if (access(mapped, R_OK)) {
+			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)kids[k], mapped);
+			lib = rooted;
+		}
+		if (scan_probes(lib, &present, &why) > 0)
+			attach_lib(skel, lib, -1, present);
+		else if (env.verbose)
+			fprintf(stderr, "knit-trace: worker %d: no probes in %s\n", (int)kids[k], lib);
+		/* NOEXIST: an entry the worker's own start probe made knows
+		 * its view already. */
+		bpf_map_update_elem(pfd, &tgid, &pv, BPF_NOEXIST);
+		/* Its lane's tid, for the host's rings: a process lane's ring
+		 * probe has none (the worker's tid is not the host's to know),
+		 * and a worker that parked before we attached taught us none.
+		 * NOEXIST: what the BPF side learnt is newer. */
+		{
+			struct kt_lane_key lk = { .pool = pv.host_pool, .lane = pv.lane };
+
+			bpf_map_update_elem(bpf_map__fd(skel->maps.lanetid), &lk, &tgid,
+					    BPF_NOEXIST);
+		}
+		followed[nfollowed++] = kids[k];
+		if (env.verbose)
+			fprintf(stderr, "knit-trace: following worker process %d (pool 0x%llx)\n",
+				(int)kids[k], pv.host_pool);
+	}
 }
 
 /* ---- reading the maps ---------------------------------------------------- */
@@ -764,6 +1017,15 @@ static void print_text(void)
 		if (e[KT_EV_TASK_ENQUEUE]) /* steal: ENQ per lane stays 0 */
 			printf(", %llu calls enqueued to the shared submit queue",
 			       e[KT_EV_TASK_ENQUEUE]);
+		{
+			__u64 started = 0;
+
+			for (size_t j = 0; j < nrecs; j++)
+				if (recs[j].pool == recs[i].pool)
+					started += recs[j].counts.ev[KT_EV_PROC_START];
+			if (started) /* process pools: spawns seen, respawns included */
+				printf(", %llu worker processes started", started);
+		}
 		printf("\n");
 	}
 }
@@ -1009,11 +1271,14 @@ int main(int argc, char **argv)
 	struct knit_trace_bpf *skel = NULL;
 	double start, last, now;
 	int err, n, attached = 0;
+	unsigned present = 0;
+	bool follow;
 	long reports = 0;
 
 	err = argp_parse(&argp, argc, argv, 0, NULL, NULL);
 	if (err)
 		return 1;
+	follow = env.pid && !env.no_follow;
 	for (int k = 0; k < KT_NR_EVENTS; k++)
 		if (!event_name[k]) {
 			fprintf(stderr, "knit-trace: internal error: event %d has no name\n", k);
@@ -1070,7 +1335,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "knit-trace: no process %d\n", (int)env.pid);
 		return 1;
 	}
-	n = scan_probes(lib, &why);
+	n = scan_probes(lib, &present, &why);
 	if (n == -2) {
 		fprintf(stderr, "knit-trace: cannot open %s: %s\n", lib, why);
 		return 1;
@@ -1092,7 +1357,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "knit-trace: cannot open the BPF object: %s\n", strerror(errno));
 		return 1;
 	}
-	skel->rodata->targ_tgid = (__u32)env.pid;
+	skel->rodata->filter_tgid = env.pid != 0;
 	skel->rodata->targ_pool = env.pool;
 	skel->rodata->filter_lane = env.filter_lane;
 	skel->rodata->targ_lane = env.lane;
@@ -1113,36 +1378,45 @@ int main(int argc, char **argv)
 				"tracepoints (tp_btf): %s\n", strerror(errno));
 		goto cleanup;
 	}
-	for (size_t i = 0; i < NPROBES; i++) {
-		struct bpf_program *prog =
-			*(struct bpf_program **)((char *)skel + probe_table[i].prog_off);
-		struct bpf_link **link = (struct bpf_link **)((char *)skel + probe_table[i].link_off);
+	if (env.pid) {
+		__u32 host = (__u32)env.pid, one = 1;
 
-		if (!probe_table[i].present) {
-			if (env.verbose)
-				fprintf(stderr, "knit-trace: %s has no probe %s:%s\n", lib, PROVIDER,
-					probe_table[i].name);
-			continue;
-		}
-		*link = bpf_program__attach_usdt(prog, env.pid ? env.pid : -1, lib, PROVIDER,
-						 probe_table[i].name, NULL);
-		if (!*link) {
+		err = bpf_map_update_elem(bpf_map__fd(skel->maps.hosts), &host, &one, BPF_ANY);
+		if (err) {
 			err = -errno;
-			fprintf(stderr, "knit-trace: cannot attach to %s:%s in %s: %s\n", PROVIDER,
-				probe_table[i].name, lib, strerror(-err));
-			/* Some kernels want more than CAP_PERFMON for a uprobe perf
-			 * event; say so rather than leave a bare EACCES. */
-			if ((err == -EACCES || err == -EPERM) && lacks_admin_cap())
-				fprintf(stderr, "knit-trace: this kernel refused the uprobe "
-						"without CAP_SYS_ADMIN: run it as root\n");
+			fprintf(stderr, "knit-trace: cannot fill the BPF map of traced processes: %s\n",
+				strerror(-err));
 			goto cleanup;
 		}
-		attached++;
 	}
+	if (follow) {
+		/* The end of a worker process drops its procs entry. */
+		skel->links.kt_sched_process_exit =
+			bpf_program__attach(skel->progs.kt_sched_process_exit);
+		if (!skel->links.kt_sched_process_exit) {
+			err = -errno;
+			fprintf(stderr, "knit-trace: cannot attach to the sched_process_exit "
+					"tracepoint (tp_btf): %s\n", strerror(errno));
+			goto cleanup;
+		}
+	}
+	/* Following worker processes: the probes go in every process that maps
+	 * the library (the BPF side counts only the host and its workers), so a
+	 * respawned worker is traced from its first probe on. */
+	attached = attach_lib(skel, lib, follow || !env.pid ? -1 : env.pid, present);
+	if (attached < 0) {
+		err = attached;
+		goto cleanup;
+	}
+	if (follow)
+		follow_workers(skel);
 
 	signal(SIGINT, sig_handler);
 	signal(SIGTERM, sig_handler);
-	if (env.pid)
+	if (follow)
+		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d and its worker "
+				"processes)", attached, lib, (int)env.pid);
+	else if (env.pid)
 		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d)", attached, lib,
 			(int)env.pid);
 	else
@@ -1166,6 +1440,8 @@ int main(int argc, char **argv)
 		struct timespec nap = { 0, 100 * 1000 * 1000 };
 
 		nanosleep(&nap, NULL);
+		if (follow)
+			follow_workers(skel);
 		now = mono_now();
 		gone = process_gone();
 		done_dur = env.duration && now - start >= env.duration;
@@ -1186,6 +1462,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "knit-trace: process %d exited\n", (int)env.pid);
 
 cleanup:
+	for (int i = 0; i < nlinks; i++)
+		bpf_link__destroy(links[i]);
 	knit_trace_bpf__destroy(skel);
 	free(recs);
 	return err != 0;

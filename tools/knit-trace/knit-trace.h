@@ -56,6 +56,7 @@ enum kt_event {
 	KT_EV_TASK_COMPLETE, /* pool-level */
 	KT_EV_STOP_REQUEST,
 	KT_EV_STOP_ACK,
+	KT_EV_PROC_START,    /* a worker process started on the lane (process pools) */
 	KT_NR_EVENTS
 };
 
@@ -64,6 +65,17 @@ enum kt_event {
 #define KT_REASON_WATCHDOG 1
 #define KT_REASON_SPURIOUS 2
 #define KT_REASON_STOP 3
+
+/* procs[tgid] (BPF map): a worker process of a traced host, and the host's
+ * pool its probes stand for. Written by the BPF side at the worker's
+ * proc_worker_start probe, or by the loader for a worker it finds running. */
+struct kt_proc {
+	__u64 host_pool; /* the host's pool id (0: not known, keep the view's) */
+	__u64 view;      /* the worker's own pool address, as its probes name it
+			    (0: not known yet, the first probe names it) */
+	__u32 host_tgid;
+	__u32 lane;
+};
 
 struct kt_lane_key {
 	__u64 pool;

@@ -8,7 +8,7 @@
  * Why this is enough, and safe on any kernel:
  *  - task_struct is read only through BPF_CORE_READ, and carries
  *    preserve_access_index: libbpf relocates `pid` against the RUNNING
- *    kernel's BTF when it loads the program. That is why knit-trace still
+ *    kernel's BTF when it loads the program (so do `tgid` and `real_parent`). That is why knit-trace still
  *    needs kernel BTF at run time (it checks for it and says so).
  *  - the register structs are the user-visible ABI layouts that
  *    bpf_tracing.h's PT_REGS_* macros and usdt.bpf.h read for each
@@ -55,6 +55,8 @@ enum {
 
 struct task_struct {
 	pid_t pid;
+	pid_t tgid;
+	struct task_struct *real_parent;
 } __attribute__((preserve_access_index));
 
 #if defined(__TARGET_ARCH_x86)
