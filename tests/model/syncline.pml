@@ -30,6 +30,16 @@
  *   DRAIN:  wait until outstanding == 0
  *   CANCEL: CAS line CLAIMED -> CANCELLED; db_seq += 1, wake all (host_event)
  *   stop = REQUESTED; fence; if parked: lane_wake; wait for the ack
+ * Loser (-DLOSS: the worker is lost at any moment, S10; the worker process
+ * keeps running, as a thread that cannot be killed does):
+ *   loop: IDLE -> RETIRED (CAS), or CLAIMED -> LOST (CAS) then db_seq += 1,
+ *   wake all (host_event); until the line is neither IDLE nor CLAIMED.
+ *   A caller treats LOST as CANCELLED (it completes with the loss's status).
+ *   The loser may also kill the worker (a dead process never serves again;
+ *   the stopper then does not wait for its acknowledgement, as the host
+ *   acknowledges for a dead worker). With LOSS the stopper only drains:
+ *   the loss's CAS against the caller's release CAS is the same race as the
+ *   cancel's, which the runs without LOSS check.
  *
  * Every statement is one sequentially consistent step (the seq_cst fences
  * are implied); the NOFENCE_* runs put one side's Dekker store in an x86-TSO
@@ -51,6 +61,8 @@
  *   MUTANT_CLOSED_BEFORE_CLAIM the caller reads closed before it claims the line
  *   MUTANT_RELEASE_BEFORE_READ the caller frees the line, then reads the reply
  *   MUTANT_NO_CANCEL_RING     the canceller does not ring the doorbell
+ *   MUTANT_NO_LOSS_RING       (with LOSS) the loss does not ring the doorbell
+ *   MUTANT_LOST_IGNORED       (with LOSS) a waiting caller looks only for CANCELLED
  */
 
 /* check: safety | cc: -DSAFETY | pan: -m20000 */
@@ -61,6 +73,10 @@
 /* check: mutant_closed_before_claim | spin: -DMUTANT_CLOSED_BEFORE_CLAIM | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_release_before_read | spin: -DMUTANT_RELEASE_BEFORE_READ | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_no_cancel_ring | spin: -DMUTANT_NO_CANCEL_RING | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: loss | spin: -DLOSS | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m20000 */
+/* check: loss_one_caller_two_calls | spin: -DLOSS -DNC=1 -DCALLS=2 | cc: -DSAFETY -O2 | pan: -m20000 */
+/* check: mutant_no_loss_ring | spin: -DLOSS -DMUTANT_NO_LOSS_RING | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_lost_ignored | spin: -DLOSS -DMUTANT_LOST_IGNORED | cc: -DSAFETY | pan: -m20000 | expect: fail */
 
 #ifndef NC
 #define NC 2
@@ -72,6 +88,8 @@
 #define IDLE 0
 #define CLAIMED 1
 #define CANCELLED 2
+#define RETIRED 3
+#define LOST 4
 
 #define RUNNING 0
 #define REQUESTED 1
@@ -96,6 +114,7 @@ bit hsleeping[NC];
 byte stop = RUNNING;
 bit closed = 0;
 byte outstanding = 0;
+bit dead = 0; /* LOSS: the worker died (it stops at its next loop top) */
 
 /* ghosts */
 byte made = 0;      /* calls that went onto the line */
@@ -104,6 +123,11 @@ bit cancel_mode = 0;
 
 #define WAKE_HOSTS  d_step { byte i_ = 0; do :: i_ < NC -> hsleeping[i_] = 0; i_++ :: else -> break od }
 #define LANE_WAKE   atomic { if :: parked == 1 -> parked = 0; wseq++; wsleeping = 0 :: else -> skip fi }
+#ifdef MUTANT_LOST_IGNORED
+#define LINE_ENDED (line == CANCELLED)
+#else
+#define LINE_ENDED (line == CANCELLED || line == LOST)
+#endif
 #ifdef MUTANT_NO_LINE_RECHECK
 #define LINE_PENDING false
 #else
@@ -124,6 +148,10 @@ active proctype worker()
 
 top:
 	R_DRAIN_MAYBE;
+	if
+	:: dead -> goto gone /* LOSS: a dead worker does nothing more */
+	:: else -> skip
+	fi;
 	if
 	:: stop == REQUESTED -> goto ack /* the line is not served after a stop */
 	:: true -> skip
@@ -178,7 +206,9 @@ top:
 	goto top;
 ack:
 	R_DRAIN;
-	stop = ACKNOWLEDGED
+	stop = ACKNOWLEDGED;
+gone:
+	skip
 }
 
 proctype caller(byte me)
@@ -242,7 +272,7 @@ next:
 wait:
 	if
 	:: rp_seq == s -> goto reply
-	:: line == CANCELLED -> goto cancelled
+	:: LINE_ENDED -> goto cancelled
 	:: else -> skip
 	fi;
 	/* the bounded spin ran out: sleep on the doorbell (D4, D1) */
@@ -250,7 +280,7 @@ wait:
 	armed = 1;
 	if
 	:: rp_seq == s -> goto reply
-	:: line == CANCELLED -> goto cancelled
+	:: LINE_ENDED -> goto cancelled
 	:: else -> skip
 	fi;
 	atomic {
@@ -271,7 +301,8 @@ reply:
 #endif
 	if
 	:: got -> assert(r == v) /* its own reply, nobody else's */
-	:: else -> skip          /* cancelled meanwhile: ECLOSED, the reply is dropped */
+	:: else -> skip          /* cancelled or lost meanwhile: ECLOSED or the
+	                            loss's status, the reply is dropped */
 	fi;
 	goto complete;
 cancelled:
@@ -291,8 +322,12 @@ active proctype stopper()
 	bit p;
 	closed = 1; /* S7: then the fence of host_event */
 	d_step { db_seq++; WAKE_HOSTS }
+	/* With LOSS the stop drains (the loss's CAS against the caller's
+	 * release is the cancel's race again, checked without LOSS). */
 	if
+#ifndef LOSS
 	:: cancel_mode = 1
+#endif
 	:: cancel_mode = 0
 	fi;
 	if
@@ -307,11 +342,37 @@ active proctype stopper()
 	fi;
 	stop = REQUESTED;
 	LANE_WAKE;
-	stop == ACKNOWLEDGED;
+	stop == ACKNOWLEDGED || dead; /* a dead worker is acknowledged for (host) */
 	/* every call made completed exactly once, or (CANCEL) is still
 	 * completing in a caller that will return ECLOSED */
 	assert(cancel_mode || completed == made)
 }
+
+#ifdef LOSS
+active proctype loser()
+{
+	bit rang = 0;
+	/* a process worker dies (never serves again); a thread worker being
+	 * retired may run on */
+	if
+	:: dead = 1
+	:: skip
+	fi;
+again:
+	if
+	:: atomic { line == IDLE -> line = RETIRED }
+	:: atomic { line == CLAIMED -> line = LOST; rang = 1 }
+	:: atomic { line == CANCELLED || line == RETIRED || line == LOST -> skip }
+	fi;
+#ifndef MUTANT_NO_LOSS_RING
+	if
+	:: rang -> d_step { db_seq++; WAKE_HOSTS; skip }
+	:: else -> skip
+	fi;
+#endif
+	skip
+}
+#endif
 
 init
 {
