@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/api/test_proc_hostile.c - process pools against hostile worker
+ * processes (task library build/tests/lib/proc_hostile.so): a worker that
+ * forges a word is killed and respawned, its calls fail with -KNIT_EPROTO,
+ * and a task library that keeps doing it ends in a pool failure.
+ */
+#include <dirent.h>
+#include <unistd.h>
+
+#include "kt.h"
+
+#define HOSTILE_LIB KT_BUILD_DIR "/tests/lib/proc_hostile.so"
+
+static knit_pool_t *hostile_pool(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, workers);
+	o.worker_kind = KNIT_WORKERS_PROCESSES;
+	o.task_library = HOSTILE_LIB;
+	o.hard_timeout_ms = hard_timeout_ms;
+	o.respawn_max = respawn_max;
+	knit_pool_t *p = NULL;
+	int rc = knit_pool_create(&o, NULL, 0, &p);
+	cr_assert_eq(rc, 0, "process pool create: %s", knit_strerror(rc));
+	return p;
+}
+
+/* Children of this process (any state, zombies included). */
+static int count_children(void)
+{
+	char path[300];
+	DIR *d = opendir("/proc/self/task");
+	cr_assert(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* One call pinned to `lane`, reaped (nothing else in flight). */
+static knit_completion_t on_lane(knit_pool_t *p, const char *task, knit_value_t arg, uint32_t lane)
+{
+	kt_enq_ex(p, kt_id(p, task), arg, NULL, KNIT_CALL_LANE, 0, lane);
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	return c;
+}
+
+/* ---- a forged word: kill and respawn (not a retired lane) ------------------------- */
+
+/* Worker 0 forges its running stamp to name a call worker 1 holds (a word
+ * no honest worker writes). The host kills worker 0 and respawns it: the
+ * calls lane 0 held end -KNIT_EPROTO, worker 1's call is untouched, lane 0
+ * serves again in a new process, and the kill counts as a crash. */
+static void forge_round(knit_pool_t *p, uint64_t *pid)
+{
+	enum { ECHOES = 3 };
+	/* The call to name: held by worker 1 long enough to be looked at. */
+	const knit_ticket_t victim = kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
+	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)victim), (void *)2, KNIT_CALL_LANE, 0, 0);
+	for (int i = 0; i < ECHOES; i++)
+		kt_enq_ex(p, kt_id(p, "echo"), kt_i64(100 + i), (void *)(intptr_t)(3 + i), KNIT_CALL_LANE, 0, 0);
+	knit_completion_t out[2 + ECHOES];
+	cr_assert_eq(kt_reap(p, out, 2 + ECHOES), 2 + ECHOES);
+	int seen[3 + ECHOES] = {0};
+	for (int i = 0; i < 2 + ECHOES; i++) {
+		const int k = (int)(intptr_t)out[i].user_data;
+		cr_assert(k >= 1 && k < 3 + ECHOES && seen[k]++ == 0, "completion %d twice", k);
+		if (k == 1) {
+			cr_assert_eq(out[i].status, 0, "the other lane's call: %s", knit_strerror(out[i].status));
+			cr_assert_eq(out[i].result.i64, 1500);
+		} else if (k == 2) {
+			cr_assert_eq(out[i].status, -KNIT_EPROTO, "the forger's call: %s",
+				     knit_strerror(out[i].status));
+		} else {
+			/* Placed on lane 0 behind the forger: failed with it, or
+			 * (placed only after the kill) run by the new worker. */
+			cr_assert(out[i].status == -KNIT_EPROTO ||
+				      (out[i].status == 0 && out[i].result.i64 == 100 + k - 3),
+				  "echo on the forger's lane: %s", knit_strerror(out[i].status));
+		}
+		knit_completion_release(p, &out[i]);
+	}
+	/* Lane 0 serves again, in a new process. */
+	knit_completion_t c = on_lane(p, "pid", kt_none(), 0);
+	cr_assert_eq(c.status, 0, "lane 0 after the kill: %s", knit_strerror(c.status));
+	cr_assert_neq((uint64_t)c.result.i64, *pid, "lane 0 was respawned");
+	*pid = (uint64_t)c.result.i64;
+}
+
+KT(proc_hostile, forged_stamp_kills_and_respawns_the_forger)
+{
+	/* The running stamp is looked at only with a hard timeout. */
+	knit_pool_t *p = hostile_pool(2, 10000, 0);
+	knit_completion_t c = on_lane(p, "pid", kt_none(), 0);
+	uint64_t pid = (uint64_t)c.result.i64;
+	forge_round(p, &pid);
+	c = on_lane(p, "echo", kt_i64(7), 1);
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.i64, 7);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_geq(s.proto_errors, 1);
+	cr_assert(s.spawns == 3 && s.respawns == 1 && s.crashes == 1 && s.hard_kills == 0,
+		  "spawns %llu respawns %llu crashes %llu hard_kills %llu", (unsigned long long)s.spawns,
+		  (unsigned long long)s.respawns, (unsigned long long)s.crashes, (unsigned long long)s.hard_kills);
+	cr_assert_eq(s.enqueued, s.completed);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
+
+/* Protocol kills count against the respawn budget: a task library that
+ * keeps forging ends in a pool failure, not a respawn loop. */
+KT(proc_hostile, forging_exhausts_the_respawn_budget)
+{
+	knit_pool_t *p = hostile_pool(2, 10000, 1);
+	knit_completion_t c = on_lane(p, "pid", kt_none(), 0);
+	uint64_t pid = (uint64_t)c.result.i64;
+	forge_round(p, &pid); /* crash 1 of 1: respawned */
+	const knit_ticket_t victim = kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
+	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)victim), (void *)2, KNIT_CALL_LANE, 0, 0);
+	knit_completion_t out[2];
+	cr_assert_eq(kt_reap(p, out, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		/* The forger's call fails with -KNIT_EPROTO; the pool failed
+		 * with it, so the other lane's call ends -KNIT_ECRASHED (or 0,
+		 * had it finished first). */
+		if ((intptr_t)out[i].user_data == 2)
+			cr_assert_eq(out[i].status, -KNIT_EPROTO, "%s", knit_strerror(out[i].status));
+		else
+			cr_assert(out[i].status == -KNIT_ECRASHED || out[i].status == 0, "%s",
+				  knit_strerror(out[i].status));
+		knit_completion_release(p, &out[i]);
+	}
+	knit_value_t a = kt_i64(1);
+	knit_ticket_t t;
+	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert(s.crashes == 2 && s.respawns == 1 && s.spawns == 3, "spawns %llu respawns %llu crashes %llu",
+		  (unsigned long long)s.spawns, (unsigned long long)s.respawns, (unsigned long long)s.crashes);
+	cr_assert_eq(s.enqueued, s.completed);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
