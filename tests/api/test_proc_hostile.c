@@ -3,7 +3,8 @@
  * tests/api/test_proc_hostile.c - process pools against hostile worker
  * processes (task library build/tests/lib/proc_hostile.so): a worker that
  * forges a word is killed and respawned, its calls fail with -KNIT_EPROTO,
- * and a task library that keeps doing it ends in a pool failure.
+ * and a task library that keeps doing it ends in a pool failure; a worker
+ * that clears the doorbell's armed word cannot strand a waiting host.
  */
 #include <dirent.h>
 #include <unistd.h>
@@ -153,6 +154,35 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 	cr_assert(s.crashes == 2 && s.respawns == 1 && s.spawns == 3, "spawns %llu respawns %llu crashes %llu",
 		  (unsigned long long)s.spawns, (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.enqueued, s.completed);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
+
+/* ---- the doorbell: a cleared armed word strands nobody ----------------------------- */
+
+/* Worker 0 keeps the doorbell's armed word at 0, so worker 1 never rings;
+ * the host still sees each of worker 1's results (its doorbell sleep is
+ * bounded for process pools). The waits have no timeout: a host that
+ * relied on the ring alone sleeps for good here (nothing else rings, not
+ * even the disarmer's own result), and the test's timeout reports it. */
+KT(proc_hostile, cleared_armed_word_strands_no_waiter)
+{
+	knit_pool_t *p = hostile_pool(2, 0, 0);
+	kt_enq_ex(p, kt_id(p, "disarm"), kt_i64(4000), (void *)1, KNIT_CALL_LANE, 0, 0);
+	for (int i = 0; i < 10; i++) {
+		/* Long enough that the host stops spinning and sleeps. */
+		kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(20), (void *)2, KNIT_CALL_LANE, 0, 1);
+		knit_completion_t c;
+		const int n = knit_complete(p, &c, 1, -1);
+		cr_assert_eq(n, 1, "call %d: the host slept through worker 1's result", i);
+		cr_assert_eq((intptr_t)c.user_data, 2);
+		cr_assert_eq(c.status, 0);
+		knit_completion_release(p, &c);
+	}
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq((intptr_t)c.user_data, 1);
+	cr_assert_eq(c.status, 0);
 	kt_destroy(p);
 	cr_assert_eq(count_children(), 0);
 }
