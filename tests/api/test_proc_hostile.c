@@ -4,9 +4,14 @@
  * processes (task library build/tests/lib/proc_hostile.so): a worker that
  * forges a word is killed and respawned, its calls fail with -KNIT_EPROTO,
  * and a task library that keeps doing it ends in a pool failure; a worker
- * that clears the doorbell's armed word cannot strand a waiting host.
+ * that clears the doorbell's armed word cannot strand a waiting host; a
+ * scribbler writing random bytes over its lane while the host runs
+ * thousands of calls leaves the host alive with every call completed
+ * exactly once.
  */
 #include <dirent.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kt.h"
@@ -185,4 +190,100 @@ KT(proc_hostile, cleared_armed_word_strands_no_waiter)
 	cr_assert_eq(c.status, 0);
 	kt_destroy(p);
 	cr_assert_eq(count_children(), 0);
+}
+
+/* ---- the scribbler ----------------------------------------------------------------- */
+
+static int status_allowed(int32_t s)
+{
+	/* A scribbled frame may pass validation with any status a worker may
+	 * send; everything else is the host's verdict. */
+	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ENOMEM || s == -KNIT_EPROTO ||
+	       s == -KNIT_ECRASHED || s == -KNIT_ETIMEDOUT || s == -KNIT_ECLOSED;
+}
+
+KT(proc_hostile, scribbler_leaves_the_host_whole)
+{
+	enum { N = 6000, EVERY = 150 };
+	uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
+	const char *env = getenv("KNIT_SCRIBBLE_SEED");
+	if (env != NULL && env[0] != 0)
+		seed = strtoull(env, NULL, 0);
+	/* A scribble may cost its worker: leave the pool enough respawns to
+	 * keep serving (the budget has its own test above). */
+	knit_pool_t *p = hostile_pool(2, 0, 1000);
+	static uint8_t done[N];
+	static uint8_t queued[N];
+	memset(done, 0, sizeof done);
+	memset(queued, 0, sizeof queued);
+	const uint32_t echo = kt_id(p, "echo"), scribble = kt_id(p, "scribble");
+	int enqueued = 0, completed = 0, failed_pool = 0;
+	int by_status[16] = {0};
+	knit_completion_t out[64];
+	for (int i = 0; i < N; i++) {
+		knit_call_options_t o;
+		memset(&o, 0, sizeof o);
+		o.size = sizeof o;
+		o.timeout_ms = 2000; /* a call hidden by a scribble still ends */
+		const int is_scribble = i % EVERY == EVERY / 2;
+		knit_value_t a = kt_i64(is_scribble ? (int64_t)(seed + (uint64_t)i) : i);
+		knit_ticket_t t;
+		int rc;
+		while ((rc = knit_enqueue_ex(p, is_scribble ? scribble : echo, &a, (void *)(intptr_t)i, &o, &t)) ==
+		       -KNIT_EAGAIN) {
+			const int n = knit_complete(p, out, 64, 10ll * 1000 * 1000);
+			for (int k = 0; k < n; k++) {
+				const int j = (int)(intptr_t)out[k].user_data;
+				cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0, "seed %llu: call %d twice",
+					  (unsigned long long)seed, j);
+				cr_assert(status_allowed(out[k].status), "seed %llu: call %d status %d",
+					  (unsigned long long)seed, j, out[k].status);
+				by_status[-out[k].status & 15]++;
+				completed++;
+				knit_completion_release(p, &out[k]);
+			}
+		}
+		if (rc == -KNIT_ECRASHED) {
+			failed_pool++; /* out of respawns: nothing was enqueued */
+			continue;
+		}
+		cr_assert_eq(rc, 0, "seed %llu: enqueue %d: %s", (unsigned long long)seed, i, knit_strerror(rc));
+		queued[i] = 1;
+		enqueued++;
+	}
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while (completed < enqueued && kt_now_ns() < end) {
+		const int n = knit_complete(p, out, 64, 100ll * 1000 * 1000);
+		for (int k = 0; k < n; k++) {
+			const int j = (int)(intptr_t)out[k].user_data;
+			cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0, "seed %llu: call %d twice",
+				  (unsigned long long)seed, j);
+			cr_assert(status_allowed(out[k].status), "seed %llu: call %d status %d",
+				  (unsigned long long)seed, j, out[k].status);
+			by_status[-out[k].status & 15]++;
+			completed++;
+			knit_completion_release(p, &out[k]);
+		}
+	}
+	cr_assert_eq(completed, enqueued, "seed %llu: %d of %d calls completed", (unsigned long long)seed,
+		     completed, enqueued);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(done[i], queued[i], "seed %llu: call %d", (unsigned long long)seed, i);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.enqueued, (uint64_t)enqueued, "seed %llu", (unsigned long long)seed);
+	cr_assert_eq(s.completed, s.enqueued, "seed %llu", (unsigned long long)seed);
+	cr_assert_eq(s.pending, 0, "seed %llu", (unsigned long long)seed);
+	/* The scribbles did something the host had to catch. */
+	cr_assert_gt(s.proto_errors + s.crashes, 0, "seed %llu: no scribble was noticed", (unsigned long long)seed);
+	cr_log_info("seed %llu: %d enqueued, ok %d, EPROTO %d, ECRASHED %d, ETIMEDOUT %d; proto_errors %llu "
+		    "crashes %llu respawns %llu",
+		    (unsigned long long)seed, enqueued, by_status[0], by_status[KNIT_EPROTO & 15],
+		    by_status[KNIT_ECRASHED & 15], by_status[KNIT_ETIMEDOUT & 15],
+		    (unsigned long long)s.proto_errors, (unsigned long long)s.crashes,
+		    (unsigned long long)s.respawns);
+	(void)failed_pool;
+	knit_stop(p, KNIT_STOP_CANCEL, 2ll * 1000 * 1000 * 1000);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0, "seed %llu", (unsigned long long)seed);
 }
