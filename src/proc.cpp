@@ -467,8 +467,11 @@ void on_death(Pool *p, uint32_t i)
 	const bool killed = kill != 0 && !proto;
 	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
 	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
-	const bool clean = !proto && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
+	// A clean exit counts only when the host asked for it: the stop word
+	// is the worker's to write too, and one that stops on its own died
+	// unasked (else a task library could respawn workers for free).
+	const bool clean = !proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
 	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;

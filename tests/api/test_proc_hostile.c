@@ -163,6 +163,32 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 	cr_assert_eq(count_children(), 0);
 }
 
+/* A worker process that stops though nobody asked it to (it wrote its own
+ * stop word, then acknowledged and exited cleanly) died unasked: a crash,
+ * counted against the budget. Were it free, a task library could make its
+ * pool respawn workers forever. */
+KT(proc_hostile, unasked_clean_exit_is_a_crash)
+{
+	knit_pool_t *p = hostile_pool(1, 0, KNIT_ZERO);
+	knit_completion_t c = on_lane(p, "selfstop", kt_i64(5), 0);
+	cr_assert(c.status == 0 || c.status == -KNIT_ECRASHED, "%s", knit_strerror(c.status));
+	knit_completion_release(p, &c);
+	knit_pool_stats_t s;
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	do {
+		kt_sleep_ms(1);
+		kt_stats(p, &s);
+	} while (s.crashes + s.respawns == 0 && kt_now_ns() < end);
+	cr_assert(s.crashes == 1 && s.respawns == 0, "crashes %llu respawns %llu", (unsigned long long)s.crashes,
+		  (unsigned long long)s.respawns);
+	/* No respawn left: the pool failed. */
+	knit_value_t a = kt_i64(1);
+	knit_ticket_t t;
+	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
+
 /* ---- the doorbell: a cleared armed word strands nobody ----------------------------- */
 
 /* Worker 0 keeps the doorbell's armed word at 0, so worker 1 never rings;

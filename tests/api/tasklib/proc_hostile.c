@@ -16,6 +16,9 @@
  * disarm     arg I64 ms: keeps the pool's doorbell armed word cleared that
  *            long, so honest workers never ring the host; returns arg
  * sleep      arg I64 ms: sleeps that long, returns arg
+ * selfstop   writes REQUESTED into its own lane's stop word (a stop the
+ *            host never asked for), returns arg: its worker acknowledges
+ *            and exits cleanly
  *
  * Where the words are: the worker's boot record (its argv, hex) gives the
  * lane block's offset and stride (struct boot below mirrors the head of
@@ -36,6 +39,8 @@
 #define POOL_OFF_ARMED 128u   /* kPoolOffDoorbellArmed */
 #define POOL_OFF_LANE_EXT 256u /* kPoolOffLaneExt */
 #define LANE_EXT_BYTES 256u   /* kLaneExtBytes */
+#define LANE_OFF_STOP 256u     /* kLaneOffStop */
+#define STOP_REQUESTED 1u      /* kStopRequested */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
 #define BOOT_VERSION 1u
 
@@ -259,9 +264,22 @@ static int t_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_selfstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	struct where w;
+	if (find(&w) != 0)
+		return 7;
+	uint32_t *stop = (uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
+	__atomic_store_n(stop, STOP_REQUESTED, __ATOMIC_RELEASE);
+	*ret = *arg;
+	return 0;
+}
+
 static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
 	{"forge", t_forge, 0, 0}, {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
+	{"selfstop", t_selfstop, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
