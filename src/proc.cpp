@@ -788,6 +788,22 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto)
 	}
 }
 
+void proc_stop_word_check(Pool *p, uint32_t lane)
+{
+	if (p->proc == nullptr || lane >= p->nworkers)
+		return;
+	dispatcher_take(p);
+	Lane *l = &p->lanes[lane];
+	// Relaxed: under the dispatcher recover_lane() is not half-way, so a
+	// word of neither value is the worker's own doing, however stale.
+	const uint32_t s = knit_load_relaxed_32(l->stop);
+	if (s != kStopRequested && s != kStopAcknowledged && !l->down) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		proc_kill_worker(p, lane, true);
+	}
+	dispatch_unlock(p);
+}
+
 bool proc_failed(const Pool *p) { return p->proc != nullptr && knit_load_relaxed_32(&p->proc->failed) != 0; }
 
 void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills)

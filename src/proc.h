@@ -126,6 +126,15 @@ void proc_efd_enabled(Pool *p);
 // (against respawn_max).
 void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
 
+// knit_stop found worker `lane`'s stop word neither REQUESTED nor
+// ACKNOWLEDGED after asking it to stop. Takes the dispatcher and looks
+// again (a lane being recovered is consistent only under it); if the word
+// is still neither, the worker rewrote it (it would never acknowledge):
+// counted as a protocol error and killed as lane_retire_begin kills, once.
+// The monitor's recovery then acknowledges on its behalf (the pool is
+// stopping) and wakes the stop word.
+void proc_stop_word_check(Pool *p, uint32_t lane);
+
 // The pool ran out of respawns (enqueue then fails with -KNIT_ECRASHED).
 bool proc_failed(const Pool *p);
 

@@ -189,6 +189,33 @@ KT(proc_hostile, unasked_clean_exit_is_a_crash)
 	cr_assert_eq(count_children(), 0);
 }
 
+/* A worker process whose task keeps its stop word at RUNNING never sees a
+ * stop, so it never acknowledges one: knit_stop, even without a timeout,
+ * kills it (a protocol error) and returns; destroy leaves no child. */
+KT(proc_hostile, rewritten_stop_word_cannot_hang_stop)
+{
+	knit_pool_t *p = hostile_pool(2, 0, 0);
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/knit-unstop-%d", (int)getpid());
+	unlink(path);
+	kt_enq_ex(p, kt_id(p, "unstop"), kt_str(path, strlen(path)), NULL, KNIT_CALL_LANE, 0, 0);
+	knit_completion_t c = on_lane(p, "echo", kt_i64(3), 1);
+	cr_assert_eq(c.status, 0);
+	/* The stop comes while the task rewrites the word. */
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	while (access(path, F_OK) != 0 && kt_now_ns() < end)
+		kt_sleep_ms(1);
+	cr_assert_eq(access(path, F_OK), 0, "the unstop task did not start");
+	unlink(path);
+	cr_assert_eq(knit_stop(p, KNIT_STOP_CANCEL, -1), 0);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_geq(s.proto_errors, 1);
+	cr_assert_eq(s.respawns, 0, "no respawn while stopping");
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
+
 /* ---- the doorbell: a cleared armed word strands nobody ----------------------------- */
 
 /* Worker 0 keeps the doorbell's armed word at 0, so worker 1 never rings;

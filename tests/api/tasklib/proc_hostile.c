@@ -19,6 +19,9 @@
  * selfstop   writes REQUESTED into its own lane's stop word (a stop the
  *            host never asked for), returns arg: its worker acknowledges
  *            and exits cleanly
+ * unstop     arg STR a path: creates that file, then keeps its lane's stop
+ *            word at RUNNING for 20 s (a stop is never seen, never
+ *            acknowledged), returns arg
  *
  * Where the words are: the worker's boot record (its argv, hex) gives the
  * lane block's offset and stride (struct boot below mirrors the head of
@@ -40,6 +43,7 @@
 #define POOL_OFF_LANE_EXT 256u /* kPoolOffLaneExt */
 #define LANE_EXT_BYTES 256u   /* kLaneExtBytes */
 #define LANE_OFF_STOP 256u     /* kLaneOffStop */
+#define STOP_RUNNING 0u        /* kStopRunning */
 #define STOP_REQUESTED 1u      /* kStopRequested */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
 #define BOOT_VERSION 1u
@@ -276,10 +280,35 @@ static int t_selfstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 	return 0;
 }
 
+static int t_unstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	struct where w;
+	char path[256];
+	if (arg->type != KNIT_VALUE_STRING || arg->len >= sizeof path || find(&w) != 0)
+		return 7;
+	memcpy(path, arg->data, arg->len);
+	path[arg->len] = 0;
+	uint32_t *stop = (uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
+	__atomic_store_n(stop, STOP_RUNNING, __ATOMIC_RELAXED);
+	FILE *f = fopen(path, "w"); /* tells the test we run */
+	if (f == NULL)
+		return 7;
+	fclose(f);
+	const int64_t end = now_ns() + 20ll * 1000 * 1000 * 1000;
+	for (uint32_t i = 0;; i++) {
+		__atomic_store_n(stop, STOP_RUNNING, __ATOMIC_RELAXED);
+		if ((i & 255) == 0 && now_ns() >= end)
+			break;
+	}
+	*ret = *arg;
+	return 0;
+}
+
 static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
 	{"forge", t_forge, 0, 0}, {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
-	{"selfstop", t_selfstop, 0, 0},
+	{"selfstop", t_selfstop, 0, 0}, {"unstop", t_unstop, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
