@@ -486,9 +486,20 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 				steal_worker_gone(p, i);
 				break;
 			}
+			// A worker process may rewrite its stop word and never
+			// acknowledge: it is killed, and its recovery acknowledges.
+			// Its wake may never come either (the word can change
+			// with no wake): look again every watchdog interval.
+			int64_t until = deadline;
+			if (p->proc != nullptr) {
+				if (s != kStopRequested)
+					proc_stop_word_check(p, i);
+				const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+				until = deadline >= 0 && deadline < cap ? deadline : cap;
+			}
 			if (deadline >= 0 && knit_now_ns() >= deadline)
 				return -KNIT_ETIMEDOUT;
-			knit_futex_wait(l->stop, s, deadline, p->futex_shared);
+			knit_futex_wait(l->stop, s, until, p->futex_shared);
 		}
 	}
 	host_event(p, true);

@@ -71,14 +71,23 @@ void drop_arg_copy(Call *c)
 
 // Worker w wrote something it could not have written honestly (a bad
 // frame, a stamp or a claim toggle naming a call it does not hold): stop
-// trusting it (holder). Nothing is placed on its lane from now on; it is
-// asked to stop, and once it has acknowledged (or, for a worker process,
-// once it was killed and reaped) dispatch_worker_lost() fails the calls it
-// still holds with -KNIT_EPROTO and retires the lane (dispatch_pass()).
+// trusting it (holder). Nothing is placed on its lane from now on. A
+// worker thread is asked to stop, and once it has acknowledged
+// dispatch_worker_lost() fails the calls it still holds with -KNIT_EPROTO
+// and retires the lane (dispatch_pass()). A worker process may never
+// acknowledge (its stop word is memory it can scribble): it is killed, and
+// the monitor fails its lane's calls with -KNIT_EPROTO and respawns it
+// within the crash budget (proc_kill_worker, src/proc.h).
 // Calls other workers hold are never touched by what w wrote. Idempotent.
 void lane_retire_begin(Pool *p, uint32_t w)
 {
-	if (w >= p->nworkers || p->lanes[w].retired || (p->retiring >> w) & 1u)
+	if (w >= p->nworkers)
+		return;
+	if (p->proc != nullptr) {
+		proc_kill_worker(p, w, true); // idempotent until the lane is recovered
+		return;
+	}
+	if (p->lanes[w].retired || (p->retiring >> w) & 1u)
 		return;
 	// Relaxed: read by sleeping hosts' work_pending() (a hint to look).
 	knit_store_relaxed_64(&p->retiring, p->retiring | (1ull << w));
@@ -651,7 +660,7 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 			if (p->proc != nullptr) {
 				// A process can be killed: only its lane is lost
 				// (src/proc.h), the pool keeps serving.
-				proc_kill_worker(p, i);
+				proc_kill_worker(p, i, false);
 				continue;
 			}
 			force_stop(p);

@@ -51,12 +51,19 @@ struct ProcHost {
 	// Per worker lane (the monitor thread only, after boot).
 	pid_t pid[KNIT_MAX_WORKERS];
 	int pidfd[KNIT_MAX_WORKERS];
-	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: the hard timeout asked for this death
+	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
 	uint64_t spawns, crashes, respawns, hard_kills;
 };
 
 namespace {
+
+// ProcHost::killed: a kill was asked for (the hard timeout or a protocol
+// error), the monitor sent it, and why (a protocol error: the lane's calls
+// fail with -KNIT_EPROTO and the death counts against the budget).
+constexpr uint32_t kKillAsked = 1;
+constexpr uint32_t kKillSent = 2;
+constexpr uint32_t kKillProto = 4;
 
 uint64_t fnv(uint64_t h, const void *d, size_t n)
 {
@@ -364,14 +371,13 @@ void reattach_lane(Pool *p, Lane *l)
 	(void)l->ret.attach(ret_lock, ret_sh, hl);
 }
 
-// Worker `lane` is dead and reaped: deliver what it published, fail the
-// rest of the lane's calls with -KNIT_ECRASHED, reset the lane to its
-// initial state.
-void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
+// Worker `lane` is dead and reaped, and what it published is delivered
+// (on_death, holding the dispatcher): fail the rest of the lane's calls with
+// `status` (-KNIT_ECRASHED; -KNIT_EPROTO when it was killed for a protocol
+// error), reset the lane to its initial state, release the dispatcher.
+void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 {
 	Lane *l = &p->lanes[lane];
-	dispatcher_take(p);
-	dispatch_reap_lane(p, l); // validated as always
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
@@ -381,7 +387,7 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word)
 		if (c == nullptr || !c->live || c->lane != lane || (c->holds & kHoldHostQueue) == 0)
 			continue;
 		if (!c->completed)
-			call_complete_locked(p, c, -KNIT_ECRASHED, none, nullptr);
+			call_complete_locked(p, c, status, none, nullptr);
 		call_unhold_locked(p, c, kHoldHostQueue); // its frame is gone with the lane
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -442,20 +448,38 @@ void on_death(Pool *p, uint32_t i)
 	close(h->pidfd[i]);
 	h->pidfd[i] = -1;
 	h->pid[i] = 0;
-	// acq_rel: pairs with proc_kill_worker's exchange (a kill asked for
-	// this worker is seen here, whichever thread asked).
-	const bool killed = knit_xchg_acq_rel_32(&h->killed[i], 0) != 0;
+	dispatcher_take(p);
+	// What it published, validated as always (a bad frame asks for its
+	// kill: the reason is read below).
+	dispatch_reap_lane(p, &p->lanes[i]);
+	// acq_rel: pairs with proc_kill_worker's fetch_or (a kill asked for
+	// this worker, and why, is seen here, whichever thread asked). Taken
+	// under the dispatcher, after the last look at the dead worker's words
+	// and before recover_lane() wipes them: kill requests come only from
+	// the dispatcher's holder, so one made after we release it is about
+	// the new worker, never a late one for this worker that would kill
+	// its successor.
+	const uint32_t kill = knit_xchg_acq_rel_32(&h->killed[i], 0);
+	// A worker killed for a protocol error wrote what no honest worker
+	// writes: its death counts as a crash (a task library that keeps
+	// writing bad frames ends in a pool failure, not a respawn loop).
+	const bool proto = (kill & kKillProto) != 0;
+	const bool killed = kill != 0 && !proto;
 	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
 	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
-	const bool clean = acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
+	// A clean exit counts only when the host asked for it: the stop word
+	// is the worker's to write too, and one that stops on its own died
+	// unasked (else a task library could respawn workers for free).
+	const bool clean = !proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
 	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
 	if (!ending && !budget)
 		mark_failed(p); // before the lane's calls complete: a caller that
 		                // sees their -KNIT_ECRASHED finds the pool failed
-	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning);
+	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning,
+		     proto ? -KNIT_EPROTO : -KNIT_ECRASHED);
 	if (!ending) {
 		if (budget)
 			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
@@ -496,11 +520,22 @@ void *monitor_main(void *arg)
 		uint64_t v;
 		if (fds[0].revents) {
 			(void)!read(h->ctl, &v, sizeof v);
-			// Hard-timeout kills asked for: 1 -> 2 (acq_rel: pairs with
-			// proc_kill_worker's exchange before its write of ctl).
-			for (uint32_t i = 0; i < n; i++)
-				if (h->pidfd[i] >= 0 && knit_cas_acq_rel_32(&h->killed[i], 1, 2) == 1)
-					sys_pidfd_kill(h->pidfd[i], SIGKILL);
+			// Kills asked for (the hard timeout, a protocol error):
+			// asked -> asked|sent, once (acq_rel: pairs with
+			// proc_kill_worker's fetch_or before its write of ctl).
+			for (uint32_t i = 0; i < n; i++) {
+				if (h->pidfd[i] < 0)
+					continue;
+				uint32_t v = knit_load_relaxed_32(&h->killed[i]);
+				while ((v & (kKillAsked | kKillSent)) == kKillAsked) {
+					const uint32_t seen = knit_cas_acq_rel_32(&h->killed[i], v, v | kKillSent);
+					if (seen == v) {
+						sys_pidfd_kill(h->pidfd[i], SIGKILL);
+						break;
+					}
+					v = seen;
+				}
+			}
 		}
 		if (fds[1].revents) {
 			(void)!read(h->bridge, &v, sizeof v);
@@ -729,25 +764,45 @@ void proc_efd_enabled(Pool *p)
 	knit_fence_seq_cst();
 }
 
-void proc_kill_worker(Pool *p, uint32_t lane)
+void proc_kill_worker(Pool *p, uint32_t lane, bool proto)
 {
 	ProcHost *h = p->proc;
 	if (h == nullptr || lane >= p->nworkers)
 		return;
 	// The pidfd is the monitor's; it stays open until the monitor reaped
 	// the child, and a killed flag set for a worker that dies anyway only
-	// spares the crash count. Relaxed reads of an int the monitor writes
+	// spares the crash count (or, for a protocol error, makes its calls
+	// fail with -KNIT_EPROTO). Relaxed reads of an int the monitor writes
 	// would race, so the kill goes by the flag: the monitor sends it.
 	// Its lane takes no new call until the monitor recovered it (calls
 	// placed there now would only fail with it). We hold the dispatcher.
 	p->lanes[lane].down = true;
-	// acq_rel: pairs with the monitor's CAS 1 -> 2 (it sends the kill) and
-	// its exchange to 0 in on_death (a killed worker is not a crash).
-	if (knit_xchg_acq_rel_32(&h->killed[lane], 1) == 0) {
-		knit_add_relaxed_64(&h->hard_kills, 1);
+	// acq_rel: pairs with the monitor's CAS asked -> asked|sent (it sends
+	// the kill) and its exchange to 0 in on_death (reads the reason). A
+	// second reason for a kill already asked only adds its bit.
+	const uint32_t old = knit_fetch_or_acq_rel_32(&h->killed[lane], kKillAsked | (proto ? kKillProto : 0));
+	if (old == 0) {
+		if (!proto)
+			knit_add_relaxed_64(&h->hard_kills, 1);
 		uint64_t one = 1;
 		(void)!write(h->ctl, &one, sizeof one);
 	}
+}
+
+void proc_stop_word_check(Pool *p, uint32_t lane)
+{
+	if (p->proc == nullptr || lane >= p->nworkers)
+		return;
+	dispatcher_take(p);
+	Lane *l = &p->lanes[lane];
+	// Relaxed: under the dispatcher recover_lane() is not half-way, so a
+	// word of neither value is the worker's own doing, however stale.
+	const uint32_t s = knit_load_relaxed_32(l->stop);
+	if (s != kStopRequested && s != kStopAcknowledged && !l->down) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		proc_kill_worker(p, lane, true);
+	}
+	dispatch_unlock(p);
 }
 
 bool proc_failed(const Pool *p) { return p->proc != nullptr && knit_load_relaxed_32(&p->proc->failed) != 0; }

@@ -126,10 +126,23 @@ void proc_forget(Pool *p);
 // of efd_on): tell the workers to write the bridge.
 void proc_efd_enabled(Pool *p);
 
-// The hard timeout caught worker `lane` in a task (its call is completed
-// already): kill the process; the monitor respawns it. Dispatcher holder
+// Kill worker `lane`'s process; the monitor respawns it. Dispatcher holder
 // only: the lane is marked down (nothing placed) until it is recovered.
-void proc_kill_worker(Pool *p, uint32_t lane);
+// proto false: the hard timeout caught it in a task (its call is completed
+// already; the kill counts in hard_kills, not as a crash). proto true: it
+// wrote what no honest worker writes (lane_retire_begin): the calls its
+// lane still holds fail with -KNIT_EPROTO and the death counts as a crash
+// (against respawn_max).
+void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
+
+// knit_stop found worker `lane`'s stop word neither REQUESTED nor
+// ACKNOWLEDGED after asking it to stop. Takes the dispatcher and looks
+// again (a lane being recovered is consistent only under it); if the word
+// is still neither, the worker rewrote it (it would never acknowledge):
+// counted as a protocol error and killed as lane_retire_begin kills, once.
+// The monitor's recovery then acknowledges on its behalf (the pool is
+// stopping) and wakes the stop word.
+void proc_stop_word_check(Pool *p, uint32_t lane);
 
 // The pool ran out of respawns (enqueue then fails with -KNIT_ECRASHED).
 bool proc_failed(const Pool *p);

@@ -16,7 +16,9 @@
 // bumps the sequence and wakes (D2, D3). Host-side events (completions
 // produced by another host thread, inline work left behind, stop, a new
 // deadline) bump the same sequence through host_event(), which pairs its
-// fence with the sleeper's (H1).
+// fence with the sleeper's (H1). Across processes armed is a
+// worker-writable word: a process pool's host bounds each sleep with a
+// watchdog (kProcDoorbellWatchdogNs, wake.h) instead of trusting the ring.
 #include "src/common.h"
 
 #include <limits.h>
@@ -305,6 +307,15 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg)
 	knit_fence_seq_cst();
 	int64_t wake = -1;
 	if (!recheck(p, arg, &wake)) {
+		// A process pool: D2/D3 are only as good as the armed word, which
+		// a worker process can clear (and db_seq, which it can bump or
+		// freeze): the watchdog bounds the sleep so the waiter re-checks
+		// (wake.h). Thread pools sleep untimed, as the pairs promise.
+		if (p->cfg.processes) {
+			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+			if (wake < 0 || wake > cap)
+				wake = cap;
+		}
 		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
 		if (arm && knit_load_relaxed_32(p->db_seq) != seq) {
 			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);

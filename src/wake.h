@@ -42,6 +42,13 @@
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
 //     (efd_sync)                                                               thread's), D2
 //
+// In a process pool armed, db_seq and every other word above live in memory
+// a worker process can scribble: a hostile worker can clear armed so honest
+// workers never ring (D2/D3 then pair with nothing). So a process pool's
+// host never sleeps longer than kProcDoorbellWatchdogNs per doorbell sleep
+// (host_doorbell_sleep): a lost ring delays a waiter, it never strands it.
+// Thread pools keep the untimed sleep (no wake-up at all while idle).
+//
 // Park states (the parked word of a lane, ParkState) are written by the
 // worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
 // host thread that claims the wake (W3): a wake is sent exactly once per
@@ -104,7 +111,9 @@ typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
 // Sleep on the doorbell sequence until rung or *wake_at, unless recheck
 // finds something after the announcement. `arm`: ask the workers to ring
 // (the doorbell option); without it only host events (H2) and the timeout
-// end the sleep.
+// end the sleep. A process pool's sleep ends after kProcDoorbellWatchdogNs
+// at the latest (the doorbell words are shared with its worker processes).
+inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
 
 // ---- the host's spin after a wake it sent (cold calls) -----------------------------
