@@ -453,7 +453,7 @@ check-sanitizers:
 		check-unit check-stress || st=1; \
 	$(MAKE) --no-print-directory -k SANITIZE=address RES=$(abspath $(RES)) KNIT_SUMMARY=0 \
 		check-unit check-api || st=1; \
-	$(call SUMMARY,$$st,thread-unit thread-stress address-unit address-api)
+	$(call SUMMARY,$$st,thread-unit thread-stress address-unit address-api) && exit $$st
 
 check: deps
 	$(Q)rm -rf $(RES) && mkdir -p $(RES)
