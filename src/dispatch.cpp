@@ -1040,6 +1040,33 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	return produced;
 }
 
+namespace {
+
+// This thread's look at the pool's enqueue count at its last pre-sleep point.
+__thread uint64_t t_enq_seen;
+
+// Instead of sleeping: yield the CPU when calls were enqueued since our
+// last look; true (go on waiting, unslept) when the yield gave the CPU away
+// for at least a spin and calls were enqueued meanwhile. Bounded by the
+// enqueuers: with none (an idle pool, a lone caller) it yields at most once
+// per wait and sleeps; an enqueuer on another CPU does not keep it busy
+// (nothing else runs here, the yield returns at once). The count is a
+// relaxed look, only a choice: sleeping is always safe.
+bool doorbell_yield(Pool *p)
+{
+	if (!p->cfg.doorbell)
+		return false; // the backoff ladder yields already
+	const uint64_t e0 = knit_load_relaxed_64(&p->st_enqueued);
+	if (e0 == t_enq_seen)
+		return false; // nothing enqueued since our last look: sleep
+	t_enq_seen = e0;
+	const int64_t t0 = knit_now_ns();
+	sched_yield();
+	return knit_load_relaxed_64(&p->st_enqueued) != e0 && knit_now_ns() - t0 >= kHostSpinNs;
+}
+
+} // namespace
+
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
 {
 	uint32_t stall = 0;
@@ -1100,6 +1127,14 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 				continue;
 			}
 		}
+		// A waiter sharing its CPU with a thread that is still enqueuing
+		// (a stream reaped by another thread): a doorbell sleep would be
+		// rung for the first result and preempt that thread every few
+		// calls. Give it the CPU instead, for as long as each yield
+		// lets another thread enqueue for at least a spin's time;
+		// otherwise (nobody else ran, or nobody enqueued) sleep.
+		if (doorbell_yield(p))
+			continue;
 		host_sleep_begin();
 		host_sleep(p, ready, arg, deadline_ns, stall);
 		host_sleep_end();
