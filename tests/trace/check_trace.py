@@ -35,7 +35,8 @@ Also: proc_worker_start per lane == 1 + the workers killed on that lane,
 summed == spawns. "late": the workers were running, idle, before knit-trace
 attached (and the STATS counters are those since): no proc_worker_start,
 and knit-trace found the workers itself. A worker killed (SIGKILL) while parked leaves one park
-without its wake: per killed worker one park duration sample less.
+without its wake: per killed worker one park duration sample less, and a ring
+that raced with the kill may have no wake probe sample.
 
 With --lane N (knit-trace ran with --lane N): only lane N is reported, and
 its counts and views still equal the pool's own counters for lane N; the
@@ -120,8 +121,13 @@ def main():
             eq(hist_count(lat, "stop"), 1, f"lane {n} stop latency samples")
         rings = g("host_ring")
         total_cold_rings += rings
-        eq(hist_count(lat, "wake_probe") + g("ring_after_wake"), rings,
-           f"lane {n} ring -> wake probe samples + rings the worker took before their probe")
+        # A worker SIGKILLed just after a ring is put on a CPU (to die) but
+        # never reaches its wake probe: per killed worker, at most one ring
+        # without a wake probe sample.
+        woke = hist_count(lat, "wake_probe") + g("ring_after_wake")
+        check(rings - killed <= woke <= rings,
+              f"lane {n} ring -> wake probe samples + rings the worker took before their probe: "
+              f"knit-trace {woke}, expected {rings} (one less per killed worker allowed: {killed})")
         eq(hist_count(lat, "wake_cpu") + g("ring_found_running"), rings,
            f"lane {n} ring -> on-CPU samples + rings that found the worker running")
         # Every futex park ends in a wake probe; a worker can also take a
