@@ -30,7 +30,7 @@ for body, td in structs:
             continue
         m = re.match(r'^((?:const\s+)?(?:struct\s+)?\w+(?:\s*\*)*)\s+(.*)$', decl)
         for d in m.group(2).split(','):
-            n = re.match(r'\s*\**\s*(\w+)', d).group(1)
+            n = re.match(r'\s*(?:\*\s*(?:const\b\s*)?)*(\w+)', d).group(1)
             if f'KNIT_AT({td}, {n},' not in lay:
                 print(f'{td}.{n}: no KNIT_AT')
 PY

@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 256);
+KNIT_SIZE(knit_pool_options_t, 264);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -69,6 +69,7 @@ KNIT_AT(knit_pool_options_t, task_library, 232);
 KNIT_AT(knit_pool_options_t, worker_path, 240);
 KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
+KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 
 /* knit_call_options_t */
 KNIT_SIZE(knit_call_options_t, 16);

@@ -230,6 +230,11 @@ typedef struct knit_pool_options {
 					(each respawns the worker); one more fails
 					the pool; 0 = 5; KNIT_ZERO = no respawn */
 	uint32_t reserved2;          /* must be 0 */
+	const char *const *worker_prefix; /* processes: a NULL-terminated argv run
+					before the knit-worker command line (a
+					sandbox: bwrap, systemd-run ...); its
+					first word searched in $PATH; NULL =
+					none; a shorter, older struct = none */
 } knit_pool_options_t;
 
 enum knit_worker_kind {
@@ -241,8 +246,11 @@ enum knit_worker_kind {
 };
 
 enum knit_proc_flags {
-	KNIT_PROC_INHERIT_ENV = 1u << 0 /* workers get the host's environment (else
-					   an empty one) */
+	KNIT_PROC_INHERIT_ENV = 1u << 0, /* workers get the host's environment (else
+					    an empty one) */
+	KNIT_PROC_NAMED_SHM = 1u << 1    /* the shared memory is a named POSIX shm
+					    object (unsealed), for wrappers that
+					    cannot pass a descriptor */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include "src/common.h"
 
 #include "src/pool.h"
+#include "src/proc.h"
 
 namespace knit::detail {
 
@@ -63,14 +64,26 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0 ||
-		    (o.proc_flags & ~(uint32_t)KNIT_PROC_INHERIT_ENV) != 0 ||
+		    (o.proc_flags & ~(uint32_t)(KNIT_PROC_INHERIT_ENV | KNIT_PROC_NAMED_SHM)) != 0 ||
 		    o.topology == KNIT_TOPOLOGY_STEAL || o.inline_lane != KNIT_INLINE_OFF)
 			return -KNIT_EINVAL;
 		for (uint32_t i = 0; i < KNIT_CPU_MASK_WORDS; i++)
 			if (o.cpu_mask[i] != 0)
 				return -KNIT_EINVAL;
+		// A prefix: 1..kPrefixMax words, none empty (an empty program
+		// name would only fail later, at the spawn).
+		if (o.worker_prefix != nullptr) {
+			uint32_t n = 0;
+			while (n <= kPrefixMax && o.worker_prefix[n] != nullptr) {
+				if (o.worker_prefix[n][0] == 0 && n == 0)
+					return -KNIT_EINVAL;
+				n++;
+			}
+			if (n == 0 || n > kPrefixMax)
+				return -KNIT_EINVAL;
+		}
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
-		   o.respawn_max != 0) {
+		   o.respawn_max != 0 || o.worker_prefix != nullptr) {
 		return -KNIT_EINVAL;
 	}
 	switch (o.topology) {

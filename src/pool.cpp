@@ -456,8 +456,11 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 
 	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
-	rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total, "knitting",
-			   &p->region);
+	if (cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0)
+		rc = proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
+	else
+		rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total,
+				   "knitting", &p->region);
 	if (rc != 0) {
 		pool_free(kp);
 		return rc;

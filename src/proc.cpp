@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,6 +35,11 @@ struct ProcHost {
 	void *dl;            // the host's handle of the task library
 	char *lib_path;      // as given (workers dlopen the same path)
 	char *worker_path;   // the knit-worker that is run
+	char **prefix;       // worker_prefix, copied (nprefix words), or null
+	uint32_t nprefix;
+	// KNIT_PROC_NAMED_SHM: the object's name while it exists (linked).
+	char shm_name[kShmNameMax];
+	bool shm_linked;
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
 	int bridge;           // eventfd the workers write (completion fd on)
@@ -118,6 +124,15 @@ void hex_encode(const void *d, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
+void free_prefix(ProcHost *h)
+{
+	for (uint32_t i = 0; i < h->nprefix; i++)
+		free(h->prefix[i]);
+	free(h->prefix);
+	h->prefix = nullptr;
+	h->nprefix = 0;
+}
+
 int sys_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int sys_pidfd_kill(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
 
@@ -148,11 +163,22 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
 	char arg1[] = "--knit-boot";
-	char *argv[] = {arg0, arg1, hex, h->lib_path, nullptr};
+	// With a prefix: PREFIX... WORKER --knit-boot HEX LIB, the prefix's
+	// first word run (searched in $PATH as execvp does).
+	char *argv[kPrefixMax + 5];
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < h->nprefix; i++)
+		argv[k++] = h->prefix[i];
+	argv[k++] = h->nprefix != 0 ? h->worker_path : arg0;
+	argv[k++] = arg1;
+	argv[k++] = hex;
+	argv[k++] = h->lib_path;
+	argv[k] = nullptr;
 	char *empty_env[] = {nullptr};
 	// Move every descriptor we hand over above the target numbers first,
 	// so one dup2 never clobbers the source of another.
-	int src[3] = {p->region.fd, status_w, h->bridge};
+	// A named region goes by its name (the boot record), not by fd 3.
+	int src[3] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge};
 	int tmp[3] = {-1, -1, -1};
 	int rc = 0;
 	for (int i = 0; i < 3 && rc == 0; i++)
@@ -169,7 +195,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	}
 	if (rc == 0) {
 		int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		if (e == 0)
+		if (e == 0 && tmp[0] >= 0)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[0], kBootFdRegion);
 		if (e == 0 && tmp[1] >= 0)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[1], kBootFdStatus);
@@ -193,8 +219,15 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 		if (e == 0)
 			knit_add_relaxed_64(&h->spawns, 1);
 		if (e == 0)
-			e = posix_spawn(&pid, h->worker_path, &fa, &attr, argv, h->inherit_env ? environ : empty_env);
-		if (e != 0) {
+			e = h->nprefix != 0 ? posix_spawnp(&pid, h->prefix[0], &fa, &attr, argv,
+							    h->inherit_env ? environ : empty_env)
+					    : posix_spawn(&pid, h->worker_path, &fa, &attr, argv,
+							  h->inherit_env ? environ : empty_env);
+		if (e == ENOENT || e == EACCES || e == ENOEXEC || e == ENOTDIR || e == ELOOP) {
+			// Nothing to run (a prefix program not found or not
+			// executable): an argument error, as a bad worker path.
+			rc = -KNIT_EINVAL;
+		} else if (e != 0) {
 			rc = -KNIT_ESYSTEM;
 		} else {
 			// The pidfd before anything can reap it: only we wait for
@@ -494,6 +527,12 @@ void *monitor_main(void *arg)
 	Pool *p = static_cast<Pool *>(arg);
 	ProcHost *h = p->proc;
 	const int rc = boot_all(p);
+	// Every worker mapped the named object (ready comes after the map):
+	// without respawns nobody opens the name again, so it goes now.
+	if (rc == 0 && h->shm_linked && h->respawn_max == 0) {
+		shm_unlink(h->shm_name);
+		h->shm_linked = false;
+	}
 	pthread_mutex_lock(&h->m);
 	h->boot_rc = rc;
 	h->boot_done = true;
@@ -611,6 +650,75 @@ int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t 
 	return 0;
 }
 
+uint64_t proc_start_time(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	const int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	const ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	// The command name (field 2) may hold anything: fields count from the
+	// last ')'. Field 3 follows it; field 22 is 19 further.
+	const char *q = strrchr(buf, ')');
+	if (q == nullptr)
+		return 0;
+	for (int f = 2; f < 22 && q != nullptr; f++)
+		q = strchr(q + 1, ' ');
+	return q != nullptr ? strtoull(q + 1, nullptr, 10) : 0;
+}
+
+namespace {
+uint32_t g_shm_seq; // atomic: part of every fresh shm name
+} // namespace
+
+int proc_region_create_named(Pool *p, uint64_t size)
+{
+	ProcHost *h = p->proc;
+	p->region.base = nullptr;
+	p->region.size = 0;
+	p->region.fd = -1;
+	if (size == 0 || size > kRegionMaxSize)
+		return -KNIT_ENOMEM;
+	const uint64_t bytes = align_up(size, region_page_size());
+	int fd = -1;
+	for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+		// acq_rel only because that is the fetch_add there is; it
+		// pairs with nothing: the count only makes names distinct.
+		const uint32_t seq = knit_fetch_add_acq_rel_32(&g_shm_seq, 1);
+		const uint64_t salt = (uint64_t)knit_now_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
+		snprintf(h->shm_name, sizeof h->shm_name, "/knitting-%d-%x-%08x", (int)getpid(), seq,
+			 (uint32_t)(salt >> 32));
+		// O_EXCL: a name someone else made (or planted) is never ours.
+		fd = shm_open(h->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST) {
+			const int e = errno;
+			h->shm_name[0] = 0;
+			return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM ? -KNIT_ENOMEM
+											 : -KNIT_ESYSTEM;
+		}
+	}
+	if (fd < 0) {
+		h->shm_name[0] = 0;
+		return -KNIT_ESYSTEM;
+	}
+	h->shm_linked = true;
+	int rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -KNIT_ENOMEM;
+	if (rc == 0)
+		rc = region_map_fd(fd, bytes, &p->region, false);
+	close(fd); // the Region holds its own
+	if (rc != 0) {
+		shm_unlink(h->shm_name);
+		h->shm_linked = false;
+		h->shm_name[0] = 0;
+	}
+	return rc;
+}
+
 int proc_host_new(Pool *p, void *dl)
 {
 	ProcHost *h = static_cast<ProcHost *>(calloc(1, sizeof(ProcHost)));
@@ -647,6 +755,19 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		h->worker_path = default_worker_path();
 	if (h->lib_path == nullptr || h->worker_path == nullptr)
 		return -KNIT_ENOMEM;
+	// options_resolve checked the prefix: 1..kPrefixMax words.
+	if (opts->worker_prefix != nullptr) {
+		uint32_t n = 0;
+		while (opts->worker_prefix[n] != nullptr)
+			n++;
+		h->prefix = static_cast<char **>(calloc(n, sizeof(char *)));
+		if (h->prefix == nullptr)
+			return -KNIT_ENOMEM;
+		h->nprefix = n;
+		for (uint32_t i = 0; i < n; i++)
+			if ((h->prefix[i] = dup_str(opts->worker_prefix[i])) == nullptr)
+				return -KNIT_ENOMEM;
+	}
 	// Not an executable file: a clear argument error now, not a spawn
 	// failure later.
 	if (access(h->worker_path, X_OK) != 0)
@@ -672,6 +793,8 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.stride = stride;
 	b.abort_off = abort_off;
 	b.table_hash = task_table_hash(p->tasks, p->ntasks);
+	b.host_start = proc_start_time(getpid());
+	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
 	b.cfg = cfg;
 	return 0;
 }
@@ -717,6 +840,10 @@ void proc_shutdown(Pool *p)
 		h->monitor_started = false;
 	}
 	kill_all(h, KNIT_MAX_WORKERS); // nothing left unless the monitor never ran
+	if (h->shm_linked) {
+		shm_unlink(h->shm_name);
+		h->shm_linked = false;
+	}
 	if (h->bridge >= 0)
 		close(h->bridge);
 	if (h->ctl >= 0)
@@ -725,6 +852,7 @@ void proc_shutdown(Pool *p)
 		dlclose(h->dl);
 	free(h->lib_path);
 	free(h->worker_path);
+	free_prefix(h);
 	pthread_mutex_destroy(&h->m);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -747,6 +875,7 @@ void proc_forget(Pool *p)
 		close(h->ctl);
 	free(h->lib_path);
 	free(h->worker_path);
+	free_prefix(h); // the name (if any) is the parent's to unlink
 	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
 	p->proc = nullptr;
 }

@@ -42,6 +42,12 @@ namespace knit::detail {
 // sequence, on its second cache line): 1 once the completion fd exists.
 inline constexpr uint64_t kPoolOffEfdFlag = 64;
 
+// Most words in a worker_prefix (options_resolve refuses more).
+inline constexpr uint32_t kPrefixMax = 64;
+// Longest name of a named shared-memory object (KNIT_PROC_NAMED_SHM), with
+// its leading slash and terminating zero.
+inline constexpr uint32_t kShmNameMax = 48;
+
 // Crashes a process pool survives by default (respawn_max 0).
 inline constexpr uint32_t kRespawnDefault = 5;
 // How long knit_pool_create waits for every worker to report ready, and
@@ -52,7 +58,7 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
-inline constexpr uint32_t kBootVersion = 2;
+inline constexpr uint32_t kBootVersion = 3;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the bridge eventfd
@@ -73,6 +79,12 @@ struct ProcBoot {
 	uint64_t stride;
 	uint64_t abort_off;
 	uint64_t table_hash;
+	// The host's start time (clock ticks since boot, /proc/PID/stat field
+	// 22): with a wrapper between host and worker, the worker watches the
+	// host's pid and this tells it the pid still names the host.
+	uint64_t host_start;
+	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
+	char shm_name[kShmNameMax];
 	PoolConfig cfg;
 };
 
@@ -100,6 +112,15 @@ int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t 
 // which owns the library handle from now on (pool_free -> proc_shutdown
 // closes it). 0 or -KNIT_ENOMEM (the handle closed).
 int proc_host_new(Pool *p, void *dl);
+// knit_pool_create, KNIT_PROC_NAMED_SHM: create the pool's region as a
+// named shm object (O_EXCL, mode 0600, a fresh name) instead of a memfd.
+// The name lives until proc_shutdown (or is unlinked at once if anything
+// fails). 0 or what region_create returns.
+int proc_region_create_named(Pool *p, uint64_t size);
+
+// The start time of process `pid` (field 22 of /proc/PID/stat), or 0.
+uint64_t proc_start_time(int pid);
+
 // knit_pool_create, after the region and lanes are built: resolve the
 // worker path, make the eventfds, fill the boot record. 0, -KNIT_EINVAL
 // (the worker path is not an executable), -KNIT_ENOMEM, -KNIT_ESYSTEM.

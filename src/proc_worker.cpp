@@ -8,14 +8,31 @@
 // bridge eventfd. The worker dies with the thread that spawned it
 // (PR_SET_PDEATHSIG) and checks right after that its parent is still the
 // host, so a host killed before the prctl leaves no orphan.
+//
+// A worker_prefix program may sit between host and worker. One that execs
+// (env) keeps the pid: nothing changes. One that forks leaves the worker's
+// parent-death signal tied to the wrapper, which need not die with the host.
+// Then (our parent is not the host) the worker opens a pidfd on the host's
+// pid, checks by the start time in the boot record that the pid still names
+// the host (not a reused pid, not a process of another pid namespace), and
+// a watcher thread exits the worker when the host exits. A worker that
+// cannot watch its host refuses to start.
+//
+// KNIT_PROC_NAMED_SHM: the boot record names a POSIX shm object; fd 3 is
+// not used.
 #include "src/common.h"
 
+#include <fcntl.h>
 #include <new>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "src/proc.h"
@@ -68,6 +85,38 @@ bool hex_decode(const char *s, void *out, size_t n)
 	return true;
 }
 
+// The watcher thread: the host's pidfd turns readable when the host exits.
+void *watch_host(void *arg)
+{
+	struct pollfd f = {(int)(intptr_t)arg, POLLIN, 0};
+	while (poll(&f, 1, -1) <= 0 || (f.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0)
+		f.revents = 0;
+	_exit(1); // the host is gone: so are we
+}
+
+// A wrapper sits between host and us (getppid() is not the host): watch the
+// host by its pid. 0, or a message for boot_fail.
+const char *watch_host_start(const ProcBoot &b)
+{
+	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)b.ppid, 0);
+	if (fd < 0)
+		return "cannot watch the host: its pid is gone or in another pid namespace";
+	// The pidfd first, the start time second: if the start time matches,
+	// the pidfd names the host (a reused pid would show another time).
+	if (b.host_start == 0 || proc_start_time(b.ppid) != b.host_start)
+		return "cannot watch the host: its pid names another process (another pid namespace or /proc?)";
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	const int e = pthread_create(&t, nullptr, watch_host, (void *)(intptr_t)fd);
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (e != 0)
+		return "cannot start the host watcher thread";
+	pthread_detach(t);
+	return nullptr;
+}
+
 } // namespace
 
 extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
@@ -92,9 +141,13 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}();
 	if (head_ok && head[0] == kBootMagic && head[1] == kBootVersion && head[2] == sizeof(ProcBoot) &&
 	    head[3] == sizeof(PoolConfig) && hex_decode(argv[2], &b, sizeof b)) {
-		if (b.ppid != (int32_t)getppid())
-			_exit(1); // the host is gone already
 		g_status_fd = b.fd_status;
+		if (b.ppid != (int32_t)getppid()) {
+			// A forking wrapper, or the host is gone already.
+			const char *why = watch_host_start(b);
+			if (why != nullptr)
+				return boot_fail(KNIT_EPROTO, "%s (pid %d)", why, (int)b.ppid);
+		}
 	} else {
 		// No status fd we could trust: the well-known one if it is open.
 		g_status_fd = kBootFdStatus;
@@ -125,10 +178,23 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s", err);
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO, "the task library's table differs from the host's (%s)", argv[3]);
-	rc = region_map_fd(kBootFdRegion, b.region_size, &p->region);
+	if (b.shm_name[0] != 0) {
+		// Named: unsealed, so only the size is checked (region_map_fd
+		// refuses an object shorter than the pool).
+		if (b.shm_name[0] != '/' || memchr(b.shm_name, 0, sizeof b.shm_name) == nullptr)
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		const int fd = shm_open(b.shm_name, O_RDWR | O_CLOEXEC, 0);
+		if (fd < 0)
+			return boot_fail(KNIT_EPROTO, "cannot open the pool's memory %s", b.shm_name);
+		rc = region_map_fd(fd, b.region_size, &p->region, false);
+		close(fd);
+	} else {
+		rc = region_map_fd(kBootFdRegion, b.region_size, &p->region);
+		if (rc == 0)
+			close(kBootFdRegion); // the Region holds its own duplicate
+	}
 	if (rc != 0)
 		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
-	close(kBootFdRegion); // the Region holds its own duplicate
 
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);

@@ -146,7 +146,7 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
 	return 0;
 }
 
-int region_map_fd(int fd, uint64_t expected_size, Region *out)
+int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal)
 {
 	if (out == nullptr) {
 		return -KNIT_EINVAL;
@@ -161,9 +161,11 @@ int region_map_fd(int fd, uint64_t expected_size, Region *out)
 	}
 	// Seals first, size second: once SHRINK is on, the size we read can only
 	// stay or grow, so the check cannot be raced into a SIGBUS later.
-	int seals = sys_fcntl(fd, F_GET_SEALS, 0);
-	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-		return -KNIT_EPROTO;
+	if (need_seal) {
+		int seals = sys_fcntl(fd, F_GET_SEALS, 0);
+		if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+			return -KNIT_EPROTO;
+		}
 	}
 	struct stat st;
 	memset(&st, 0, sizeof st);

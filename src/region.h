@@ -64,8 +64,10 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
 // not a regular file or too short is refused with -KNIT_EPROTO. -KNIT_EINVAL
 // for fd < 0, size 0 or out null; -KNIT_ENOMEM / -KNIT_ESYSTEM as above.
 // The caller keeps its fd: the Region holds its own close-on-exec duplicate
-// and closes only that one.
-int region_map_fd(int fd, uint64_t expected_size, Region *out);
+// and closes only that one. need_seal false (a named POSIX shm object,
+// which cannot be sealed): only the file type and size are checked, so the
+// size can later shrink under the mapping (see KNIT_PROC_NAMED_SHM).
+int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal = true);
 
 // Unmap and close. Idempotent: the Region is zeroed (fd -1) afterwards and a
 // zeroed Region is accepted. The caller guarantees that no thread of this

@@ -237,6 +237,23 @@ void release_gives_back(RegionKind kind)
 	region_destroy(&r);
 }
 
+// need_seal false (a named shm object, KNIT_PROC_NAMED_SHM): an unsealable
+// file is accepted at its size, and still refused when it is short.
+void test_map_fd_unsealed(void **)
+{
+	int fd = memfd_create("named-like", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 64 << 10), 0);
+	Region b;
+	assert_int_equal(region_map_fd(fd, 64 << 10, &b, true), -KNIT_EPROTO);
+	assert_int_equal(region_map_fd(fd, 128 << 10, &b, false), -KNIT_EPROTO);
+	assert_null(b.base);
+	assert_int_equal(region_map_fd(fd, 64 << 10, &b, false), 0);
+	b.base[100] = 7;
+	region_destroy(&b);
+	close(fd);
+}
+
 void test_release_anonymous(void **) { release_gives_back(RegionKind::kAnonymous); }
 
 void test_release_memfd(void **) { release_gives_back(RegionKind::kMemfd); }
@@ -266,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_create_bad_args),
 		cmocka_unit_test(test_second_mapping_sees_writes),
 		cmocka_unit_test(test_map_fd_refuses),
+		cmocka_unit_test(test_map_fd_unsealed),
 		cmocka_unit_test(test_release_anonymous),
 		cmocka_unit_test(test_release_memfd),
 		cmocka_unit_test(test_release_shared_view),

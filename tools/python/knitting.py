@@ -62,7 +62,7 @@ KNIT_TOPOLOGY_AUTO, KNIT_TOPOLOGY_LANES, KNIT_TOPOLOGY_STEAL = range(3)
 KNIT_MAX_WORKERS = 64
 KNIT_CPU_MASK_WORDS = 16
 KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
-KNIT_PROC_INHERIT_ENV = 1
+KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
 KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
@@ -98,7 +98,8 @@ class PoolOptions(C.Structure):
         ("cpu_flags", C.c_uint32), ("reserved1", C.c_uint32),
         ("worker_kind", C.c_uint32), ("proc_flags", C.c_uint32),
         ("task_library", C.c_char_p), ("worker_path", C.c_char_p),
-        ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32)]
+        ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32),
+        ("worker_prefix", C.POINTER(C.c_char_p))]
 
 
 class CallOptions(C.Structure):
@@ -347,6 +348,11 @@ class Pool:
             if isinstance(v, str):
                 v = v.encode()
                 self._keep.append(v)
+            elif k == "worker_prefix" and isinstance(v, (list, tuple)):
+                # A NULL-terminated argv (kept alive with the pool).
+                v = (C.c_char_p * (len(v) + 1))(*[w.encode() for w in v], None)
+                self._keep.append(v)
+                v = C.cast(v, C.POINTER(C.c_char_p))
             setattr(opts, k, v)
         pool = C.c_void_p()
         _check(self._lib.knit_pool_create(C.byref(opts), arr, len(entries), C.byref(pool)),

@@ -46,7 +46,7 @@
 #define STOP_RUNNING 0u        /* kStopRunning */
 #define STOP_REQUESTED 1u      /* kStopRequested */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 2u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 3u      /* kBootVersion: bump with src/proc.h's ProcBoot */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;

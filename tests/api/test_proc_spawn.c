@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/api/test_proc_spawn.c - how process workers are started: a command
+ * prefix (worker_prefix) that execs in place or forks and waits, its
+ * validation, and named shared memory (KNIT_PROC_NAMED_SHM): round trips,
+ * the name gone after destroy (and after a crash and respawn), children
+ * dying with the host behind a forking wrapper.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kt.h"
+
+#define PROC_LIB KT_BUILD_DIR "/tests/lib/proc_tasks.so"
+
+/* The wrappers: each appends its pid to the marker file ($1), then runs
+ * the rest of its command line, in place (exec) or as a child it waits for
+ * (fork: the trailing exit keeps the shell from exec'ing the last command). */
+static const char kExecWrap[] = "#!/bin/sh\necho $$ >> \"$1\"\nshift\nexec \"$@\"\n";
+static const char kForkWrap[] = "#!/bin/sh\necho $$ >> \"$1\"\nshift\n\"$@\"\nexit $?\n";
+
+static char g_dir[64];
+static char g_exec[128], g_fork[128], g_mark[128];
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(path, mode), 0);
+}
+
+static void wrappers(void)
+{
+	strcpy(g_dir, "/tmp/kt-wrap-XXXXXX");
+	cr_assert_not_null(mkdtemp(g_dir));
+	snprintf(g_exec, sizeof g_exec, "%s/exec.sh", g_dir);
+	snprintf(g_fork, sizeof g_fork, "%s/fork.sh", g_dir);
+	snprintf(g_mark, sizeof g_mark, "%s/mark", g_dir);
+	write_file(g_exec, kExecWrap, 0700);
+	write_file(g_fork, kForkWrap, 0700);
+}
+
+static void wrappers_done(void)
+{
+	unlink(g_exec);
+	unlink(g_fork);
+	unlink(g_mark);
+	rmdir(g_dir);
+}
+
+/* Pids the wrappers wrote to the marker file. */
+static int marks(int64_t *pids, int max)
+{
+	FILE *f = fopen(g_mark, "r");
+	if (f == NULL)
+		return 0;
+	int n = 0;
+	long long v;
+	while (n < max && fscanf(f, "%lld", &v) == 1)
+		pids[n++] = v;
+	fclose(f);
+	return n;
+}
+
+static void proc_opts(knit_pool_options_t *o, uint32_t workers)
+{
+	kt_opts(o, workers);
+	o->worker_kind = KNIT_WORKERS_PROCESSES;
+	o->task_library = PROC_LIB;
+}
+
+static knit_completion_t call1(knit_pool_t *p, const char *task, knit_value_t arg)
+{
+	knit_completion_t c;
+	int rc = knit_call(p, kt_id(p, task), &arg, &c, (int64_t)(KT_BOUND_S * 1e9));
+	cr_assert_eq(rc, 0, "knit_call(%s): %s", task, knit_strerror(rc));
+	return c;
+}
+
+/* Children of this process (any state, zombies included), on any thread. */
+static int count_children(void)
+{
+	char path[300];
+	DIR *d = opendir("/proc/self/task");
+	cr_assert(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Is `pid` a live (not zombie) process? */
+static int alive(int64_t pid)
+{
+	char path[64], comm[64], st = 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int got, ok = fscanf(f, "%d %63s %c", &got, comm, &st) == 3;
+	fclose(f);
+	return ok && st != 'Z';
+}
+
+/* Wait (bounded) until none of pids[0..n) is alive. */
+static void wait_gone(const int64_t *pids, int n, const char *what)
+{
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	for (;;) {
+		int left = 0;
+		for (int i = 0; i < n; i++)
+			left += alive(pids[i]);
+		if (left == 0)
+			return;
+		cr_assert_lt(kt_now_ns(), end, "%s outlived", what);
+		kt_sleep_ms(10);
+	}
+}
+
+/* Names of ours (knitting-PID-...) in /dev/shm. */
+static int shm_names(pid_t pid)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "knitting-%d-", (int)pid);
+	DIR *d = opendir("/dev/shm");
+	if (d == NULL)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The host maps a /dev/shm/knitting-PID-... object. */
+static int maps_named(void)
+{
+	char want[64], line[512];
+	snprintf(want, sizeof want, "/dev/shm/knitting-%d-", (int)getpid());
+	FILE *f = fopen("/proc/self/maps", "r");
+	cr_assert_not_null(f);
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, want) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* ---- the prefix ------------------------------------------------------------------- */
+
+KT(spawn, prefix_env_round_trips)
+{
+	const char *const prefix[] = {"env", NULL}; /* found in $PATH */
+	knit_pool_options_t o;
+	proc_opts(&o, 2);
+	o.worker_prefix = prefix;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	for (int i = 0; i < 20; i++) {
+		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		cr_assert_eq(c.status, 0);
+		cr_assert_eq(c.result.i64, i);
+	}
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+}
+
+/* A wrapper that execs keeps the pid: the worker's parent is the host. */
+KT(spawn, prefix_exec_wrapper_runs)
+{
+	wrappers();
+	const char *const prefix[] = {"/bin/sh", g_exec, g_mark, NULL};
+	knit_pool_options_t o;
+	proc_opts(&o, 2);
+	o.worker_prefix = prefix;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	int64_t pids[4];
+	cr_assert_eq(marks(pids, 4), 2, "the wrapper ran once per worker");
+	for (int i = 0; i < 2; i++)
+		kt_enq(p, kt_id(p, "pid"), kt_none(), NULL);
+	knit_completion_t out[2];
+	cr_assert_eq(kt_reap(p, out, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(out[i].status, 0);
+		cr_assert(out[i].result.i64 == pids[0] || out[i].result.i64 == pids[1],
+			  "the worker is the wrapper's process, exec'd");
+	}
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+	wrappers_done();
+}
+
+/* A wrapper that forks and waits: the worker is its child, calls work, a
+ * crash respawns through the wrapper, destroy leaves no process. */
+KT(spawn, prefix_fork_wrapper)
+{
+	wrappers();
+	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
+	knit_pool_options_t o;
+	proc_opts(&o, 1);
+	o.worker_prefix = prefix;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_completion_t c = call1(p, "pid", kt_none());
+	const int64_t worker = c.result.i64;
+	int64_t w[4];
+	cr_assert_eq(marks(w, 4), 1);
+	cr_assert_neq(worker, w[0], "the worker is the wrapper's child, not the wrapper");
+	c = call1(p, "abort", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	c = call1(p, "pid", kt_none());
+	const int64_t worker2 = c.result.i64;
+	cr_assert_neq(worker2, worker, "respawned");
+	cr_assert_eq(marks(w, 4), 2, "respawned through the wrapper");
+	c = call1(p, "echo", kt_i64(7));
+	cr_assert_eq(c.result.i64, 7);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.respawns, 1);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+	int64_t all[4] = {worker, worker2, w[0], w[1]};
+	wait_gone(all, 4, "a wrapper or worker");
+	wrappers_done();
+}
+
+/* A stuck worker behind a forking wrapper: destroy kills the wrapper, and
+ * the worker dies with it (its parent-death signal). */
+KT(spawn, prefix_fork_wrapper_stuck_worker)
+{
+	wrappers();
+	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
+	knit_pool_options_t o;
+	proc_opts(&o, 1);
+	o.worker_prefix = prefix;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_completion_t c = call1(p, "pid", kt_none());
+	const int64_t worker = c.result.i64;
+	kt_enq(p, kt_id(p, "spin"), kt_none(), NULL);
+	kt_sleep_ms(50);
+	kt_destroy(p);
+	cr_assert_eq(count_children(), 0);
+	wait_gone(&worker, 1, "a stuck worker behind its wrapper");
+	wrappers_done();
+}
+
+/* The host is killed: workers behind a forking wrapper die with it (the
+ * wrapper itself has no parent-death signal: the workers watch the host). */
+KT(spawn, prefix_fork_wrapper_children_die_with_the_host)
+{
+	wrappers();
+	int pfd[2];
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t host = fork();
+	cr_assert_geq(host, 0);
+	if (host == 0) {
+		close(pfd[0]);
+		const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
+		knit_pool_options_t o;
+		proc_opts(&o, 2);
+		o.worker_prefix = prefix;
+		knit_pool_t *p = NULL;
+		if (knit_pool_create(&o, NULL, 0, &p) != 0)
+			_exit(1);
+		for (int i = 0; i < 2; i++)
+			kt_enq(p, kt_id(p, "pid"), kt_none(), NULL);
+		knit_completion_t out[2];
+		if (kt_reap(p, out, 2) != 2)
+			_exit(1);
+		int64_t pids[2] = {out[0].result.i64, out[1].result.i64};
+		(void)!write(pfd[1], pids, sizeof pids);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	int64_t pids[2];
+	cr_assert_eq(read(pfd[0], pids, sizeof pids), (ssize_t)sizeof pids);
+	cr_assert(pids[0] > 0 && pids[1] > 0 && pids[0] != pids[1]);
+	int64_t w[4];
+	cr_assert_eq(marks(w, 4), 2);
+	kill(host, SIGKILL);
+	waitpid(host, NULL, 0);
+	wait_gone(pids, 2, "worker processes behind a forking wrapper: their host");
+	wait_gone(w, 2, "the wrappers: their workers");
+	close(pfd[0]);
+	wrappers_done();
+}
+
+KT(spawn, bad_prefix)
+{
+	knit_pool_options_t o;
+	knit_pool_t *p = NULL;
+	const char *const empty[] = {NULL};
+	const char *const blank[] = {"", NULL};
+	const char *const missing[] = {"no-such-knit-wrapper", NULL};
+	const char *const missing_abs[] = {KT_BUILD_DIR "/no-such-knit-wrapper", NULL};
+	const char *const env[] = {"env", NULL};
+	proc_opts(&o, 1);
+	o.worker_prefix = empty;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "an empty prefix");
+	o.worker_prefix = blank;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "an empty program name");
+	static const char *many[70];
+	for (int i = 0; i < 69; i++)
+		many[i] = "env";
+	many[69] = NULL;
+	o.worker_prefix = many;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "more than 64 words");
+	int fds_children = count_children();
+	o.worker_prefix = missing;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "not in $PATH");
+	o.worker_prefix = missing_abs;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no such file");
+	cr_assert_eq(count_children(), fds_children);
+	cr_assert_null(p);
+	/* Thread pools take no prefix. */
+	kt_opts(&o, 1);
+	o.worker_prefix = env;
+	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a prefix with threads");
+	/* An older caller's struct ends before worker_prefix: none, whatever
+	 * lies beyond its size. */
+	proc_opts(&o, 1);
+	o.worker_prefix = empty;
+	o.size = offsetof(knit_pool_options_t, worker_prefix);
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_completion_t c = call1(p, "echo", kt_i64(3));
+	cr_assert_eq(c.result.i64, 3);
+	kt_destroy(p);
+}
+
+/* ---- named shared memory ------------------------------------------------------------ */
+
+KT(spawn, named_shm_round_trips_and_leaves_no_name)
+{
+	const pid_t me = getpid();
+	cr_assert_eq(shm_names(me), 0);
+	knit_pool_options_t o;
+	proc_opts(&o, 2);
+	o.proc_flags = KNIT_PROC_NAMED_SHM;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	cr_assert_eq(maps_named(), 1, "the pool maps a named object");
+	cr_assert_eq(shm_names(me), 1, "respawn on: the name stays while the pool lives");
+	for (int i = 0; i < 20; i++) {
+		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		cr_assert_eq(c.result.i64, i);
+	}
+	kt_destroy(p);
+	cr_assert_eq(shm_names(me), 0, "no name after destroy");
+	cr_assert_eq(maps_named(), 0);
+	cr_assert_eq(count_children(), 0);
+}
+
+KT(spawn, named_shm_crash_respawn_then_destroy)
+{
+	const pid_t me = getpid();
+	knit_pool_options_t o;
+	proc_opts(&o, 1);
+	o.proc_flags = KNIT_PROC_NAMED_SHM;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_completion_t c = call1(p, "segv", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	c = call1(p, "echo", kt_i64(11)); /* the new worker opened the name */
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.i64, 11);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.respawns, 1);
+	kt_destroy(p);
+	cr_assert_eq(shm_names(me), 0, "no name after a crash, a respawn and destroy");
+}
+
+KT(spawn, named_shm_without_respawn_unlinks_at_create)
+{
+	const pid_t me = getpid();
+	knit_pool_options_t o;
+	proc_opts(&o, 2);
+	o.proc_flags = KNIT_PROC_NAMED_SHM;
+	o.respawn_max = KNIT_ZERO;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	cr_assert_eq(shm_names(me), 0, "every worker mapped it: the name is gone");
+	cr_assert_eq(maps_named(), 1, "the mapping stays");
+	for (int i = 0; i < 10; i++) {
+		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		cr_assert_eq(c.result.i64, i);
+	}
+	kt_destroy(p);
+	cr_assert_eq(shm_names(me), 0);
+}
+
+/* Both together: a forking wrapper and a named object. */
+KT(spawn, named_shm_behind_a_forking_wrapper)
+{
+	wrappers();
+	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
+	knit_pool_options_t o;
+	proc_opts(&o, 2);
+	o.proc_flags = KNIT_PROC_NAMED_SHM;
+	o.worker_prefix = prefix;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	for (int i = 0; i < 10; i++) {
+		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		cr_assert_eq(c.result.i64, i);
+	}
+	kt_destroy(p);
+	cr_assert_eq(shm_names(getpid()), 0);
+	cr_assert_eq(count_children(), 0);
+	wrappers_done();
+}
+
+/* A failed create leaves no name either. */
+KT(spawn, named_shm_failed_create_leaves_no_name)
+{
+	const char *const missing[] = {"no-such-knit-wrapper", NULL};
+	knit_pool_options_t o;
+	proc_opts(&o, 1);
+	o.proc_flags = KNIT_PROC_NAMED_SHM;
+	o.worker_prefix = missing;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL);
+	cr_assert_eq(shm_names(getpid()), 0);
+}
