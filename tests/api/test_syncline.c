@@ -396,7 +396,13 @@ static void hammer(uint32_t workers)
 	cr_expect_eq(s.proto_errors, 0);
 	cr_expect_eq(s.late_drops, 0);
 	cr_expect_gt(line, 0, "no call took the line");
-	cr_expect_geq(ticketed, NCALLERS * n / 5, "the calls with a timeout were ticketed");
+	/* Every call with a timeout (i % 5 == 0, unless it is a string call)
+	 * is ticketed; any other call may also be, when no line was free. */
+	int timed = 0;
+	for (int i = 0; i < n; i++)
+		timed += i % 5 == 0 && i % 7 != 3;
+	cr_expect_geq(ticketed, NCALLERS * timed, "the calls with a timeout were ticketed (%d < %d)", ticketed,
+		      NCALLERS * timed);
 	cr_expect_eq(kt_quiet(pool, 20), 0);
 	kt_destroy(pool);
 }
