@@ -582,7 +582,7 @@ void *monitor_main(void *arg)
 			// level is ours to keep (efd_sync after the progress).
 			efd_sync(p);
 		}
-		if (knit_load_acquire_32(&h->shutdown))
+		if (knit_load_acquire_32(&h->shutdown)) // pairs with proc_shutdown's release store
 			break;
 		for (uint32_t k = 2; k < m; k++)
 			if (fds[k].revents)

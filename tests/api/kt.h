@@ -181,6 +181,16 @@ int kt_reap(knit_pool_t *pool, knit_completion_t *out, int n);
 void kt_reap1(knit_pool_t *pool, knit_completion_t *out);
 /* Poll for `ms` milliseconds; returns the completions seen (released). */
 int kt_quiet(knit_pool_t *pool, int ms);
+
+/* ---- process pools ---------------------------------------------------------- */
+/* The test task library of process pools (tests/api/tasklib/proc_tasks.c). */
+#define KT_PROC_LIB KT_BUILD_DIR "/tests/lib/proc_tasks.so"
+/* kt_opts() for a process pool running KT_PROC_LIB. */
+void kt_proc_opts(knit_pool_options_t *o, uint32_t workers);
+/* knit_call of `task` by name with a KT_BOUND_S timeout; asserts it was made. */
+knit_completion_t kt_proc_call(knit_pool_t *p, const char *task, knit_value_t arg);
+/* Children of this process (any state, zombies included), on any thread. */
+int kt_count_children(void);
 /* Bounded sleep helpers. */
 void kt_sleep_ms(int ms);
 int64_t kt_now_ns(void);

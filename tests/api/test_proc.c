@@ -15,32 +15,16 @@
 
 #include "kt.h"
 
-#define PROC_LIB KT_BUILD_DIR "/tests/lib/proc_tasks.so"
 #define MISMATCH_LIB KT_BUILD_DIR "/tests/lib/proc_mismatch.so"
-
-static void proc_opts(knit_pool_options_t *o, uint32_t workers)
-{
-	kt_opts(o, workers);
-	o->worker_kind = KNIT_WORKERS_PROCESSES;
-	o->task_library = PROC_LIB;
-}
 
 static knit_pool_t *proc_pool(uint32_t workers)
 {
 	knit_pool_options_t o;
-	proc_opts(&o, workers);
+	kt_proc_opts(&o, workers);
 	knit_pool_t *p = NULL;
 	int rc = knit_pool_create(&o, NULL, 0, &p);
 	cr_assert_eq(rc, 0, "process pool create: %s", knit_strerror(rc));
 	return p;
-}
-
-static knit_completion_t call1(knit_pool_t *p, const char *task, knit_value_t arg)
-{
-	knit_completion_t c;
-	int rc = knit_call(p, kt_id(p, task), &arg, &c, (int64_t)(KT_BOUND_S * 1e9));
-	cr_assert_eq(rc, 0, "knit_call(%s): %s", task, knit_strerror(rc));
-	return c;
 }
 
 /* Open descriptors of this process. */
@@ -57,31 +41,6 @@ static int count_fds(void)
 	return n - 1; /* the directory's own fd */
 }
 
-/* Children of this process (any state, zombies included). */
-static int count_children(void)
-{
-	char path[300];
-	/* Children may hang off any thread: walk every task. */
-	DIR *d = opendir("/proc/self/task");
-	cr_assert(d != NULL);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		while (fscanf(f, "%d", &pid) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
-
 static void roundtrip_all_types(knit_pool_t *p)
 {
 	knit_value_t args[7];
@@ -94,7 +53,7 @@ static void roundtrip_all_types(knit_pool_t *p)
 	args[5] = kt_str("hello, process", 14);
 	args[6] = kt_bytes("tiny", 4); /* inline */
 	for (int i = 0; i < 7; i++) {
-		knit_completion_t c = call1(p, "echo", args[i]);
+		knit_completion_t c = kt_proc_call(p, "echo", args[i]);
 		cr_assert_eq(c.status, 0, "type %u: %s", args[i].type, knit_strerror(c.status));
 		cr_assert_eq(c.result.type, args[i].type);
 		cr_assert_eq(c.result.i64, args[i].i64);
@@ -104,13 +63,13 @@ static void roundtrip_all_types(knit_pool_t *p)
 		knit_completion_release(p, &c);
 	}
 	free(big);
-	knit_completion_t c = call1(p, "error", kt_i64(42));
+	knit_completion_t c = kt_proc_call(p, "error", kt_i64(42));
 	cr_assert_eq(c.status, -KNIT_ETASK);
 	cr_assert_eq(c.result.type, KNIT_VALUE_ERROR);
 	cr_assert_eq(c.result.code, 42);
 	cr_assert_eq(c.result.len, 10);
 	knit_completion_release(p, &c);
-	c = call1(p, "alloc", kt_i64(5000)); /* published in place from the return arena */
+	c = kt_proc_call(p, "alloc", kt_i64(5000)); /* published in place from the return arena */
 	cr_assert_eq(c.status, 0);
 	cr_assert_eq(c.result.len, 5000);
 	for (size_t i = 0; i < 5000; i++)
@@ -121,7 +80,7 @@ static void roundtrip_all_types(knit_pool_t *p)
 KT(proc, roundtrip_one_worker)
 {
 	knit_pool_t *p = proc_pool(1);
-	knit_completion_t c = call1(p, "pid", kt_none());
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	cr_assert_eq(c.status, 0);
 	cr_assert_neq(c.result.i64, (int64_t)getpid(), "the task ran in another process");
 	roundtrip_all_types(p);
@@ -171,11 +130,11 @@ KT(proc, roundtrip_two_workers_enqueue)
 KT(proc, wakes_are_counted_not_polled)
 {
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.spin_us = KNIT_ZERO; /* park at once: every call is cold */
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "echo", kt_i64(1));
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(1));
 	knit_completion_release(p, &c);
 	kt_sleep_ms(50);
 	knit_pool_stats_t a, b;
@@ -189,7 +148,7 @@ KT(proc, wakes_are_counted_not_polled)
 	enum { N = 20 };
 	for (int i = 0; i < N; i++) {
 		kt_sleep_ms(2);
-		c = call1(p, "echo", kt_i64(i));
+		c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.result.i64, i);
 	}
 	kt_stats(p, &b);
@@ -231,23 +190,23 @@ KT(proc, bad_options)
 {
 	knit_pool_options_t o;
 	knit_pool_t *p = NULL;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "function pointers with processes");
 	o.task_library = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no task library");
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.topology = KNIT_TOPOLOGY_STEAL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "steal: not yet");
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.inline_lane = KNIT_INLINE_LAST;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no inline lane");
 	kt_opts(&o, 1);
-	o.task_library = PROC_LIB;
+	o.task_library = KT_PROC_LIB;
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a task library with threads");
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.task_library = KT_BUILD_DIR "/tests/lib/no-such-library.so";
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "missing library");
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.worker_path = KT_BUILD_DIR "/no-such-knit-worker";
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "missing worker");
 	cr_assert_null(p);
@@ -265,14 +224,14 @@ KT(proc, worker_path_env_and_wrong_binary)
 	int fds = count_fds();
 	/* A binary that is not knit-worker exits without its verdict. */
 	setenv("KNIT_WORKER_PATH", "/bin/true", 1);
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ECRASHED);
 	/* The option wins over the variable. */
 	o.worker_path = KT_BUILD_DIR "/libexec/knitting/knit-worker";
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	kt_destroy(p);
 	unsetenv("KNIT_WORKER_PATH");
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	cr_assert_eq(count_fds(), fds);
 }
 
@@ -283,14 +242,14 @@ KT(proc, table_hash_mismatch)
 	/* The host sees the 7 ms table, the workers (empty environment) the
 	 * other one: they refuse, and create says so. */
 	setenv("KT_MISMATCH", "1", 1);
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.task_library = MISMATCH_LIB;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EPROTO);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	/* Inheriting the environment, both load the same table. */
 	o.proc_flags = KNIT_PROC_INHERIT_ENV;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "echo", kt_i64(5));
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(5));
 	cr_assert_eq(c.result.i64, 5);
 	kt_destroy(p);
 }
@@ -300,17 +259,17 @@ KT(proc, table_hash_mismatch)
 static void crash_then_serve(const char *task, int32_t want)
 {
 	knit_pool_t *p = proc_pool(1);
-	knit_completion_t c = call1(p, "pid", kt_none());
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	const int64_t pid0 = c.result.i64;
-	c = call1(p, task, kt_i64(0));
+	c = kt_proc_call(p, task, kt_i64(0));
 	cr_assert_eq(c.status, want, "%s: %s", task, knit_strerror(c.status));
 	/* The next calls succeed, in a new worker process. */
 	for (int i = 0; i < 5; i++) {
-		c = call1(p, "echo", kt_i64(i));
+		c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.status, 0);
 		cr_assert_eq(c.result.i64, i);
 	}
-	c = call1(p, "pid", kt_none());
+	c = kt_proc_call(p, "pid", kt_none());
 	cr_assert_neq(c.result.i64, pid0, "respawned");
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
@@ -319,7 +278,7 @@ static void crash_then_serve(const char *task, int32_t want)
 		  (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.pending, 0);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 KT(proc, abort_fails_only_its_call) { crash_then_serve("abort", -KNIT_ECRASHED); }
@@ -329,14 +288,14 @@ KT(proc, exit_fails_only_its_call) { crash_then_serve("exit", -KNIT_ECRASHED); }
 KT(proc, hard_timeout_kills_the_worker_only)
 {
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.hard_timeout_ms = 100;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "spin", kt_none());
+	knit_completion_t c = kt_proc_call(p, "spin", kt_none());
 	cr_assert_eq(c.status, -KNIT_ETIMEDOUT);
 	for (int i = 0; i < 3; i++) {
-		c = call1(p, "echo", kt_i64(i));
+		c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.status, 0);
 		cr_assert_eq(c.result.i64, i);
 	}
@@ -375,7 +334,7 @@ KT(proc, crash_with_calls_in_flight)
 	cr_assert_eq(seen[N], 1);
 	cr_assert_geq(crashed, 1);
 	cr_assert_geq(ok, N / 2, "the other lane's calls all succeed");
-	knit_completion_t c = call1(p, "echo", kt_i64(9));
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(9));
 	cr_assert_eq(c.result.i64, 9);
 	kt_destroy(p);
 }
@@ -383,12 +342,12 @@ KT(proc, crash_with_calls_in_flight)
 KT(proc, restart_budget_ends_a_crash_loop)
 {
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.respawn_max = 2;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	for (int i = 0; i < 3; i++) {
-		knit_completion_t c = call1(p, "abort", kt_none());
+		knit_completion_t c = kt_proc_call(p, "abort", kt_none());
 		cr_assert_eq(c.status, -KNIT_ECRASHED);
 	}
 	/* Three crashes with a budget of two: the pool failed. */
@@ -402,17 +361,17 @@ KT(proc, restart_budget_ends_a_crash_loop)
 	cr_assert_eq(s.crashes, 3);
 	cr_assert_eq(s.respawns, 2);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 KT(proc, no_respawn)
 {
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.respawn_max = KNIT_ZERO;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "exit", kt_none());
+	knit_completion_t c = kt_proc_call(p, "exit", kt_none());
 	cr_assert_eq(c.status, -KNIT_ECRASHED);
 	knit_value_t a = kt_i64(1);
 	knit_ticket_t t;
@@ -425,16 +384,16 @@ KT(proc, no_respawn)
 KT(proc, destroy_leaves_nothing)
 {
 	const int fds = count_fds();
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	for (int round = 0; round < 3; round++) {
 		knit_pool_t *p = proc_pool(2);
-		knit_completion_t c = call1(p, "echo", kt_i64(round));
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(round));
 		cr_assert_eq(c.result.i64, round);
 		cr_assert_eq(knit_completion_fd(p) >= 0, 1);
-		cr_assert_eq(count_children(), 2);
+		cr_assert_eq(kt_count_children(), 2);
 		kt_enq(p, kt_id(p, "sleep"), kt_i64(5000), NULL); /* destroy cancels it */
 		kt_destroy(p);
-		cr_assert_eq(count_children(), 0, "no child, no zombie");
+		cr_assert_eq(kt_count_children(), 0, "no child, no zombie");
 		cr_assert_eq(count_fds(), fds, "no descriptor");
 	}
 	/* Nothing of ours in the mappings either. */
@@ -451,7 +410,7 @@ KT(proc, destroy_kills_a_stuck_worker)
 	kt_enq(p, kt_id(p, "spin"), kt_none(), NULL);
 	kt_sleep_ms(50);
 	kt_destroy(p); /* the worker never acknowledges: SIGKILL after the grace */
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* The host is killed: its worker processes die with it. */
@@ -531,7 +490,7 @@ KT(proc, stop_drain_then_destroy)
 	/* The workers acknowledged and exit on their own: the monitor reaps
 	 * them, nothing counts as a crash. */
 	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
-	while (count_children() != 0) {
+	while (kt_count_children() != 0) {
 		cr_assert_lt(kt_now_ns(), end, "stopped workers did not exit");
 		kt_sleep_ms(5);
 	}
@@ -547,7 +506,7 @@ KT(proc, stop_drain_then_destroy)
 KT(proc, fork_child_destroy)
 {
 	knit_pool_t *p = proc_pool(1);
-	knit_completion_t c = call1(p, "pid", kt_none());
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	const int64_t worker = c.result.i64;
 	pid_t child = fork();
 	cr_assert_geq(child, 0);
@@ -560,7 +519,7 @@ KT(proc, fork_child_destroy)
 	int st = 0;
 	cr_assert_eq(waitpid(child, &st, 0), child);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	c = call1(p, "pid", kt_none());
+	c = kt_proc_call(p, "pid", kt_none());
 	cr_assert_eq(c.result.i64, worker, "the same worker still serves the parent");
 	kt_destroy(p);
 }
@@ -573,7 +532,7 @@ KT(proc, worker_refuses_foreign_command_lines)
 	snprintf(cmd, sizeof cmd, "%s >/dev/null 2>&1", w);
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "no boot record: usage, exit 2");
-	snprintf(cmd, sizeof cmd, "%s --knit-boot 00112233445566778899aabbccddeeff %s 2>/dev/null", w, PROC_LIB);
+	snprintf(cmd, sizeof cmd, "%s --knit-boot 00112233445566778899aabbccddeeff %s 2>/dev/null", w, KT_PROC_LIB);
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a boot record of another version: refused");
 }

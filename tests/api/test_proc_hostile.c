@@ -32,30 +32,6 @@ static knit_pool_t *hostile_pool(uint32_t workers, uint32_t hard_timeout_ms, uin
 	return p;
 }
 
-/* Children of this process (any state, zombies included). */
-static int count_children(void)
-{
-	char path[300];
-	DIR *d = opendir("/proc/self/task");
-	cr_assert(d != NULL);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		while (fscanf(f, "%d", &pid) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
-
 /* One call pinned to `lane`, reaped (nothing else in flight). */
 static knit_completion_t on_lane(knit_pool_t *p, const char *task, knit_value_t arg, uint32_t lane)
 {
@@ -125,7 +101,7 @@ KT(proc_hostile, forged_stamp_kills_and_respawns_the_forger)
 		  (unsigned long long)s.respawns, (unsigned long long)s.crashes, (unsigned long long)s.hard_kills);
 	cr_assert_eq(s.enqueued, s.completed);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* Protocol kills count against the respawn budget: a task library that
@@ -160,7 +136,7 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 		  (unsigned long long)s.spawns, (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.enqueued, s.completed);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* A worker process that stops though nobody asked it to (it wrote its own
@@ -186,7 +162,7 @@ KT(proc_hostile, unasked_clean_exit_is_a_crash)
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* A worker process whose task keeps its stop word at RUNNING never sees a
@@ -213,7 +189,7 @@ KT(proc_hostile, rewritten_stop_word_cannot_hang_stop)
 	cr_assert_geq(s.proto_errors, 1);
 	cr_assert_eq(s.respawns, 0, "no respawn while stopping");
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* ---- the doorbell: a cleared armed word strands nobody ----------------------------- */
@@ -242,7 +218,7 @@ KT(proc_hostile, cleared_armed_word_strands_no_waiter)
 	cr_assert_eq((intptr_t)c.user_data, 1);
 	cr_assert_eq(c.status, 0);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* ---- the scribbler ----------------------------------------------------------------- */
@@ -338,5 +314,5 @@ KT(proc_hostile, scribbler_leaves_the_host_whole)
 	(void)failed_pool;
 	knit_stop(p, KNIT_STOP_CANCEL, 2ll * 1000 * 1000 * 1000);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0, "seed %llu", (unsigned long long)seed);
+	cr_assert_eq(kt_count_children(), 0, "seed %llu", (unsigned long long)seed);
 }

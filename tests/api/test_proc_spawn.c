@@ -17,7 +17,6 @@
 
 #include "kt.h"
 
-#define PROC_LIB KT_BUILD_DIR "/tests/lib/proc_tasks.so"
 
 /* The wrappers: each appends its pid to the marker file ($1), then runs
  * the rest of its command line, in place (exec) or as a child it waits for
@@ -67,45 +66,6 @@ static int marks(int64_t *pids, int max)
 	while (n < max && fscanf(f, "%lld", &v) == 1)
 		pids[n++] = v;
 	fclose(f);
-	return n;
-}
-
-static void proc_opts(knit_pool_options_t *o, uint32_t workers)
-{
-	kt_opts(o, workers);
-	o->worker_kind = KNIT_WORKERS_PROCESSES;
-	o->task_library = PROC_LIB;
-}
-
-static knit_completion_t call1(knit_pool_t *p, const char *task, knit_value_t arg)
-{
-	knit_completion_t c;
-	int rc = knit_call(p, kt_id(p, task), &arg, &c, (int64_t)(KT_BOUND_S * 1e9));
-	cr_assert_eq(rc, 0, "knit_call(%s): %s", task, knit_strerror(rc));
-	return c;
-}
-
-/* Children of this process (any state, zombies included), on any thread. */
-static int count_children(void)
-{
-	char path[300];
-	DIR *d = opendir("/proc/self/task");
-	cr_assert(d != NULL);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		while (fscanf(f, "%d", &pid) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
 	return n;
 }
 
@@ -175,17 +135,17 @@ KT(spawn, prefix_env_round_trips)
 {
 	const char *const prefix[] = {"env", NULL}; /* found in $PATH */
 	knit_pool_options_t o;
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.worker_prefix = prefix;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	for (int i = 0; i < 20; i++) {
-		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.status, 0);
 		cr_assert_eq(c.result.i64, i);
 	}
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 /* A wrapper that execs keeps the pid: the worker's parent is the host. */
@@ -194,7 +154,7 @@ KT(spawn, prefix_exec_wrapper_runs)
 	wrappers();
 	const char *const prefix[] = {"/bin/sh", g_exec, g_mark, NULL};
 	knit_pool_options_t o;
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.worker_prefix = prefix;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
@@ -210,7 +170,7 @@ KT(spawn, prefix_exec_wrapper_runs)
 			  "the worker is the wrapper's process, exec'd");
 	}
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	wrappers_done();
 }
 
@@ -221,28 +181,28 @@ KT(spawn, prefix_fork_wrapper)
 	wrappers();
 	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.worker_prefix = prefix;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "pid", kt_none());
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	const int64_t worker = c.result.i64;
 	int64_t w[4];
 	cr_assert_eq(marks(w, 4), 1);
 	cr_assert_neq(worker, w[0], "the worker is the wrapper's child, not the wrapper");
-	c = call1(p, "abort", kt_none());
+	c = kt_proc_call(p, "abort", kt_none());
 	cr_assert_eq(c.status, -KNIT_ECRASHED);
-	c = call1(p, "pid", kt_none());
+	c = kt_proc_call(p, "pid", kt_none());
 	const int64_t worker2 = c.result.i64;
 	cr_assert_neq(worker2, worker, "respawned");
 	cr_assert_eq(marks(w, 4), 2, "respawned through the wrapper");
-	c = call1(p, "echo", kt_i64(7));
+	c = kt_proc_call(p, "echo", kt_i64(7));
 	cr_assert_eq(c.result.i64, 7);
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.respawns, 1);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	int64_t all[4] = {worker, worker2, w[0], w[1]};
 	wait_gone(all, 4, "a wrapper or worker");
 	wrappers_done();
@@ -255,16 +215,16 @@ KT(spawn, prefix_fork_wrapper_stuck_worker)
 	wrappers();
 	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.worker_prefix = prefix;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "pid", kt_none());
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	const int64_t worker = c.result.i64;
 	kt_enq(p, kt_id(p, "spin"), kt_none(), NULL);
 	kt_sleep_ms(50);
 	kt_destroy(p);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	wait_gone(&worker, 1, "a stuck worker behind its wrapper");
 	wrappers_done();
 }
@@ -282,7 +242,7 @@ KT(spawn, prefix_fork_wrapper_children_die_with_the_host)
 		close(pfd[0]);
 		const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
 		knit_pool_options_t o;
-		proc_opts(&o, 2);
+		kt_proc_opts(&o, 2);
 		o.worker_prefix = prefix;
 		knit_pool_t *p = NULL;
 		if (knit_pool_create(&o, NULL, 0, &p) != 0)
@@ -320,7 +280,7 @@ KT(spawn, bad_prefix)
 	const char *const missing[] = {"no-such-knit-wrapper", NULL};
 	const char *const missing_abs[] = {KT_BUILD_DIR "/no-such-knit-wrapper", NULL};
 	const char *const env[] = {"env", NULL};
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.worker_prefix = empty;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "an empty prefix");
 	o.worker_prefix = blank;
@@ -331,12 +291,12 @@ KT(spawn, bad_prefix)
 	many[69] = NULL;
 	o.worker_prefix = many;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "more than 64 words");
-	int fds_children = count_children();
+	int fds_children = kt_count_children();
 	o.worker_prefix = missing;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "not in $PATH");
 	o.worker_prefix = missing_abs;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no such file");
-	cr_assert_eq(count_children(), fds_children);
+	cr_assert_eq(kt_count_children(), fds_children);
 	cr_assert_null(p);
 	/* Thread pools take no prefix. */
 	kt_opts(&o, 1);
@@ -344,11 +304,11 @@ KT(spawn, bad_prefix)
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a prefix with threads");
 	/* An older caller's struct ends before worker_prefix: none, whatever
 	 * lies beyond its size. */
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.worker_prefix = empty;
 	o.size = offsetof(knit_pool_options_t, worker_prefix);
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "echo", kt_i64(3));
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(3));
 	cr_assert_eq(c.result.i64, 3);
 	kt_destroy(p);
 }
@@ -360,33 +320,33 @@ KT(spawn, named_shm_round_trips_and_leaves_no_name)
 	const pid_t me = getpid();
 	cr_assert_eq(shm_names(me), 0);
 	knit_pool_options_t o;
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	cr_assert_eq(maps_named(), 1, "the pool maps a named object");
 	cr_assert_eq(shm_names(me), 1, "respawn on: the name stays while the pool lives");
 	for (int i = 0; i < 20; i++) {
-		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.result.i64, i);
 	}
 	kt_destroy(p);
 	cr_assert_eq(shm_names(me), 0, "no name after destroy");
 	cr_assert_eq(maps_named(), 0);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 KT(spawn, named_shm_crash_respawn_then_destroy)
 {
 	const pid_t me = getpid();
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = call1(p, "segv", kt_none());
+	knit_completion_t c = kt_proc_call(p, "segv", kt_none());
 	cr_assert_eq(c.status, -KNIT_ECRASHED);
-	c = call1(p, "echo", kt_i64(11)); /* the new worker opened the name */
+	c = kt_proc_call(p, "echo", kt_i64(11)); /* the new worker opened the name */
 	cr_assert_eq(c.status, 0);
 	cr_assert_eq(c.result.i64, 11);
 	knit_pool_stats_t s;
@@ -400,7 +360,7 @@ KT(spawn, named_shm_without_respawn_unlinks_at_create)
 {
 	const pid_t me = getpid();
 	knit_pool_options_t o;
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	o.respawn_max = KNIT_ZERO;
 	knit_pool_t *p = NULL;
@@ -408,7 +368,7 @@ KT(spawn, named_shm_without_respawn_unlinks_at_create)
 	cr_assert_eq(shm_names(me), 0, "every worker mapped it: the name is gone");
 	cr_assert_eq(maps_named(), 1, "the mapping stays");
 	for (int i = 0; i < 10; i++) {
-		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.result.i64, i);
 	}
 	kt_destroy(p);
@@ -421,18 +381,18 @@ KT(spawn, named_shm_behind_a_forking_wrapper)
 	wrappers();
 	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
 	knit_pool_options_t o;
-	proc_opts(&o, 2);
+	kt_proc_opts(&o, 2);
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	o.worker_prefix = prefix;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	for (int i = 0; i < 10; i++) {
-		knit_completion_t c = call1(p, "echo", kt_i64(i));
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
 		cr_assert_eq(c.result.i64, i);
 	}
 	kt_destroy(p);
 	cr_assert_eq(shm_names(getpid()), 0);
-	cr_assert_eq(count_children(), 0);
+	cr_assert_eq(kt_count_children(), 0);
 	wrappers_done();
 }
 
@@ -441,7 +401,7 @@ KT(spawn, named_shm_failed_create_leaves_no_name)
 {
 	const char *const missing[] = {"no-such-knit-wrapper", NULL};
 	knit_pool_options_t o;
-	proc_opts(&o, 1);
+	kt_proc_opts(&o, 1);
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	o.worker_prefix = missing;
 	knit_pool_t *p = NULL;

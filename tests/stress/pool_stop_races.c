@@ -41,27 +41,7 @@
 #define BOUND_NS (20ll * 1000 * 1000 * 1000)
 #define PER_PRODUCER 50000
 
-static int t_neg(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
-{
-	(void)ctx;
-	ret->type = KNIT_VALUE_I64;
-	ret->i64 = -arg->i64;
-	return 0;
-}
-static int t_blob(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
-{
-	/* arg I64 n: n bytes (inline below 512, arena above) */
-	size_t n = (size_t)arg->i64;
-	char *b = knit_ctx_alloc(ctx, n);
-	if (!b)
-		return 12;
-	memset(b, 'x', n);
-	ret->type = KNIT_VALUE_STRING;
-	ret->data = b;
-	ret->len = n;
-	return 0;
-}
-static const knit_task_t tasks[] = { { "neg", t_neg, 0, 0 }, { "blob", t_blob, 0, 0 } };
+static const knit_task_t tasks[] = STRESS_NEG_BLOB_TASKS;
 #define NEG 1 /* ids are name order: blob = 0, neg = 1 (checked in main) */
 
 /* Destroy frees what the pool owns: results never reaped (byte payloads in

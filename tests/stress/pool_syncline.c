@@ -41,26 +41,7 @@
 /* A knit_call timeout that never expires here: keeps the call ticketed. */
 #define BOUND_NS_TICKETED (60ll * 1000 * 1000 * 1000)
 
-static int t_neg(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
-{
-	(void)ctx;
-	ret->type = KNIT_VALUE_I64;
-	ret->i64 = -arg->i64;
-	return 0;
-}
-static int t_blob(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
-{
-	size_t n = (size_t)arg->i64;
-	char *b = knit_ctx_alloc(ctx, n);
-	if (!b)
-		return 12;
-	memset(b, 'x', n);
-	ret->type = KNIT_VALUE_STRING;
-	ret->data = b;
-	ret->len = n;
-	return 0;
-}
-static const knit_task_t tasks[] = { { "neg", t_neg, 0, 0 }, { "blob", t_blob, 0, 0 } };
+static const knit_task_t tasks[] = STRESS_NEG_BLOB_TASKS;
 #define BLOB 0
 #define NEG 1
 

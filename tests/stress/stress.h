@@ -11,7 +11,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
+
+#include "knitting.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define STRESS_TSAN 1
@@ -52,6 +55,30 @@ static atomic_int failures;
 		if (!(c))                                                              \
 			FAIL(__VA_ARGS__);                                             \
 	} while (0)
+
+/* Two tasks several pool stress tests share: "neg" (I64 arg -> -arg) and
+ * "blob" (I64 n -> a STRING of n 'x', built in knit_ctx_alloc memory: inline
+ * below 512 bytes, arena above). Ids are name order: blob = 0, neg = 1. */
+static inline int stress_t_neg(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = -arg->i64;
+	return 0;
+}
+static inline int stress_t_blob(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	size_t n = (size_t)arg->i64;
+	char *b = (char *)knit_ctx_alloc(ctx, n);
+	if (!b)
+		return 12;
+	memset(b, 'x', n);
+	ret->type = KNIT_VALUE_STRING;
+	ret->data = b;
+	ret->len = n;
+	return 0;
+}
+#define STRESS_NEG_BLOB_TASKS { { "neg", stress_t_neg, 0, 0 }, { "blob", stress_t_blob, 0, 0 } }
 
 static inline int64_t now_ns(void)
 {

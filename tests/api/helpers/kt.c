@@ -4,6 +4,7 @@
  */
 #include "api/kt.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
@@ -600,3 +601,42 @@ int main(void)
 	return 77;
 }
 #endif
+
+void kt_proc_opts(knit_pool_options_t *o, uint32_t workers)
+{
+	kt_opts(o, workers);
+	o->worker_kind = KNIT_WORKERS_PROCESSES;
+	o->task_library = KT_PROC_LIB;
+}
+
+knit_completion_t kt_proc_call(knit_pool_t *p, const char *task, knit_value_t arg)
+{
+	knit_completion_t c;
+	int rc = knit_call(p, kt_id(p, task), &arg, &c, (int64_t)(KT_BOUND_S * 1e9));
+	cr_assert_eq(rc, 0, "knit_call(%s): %s", task, knit_strerror(rc));
+	return c;
+}
+
+int kt_count_children(void)
+{
+	char path[300];
+	/* Children may hang off any thread: walk every task. */
+	DIR *d = opendir("/proc/self/task");
+	cr_assert(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
