@@ -40,6 +40,9 @@ struct ProcHost {
 	// KNIT_PROC_NAMED_SHM: the object's name while it exists (linked).
 	char shm_name[kShmNameMax];
 	bool shm_linked;
+	// The janitor (knit-worker --knit-janitor): unlinks the name when the
+	// host exits without unlinking it (killed). 0: none.
+	pid_t janitor;
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
 	int bridge;           // eventfd the workers write (completion fd on)
@@ -149,6 +152,63 @@ void reap(int pidfd, pid_t pid, siginfo_t *si)
 			si->si_status = 0;
 		}
 	}
+}
+
+// Start the janitor of a named region: a knit-worker in its own session
+// (a terminal's signals to our process group do not reach it) that outlives
+// us by design. It watches our pid and, when we exit, removes the name if it
+// still names the object it saw at its start; a host killed while the name is
+// linked (respawns on, or during boot) so leaves no name behind. 0 or
+// -KNIT_ESYSTEM.
+int spawn_janitor(ProcHost *h)
+{
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	char arg0[] = "knit-worker";
+	char arg1[] = "--knit-janitor";
+	char *argv[] = {arg0, arg1, h->shm_name, pid, nullptr};
+	char *empty_env[] = {nullptr};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return -KNIT_ESYSTEM;
+	if (posix_spawnattr_init(&attr) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -KNIT_ESYSTEM;
+	}
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (e == 0)
+		e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (e == 0)
+		e = posix_spawnattr_setsigmask(&attr, &none);
+	if (e == 0)
+		e = posix_spawnattr_setsigdefault(&attr, &all);
+	if (e == 0)
+		e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+	pid_t child = 0;
+	if (e == 0)
+		e = posix_spawn(&child, h->worker_path, &fa, &attr, argv, empty_env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (e != 0)
+		return -KNIT_ESYSTEM;
+	h->janitor = child;
+	return 0;
+}
+
+// The name is gone (unlinked by us): the janitor has nothing left to do.
+// Our child, unreaped until here, so its pid names nobody else.
+void janitor_done(ProcHost *h)
+{
+	if (h->janitor <= 0)
+		return;
+	kill(h->janitor, SIGKILL);
+	while (waitpid(h->janitor, nullptr, 0) < 0 && errno == EINTR) {
+	}
+	h->janitor = 0;
 }
 
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
@@ -532,6 +592,7 @@ void *monitor_main(void *arg)
 	if (rc == 0 && h->shm_linked && h->respawn_max == 0) {
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
+		janitor_done(h);
 	}
 	pthread_mutex_lock(&h->m);
 	h->boot_rc = rc;
@@ -772,6 +833,8 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	// failure later.
 	if (access(h->worker_path, X_OK) != 0)
 		return -KNIT_EINVAL;
+	if (h->shm_linked && spawn_janitor(h) != 0)
+		return -KNIT_ESYSTEM;
 	h->bridge = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (h->bridge < 0 || h->ctl < 0)
@@ -844,6 +907,7 @@ void proc_shutdown(Pool *p)
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
 	}
+	janitor_done(h);
 	if (h->bridge >= 0)
 		close(h->bridge);
 	if (h->ctl >= 0)

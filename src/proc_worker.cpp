@@ -23,6 +23,7 @@
 #include "src/common.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <new>
 #include <poll.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -117,10 +119,54 @@ const char *watch_host_start(const ProcBoot &b)
 	return nullptr;
 }
 
+// The identity of a named object: 0 and *id, or -1 (no such name).
+int shm_identity(const char *name, struct stat *id)
+{
+	const int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	const int rc = fstat(fd, id);
+	close(fd);
+	return rc;
+}
+
+// knit-worker --knit-janitor NAME HOSTPID (spawn_janitor in src/proc.cpp):
+// wait for the host to exit, then remove NAME if it still names the object
+// it named when we started (a name the host unlinked and someone created
+// again is not ours). The host kills us once it unlinked the name itself.
+int janitor_main(const char *name, const char *pid_text)
+{
+	char *end = nullptr;
+	const long host = strtol(pid_text, &end, 10);
+	if (name[0] != '/' || strlen(name) >= kShmNameMax || strchr(name + 1, '/') != nullptr ||
+	    end == pid_text || *end != 0 || host <= 1 || host > INT_MAX) {
+		fprintf(stderr, "knit-worker: bad janitor arguments\n");
+		return 2;
+	}
+	struct stat at_start;
+	if (shm_identity(name, &at_start) != 0)
+		return 0; // unlinked already: nothing to watch for
+	// The pidfd first, then the parent check: a host that died before the
+	// pidfd existed shows as a changed parent.
+	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)host, 0);
+	if (fd >= 0 && getppid() == (pid_t)host) {
+		struct pollfd f = {fd, POLLIN, 0};
+		while (poll(&f, 1, -1) < 0 || (f.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0)
+			f.revents = 0;
+	}
+	struct stat now;
+	if (shm_identity(name, &now) == 0 && now.st_dev == at_start.st_dev && now.st_ino == at_start.st_ino)
+		shm_unlink(name);
+	return 0;
+}
+
 } // namespace
 
 extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 {
+	// The janitor of a named region outlives the host on purpose.
+	if (argc == 4 && strcmp(argv[1], "--knit-janitor") == 0)
+		return janitor_main(argv[2], argv[3]);
 	// First: die with the host's spawning thread, then make sure it did not
 	// die already (the prctl came too late for that).
 	prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -375,6 +375,61 @@ KT(spawn, named_shm_without_respawn_unlinks_at_create)
 	cr_assert_eq(shm_names(me), 0);
 }
 
+/* Remove what a failed test left, then report how many there were. */
+static int shm_names_swept(pid_t pid)
+{
+	char prefix[64], path[300];
+	snprintf(prefix, sizeof prefix, "knitting-%d-", (int)pid);
+	const int n = shm_names(pid);
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+			snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+			unlink(path);
+		}
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/* A host killed while its name is linked (respawns on: the name stays for
+ * the next worker) leaves no name: the pool's janitor removes it. */
+KT(spawn, named_shm_host_killed_leaves_no_name)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	const pid_t host = fork();
+	cr_assert_neq(host, -1);
+	if (host == 0) {
+		knit_pool_options_t o;
+		kt_proc_opts(&o, 2);
+		o.proc_flags = KNIT_PROC_NAMED_SHM;
+		knit_pool_t *p = NULL;
+		char ok = knit_pool_create(&o, NULL, 0, &p) == 0 &&
+				  kt_proc_call(p, "echo", kt_i64(5)).result.i64 == 5
+			      ? 'y'
+			      : 'n';
+		(void)!write(ready[1], &ok, 1);
+		for (;;)
+			pause(); /* killed here, the pool alive */
+	}
+	close(ready[1]);
+	char ok = 0;
+	cr_assert_eq(read(ready[0], &ok, 1), 1);
+	close(ready[0]);
+	const int linked = shm_names(host);
+	kill(host, SIGKILL);
+	cr_assert_eq(waitpid(host, NULL, 0), host);
+	/* The janitor runs on its own time: wait for it, with a hang guard. */
+	for (int i = 0; i < 1000 && shm_names(host) != 0; i++)
+		usleep(10 * 1000);
+	const int left = shm_names_swept(host);
+	cr_assert_eq(ok, 'y', "the killed host's pool served a call");
+	cr_assert_eq(linked, 1, "respawn on: the name stayed while the pool lived");
+	cr_assert_eq(left, 0, "the killed host's name is gone");
+}
+
 /* Both together: a forking wrapper and a named object. */
 KT(spawn, named_shm_behind_a_forking_wrapper)
 {
