@@ -363,6 +363,11 @@ void pool_free(knit_pool *kp)
 
 } // namespace
 
+int32_t knit::detail::pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
+{
+	return worker_cpus(cfg, i, set);
+}
+
 extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
 					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
 {

@@ -166,6 +166,10 @@ struct TaskEntry;
 // the caller's table; process pools: the task library's). 0,
 // -KNIT_EINVAL or -KNIT_ENOMEM.
 int pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks);
+// Worker i's CPU set under cfg's placement (cpu_mask, one_per_worker), and
+// the one CPU it is pinned to (-1 when the set has more than one). Thread
+// workers are started with it; a worker process places itself with it.
+int32_t pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set);
 
 // ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 

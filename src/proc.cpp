@@ -341,7 +341,10 @@ int boot_all(Pool *p)
 			if (got[i] == 0)
 				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
 			else
-				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM ? -code : -KNIT_EPROTO;
+				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL ||
+						     code == KNIT_ESYSTEM
+					     ? -code
+					     : -KNIT_EPROTO;
 			break;
 		}
 	}
@@ -796,6 +799,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
 	b.cfg = cfg;
+	// Each worker places itself from b.cfg (src/proc_worker.cpp) and
+	// refuses to boot unless it got exactly this: the stats can say so now.
+	if (cfg.place)
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			cpu_set_t set;
+			p->lanes[i].cpu = pool_worker_cpus(cfg, i, &set);
+		}
 	return 0;
 }
 
