@@ -63,6 +63,8 @@
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
+//   spill_off + i*sstride process pools only: worker lane i's line spill slot
+//                        (line_spill_off / line_spill_stride, src/syncline.h)
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
 //   steal_off            steal topology only: steal control block, submit
 //                        lock and its arena (steal_area_bytes(cap))
@@ -335,6 +337,7 @@ struct Lane {
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
 	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
+	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----

@@ -25,6 +25,7 @@
 
 #include "src/calls.h"
 #include "src/proc.h"
+#include "src/syncline.h"
 #include "src/wake.h"
 
 extern char **environ;
@@ -414,6 +415,10 @@ void reattach_lane(Pool *p, Lane *l)
 void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 {
 	Lane *l = &p->lanes[lane];
+	// S10 (src/syncline.h): a knit_call on its line ends with `status` too,
+	// and the line is never claimed again (the new worker's view of it
+	// could not be trusted to agree with the caller's sequence).
+	line_lost(p, l, status);
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
@@ -465,6 +470,12 @@ void pool_fail(Pool *p)
 	ProcHost *h = p->proc;
 	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
+	// S8 (src/syncline.h): knit_calls on the lines end too (-KNIT_ECRASHED,
+	// ended_status): a stopping worker need not serve its line. seq_cst:
+	// between the store of closed and the lines' CAS, pairs with the
+	// caller's S1 fence (either it sees closed or we see its claim).
+	knit_fence_seq_cst();
+	line_cancel_all(p);
 	request_worker_stop(p);
 	// Lanes without a worker acknowledge on its behalf.
 	for (uint32_t i = 0; i < p->nworkers; i++) {

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "src/proc.h"
+#include "src/syncline.h"
 
 using namespace knit::detail;
 
@@ -266,6 +267,18 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	l->parked = word_at(l->block, kLaneOffParked);
 	l->stop = word_at(l->block, kLaneOffStop);
 	l->ext = lane_ext(p, b.lane);
+	// Our line and its spill slot (the host's plan, pool.cpp): within the
+	// region, before the lane blocks.
+	{
+		const uint32_t awords = (p->cfg.abort_capacity + 31) / 32;
+		const uint64_t spill_off = line_spill_off(b.abort_off, awords);
+		const uint64_t sstride = line_spill_stride(p->cfg);
+		if (line_area_off(b.nworkers) + (uint64_t)b.nworkers * kLineBytes > b.abort_off ||
+		    spill_off > b.lanes_off || sstride > (b.lanes_off - spill_off) / b.nworkers)
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		l->line = base + line_area_off(b.nworkers) + (uint64_t)b.lane * kLineBytes;
+		l->line_spill_area = base + spill_off + (uint64_t)b.lane * sstride;
+	}
 	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;
