@@ -268,8 +268,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	l->stop = word_at(l->block, kLaneOffStop);
 	l->ext = lane_ext(p, b.lane);
 	// Our line and its spill slot (the host's plan, pool.cpp): within the
-	// region, before the lane blocks.
-	{
+	// region, before the lane blocks. A respawned worker (no status fd)
+	// serves none: its lane's line died with its predecessor (S10, never
+	// claimed again), and a request still being published into it by a
+	// caller who lost to S10 must not run.
+	if (b.fd_status >= 0) {
 		const uint32_t awords = (p->cfg.abort_capacity + 31) / 32;
 		const uint64_t spill_off = line_spill_off(b.abort_off, awords);
 		const uint64_t sstride = line_spill_stride(p->cfg);

@@ -164,3 +164,28 @@ KT(proc_line, the_other_line_serves_on)
 	cr_assert_eq(sync_calls(p) - s0, 20, "the surviving line took them");
 	kt_destroy(p);
 }
+
+/* The respawned worker of a lane whose worker served a line request must
+ * not serve that request again (its line is never used after the death):
+ * the lane's calls count is the calls the host made, one each. */
+KT(proc_line, respawned_worker_does_not_rerun_a_line_request)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	knit_completion_t c = line_call(p, "pid", kt_none());
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(sync_calls(p), 1);
+	/* A ticketed call (a timeout) kills the worker. */
+	c = kt_proc_call(p, "exit", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	for (int i = 0; i < 3; i++) {
+		c = line_call(p, "echo", kt_i64(i));
+		cr_assert(c.status == 0 && c.result.i64 == i);
+	}
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.respawns, 1);
+	cr_assert_eq(s.sync_calls, 1, "the dead worker's line is not used again");
+	cr_assert_eq(s.lane[0].calls, 4, "pid once and three echoes (the exit never returned), got %llu",
+		     (unsigned long long)s.lane[0].calls);
+	kt_destroy(p);
+}
