@@ -455,7 +455,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 bool line_serve(Lane *l)
 {
 	if (l->line == nullptr)
-		return false; // no line (line_pending)
+		return false; // no line: a respawned worker process (line_pending)
 	Pool *p = l->pool;
 	uint8_t *rq = l->line + kLineOffRequest;
 	const uint32_t want = l->line_served + 1;

@@ -285,7 +285,8 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 // pairs with the caller's release store of rq_seq (S2).
 inline bool line_pending(Lane *l)
 {
-	// No line: a view of a lane without one (nothing in this build).
+	// No line: a respawned worker process's view of its lane (the line
+	// died with its predecessor, S10).
 	if (l->line == nullptr)
 		return false;
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
