@@ -57,8 +57,9 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	// Process workers (src/proc.h): a task library, no function pointers
 	// (knit_pool_create checks the table argument), lanes only for now (the
 	// steal claim protocol across processes is not there yet), no inline
-	// lane (the host cannot run a library task it does not isolate), no
-	// CPU placement yet.
+	// lane (the host cannot run a library task it does not isolate).
+	// Placement (cpu_mask, cpu_flags) applies to each worker process: the
+	// worker places itself from the boot record (src/proc_worker.cpp).
 	if (o.worker_kind > KNIT_WORKERS_PROCESSES || o.reserved2 != 0)
 		return -KNIT_EINVAL;
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
@@ -67,9 +68,6 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		    (o.proc_flags & ~(uint32_t)(KNIT_PROC_INHERIT_ENV | KNIT_PROC_NAMED_SHM)) != 0 ||
 		    o.topology == KNIT_TOPOLOGY_STEAL || o.inline_lane != KNIT_INLINE_OFF)
 			return -KNIT_EINVAL;
-		for (uint32_t i = 0; i < KNIT_CPU_MASK_WORDS; i++)
-			if (o.cpu_mask[i] != 0)
-				return -KNIT_EINVAL;
 		// A prefix: 1..kPrefixMax words, none empty (an empty program
 		// name would only fail later, at the spawn).
 		if (o.worker_prefix != nullptr) {

@@ -135,6 +135,7 @@ uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max
 struct RegionPlan {
 	uint64_t line_off; // the worker lanes' lines (src/syncline.h)
 	uint64_t abort_off;
+	uint64_t spill_off; // process pools: the lines' spill slots (src/syncline.h), else 0
 	uint64_t lanes_off;
 	uint64_t stride;
 	uint64_t steal_off; // steal topology: the steal area (steal.h), else 0
@@ -147,7 +148,13 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 	const uint64_t cap = arena_capacity(cfg);
 	r.line_off = line_area_off(nlanes);
 	r.abort_off = align_up(r.line_off + (uint64_t)cfg.workers * kLineBytes, kBlock);
-	r.lanes_off = align_up(r.abort_off + (uint64_t)abort_words * 4, kArenaAlign);
+	uint64_t end = r.abort_off + (uint64_t)abort_words * 4;
+	r.spill_off = 0;
+	if (cfg.processes) {
+		r.spill_off = line_spill_off(r.abort_off, abort_words);
+		end = r.spill_off + (uint64_t)cfg.workers * line_spill_stride(cfg);
+	}
+	r.lanes_off = align_up(end, kArenaAlign);
 	r.stride = lane_block_bytes(cap, cap);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
 	r.steal_off = 0;
@@ -363,6 +370,11 @@ void pool_free(knit_pool *kp)
 
 } // namespace
 
+int32_t knit::detail::pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
+{
+	return worker_cpus(cfg, i, set);
+}
+
 extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
 					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
 {
@@ -476,6 +488,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		if (l->is_inline)
 			continue;
 		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
+		if (cfg.processes)
+			l->line_spill_area = base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
 		rc = attach_lane(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
 		if (rc != 0) {
 			pool_free(kp);

@@ -63,6 +63,8 @@
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
+//   spill_off + i*sstride process pools only: worker lane i's line spill slot
+//                        (line_spill_off / line_spill_stride, src/syncline.h)
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
 //   steal_off            steal topology only: steal control block, submit
 //                        lock and its arena (steal_area_bytes(cap))
@@ -166,6 +168,10 @@ struct TaskEntry;
 // the caller's table; process pools: the task library's). 0,
 // -KNIT_EINVAL or -KNIT_ENOMEM.
 int pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks);
+// Worker i's CPU set under cfg's placement (cpu_mask, one_per_worker), and
+// the one CPU it is pinned to (-1 when the set has more than one). Thread
+// workers are started with it; a worker process places itself with it.
+int32_t pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set);
 
 // ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
@@ -331,6 +337,7 @@ struct Lane {
 	uint32_t *stop;
 	uint8_t *ext; // lane extension in the pool header
 	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
+	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----

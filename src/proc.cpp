@@ -25,6 +25,7 @@
 
 #include "src/calls.h"
 #include "src/proc.h"
+#include "src/syncline.h"
 #include "src/wake.h"
 
 extern char **environ;
@@ -401,7 +402,10 @@ int boot_all(Pool *p)
 			if (got[i] == 0)
 				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
 			else
-				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM ? -code : -KNIT_EPROTO;
+				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL ||
+						     code == KNIT_ESYSTEM
+					     ? -code
+					     : -KNIT_EPROTO;
 			break;
 		}
 	}
@@ -471,6 +475,10 @@ void reattach_lane(Pool *p, Lane *l)
 void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 {
 	Lane *l = &p->lanes[lane];
+	// S10 (src/syncline.h): a knit_call on its line ends with `status` too,
+	// and the line is never claimed again (the new worker's view of it
+	// could not be trusted to agree with the caller's sequence).
+	line_lost(p, l, status);
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
@@ -522,6 +530,12 @@ void pool_fail(Pool *p)
 	ProcHost *h = p->proc;
 	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
+	// S8 (src/syncline.h): knit_calls on the lines end too (-KNIT_ECRASHED,
+	// ended_status): a stopping worker need not serve its line. seq_cst:
+	// between the store of closed and the lines' CAS, pairs with the
+	// caller's S1 fence (either it sees closed or we see its claim).
+	knit_fence_seq_cst();
+	line_cancel_all(p);
 	request_worker_stop(p);
 	// Lanes without a worker acknowledge on its behalf.
 	for (uint32_t i = 0; i < p->nworkers; i++) {
@@ -859,6 +873,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
 	b.cfg = cfg;
+	// Each worker places itself from b.cfg (src/proc_worker.cpp) and
+	// refuses to boot unless it got exactly this: the stats can say so now.
+	if (cfg.place)
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			cpu_set_t set;
+			p->lanes[i].cpu = pool_worker_cpus(cfg, i, &set);
+		}
 	return 0;
 }
 

@@ -128,6 +128,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off);
 // Then start the monitor thread, which spawns every worker, and wait
 // until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
+// -KNIT_EINVAL (a worker could not be placed on its cpu_mask CPUs),
 // -KNIT_EPROTO (a worker refused to start: its message is on the host's
 // stderr), -KNIT_ECRASHED (a worker died or stayed silent before ready).
 // On failure every child is gone.

@@ -22,11 +22,13 @@
 // not used.
 #include "src/common.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <new>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@
 #include <unistd.h>
 
 #include "src/proc.h"
+#include "src/syncline.h"
 
 using namespace knit::detail;
 
@@ -160,6 +163,44 @@ int janitor_main(const char *name, const char *pid_text)
 	return 0;
 }
 
+// Placement (cpu_mask, cpu_flags): the worker places itself, before any
+// task code runs (the task library's constructors included) and before it
+// starts a thread (which inherits the set). The kernel silently drops the
+// CPUs the process may not use from a wider set, so the set is read back
+// and must be exactly what was asked, as for a worker thread. 0 (*cpu: the
+// one CPU, or -1) or a code for boot_fail, *why its message.
+int place_self(const ProcBoot &b, int32_t *cpu, const char **why)
+{
+	*cpu = -1;
+	if (!b.cfg.place)
+		return 0;
+	uint64_t any = 0;
+	for (uint32_t i = 0; i < KNIT_CPU_MASK_WORDS; i++)
+		any |= b.cfg.cpu_mask[i];
+	if (any == 0) {
+		*why = "boot record out of range"; // placement on no CPU at all
+		return KNIT_EPROTO;
+	}
+	cpu_set_t want, got;
+	const int32_t c = pool_worker_cpus(b.cfg, b.lane, &want);
+	if (sched_setaffinity(0, sizeof want, &want) != 0) {
+		*why = errno == EINVAL ? "cpu_mask: no CPU of this worker's set is one the process may use"
+				       : "cannot set this worker's CPU affinity";
+		return errno == EINVAL ? KNIT_EINVAL : KNIT_ESYSTEM;
+	}
+	CPU_ZERO(&got);
+	if (sched_getaffinity(0, sizeof got, &got) != 0) {
+		*why = "cannot read this worker's CPU affinity back";
+		return KNIT_ESYSTEM;
+	}
+	if (!CPU_EQUAL(&want, &got)) {
+		*why = "cpu_mask: a CPU of this worker's set is one the process may not use";
+		return KNIT_EINVAL;
+	}
+	*cpu = c;
+	return 0;
+}
+
 } // namespace
 
 extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
@@ -176,6 +217,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}
 	ProcBoot b;
 	memset(&b, 0, sizeof b);
+	int32_t cpu = -1; // the one CPU placement pinned us to
 	// The version words first: a record of another layout is reported as
 	// such, not as garbage.
 	uint32_t head[4];
@@ -188,9 +230,13 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	if (head_ok && head[0] == kBootMagic && head[1] == kBootVersion && head[2] == sizeof(ProcBoot) &&
 	    head[3] == sizeof(PoolConfig) && hex_decode(argv[2], &b, sizeof b)) {
 		g_status_fd = b.fd_status;
+		const char *why = nullptr;
+		const int prc = place_self(b, &cpu, &why);
+		if (prc != 0)
+			return boot_fail(prc, "%s (lane %u)", why, b.lane);
 		if (b.ppid != (int32_t)getppid()) {
 			// A forking wrapper, or the host is gone already.
-			const char *why = watch_host_start(b);
+			why = watch_host_start(b);
 			if (why != nullptr)
 				return boot_fail(KNIT_EPROTO, "%s (pid %d)", why, (int)b.ppid);
 		}
@@ -261,12 +307,27 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->nlanes = 1;
 	l->pool = p;
 	l->index = b.lane;
-	l->cpu = -1;
+	l->cpu = cpu;
 	l->block = base + b.lanes_off + (uint64_t)b.lane * b.stride;
 	l->wake_seq = word_at(l->block, kLaneOffWake);
 	l->parked = word_at(l->block, kLaneOffParked);
 	l->stop = word_at(l->block, kLaneOffStop);
 	l->ext = lane_ext(p, b.lane);
+	// Our line and its spill slot (the host's plan, pool.cpp): within the
+	// region, before the lane blocks. A respawned worker (no status fd)
+	// serves none: its lane's line died with its predecessor (S10, never
+	// claimed again), and a request still being published into it by a
+	// caller who lost to S10 must not run.
+	if (b.fd_status >= 0) {
+		const uint32_t awords = (p->cfg.abort_capacity + 31) / 32;
+		const uint64_t spill_off = line_spill_off(b.abort_off, awords);
+		const uint64_t sstride = line_spill_stride(p->cfg);
+		if (line_area_off(b.nworkers) + (uint64_t)b.nworkers * kLineBytes > b.abort_off ||
+		    spill_off > b.lanes_off || sstride > (b.lanes_off - spill_off) / b.nworkers)
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		l->line = base + line_area_off(b.nworkers) + (uint64_t)b.lane * kLineBytes;
+		l->line_spill_area = base + spill_off + (uint64_t)b.lane * sstride;
+	}
 	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;

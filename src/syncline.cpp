@@ -16,6 +16,7 @@
 #include "src/calls.h"
 #include "src/codec.h"
 #include "src/pool.h"
+#include "src/proc.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -166,7 +167,9 @@ int32_t ended_status(Lane *l)
 	// line_lost_status before LOST.
 	if (knit_load_acquire_32(&l->line_state) == kLineLost)
 		return l->line_lost_status;
-	return -KNIT_ECLOSED;
+	// A process pool that failed cancelled it (pool_fail, after storing
+	// failed): its calls end as the ticketed ones do.
+	return proc_failed(l->pool) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
 }
 
 // The caller's wait (S6) for reply s on lane l.
@@ -288,6 +291,17 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 		return type == KNIT_VALUE_NONE && where == kLineWhereInline ? status : -KNIT_EPROTO;
 	if (status != 0 && status != -KNIT_ETASK)
 		return -KNIT_EPROTO;
+	if (where == kLineWhereSpill && l->line_spill_area != nullptr) {
+		// A worker process's spill slot (shared: copied once, then only
+		// the copy is looked at; value_copy NUL-terminates it).
+		if (!codec_has_bytes(type) || scalar > p->cfg.max_payload_bytes)
+			return -KNIT_EPROTO;
+		if (value_copy(value_of(type, code, scalar, l->line_spill_area), v, buf) != 0) {
+			memset(v, 0, sizeof *v);
+			return -KNIT_ENOMEM;
+		}
+		return status;
+	}
 	if (where == kLineWhereSpill) {
 		// The worker's copy (value_copy: NUL-terminated), handed over by
 		// the release store of rp_seq; ours once its length agrees.
@@ -315,10 +329,10 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 
 int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns)
 {
-	// Eligibility (syncline.h): nothing to track, thread workers, and an
-	// argument that fits the request slot.
+	// Eligibility (syncline.h): nothing to track, and an argument that
+	// fits the request slot.
 	const TaskEntry &te = p->tasks[task];
-	if (timeout_ns > 0 || p->nworkers == 0 || p->nlanes != p->nworkers || p->futex_shared != 0 ||
+	if (timeout_ns > 0 || p->nworkers == 0 || p->nlanes != p->nworkers ||
 	    p->cfg.hard_timeout_ms != 0 ||
 	    te.timeout_ms != 0 || (te.flags & KNIT_TASK_ABORTABLE) != 0)
 		return kLineNo;
@@ -357,7 +371,15 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 		// claimed again either way.)
 		knit_store_release_32(&l->line_state, kLineIdle);
 		outstanding_drop(p);
-		return -KNIT_ECLOSED;
+		if (p->proc == nullptr)
+			return -KNIT_ECLOSED;
+		// A process pool closes when it fails (mark_failed stores failed,
+		// then closed under mu): mu orders the two for us, and the
+		// answer is the ticketed path's.
+		pthread_mutex_lock(&p->mu);
+		const bool failed = proc_failed(p);
+		pthread_mutex_unlock(&p->mu);
+		return failed ? -KNIT_ECRASHED : -KNIT_ECLOSED;
 	}
 
 	// S2: the request fields, then the sequence.
@@ -433,7 +455,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 bool line_serve(Lane *l)
 {
 	if (l->line == nullptr)
-		return false; // a worker process's lane: no line (line_pending)
+		return false; // no line: a respawned worker process (line_pending)
 	Pool *p = l->pool;
 	uint8_t *rq = l->line + kLineOffRequest;
 	const uint32_t want = l->line_served + 1;
@@ -487,6 +509,13 @@ bool line_serve(Lane *l)
 					memcpy(rp + kLineHeadBytes, r.data, r.len);
 				if (r.type != KNIT_VALUE_BYTES)
 					rp[kLineHeadBytes + r.len] = 0;
+			} else if (codec_has_bytes(r.type) && l->line_spill_area != nullptr) {
+				// A worker process: the lane's spill slot. r.len is
+				// within max_payload_bytes (run_task's check), the
+				// slot one byte longer.
+				memcpy(l->line_spill_area, r.data, r.len);
+				l->line_spill_area[r.len] = 0;
+				where = kLineWhereSpill;
 			} else if (codec_has_bytes(r.type)) {
 				knit_value_t copy;
 				if (value_copy(r, &copy, &spill) == 0 && spill != nullptr) {

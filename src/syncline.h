@@ -13,9 +13,12 @@
 //
 // Eligibility (decided by the caller before it claims a line; any "no" takes
 // today's path, which stays the complete implementation of knit_call):
-//  - thread workers (the line's spill hand-off and the Lane words below live
-//    in process-private memory) and no hard timeout (hard_timeout_ms == 0:
-//    the running-stamp watchdog and the forced stop stay the dispatcher's);
+//  - no hard timeout (hard_timeout_ms == 0: the running-stamp watchdog and
+//    the forced stop stay the dispatcher's). Thread or process workers: a
+//    worker process serves its lane's line from its own mapping of the
+//    region; the Lane words below are each side's private ones (a process
+//    worker's busy hint stays its own: the host sees every line idle), and
+//    the spill goes through the region (see "Process workers" below);
 //  - no inline lane (KNIT_INLINE_OFF: with one, the balancer's rotation
 //    includes the host's own lane, so where a call runs stays the
 //    dispatcher's choice);
@@ -147,6 +150,16 @@
 //     still serve the request later (a thread cannot be killed); the reply
 //     lands in a slot nobody reads again, its spill is freed at destroy.
 //
+// Process workers: a worker process cannot hand over malloc'd memory, so a
+// result too big for the reply block goes to the lane's spill slot in the
+// region (line_spill_off, max_payload_bytes + 1 bytes per worker lane),
+// written before S5's release store of rp_seq like the reply fields; the
+// caller copies it out after S6 (and NUL-terminates its copy: the bytes may
+// change under it) before its release CAS, as it reads the reply block.
+// The worker's death is S10, from the monitor's recovery (recover_lane,
+// src/proc.cpp) under the dispatcher: the line of a lane whose worker died
+// is never claimed again (its respawned worker serves ticketed calls only).
+//
 // Exactly once: only the caller completes a line call (the canceller and
 // the loss only flip the state), and the CAS of S6 against the CAS of S8 or
 // S10 decides between the reply and -KNIT_ECLOSED / the loss's status. A
@@ -192,7 +205,8 @@
 // Not covered by the model (limits): the payload bytes themselves (the
 // model checks the value word), the spill hand-off (ordered by S5/S6 like
 // the reply fields), several lanes (lines are independent; claim failure
-// is a fallback, not a wait) and process workers (ineligible).
+// is a fallback, not a wait) and the process workers' spill slot (ordered
+// by S5/S6 like the reply fields; a worker's death is S10).
 #ifndef KNIT_SRC_SYNCLINE_H
 #define KNIT_SRC_SYNCLINE_H
 
@@ -243,6 +257,14 @@ inline uint64_t line_area_off(uint32_t nlanes)
 	return align_up(kPoolOffLaneExt + (uint64_t)nlanes * kLaneExtBytes, kBlock);
 }
 
+// Process pools: the lines' spill slots, after the abort words (pool.cpp
+// plans them; a worker process finds them from its boot record).
+inline uint64_t line_spill_off(uint64_t abort_off, uint32_t abort_words)
+{
+	return align_up(abort_off + (uint64_t)abort_words * 4, kBlock);
+}
+inline uint64_t line_spill_stride(const PoolConfig &cfg) { return align_up(cfg.max_payload_bytes + 1, kBlock); }
+
 // The id the trace probes (src/trace.h) give a line call, which has no
 // ticket: unique per lane and sequence, and never a ticket (its index part
 // is one no record reaches, kTicketIndexMax + lane), so knit-trace pairs a
@@ -263,8 +285,8 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 // pairs with the caller's release store of rq_seq (S2).
 inline bool line_pending(Lane *l)
 {
-	// No line: a process worker's lane (process pools never take the
-	// fast path, and a worker process's view of its lane has no line).
+	// No line: a respawned worker process's view of its lane (the line
+	// died with its predecessor, S10).
 	if (l->line == nullptr)
 		return false;
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==

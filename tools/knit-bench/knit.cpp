@@ -70,10 +70,12 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	o.spin_us = s.spin_us;
 	const std::string lib = s.processes ? proc_task_library() : "";
 	if (s.processes) {
-		// No CPU placement for worker processes yet.
 		o.worker_kind = KNIT_WORKERS_PROCESSES;
 		o.task_library = lib.c_str();
-	} else if (s.pin && g_place.worker >= 0) {
+	}
+	// Worker processes are placed as threads are: left alone, they would
+	// inherit the pinned host's CPU.
+	if (s.pin && g_place.worker >= 0) {
 		o.cpu_mask[g_place.worker / 64] |= 1ull << (g_place.worker % 64);
 		if (s.workers > 1 && g_place.host >= 0) {
 			o.cpu_mask[g_place.host / 64] |= 1ull << (g_place.host % 64);
@@ -528,18 +530,15 @@ void register_knit()
 		   { { "wakeups_per_s", "/s", Better::Lower, false }, { "cpu_pct", "%", Better::Lower, false },
 		     { "ctxsw_per_s", "/s", Better::Lower, false } },
 		   [] { return idle(g_quick ? 200000000ull : 1000000000ull); }, "an idle pool over 2 s (two parts of 1 s)" });
-	// Process pools (knit-worker over knit-bench-tasks.so), not pinned.
+	// Process pools (knit-worker over knit-bench-tasks.so), placed as the
+	// thread pools are: against the same cases, like for like.
 	PoolSpec proc1;
-	proc1.pin = false;
 	proc1.processes = true;
 	PoolSpec proc2 = proc1;
 	proc2.workers = 2;
-	PoolSpec thr1;
-	thr1.pin = false;
-	add_case({ "knit.proc.call.hot", "proc_hot", "knit", "knit.call.hot.unpinned", with({ kP50, kP99, kMean }),
-		   [proc1] { return hot_call(scale(50000, 500), proc1); }, "knit_call, 1 worker process spinning" });
-	add_case({ "knit.call.hot.unpinned", "proc_hot", "knit", "", with({ kP50, kP99, kMean }),
-		   [thr1] { return hot_call(scale(50000, 500), thr1); }, "knit_call, 1 worker thread spinning, not pinned" });
+	add_case({ "knit.proc.call.hot", "proc_hot", "knit", "knit.call.hot", with({ kP50, kP99, kMean }),
+		   [proc1] { return hot_call(scale(50000, 500), proc1); },
+		   "knit_call, 1 worker process spinning, pinned apart from the host" });
 	add_case({ "knit.proc.call.cold", "proc_cold", "knit", "floor.futex_pingpong", with({ kP50, kP99, kMean }),
 		   [proc1] { return after_gap(scale(1000, 30), 300000, proc1); },
 		   "knit_call after a 300 us gap, 1 worker process (parked)" });

@@ -15,7 +15,9 @@
  * segv       writes through a NULL pointer
  * sleep      arg I64 ms: sleeps that long, returns arg
  * spin       loops until killed
+ * where      result I64: the worker's CPU affinity (bits of CPUs 0..63)
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +117,28 @@ static int t_aborted(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 	return 0;
 }
 
+static int t_where(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx, (void)arg;
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	if (sched_getaffinity(0, sizeof s, &s) != 0)
+		return 1;
+	uint64_t bits = 0;
+	for (int c = 0; c < 64; c++)
+		if (CPU_ISSET(c, &s))
+			bits |= 1ull << c;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = (int64_t)bits;
+	return 0;
+}
+
 static const knit_task_t tasks[] = {
 	{"aborted", t_aborted, 0, KNIT_TASK_ABORTABLE},
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},     {"abort", t_abort, 0, 0},
 	{"segv", t_segv, 0, 0},   {"exit", t_exit, 0, 0},   {"spin", t_spin, 0, 0},
 	{"sleep", t_sleep, 0, 0}, {"error", t_error, 0, 0}, {"alloc", t_alloc, 0, 0},
+	{"where", t_where, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

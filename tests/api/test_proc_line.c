@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/api/test_proc_line.c - knit_call's fast path (the synchronous call
+ * line) on process pools: a call with nothing to track goes over the line
+ * (stats.sync_calls counts it) with every value type, a result too big for
+ * the reply block comes back through the lane's spill slot intact, a worker
+ * that dies during a line call ends that call with -KNIT_ECRASHED and the
+ * pool serves on (respawned), and a pool out of respawns ends it the same
+ * way and refuses further calls.
+ */
+#include "api/kt.h"
+
+#include <stdlib.h>
+
+static knit_pool_t *line_pool(uint32_t workers, uint32_t respawn_max)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, workers);
+	o.respawn_max = respawn_max;
+	knit_pool_t *p = NULL;
+	const int rc = knit_pool_create(&o, NULL, 0, &p);
+	cr_assert_eq(rc, 0, "process pool create: %s", knit_strerror(rc));
+	return p;
+}
+
+static uint64_t sync_calls(knit_pool_t *p)
+{
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	return s.sync_calls;
+}
+
+/* knit_call with no timeout (the line's calls). */
+static knit_completion_t line_call(knit_pool_t *p, const char *task, knit_value_t arg)
+{
+	knit_completion_t c;
+	const int rc = knit_call(p, kt_id(p, task), &arg, &c, 0);
+	cr_assert_eq(rc, 0, "knit_call(%s): %s", task, knit_strerror(rc));
+	return c;
+}
+
+static knit_value_t str_value(const char *s)
+{
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = KNIT_VALUE_STRING;
+	v.data = s;
+	v.len = strlen(s);
+	return v;
+}
+
+KT(proc_line, every_type_over_the_line)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	const uint64_t s0 = sync_calls(p);
+	uint32_t calls = 0;
+
+	knit_completion_t c = line_call(p, "echo", kt_i64(-42));
+	cr_assert(c.status == 0 && c.result.type == KNIT_VALUE_I64 && c.result.i64 == -42);
+	knit_completion_release(p, &c), calls++;
+
+	knit_value_t f;
+	memset(&f, 0, sizeof f);
+	f.type = KNIT_VALUE_F64;
+	f.f64 = 2.5;
+	c = line_call(p, "echo", f);
+	cr_assert(c.status == 0 && c.result.type == KNIT_VALUE_F64 && c.result.f64 == 2.5);
+	knit_completion_release(p, &c), calls++;
+
+	knit_value_t b;
+	memset(&b, 0, sizeof b);
+	b.type = KNIT_VALUE_BOOL;
+	b.i64 = 1;
+	c = line_call(p, "echo", b);
+	cr_assert(c.status == 0 && c.result.type == KNIT_VALUE_BOOL && c.result.i64 == 1);
+	knit_completion_release(p, &c), calls++;
+
+	c = line_call(p, "echo", str_value("over the line"));
+	cr_assert(c.status == 0 && c.result.type == KNIT_VALUE_STRING && c.result.len == 13 &&
+		  strcmp((const char *)c.result.data, "over the line") == 0);
+	knit_completion_release(p, &c), calls++;
+
+	c = line_call(p, "error", kt_i64(-77));
+	cr_assert_eq(c.status, -KNIT_ETASK);
+	cr_assert(c.result.type == KNIT_VALUE_ERROR && c.result.code == -77 && c.result.len == 10 &&
+		  memcmp(c.result.data, "task error", 10) == 0);
+	knit_completion_release(p, &c), calls++;
+
+	/* Bytes built in knit_ctx_alloc memory: inline, then far past the
+	 * reply block (the spill slot). */
+	const int64_t sizes[] = { 40, 5000, 1 << 20 };
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		c = line_call(p, "alloc", kt_i64(sizes[k]));
+		cr_assert_eq(c.status, 0, "alloc %lld: %s", (long long)sizes[k], knit_strerror(c.status));
+		cr_assert_eq(c.result.type, KNIT_VALUE_BYTES);
+		cr_assert_eq(c.result.len, (size_t)sizes[k]);
+		const char *d = c.result.data;
+		for (int64_t i = 0; i < sizes[k]; i++)
+			cr_assert_eq(d[i], (char)('a' + i % 26), "alloc %lld: byte %lld", (long long)sizes[k],
+				     (long long)i);
+		knit_completion_release(p, &c), calls++;
+	}
+	cr_assert_eq(sync_calls(p) - s0, calls, "every call took the line");
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.pending, 0);
+	cr_assert_eq(s.proto_errors, 0);
+	kt_destroy(p);
+}
+
+/* A worker that dies running a line call: that call ends with
+ * -KNIT_ECRASHED, the next ones are served by the respawned worker. */
+KT(proc_line, crash_ends_only_its_call)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	const int64_t pid0 = line_call(p, "pid", kt_none()).result.i64;
+	const uint64_t s0 = sync_calls(p);
+	knit_completion_t c = line_call(p, "exit", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED, "%s", knit_strerror(c.status));
+	cr_assert_eq(sync_calls(p) - s0, 1, "the crashed call went over the line");
+	for (int i = 0; i < 5; i++) {
+		c = line_call(p, "echo", kt_i64(i));
+		cr_assert_eq(c.status, 0);
+		cr_assert_eq(c.result.i64, i);
+	}
+	c = line_call(p, "pid", kt_none());
+	cr_assert_eq(c.status, 0);
+	cr_assert_neq(c.result.i64, pid0, "respawned");
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.crashes, 1);
+	cr_assert_eq(s.respawns, 1);
+	cr_assert_eq(s.pending, 0);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* No respawns: the line call that crashed the only worker ends with
+ * -KNIT_ECRASHED, and the failed pool refuses the next call. */
+KT(proc_line, crash_without_respawn_fails_the_pool)
+{
+	knit_pool_t *p = line_pool(1, KNIT_ZERO);
+	(void)line_call(p, "echo", kt_i64(1));
+	knit_completion_t c = line_call(p, "exit", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED, "%s", knit_strerror(c.status));
+	knit_value_t a = kt_i64(2);
+	cr_assert_eq(knit_call(p, kt_id(p, "echo"), &a, &c, 0), -KNIT_ECRASHED);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* Two workers, a crash on one: calls keep going over the other's line. */
+KT(proc_line, the_other_line_serves_on)
+{
+	knit_pool_t *p = line_pool(2, 0);
+	knit_completion_t c = line_call(p, "exit", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	const uint64_t s0 = sync_calls(p);
+	for (int i = 0; i < 20; i++) {
+		c = line_call(p, "echo", kt_i64(i));
+		cr_assert_eq(c.status, 0);
+		cr_assert_eq(c.result.i64, i);
+	}
+	cr_assert_eq(sync_calls(p) - s0, 20, "the surviving line took them");
+	kt_destroy(p);
+}
+
+/* The respawned worker of a lane whose worker served a line request must
+ * not serve that request again (its line is never used after the death):
+ * the lane's calls count is the calls the host made, one each. */
+KT(proc_line, respawned_worker_does_not_rerun_a_line_request)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	knit_completion_t c = line_call(p, "pid", kt_none());
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(sync_calls(p), 1);
+	/* A ticketed call (a timeout) kills the worker. */
+	c = kt_proc_call(p, "exit", kt_none());
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	for (int i = 0; i < 3; i++) {
+		c = line_call(p, "echo", kt_i64(i));
+		cr_assert(c.status == 0 && c.result.i64 == i);
+	}
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.respawns, 1);
+	cr_assert_eq(s.sync_calls, 1, "the dead worker's line is not used again");
+	cr_assert_eq(s.lane[0].calls, 4, "pid once and three echoes (the exit never returned), got %llu",
+		     (unsigned long long)s.lane[0].calls);
+	kt_destroy(p);
+}
