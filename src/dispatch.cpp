@@ -513,7 +513,8 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	}
 	if (l->inflight > 0)
 		l->inflight--; // its own frame is back
-	drop_arg_copy(c); // process pools kept it for a re-run (stage_call)
+	if (p->proc != nullptr)
+		drop_arg_copy(c); // kept for a re-run until now (stage_call)
 	if (c->completed) {
 		// Its own frame, late (cancelled, timed out meanwhile): the
 		// lane's hold ends here (the record, and its raised abort bit,
