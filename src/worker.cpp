@@ -74,16 +74,22 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 // lanes topology sets a request slot's bit before it runs the slot's task
 // and clears it after the slot's retire, so the host can tell, after this
 // process died, which of the frames still in flight (A ^ B) were never
-// started and may run again (src/proc.cpp recover_lane). Relaxed: the host
-// reads it only once this process is dead and reaped. Cleared after the
+// started and may run again (src/proc.cpp recover_lane). Cleared after the
 // retire, never before: a death in between leaves a retired slot marked
 // (the host ignores it) or, at worst, a frame published into that slot
 // since marked too -- it fails instead of running again, never runs twice.
+// The host reads the mask only once this process is dead and reaped, when
+// every store it executed is visible: program order is all that counts, so
+// a relaxed store between compiler barriers (it cannot move across the
+// task's run or the store of B; no CPU fence is needed; tests/model/
+// lanes_death.pml has the orders that matter).
 void started_set(Lane *l, uint32_t bits, bool on)
 {
 	uint32_t *w = reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted);
 	const uint32_t v = knit_load_relaxed_32(w);
+	knit_compiler_barrier();
 	knit_store_relaxed_32(w, on ? v | bits : v & ~bits);
+	knit_compiler_barrier();
 }
 
 // Publish the staged results (one release store of A), then ring the host if
