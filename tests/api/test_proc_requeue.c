@@ -20,6 +20,7 @@ enum { N = 20 };
 struct scratch {
 	char dir[64];
 	char gate[128];
+	char log[128];
 	char tally[N][128];
 };
 
@@ -28,6 +29,7 @@ static void scratch_init(struct scratch *s)
 	snprintf(s->dir, sizeof s->dir, "/tmp/kt-requeue-XXXXXX");
 	cr_assert(mkdtemp(s->dir) != NULL, "mkdtemp: %s", strerror(errno));
 	snprintf(s->gate, sizeof s->gate, "%s/gate", s->dir);
+	snprintf(s->log, sizeof s->log, "%s/log", s->dir);
 	for (int i = 0; i < N; i++)
 		snprintf(s->tally[i], sizeof s->tally[i], "%s/t%02d", s->dir, i);
 }
@@ -35,6 +37,7 @@ static void scratch_init(struct scratch *s)
 static void scratch_fini(struct scratch *s)
 {
 	unlink(s->gate);
+	unlink(s->log);
 	for (int i = 0; i < N; i++)
 		unlink(s->tally[i]);
 	rmdir(s->dir);
@@ -48,6 +51,25 @@ static long runs(const struct scratch *s, int i)
 }
 
 static knit_value_t str_of(const char *path) { return kt_str(path, strlen(path)); }
+
+/* One worker: the tallies ran in the order they were enqueued (the re-run
+ * ones are placed again in their order, into an empty lane that its new
+ * worker drains in the order it was filled). */
+static void check_run_order(const struct scratch *s)
+{
+	FILE *f = fopen(s->log, "r");
+	cr_assert(f != NULL, "no run log");
+	char line[64];
+	int i = 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		char want[64];
+		snprintf(want, sizeof want, "t%02d\n", i);
+		cr_assert_str_eq(line, want, "run %d", i);
+		i++;
+	}
+	fclose(f);
+	cr_assert_eq(i, N);
+}
 
 /* Enqueue the gate (user data 1000) and wait until its task runs. */
 static void gate_enter(knit_pool_t *p, const struct scratch *s, uint32_t flags, uint32_t lane)
@@ -130,6 +152,7 @@ static void crash_requeues(const char *task)
 	unlink(s.gate);
 	wait_tallies(p, &s);
 	reap_and_check(p, &s, -KNIT_ECRASHED);
+	check_run_order(&s);
 	knit_pool_stats_t st;
 	kt_stats(p, &st);
 	cr_assert_eq(st.spawns, 2);
@@ -163,6 +186,7 @@ KT(proc_requeue, hard_timeout_reruns_the_untaken_calls)
 		kt_enq(p, kt_id(p, "tally"), str_of(s.tally[i]), (void *)(intptr_t)i);
 	unlink(s.gate);
 	reap_and_check(p, &s, -KNIT_ETIMEDOUT);
+	check_run_order(&s);
 	knit_pool_stats_t st;
 	kt_stats(p, &st);
 	cr_assert_eq(st.hard_kills, 1);

@@ -18,12 +18,14 @@
  * sleep      arg I64 ms: sleeps that long, returns arg
  * spin       loops until killed
  * tally      arg STR a path: appends one byte to that file (its size counts the
- *            runs), returns arg
+ *            runs) and the file's name and a newline to the file "log" beside
+ *            it (the order of the runs), returns arg
  * where      result I64: the worker's CPU affinity (bits of CPUs 0..63)
  */
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -163,6 +165,19 @@ static int t_tally(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	close(fd);
 	if (n != 1)
 		return 4;
+	char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		return 5;
+	char line[256];
+	const int len = snprintf(line, sizeof line, "%s\n", slash + 1);
+	memcpy(slash + 1, "log", 4);
+	const int lf = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (lf < 0 || len <= 0 || (size_t)len >= sizeof line)
+		return 6;
+	const ssize_t m = write(lf, line, (size_t)len); /* one O_APPEND write: whole */
+	close(lf);
+	if (m != len)
+		return 7;
 	*ret = *arg;
 	return 0;
 }
