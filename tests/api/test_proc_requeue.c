@@ -281,3 +281,93 @@ KT(proc_requeue, failed_pool_fails_every_call_once)
 	kt_destroy(p);
 	scratch_fini(&s);
 }
+
+/* ---- a dead worker that lies about what it started ------------------------ */
+
+#define HOSTILE_LIB KT_BUILD_DIR "/tests/lib/proc_hostile.so"
+
+static knit_pool_t *liar_pool(uint32_t respawn_max)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.worker_kind = KNIT_WORKERS_PROCESSES;
+	o.task_library = HOSTILE_LIB;
+	o.respawn_max = respawn_max;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	return p;
+}
+
+/* Enqueue liar(mode) and N echoes behind it; reap them all: one completion
+ * each, the liar -KNIT_ECRASHED, an echo 0 with its own value or
+ * -KNIT_ECRASHED. Returns the echoes that succeeded. */
+static int liar_round(knit_pool_t *p, int64_t mode)
+{
+	kt_enq(p, kt_id(p, "liar"), kt_i64(mode), (void *)(intptr_t)999);
+	for (int i = 0; i < N; i++)
+		kt_enq(p, kt_id(p, "echo"), kt_i64(i), (void *)(intptr_t)i);
+	knit_completion_t out[N + 1];
+	cr_assert_eq(kt_reap(p, out, N + 1), N + 1);
+	int seen[N] = {0}, liar = 0, ok = 0;
+	for (int i = 0; i < N + 1; i++) {
+		const int k = (int)(intptr_t)out[i].user_data;
+		if (k == 999) {
+			liar++;
+			cr_assert_eq(out[i].status, -KNIT_ECRASHED);
+		} else {
+			cr_assert(k >= 0 && k < N);
+			seen[k]++;
+			if (out[i].status == 0) {
+				cr_assert_eq(out[i].result.i64, k);
+				ok++;
+			} else {
+				cr_assert_eq(out[i].status, -KNIT_ECRASHED);
+			}
+		}
+		knit_completion_release(p, &out[i]);
+	}
+	cr_assert_eq(liar, 1);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(seen[i], 1, "echo %d: one completion", i);
+	knit_completion_t extra;
+	const int rc = knit_complete(p, &extra, 1, 0);
+	cr_assert(rc == 0 || rc == -KNIT_ECLOSED, "nothing more: %d", rc);
+	return ok;
+}
+
+/* The liar clears its started bit before it dies: its call looks never
+ * started and runs again, and again, until the restart budget ends the
+ * loop -- the lie costs respawns, never a second completion. */
+KT(proc_requeue, cleared_started_mask_reruns_only_until_the_budget)
+{
+	knit_pool_t *p = liar_pool(2);
+	liar_round(p, 0);
+	knit_pool_stats_t st;
+	kt_stats(p, &st);
+	cr_assert_eq(st.crashes, 3, "ran once and twice again: %llu", (unsigned long long)st.crashes);
+	cr_assert_eq(st.respawns, 2);
+	knit_value_t a = kt_i64(1);
+	knit_ticket_t t;
+	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED, "the pool failed");
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* The liar claims every frame of its lane started and retired: the calls
+ * behind it fail instead of running again (the lie costs them, nothing
+ * else), and the pool keeps serving. */
+KT(proc_requeue, forged_retire_word_fails_calls_never_twice)
+{
+	knit_pool_t *p = liar_pool(0);
+	liar_round(p, 1);
+	knit_pool_stats_t st;
+	kt_stats(p, &st);
+	cr_assert_eq(st.crashes, 1);
+	cr_assert_eq(st.respawns, 1);
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(7));
+	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.result.i64, 7);
+	knit_completion_release(p, &c);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
