@@ -5,7 +5,9 @@
  * published on its lane that it never started run again (on the respawned
  * worker, or wherever the dispatcher places them), exactly once, each with
  * its own result. The task library's "tally" task appends a byte to a file
- * per run, so the tests count runs, not only completions.
+ * per run, so the tests count runs, not only completions. A dead worker that
+ * lies about what it started (proc_hostile.so's "liar") costs re-runs or
+ * failed calls, never a second completion.
  */
 #include <errno.h>
 #include <stdio.h>
