@@ -489,7 +489,8 @@ void reattach_lane(Pool *p, Lane *l)
 uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
 {
 	const uint32_t b = knit_load_relaxed_32(word_at(l->block + kLaneOffReqLock, kLockOffB));
-	const uint32_t started = knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
+	const uint32_t started =
+	    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
 	uint64_t order[kLanes];
 	uint32_t n = 0;
 	for (uint32_t m = (l->req.published() ^ b) & ~started & l->req_known; m != 0; m &= m - 1) {
