@@ -216,6 +216,19 @@ int stage_call(Pool *p, Lane *l, Call *c)
 	l->staged++;
 	c->lane = l->index;
 	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
+	if (p->proc != nullptr) {
+		// A worker process may die before it starts the call: then it
+		// is placed again (src/proc.cpp recover_lane), from this record
+		// and this copy of the argument, never from shared memory. The
+		// copy goes when the frame comes back (handle_result) or with
+		// the record: at most kLaneInflightMax per lane.
+		const uint32_t slot = (uint32_t)rc;
+		l->req_known |= 1u << slot;
+		l->req_ticket[slot] = c->index;
+		l->req_gen[slot] = c->gen;
+		l->req_order[slot] = ++l->req_seq;
+		return 0;
+	}
 	drop_arg_copy(c);
 	return 0;
 }
@@ -500,6 +513,8 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	}
 	if (l->inflight > 0)
 		l->inflight--; // its own frame is back
+	if (p->proc != nullptr)
+		drop_arg_copy(c); // kept for a re-run until now (stage_call)
 	if (c->completed) {
 		// Its own frame, late (cancelled, timed out meanwhile): the
 		// lane's hold ends here (the record, and its raised abort bit,
@@ -953,6 +968,28 @@ void dispatch_backlog_append(Pool *p, Call *c)
 	else
 		*head = c;
 	*tail = c;
+}
+
+void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n)
+{
+	if (n == 0)
+		return;
+	for (uint32_t i = n; i-- > 0;) {
+		Call *c = calls[i];
+		Call **head = &p->pb_head, **tail = &p->pb_tail;
+		if (c->flags & kCallPinned) {
+			Lane *l = &p->lanes[c->pin_lane];
+			head = &l->pin_head;
+			tail = &l->pin_tail;
+			p->pin_waiting |= 1ull << c->pin_lane;
+		}
+		c->next = *head;
+		*head = c;
+		if (*tail == nullptr)
+			*tail = c;
+	}
+	// place_queue takes every call it removes out of the count again.
+	backlog_hw_update(p, knit_fetch_add_relaxed_64(&p->backlog_count, n) + n);
 }
 
 bool dispatch_backlog_clear_for(Pool *p, const Call *c)

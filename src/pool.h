@@ -58,8 +58,11 @@
 //   256 + 256*i          lane i extension: [0,128) running stamp (seqlock:
 //                        u32 seq, u32 ticket, u32 generation, u32 pad, u64
 //                        start ns) written by the worker, read by the host
-//                        (hard timeout); [128,256) worker counters (u64 x 16,
-//                        single writer: the worker; relaxed)
+//                        (hard timeout), and at 32 (process workers, lanes
+//                        topology) the started mask: u32, bit s = the frame
+//                        in request slot s was started and is not retired
+//                        yet (kLaneExtOffStarted); [128,256) worker counters
+//                        (u64 x 16, single writer: the worker; relaxed)
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
@@ -115,6 +118,8 @@ inline constexpr uint64_t kPoolOffDoorbellSeq = 0;
 inline constexpr uint64_t kPoolOffDoorbellArmed = kBlock;
 inline constexpr uint64_t kPoolOffLaneExt = 2 * kBlock;
 inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
+// The started mask in a lane extension's first block (after the stamp).
+inline constexpr uint64_t kLaneExtOffStarted = 32;
 
 // Worker counters (u64 indexes in the lane extension's second block).
 enum WorkerCounter : uint32_t {
@@ -363,6 +368,16 @@ struct Lane {
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
 	bool down;                 // process worker killed, lane not recovered yet:
 	                           // place nothing (dispatcher-owned, src/proc.cpp)
+	// Process pools: the call each request-lock slot carries (record index,
+	// generation, place order), written by stage_call (dispatcher-owned), so
+	// that after the worker's death the calls it never started can be
+	// placed again in order (src/proc.cpp recover_lane). req_known: slots
+	// staged since the lane was (re)set.
+	uint32_t req_known;
+	uint32_t req_ticket[kLanes];
+	uint32_t req_gen[kLanes];
+	uint64_t req_order[kLanes];
+	uint64_t req_seq;
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
@@ -588,6 +603,12 @@ void backlog_hw_update(Pool *p, uint64_t now_count);
 // Append a call to the dispatcher's private backlog: its lane's pinned
 // queue (KNIT_CALL_LANE) or the shared list (holder only).
 void dispatch_backlog_append(Pool *p, Call *c);
+// Put calls back at the FRONT of the dispatcher's private backlog (each
+// its lane's pinned queue or the shared list), calls[0] first: a dead
+// worker's unstarted calls go ahead of everything queued after them. They
+// count in the backlog again (past max_pending if need be: they were
+// admitted once). Holder only.
+void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n);
 // Does no call like c wait in the private backlog (so c may be placed ahead
 // of the backlog without overtaking one)? Holder only.
 bool dispatch_backlog_clear_for(Pool *p, const Call *c);

@@ -468,10 +468,57 @@ void reattach_lane(Pool *p, Lane *l)
 	(void)l->ret.attach(ret_lock, ret_sh, hl);
 }
 
+// The calls on lane l whose frames its dead worker never started (holder,
+// under mu), in the order they were placed, into again[] (at most kLanes);
+// each is taken off the lane (lane = kNoLane) and keeps its host-queue hold.
+//
+// A frame was started when its worker retired it (its bit of the request
+// lock's B flipped: the worker retires a frame only after running it) or
+// marked it in the started mask (set before its task runs, src/worker.cpp).
+// So the unstarted ones are the slots still in flight by our own mirror of
+// A and the shared B, minus the started mask. B and the mask are the dead
+// worker's words: they may say anything. They only choose among the slots
+// the host itself recorded (stage_call), and a call counts only when the
+// record still names it (same generation, on this lane, its frame not
+// back, not completed): a lie can make a started call run again (it ran
+// twice; its first result never came back, so it completes once) or an
+// unstarted one fail -KNIT_ECRASHED -- never a second completion, never a
+// call of another lane. The worker is dead and reaped: nothing writes the
+// words any more, and its stores are visible (the kernel's exit and our
+// waitid order them), so relaxed loads.
+uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
+{
+	const uint32_t b = knit_load_relaxed_32(word_at(l->block + kLaneOffReqLock, kLockOffB));
+	const uint32_t started =
+	    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
+	uint64_t order[kLanes];
+	uint32_t n = 0;
+	for (uint32_t m = (l->req.published() ^ b) & ~started & l->req_known; m != 0; m &= m - 1) {
+		const uint32_t slot = (uint32_t)__builtin_ctz(m);
+		Call *c = p->tickets.lookup(l->req_ticket[slot]);
+		if (c == nullptr || !c->live || c->gen != l->req_gen[slot] || c->lane != l->index ||
+		    (c->holds & kHoldHostQueue) == 0 || c->completed)
+			continue;
+		c->lane = kNoLane; // once: another slot naming it no longer matches
+		// Insertion sort by place order (at most 32).
+		uint32_t i = n++;
+		for (; i > 0 && order[i - 1] > l->req_order[slot]; i--) {
+			order[i] = order[i - 1];
+			again[i] = again[i - 1];
+		}
+		order[i] = l->req_order[slot];
+		again[i] = c;
+	}
+	return n;
+}
+
 // Worker `lane` is dead and reaped, and what it published is delivered
-// (on_death, holding the dispatcher): fail the rest of the lane's calls with
-// `status` (-KNIT_ECRASHED; -KNIT_EPROTO when it was killed for a protocol
-// error), reset the lane to its initial state, release the dispatcher.
+// (on_death, holding the dispatcher): fail the lane's calls its worker
+// started (ran or was running) with `status` (-KNIT_ECRASHED; -KNIT_EPROTO
+// when it was killed for a protocol error), reset the lane to its initial
+// state, place the calls it never started again (stop_word RUNNING: the
+// lane gets a new worker; else the pool is failing or stopping and they
+// fail too), release the dispatcher.
 void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 {
 	Lane *l = &p->lanes[lane];
@@ -481,7 +528,11 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 	line_lost(p, l, status);
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
+	Call *again[kLanes];
+	uint32_t nagain = 0;
 	pthread_mutex_lock(&p->mu);
+	if (stop_word == kStopRunning && !p->steal.on)
+		nagain = unstarted_calls(p, l, again);
 	const uint32_t high = p->tickets.high();
 	for (uint32_t i = 0; i < high; i++) {
 		Call *c = p->tickets.lookup(i);
@@ -500,6 +551,7 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 	l->staged = 0;
 	l->down = false;
 	l->req_idle_ns = 0;
+	l->req_known = 0;
 	reattach_lane(p, l);
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
 	knit_store_relaxed_32(l->parked, kAwake);
@@ -513,6 +565,13 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
 	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
+	if (nagain != 0) {
+		// Ahead of every call queued after them, and placed now (this lane
+		// is empty again; its new worker finds them published when it
+		// attaches): no host thread need call in for them to run.
+		dispatch_backlog_requeue(p, again, nagain);
+		dispatch_flush_backlog(p);
+	}
 	dispatch_unlock(p);
 }
 

@@ -70,6 +70,28 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 	knit_store_release_32(&w[0], seq + 1);
 }
 
+// The started mask (pool.h, kLaneExtOffStarted): a process worker on the
+// lanes topology sets a request slot's bit before it runs the slot's task
+// and clears it after the slot's retire, so the host can tell, after this
+// process died, which of the frames still in flight (A ^ B) were never
+// started and may run again (src/proc.cpp recover_lane). Cleared after the
+// retire, never before: a death in between leaves a retired slot marked
+// (the host ignores it) or, at worst, a frame published into that slot
+// since marked too -- it fails instead of running again, never runs twice.
+// The host reads the mask only once this process is dead and reaped, when
+// every store it executed is visible: program order is all that counts, so
+// a relaxed store between compiler barriers (it cannot move across the
+// task's run or the store of B; no CPU fence is needed; tests/model/
+// lanes_death.pml has the orders that matter).
+void started_set(Lane *l, uint32_t bits, bool on)
+{
+	uint32_t *w = reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted);
+	const uint32_t v = knit_load_relaxed_32(w);
+	knit_compiler_barrier();
+	knit_store_relaxed_32(w, on ? v | bits : v & ~bits);
+	knit_compiler_barrier();
+}
+
 // Publish the staged results (one release store of A), then ring the host if
 // it armed the doorbell (or asked for the eventfd).
 void flush_results(Lane *l)
@@ -251,6 +273,7 @@ void run_batch(Lane *l)
 	Pool *p = l->pool;
 	WorkerLocal *w = l->local;
 	const bool stamp = p->cfg.hard_timeout_ms != 0;
+	const bool mark = p->cfg.processes && !p->steal.on; // the started mask
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -288,6 +311,8 @@ void run_batch(Lane *l)
 			rh.status = -KNIT_ETIMEDOUT; // expired before it ran: never run
 			publish_result(l, rh, none);
 		} else {
+			if (mark)
+				started_set(l, 1u << f.slot, true);
 			if (stamp)
 				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
 			TaskOutcome o;
@@ -326,6 +351,8 @@ void run_batch(Lane *l)
 				// of a long batch runs, not after all of it (which made
 				// lanes take work in rounds of kWorkerBatch).
 				l->wreq.retire(retire); // C3: release store of B
+				if (mark)
+					started_set(l, retire, false);
 				retire = 0;
 				flush_results(l);
 				group_n = 0;
@@ -335,6 +362,8 @@ void run_batch(Lane *l)
 		}
 	}
 	l->wreq.retire(retire); // C3: one release store of B for the batch
+	if (mark && retire != 0)
+		started_set(l, retire, false);
 	flush_results(l);
 }
 

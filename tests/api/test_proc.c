@@ -307,9 +307,11 @@ KT(proc, hard_timeout_kills_the_worker_only)
 	kt_destroy(p);
 }
 
-/* Calls queued behind a crash on another lane are not touched; those
- * published on the crashed lane fail with -KNIT_ECRASHED (the worker may
- * have taken them), exactly once each; the pool keeps serving. */
+/* Calls queued behind a crash on another lane are not touched; those the
+ * crashed worker started (the abort, and sleeps of its batch whose results
+ * it had not published) fail with -KNIT_ECRASHED, exactly once each, the
+ * rest run again (test_proc_requeue.c counts the runs); the pool keeps
+ * serving. */
 KT(proc, crash_with_calls_in_flight)
 {
 	knit_pool_t *p = proc_pool(2);

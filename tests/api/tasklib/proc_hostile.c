@@ -22,6 +22,10 @@
  * unstop     arg STR a path: creates that file, then keeps its lane's stop
  *            word at RUNNING for 20 s (a stop is never seen, never
  *            acknowledged), returns arg
+ * liar       arg I64 mode, then _exit(9)s: mode 0 clears its lane's started
+ *            mask (itself looks never started), mode 1 sets every bit of it
+ *            and stores the request lock's A into its B (every frame looks
+ *            started and retired)
  *
  * Where the words are: the worker's boot record (its argv, hex) gives the
  * lane block's offset and stride (struct boot below mirrors the head of
@@ -43,6 +47,10 @@
 #define POOL_OFF_LANE_EXT 256u /* kPoolOffLaneExt */
 #define LANE_EXT_BYTES 256u   /* kLaneExtBytes */
 #define LANE_OFF_STOP 256u     /* kLaneOffStop */
+#define LANE_OFF_REQ_LOCK 1024u /* kLaneOffReqLock */
+#define LOCK_OFF_A 0u          /* kLockOffA */
+#define LOCK_OFF_B 128u        /* kLockOffB */
+#define EXT_OFF_STARTED 32u    /* kLaneExtOffStarted */
 #define STOP_RUNNING 0u        /* kStopRunning */
 #define STOP_REQUESTED 1u      /* kStopRequested */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
@@ -306,10 +314,30 @@ static int t_unstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_liar(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx, (void)ret;
+	struct where w;
+	if (find(&w) != 0)
+		return 7;
+	uint8_t *lock = w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_REQ_LOCK;
+	uint32_t *started = (uint32_t *)(w.base + POOL_OFF_LANE_EXT + (uint64_t)w.lane * LANE_EXT_BYTES +
+					 EXT_OFF_STARTED);
+	if (arg->i64 == 0) {
+		__atomic_store_n(started, 0, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(started, ~0u, __ATOMIC_RELAXED);
+		__atomic_store_n((uint32_t *)(lock + LOCK_OFF_B),
+				 __atomic_load_n((uint32_t *)(lock + LOCK_OFF_A), __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	}
+	_exit(9);
+}
+
 static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
 	{"forge", t_forge, 0, 0}, {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
 	{"selfstop", t_selfstop, 0, 0}, {"unstop", t_unstop, 0, 0},
+	{"liar", t_liar, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

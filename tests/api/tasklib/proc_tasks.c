@@ -8,6 +8,8 @@
  * abort      abort()s the worker process
  * aborted    ABORTABLE: waits (bounded, 20 s) until knit_ctx_aborted(); I64 1 if it saw it
  * alloc      arg I64 n: result BYTES of n bytes 'a'+i%26 built in knit_ctx_alloc memory
+ * await      arg STR a path: creates that file (it runs now), then waits (bounded,
+ *            20 s) until the file is gone, returns arg
  * echo       result = arg
  * error      arg I64 c: ERROR{code c, "task error"}, returns 1
  * exit       _exit(3)s the worker process
@@ -15,10 +17,15 @@
  * segv       writes through a NULL pointer
  * sleep      arg I64 ms: sleeps that long, returns arg
  * spin       loops until killed
+ * tally      arg STR a path: appends one byte to that file (its size counts the
+ *            runs) and the file's name and a newline to the file "log" beside
+ *            it (the order of the runs), returns arg
  * where      result I64: the worker's CPU affinity (bits of CPUs 0..63)
  */
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,6 +124,64 @@ static int t_aborted(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 	return 0;
 }
 
+/* The path of a STR argument, NUL-terminated in buf; 0 or -1. */
+static int arg_path(const knit_value_t *arg, char *buf, size_t size)
+{
+	if (arg->type != KNIT_VALUE_STRING || arg->len == 0 || arg->len >= size)
+		return -1;
+	memcpy(buf, arg->data, arg->len);
+	buf[arg->len] = 0;
+	return 0;
+}
+
+static int t_await(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	char path[4096];
+	if (arg_path(arg, path, sizeof path) != 0)
+		return 2;
+	const int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 3;
+	close(fd);
+	for (int i = 0; i < 20000 && access(path, F_OK) == 0; i++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	*ret = *arg;
+	return 0;
+}
+
+static int t_tally(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	char path[4096];
+	if (arg_path(arg, path, sizeof path) != 0)
+		return 2;
+	const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 3;
+	const ssize_t n = write(fd, "1", 1);
+	close(fd);
+	if (n != 1)
+		return 4;
+	char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		return 5;
+	char line[256];
+	const int len = snprintf(line, sizeof line, "%s\n", slash + 1);
+	memcpy(slash + 1, "log", 4);
+	const int lf = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (lf < 0 || len <= 0 || (size_t)len >= sizeof line)
+		return 6;
+	const ssize_t m = write(lf, line, (size_t)len); /* one O_APPEND write: whole */
+	close(lf);
+	if (m != len)
+		return 7;
+	*ret = *arg;
+	return 0;
+}
+
 static int t_where(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx, (void)arg;
@@ -138,7 +203,7 @@ static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},     {"abort", t_abort, 0, 0},
 	{"segv", t_segv, 0, 0},   {"exit", t_exit, 0, 0},   {"spin", t_spin, 0, 0},
 	{"sleep", t_sleep, 0, 0}, {"error", t_error, 0, 0}, {"alloc", t_alloc, 0, 0},
-	{"where", t_where, 0, 0},
+	{"where", t_where, 0, 0}, {"await", t_await, 0, 0}, {"tally", t_tally, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
