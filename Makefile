@@ -89,6 +89,14 @@ CXXFLAGS_ALL := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti \
 	-fno-threadsafe-statics -fvisibility=hidden -fvisibility-inlines-hidden \
 	-fno-plt $(SAN_FLAGS) $(CXXFLAGS)
 LIB_LDLIBS := -lurcu-common -lpthread
+# Link-time optimisation of the shared library: an enqueued call crosses
+# api -> dispatch -> lock2 -> codec -> calls, and inlining across them takes
+# about 15% of the host's instructions per call away. Fat objects: the
+# static archives carry ordinary code too (tests and users link them without
+# LTO), and the installed one is stripped of the LTO sections, which only the
+# compiler that wrote them can read. Not under a sanitizer; LTO= turns it off.
+LTO ?= $(if $(SANITIZE),,-flto=auto -ffat-lto-objects)
+CXXFLAGS_ALL += $(LTO)
 
 # ---- library ------------------------------------------------------------------
 LIB_SRCS := $(sort $(wildcard src/*.cpp))
@@ -113,7 +121,7 @@ $(B)/obj/%.o: %.cpp
 $(LIB_SO): $(LIB_OBJS) abi/libknitting.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD    $@")
-	$(Q)$(CC) -shared $(SAN_FLAGS) $(LDFLAGS) -Wl,-soname,$(SONAME) \
+	$(Q)$(CC) -shared $(SAN_FLAGS) $(OPT) $(LTO) $(LDFLAGS) -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=abi/libknitting.map -Wl,-z,defs -Wl,-z,now \
 		-Wl,--as-needed -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 
@@ -129,6 +137,7 @@ $(LIB_TEST_A): $(LIB_OBJS)
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+	$(if $(LTO),$(Q)objcopy --wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*' $@)
 
 # An uninstalled knitting.pc: lets a consumer build against this checkout with
 # PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,
