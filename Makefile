@@ -94,8 +94,10 @@ LIB_LDLIBS := -lurcu-common -lpthread
 # about 15% of the host's instructions per call away. Fat objects: the
 # static archives carry ordinary code too (tests and users link them without
 # LTO), and the installed one is stripped of the LTO sections, which only the
-# compiler that wrote them can read. Not under a sanitizer; LTO= turns it off.
-LTO ?= $(if $(SANITIZE),,-flto=auto -ffat-lto-objects)
+# compiler that wrote them can read. GCC only (the .so is linked by $(CC));
+# not under a sanitizer; LTO= turns it off.
+CXX_IS_GCC := $(shell $(CXX) -v 2>&1 | grep -q '^gcc version' && echo 1)
+LTO ?= $(if $(SANITIZE),,$(if $(CXX_IS_GCC),-flto=auto -ffat-lto-objects))
 CXXFLAGS_ALL += $(LTO)
 
 # ---- library ------------------------------------------------------------------
