@@ -274,12 +274,12 @@ int place(Pool *p, Call *c)
 		rr = true;
 		break;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t at = (pos + i) % n;
+	// pos < n: wrap by subtraction (no division on the per-call path).
+	for (uint32_t i = 0, at = pos; i < n; i++, at = at + 1 == n ? 0 : at + 1) {
 		int rc = stage_call(p, &p->lanes[p->order[at]], c);
 		if (rc == 0) {
 			if (rr)
-				p->rr_cursor = (at + 1) % n;
+				p->rr_cursor = at + 1 == n ? 0 : at + 1;
 			return 0;
 		}
 		if (rc != -KNIT_EAGAIN)

@@ -145,7 +145,18 @@ void LockProducer::prefetch_next()
 		knit_prefetch_write(lock_ + lock_task_offset(highest_lane(free)));
 }
 
-void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *line)
+TaskLine *LockProducer::task_line(uint32_t lane) const
+{
+	return reinterpret_cast<TaskLine *>(lock_ + lock_task_offset(lane));
+}
+
+// The lane is ours (free as of an acquire load of B, not staged): plain
+// stores straight into its task line, published by the release store of A in
+// flush() (P1). No private copy first: copying a line just written field by
+// field reloads those fields before the stores have left the store buffer
+// (a store-forwarding stall on every frame). Should encoding fail halfway,
+// the words left behind belong to a lane nobody reads until it is published.
+void LockProducer::write_head(const FrameHead &head, TaskLine *line)
 {
 	line->task = head.task;
 	line->flags = head.flags;
@@ -153,9 +164,6 @@ void LockProducer::write_task(uint32_t lane, const FrameHead &head, TaskLine *li
 	line->generation = head.generation;
 	line->status = head.status;
 	line->deadline = head.deadline_ns;
-	// The lane is ours (free as of an acquire load of B, not staged): plain
-	// stores, published by the release store of A in flush() (P1).
-	memcpy(lock_ + lock_task_offset(lane), line, sizeof *line);
 }
 
 int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
@@ -169,12 +177,13 @@ int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
 	int lane = pick_lane();
 	if (lane < 0)
 		return lane;
-	TaskLine line;
-	rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, &line);
+	TaskLine *line = task_line((uint32_t)lane);
+	rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, line);
 	if (rc != 0)
 		return rc; // nothing allocated; the lane stays free
-	write_task((uint32_t)lane, head, &line);
-	note_arena((uint32_t)lane, line.where == kWhereArena ? line.arena_slot : 0xFFu);
+	write_head(head, line);
+	// Our own stores just made (same widths: forwarded, not re-fetched).
+	note_arena((uint32_t)lane, line->where == kWhereArena ? line->arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
 	prefetch_next();
 	return lane;
@@ -257,11 +266,11 @@ int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t c
 	if (lane < 0)
 		return lane; // reservation kept
 	arena_.shrink(r->slot, (uint32_t)codec_stored_bytes(type, len));
-	TaskLine line;
-	int rc = codec_encode_arena(type, code, len, r->slot, r->offset, r->data, &line);
+	TaskLine *line = task_line((uint32_t)lane);
+	int rc = codec_encode_arena(type, code, len, r->slot, r->offset, r->data, line);
 	if (rc != 0)
 		return rc; // unreachable: type checked above
-	write_task((uint32_t)lane, head, &line);
+	write_head(head, line);
 	note_arena((uint32_t)lane, r->slot);
 	staged_ |= lane_bit((uint32_t)lane);
 	r->live = 0;

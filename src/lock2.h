@@ -198,7 +198,10 @@ class LockProducer
 	uint32_t load_retired();
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
-	void write_task(uint32_t lane, const FrameHead &head, TaskLine *line);
+	// The task line of a lane, in the shared lock: a free lane's line is
+	// the producer's to write (nobody reads it until the lane is published).
+	TaskLine *task_line(uint32_t lane) const;
+	void write_head(const FrameHead &head, TaskLine *line);
 	// Start fetching the task line of the lane pick_lane() picks next.
 	void prefetch_next();
 

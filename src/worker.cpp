@@ -13,7 +13,9 @@
 //      staged and published with one store of A per batch (or earlier when
 //      the batch runs past kResultFlushNs, together with the retire of the
 //      frames that ran; the clock is read after every second task for
-//      that), then the doorbell is rung if the host armed it;
+//      that), then the doorbell is rung if the host armed it; when the host
+//      is streaming (this pass's take found frames published during the
+//      last batch), wait up to kGatherNs before the next take (gather());
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
@@ -367,6 +369,33 @@ void run_batch(Lane *l)
 	flush_results(l);
 }
 
+// A host that publishes request frames one at a time while this worker runs
+// (a batch or a stream of knit_enqueue) pays for each publish the worker
+// sees on its own: the worker's load of A takes the word's line into its
+// cache, so the host's next store of A must take it back (a cross-CPU round
+// trip, which the host then waits for in the fence its dispatcher release
+// needs anyway). Once the host is seen streaming -- the take right after a
+// batch found frames published while the batch ran -- let the next frames
+// gather for up to kGatherNs before loading A again: one round trip then
+// buys several frames. The wait looks at no word the host writes per
+// frame; a stop request or a synchronous call on the lane's line ends it.
+// Not for a round trip (the take after its batch finds nothing), nor under
+// stealing (the submit lock's A is every worker's). kGatherNs is a few host
+// enqueues' worth (~0.3 us each here): several frames per load of A, short
+// beside a batch's or a stream's run time.
+constexpr int64_t kGatherNs = 1000;
+void gather(Lane *l)
+{
+	const int64_t end = knit_now_ns() + kGatherNs;
+	for (uint32_t i = 1;; i++) {
+		knit_cpu_relax();
+		if (knit_load_relaxed_32(l->stop) != kStopRunning || line_pending(l)) // S3: acquire load of rq_seq
+			return;
+		if ((i & 7) == 0 && knit_now_ns() >= end)
+			return;
+	}
+}
+
 // Idle spin: true when work (or a stop request) showed up.
 bool spin(Lane *l, int64_t spin_ns)
 {
@@ -478,6 +507,7 @@ void *worker_main(void *arg)
 	const int64_t park_ns = (int64_t)p->cfg.park_ms * 1000000;
 	const uint32_t spin_cap = spin_ns > 0 ? spin_cap_of_machine() : 0;
 	knit_store_relaxed_32(&l->tid, (uint32_t)knit_sys_gettid());
+	bool after_batch = false; // the last pass ran a batch (gather)
 	for (;;) {
 		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED.
 		if (knit_load_acquire_32(l->stop) != kStopRunning) {
@@ -485,6 +515,8 @@ void *worker_main(void *arg)
 			break;
 		}
 		bool progressed = take_requests(l);
+		const bool streaming = progressed && after_batch && !p->steal.on;
+		after_batch = false;
 		// The line between batches: a sync call waits for at most one.
 		if (line_serve(l))
 			progressed = true;
@@ -494,6 +526,9 @@ void *worker_main(void *arg)
 			line_busy(l, 1); // callers prefer idle workers' lines
 			run_batch(l);
 			progressed = true;
+			after_batch = true;
+			if (streaming)
+				gather(l);
 		}
 		if (progressed)
 			continue;
