@@ -491,7 +491,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 
 	if (cfg.processes) {
-		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off);
+		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
+				  plan.steal_off);
 		if (rc == 0)
 			rc = proc_start(p);
 		if (rc != 0) {

@@ -605,6 +605,14 @@ void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
 
+// Steal topology, holder: worker w is dead and will never write again (a
+// reaped process, or the end of dispatch_worker_lost): retire the lanes it
+// had claimed and not acknowledged on its behalf (steal_reap_dead:
+// validated, a bad record only counted as a protocol error), give back
+// their arena slots, mark it dead, and attribute its last claims (its
+// calls then name it: Call::lane == w). No-op on a lanes pool.
+void dispatch_steal_reap(Pool *p, uint32_t w);
+
 // Steal topology: worker i will never run again (acknowledged stop, failed
 // to start): survivors may ignore its WANT (steal.h, dead consumers).
 void steal_worker_gone(Pool *p, uint32_t i);
