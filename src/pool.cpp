@@ -598,7 +598,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		}
 		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
 		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
-		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent);
+		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent) +
+		                knit_load_relaxed_64(lane_counter(l->ext, kWcPeerWakes));
 		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));

@@ -125,6 +125,9 @@ enum WorkerCounter : uint32_t {
 	kWcSpurious,
 	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
+	kWcPeerWakes,      // wakes a peer worker PROCESS sent this lane (steal_wake_one):
+	                   // the only counter of the block others write (relaxed add);
+	                   // a worker thread counts them in Lane::wakes_sent instead
 	kWcCount_
 };
 static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
