@@ -57,19 +57,6 @@
 // the junior's ACK store, and then the senior's fresh loads (step 8) include
 // that ACK. The producer reuses a lane only once the XOR of ACKs says so.
 //
-// Revival (a process pool respawns a dead worker on the same consumer id):
-// after the reap above, steal_revive() clears CLAIM[c] and WANT[c], keeps
-// ACK[c] (the successor's mirror starts from it: the lanes c retired stay
-// retired), and only then clears DEAD[c]. Step 7 reads DEAD afresh after
-// its fence, so a peer that read DEAD before the revival (and so skipped
-// c's WANT in step 3) still meets the successor's WANT in the Dekker check:
-// either the successor's fence-ordered load sees the peer's WANT (the peer
-// stored it before its DEAD load, which came before the revival, which
-// came before the successor ran), or the peer's DEAD load sees c alive and
-// it checks c's WANT. tests/model/steal_claim_death.pml (RESPAWN) is that
-// protocol; its mutants revive before the reap, revive with ACK zeroed,
-// and check step 7 against step 3's DEAD.
-//
 // Dead consumers: the host sets DEAD[c] (atomic OR, release) once consumer
 // c can never run again (a thread worker: after it acknowledged stop and left
 // its loop; a worker process: once reaped; a white-box test: an injected
@@ -95,6 +82,22 @@
 // Arena slots of those lanes that the dead consumer had not freed yet are
 // given back by the producer (LockProducer::reclaim_lost: only an
 // allocation still live and not reallocated since, so never a double free).
+//
+// Revival (a process pool respawns a dead worker on the same consumer id):
+// after the reap above, steal_revive() clears CLAIM[c] and WANT[c], keeps
+// ACK[c] (the successor's mirror starts from it: the lanes c retired stay
+// retired), and only then clears DEAD[c] (release AND). Step 7 reads DEAD afresh after
+// its fence, so a peer that read DEAD before the revival (and so skipped
+// c's WANT in step 3) still meets the successor's WANT in the Dekker check:
+// either the successor's fence-ordered load sees the peer's WANT (the peer
+// stored it before its DEAD load, which came before the revival, which
+// came before the successor ran), or the peer's DEAD load sees c alive and
+// it checks c's WANT (the seq_cst fences of the two order them: had the
+// successor's come first, the peer's DEAD load after its own fence would
+// see the revival, which happened before the successor started).
+// tests/model/steal_claim_death.pml (RESPAWN) is that
+// protocol; its mutants revive before the reap, revive with ACK zeroed,
+// and check step 7 against step 3's DEAD.
 #ifndef KNIT_SRC_STEAL_H
 #define KNIT_SRC_STEAL_H
 
