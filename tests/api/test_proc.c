@@ -3,7 +3,9 @@
  * tests/api/test_proc.c - process pools (KNIT_WORKERS_PROCESSES): round
  * trips through knit-worker processes, wakes both ways without polling,
  * the completion fd, boot errors, crash isolation and respawn, the hard
- * timeout, the restart budget, and cleanup (no child, zombie or fd left).
+ * timeout, the restart budget, and cleanup (no child, zombie or fd left);
+ * on the lanes topology and, with two workers, on the steal topology (the
+ * default there), where a crash fails only the call its worker claimed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -435,12 +437,13 @@ KT(proc, steal_segv_spares_the_queue) { steal_queue_behind("segv", -KNIT_ECRASHE
 KT(proc, steal_exit_spares_the_queue) { steal_queue_behind("exit", -KNIT_ECRASHED); }
 KT(proc, steal_hard_timeout_spares_the_queue) { steal_queue_behind("spin", -KNIT_ETIMEDOUT); }
 
-/* Calls queued behind a crash on another lane are not touched; those
+/* Lanes: calls queued behind a crash on another lane are not touched; those
  * published on the crashed lane fail with -KNIT_ECRASHED (the worker may
- * have taken them), exactly once each; the pool keeps serving. */
+ * have taken them), exactly once each; the pool keeps serving. (Stealing:
+ * steal_*_spares_the_queue.) */
 KT(proc, crash_with_calls_in_flight)
 {
-	knit_pool_t *p = proc_pool(2);
+	knit_pool_t *p = proc_pool_t(2, KNIT_TOPOLOGY_LANES);
 	enum { N = 64 };
 	kt_enq(p, kt_id(p, "abort"), kt_none(), (void *)(intptr_t)N);
 	for (int i = 0; i < N; i++)
