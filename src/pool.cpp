@@ -187,6 +187,7 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 		// One call per claim: a worker never holds calls it has not
 		// started (steal.h, claim size).
 		p->lanes[i].sc.set_take_max(1);
+		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;

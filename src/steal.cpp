@@ -174,6 +174,7 @@ int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const Consume
 	regions_ = kLanes / region_lanes;
 	ring_ = kLanes - 1;
 	take_max_ = 0;
+	stop_ = nullptr;
 	region_ = kLanes;
 	take_ = 0;
 	claims_ = conflicts_ = 0;
@@ -281,7 +282,9 @@ uint32_t StealConsumer::claim_begin()
 		// Wait until no live junior holds r: each either saw us and
 		// withdraws, or is past its check and clears WANT right after its
 		// ACK (straight-line code). Bounded: relax, then yield; DEAD is
-		// re-read every round so a dead junior's stale WANT is ignored.
+		// re-read every round so a dead junior's stale WANT is ignored,
+		// and the stop word (set_stop_word), so a junior that never
+		// clears its WANT cannot hold a stop.
 		conflicts_++;
 		for (uint32_t round = 1;; round++) {
 			// S4: acquire, pairs with steal_mark_dead().
@@ -297,6 +300,13 @@ uint32_t StealConsumer::claim_begin()
 			}
 			if (!held)
 				break;
+			// Relaxed: only a reason to stop waiting (set_stop_word);
+			// the worker's loop reads the word again with acquire.
+			if (stop_ != nullptr && knit_load_relaxed_32(stop_) != kStopRunning) {
+				knit_store_release_32(want_, 0); // S3: release, as a withdrawal
+				region_ = kLanes;
+				return 0;
+			}
 			if (round % kStealRelaxRounds == 0)
 				sched_yield();
 			else

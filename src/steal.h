@@ -25,9 +25,10 @@
 //   6 announce: store WANT[c] = 1 << r (relaxed)
 //   7 ONE seq_cst fence (the Dekker pair: pairs with the identical fence of
 //     every peer between its WANT store and its WANT loads), then DEAD once
-//     more and the peers live now, their WANT: a senior on r -> withdraw (WANT = 0); juniors on r -> wait
-//     until no live junior has r (bounded: cpu_relax a few hundred times,
-//     then sched_yield, DEAD re-read every round)
+//     more and the WANT of the peers live now: a senior on r -> withdraw
+//     (WANT = 0); juniors on r -> wait until no live junior has r
+//     (bounded: cpu_relax a few hundred times, then sched_yield, DEAD
+//     re-read every round; a stop request -> withdraw)
 //   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r), then only
 //     the take_max oldest of those (ring order; 0 = all); empty -> release
 //     WANT, no claim
@@ -171,6 +172,13 @@ class StealConsumer
 	// Lanes a claim takes at most, oldest first (0 = every pending lane of
 	// the region, the default after attach).
 	void set_take_max(uint32_t n) { take_max_ = n; }
+	// The worker's stop word: once it leaves RUNNING, a senior waiting in
+	// step 7 for a junior gives up and withdraws (as a junior would;
+	// nothing was taken, so that is always safe), so a junior that keeps
+	// its WANT -- a worker process can write that word at will -- cannot
+	// keep this worker from acknowledging a stop. nullptr (after attach):
+	// wait as long as it takes.
+	void set_stop_word(const uint32_t *stop) { stop_ = stop; }
 
 	// Lanes published and not yet retired by anyone: fresh acquire loads of
 	// A and every peer's ACK, XOR this consumer's ACK mirror. Includes lanes
@@ -237,6 +245,7 @@ class StealConsumer
 	uint32_t *ring_word_ = nullptr;
 	uint32_t n_ = 0, id_ = 0, g_ = 0, regions_ = 0;
 	uint32_t ring_ = 0, take_max_ = 0;
+	const uint32_t *stop_ = nullptr;
 	uint32_t region_ = kLanes;
 	uint32_t take_ = 0;
 	uint64_t claims_ = 0, conflicts_ = 0;
