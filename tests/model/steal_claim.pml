@@ -70,7 +70,9 @@
  *
  * Death (DEATH): consumer DEADC may die at any point of a claim (after WANT,
  * during the junior wait, after owning the region, after take, after CLAIM,
- * after each decode, after ACK before the WANT clear) or while idle. The host
+ * after each decode, after ACK before the WANT clear) or while idle; or,
+ * waiting for a junior, withdraw (WANT = 0) and then leave: a worker asked
+ * to stop (src/steal.h, set_stop_word). The host
  * reaper then runs once the worker has exited:
  *   REAP_CLAIM (the runtime's protocol): load ACK/CLAIM of the dead consumer
  *     (one 64-bit load); report every CLAIM lane's task lost (its call fails
@@ -421,6 +423,9 @@ proctype consumer(byte c)
 			:: (WANT[1] & BIT(r)) == 0 -> skip
 #ifdef DEATH
 			:: c == DEADC && !died -> goto dead /* dies while waiting */
+			/* asked to stop while waiting: withdraws, then leaves (the
+			 * host marks it dead once it is gone) */
+			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
@@ -433,6 +438,7 @@ proctype consumer(byte c)
 			:: (WANT[2] & BIT(r)) == 0 -> skip
 #ifdef DEATH
 			:: c == DEADC && !died -> goto dead
+			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
