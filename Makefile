@@ -448,10 +448,10 @@ check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LI
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(if $(HAVE_KT),$(RUN) $(SP)trace bpf-arches -- $(MAKE) --no-print-directory -B $(KT_OUT)/bpf-arches.ok)
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)for t in lanes steal inline proc-lanes proc-respawn; do \
+	$(Q)for t in lanes steal inline proc-lanes proc-steal proc-respawn; do \
 		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
 	done
-	$(Q)for t in lanes steal proc-lanes; do \
+	$(Q)for t in lanes steal proc-lanes proc-steal; do \
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
 	$(Q)$(RUN) $(SP)trace pool-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --arg proc-late

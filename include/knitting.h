@@ -146,7 +146,8 @@ typedef struct knit_task {
 
 enum knit_topology {
 	KNIT_TOPOLOGY_AUTO = 0,  /* steal for 2..31 workers with no balancer and no
-				    inline lane, lanes otherwise */
+				    inline lane, lanes otherwise (threads and
+				    processes alike) */
 	KNIT_TOPOLOGY_LANES = 1, /* one request queue per worker */
 	KNIT_TOPOLOGY_STEAL = 2  /* one shared submit queue all workers claim from */
 };
@@ -242,7 +243,7 @@ enum knit_worker_kind {
 				      as function pointers */
 	KNIT_WORKERS_PROCESSES = 1 /* one knit-worker process per worker, sharing
 				      one sealed memfd with the host; tasks from
-				      task_library */
+				      task_library; either topology */
 };
 
 enum knit_proc_flags {
@@ -318,7 +319,8 @@ enum knit_stop_flags {
 typedef struct knit_lane_stats {
 	uint64_t calls;             /* calls this lane ran */
 	uint64_t parks;             /* times the worker went to sleep */
-	uint64_t wakes_sent;        /* futex wakes the host sent it */
+	uint64_t wakes_sent;        /* futex wakes sent to it (the host's; steal:
+				       also a peer worker's) */
 	uint64_t wakes_received;    /* times it woke because it was rung */
 	uint64_t watchdog_expiries; /* times it woke only because park_ms passed */
 	uint64_t spins;             /* idle spin rounds that found work */

@@ -1243,17 +1243,7 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 		return 0;
 	Lane *l = &p->lanes[w];
 	uint32_t produced = reap_lane(p, l); // what it answered before it went
-	if (p->steal.on) {
-		bool bad = false;
-		const uint32_t lost =
-		    steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
-		if (bad)
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
-		p->steal.req.reclaim_lost(lost); // arena slots it never freed
-		// Its last claims (the ones retired on its behalf just now
-		// included) name it as their calls' holder.
-		steal_track(p);
-	}
+	dispatch_steal_reap(p, w);
 	// Relaxed: read by sleeping hosts' work_pending() only to skip the lane.
 	knit_store_relaxed_32(&l->retired, 1);
 	knit_store_relaxed_64(&p->retiring, p->retiring & ~(1ull << w));
@@ -1284,6 +1274,20 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 }
 
 uint32_t dispatch_reap_lane(Pool *p, Lane *l) { return reap_lane(p, l); }
+
+void dispatch_steal_reap(Pool *p, uint32_t w)
+{
+	if (!p->steal.on || w >= p->nworkers)
+		return;
+	bool bad = false;
+	const uint32_t lost = steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+	if (bad)
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+	p->steal.req.reclaim_lost(lost); // arena slots it never freed
+	// Its last claims (the ones retired on its behalf just now included)
+	// name it as their calls' holder.
+	steal_track(p);
+}
 
 void steal_worker_gone(Pool *p, uint32_t i)
 {

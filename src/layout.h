@@ -73,8 +73,8 @@
 //
 //  offset       size  name      writer               reader
 //  -----------  ----  --------  -------------------  -------------------------------
-//            0   128  DEAD      host (atomic OR)     every consumer (zero = alive, so
-//                                                    zero-filled memory is safe)
+//            0   128  DEAD      host (atomic OR;     every consumer (zero = alive, so
+//                                 AND: a revival)      zero-filled memory is safe)
 //  128 + 128*c   128  ACK[c]    consumer c           producer (XOR of all ACK = the B of
 //                                                    stealing), peers
 //  132 + 128*c          CLAIM[c]  consumer c (with     the host, once c is dead (steal.h,

@@ -55,18 +55,19 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	// 31 workers, -KNIT_EINVAL (an explicit request that cannot be honoured
 	// is an error, not a silent fallback); one worker is allowed.
 	// Process workers (src/proc.h): a task library, no function pointers
-	// (knit_pool_create checks the table argument), lanes only for now (the
-	// steal claim protocol across processes is not there yet), no inline
-	// lane (the host cannot run a library task it does not isolate).
-	// Placement (cpu_mask, cpu_flags) applies to each worker process: the
-	// worker places itself from the boot record (src/proc_worker.cpp).
+	// (knit_pool_create checks the table argument), either topology (AUTO
+	// as for threads: no balancer or inline lane can be given anyway), no
+	// inline lane (the host cannot run a library task it does not
+	// isolate). Placement (cpu_mask, cpu_flags) applies to each worker
+	// process: the worker places itself from the boot record
+	// (src/proc_worker.cpp).
 	if (o.worker_kind > KNIT_WORKERS_PROCESSES || o.reserved2 != 0)
 		return -KNIT_EINVAL;
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0 ||
 		    (o.proc_flags & ~(uint32_t)(KNIT_PROC_INHERIT_ENV | KNIT_PROC_NAMED_SHM)) != 0 ||
-		    o.topology == KNIT_TOPOLOGY_STEAL || o.inline_lane != KNIT_INLINE_OFF)
+		    o.inline_lane != KNIT_INLINE_OFF)
 			return -KNIT_EINVAL;
 		// A prefix: 1..kPrefixMax words, none empty (an empty program
 		// name would only fail later, at the spawn).
@@ -86,7 +87,7 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	}
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:
-		out->topology = !out->processes && out->workers >= 2 && out->workers <= kMaxStealConsumers &&
+		out->topology = out->workers >= 2 && out->workers <= kMaxStealConsumers &&
 		                                o.balancer == KNIT_BALANCE_DEFAULT &&
 		                                o.inline_lane == KNIT_INLINE_OFF
 		                        ? (uint32_t)KNIT_TOPOLOGY_STEAL

@@ -194,6 +194,7 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 		// One call per claim: a worker never holds calls it has not
 		// started (steal.h, claim size).
 		p->lanes[i].sc.set_take_max(1);
+		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;
@@ -505,7 +506,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 
 	if (cfg.processes) {
-		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off);
+		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
+				  plan.steal_off);
 		if (rc == 0)
 			rc = proc_start(p);
 		if (rc != 0) {
@@ -611,7 +613,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		}
 		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
 		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
-		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent);
+		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent) +
+		                knit_load_relaxed_64(lane_counter(l->ext, kWcPeerWakes));
 		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));

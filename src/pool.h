@@ -132,6 +132,9 @@ enum WorkerCounter : uint32_t {
 	kWcSpurious,
 	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
+	kWcPeerWakes,      // wakes a peer worker PROCESS sent this lane (steal_wake_one):
+	                   // the only counter of the block others write (relaxed add);
+	                   // a worker thread counts them in Lane::wakes_sent instead
 	kWcCount_
 };
 static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
@@ -632,6 +635,14 @@ void cancel_all(Pool *p);
 void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
+
+// Steal topology, holder: worker w is dead and will never write again (a
+// reaped process, or the end of dispatch_worker_lost): retire the lanes it
+// had claimed and not acknowledged on its behalf (steal_reap_dead:
+// validated, a bad record only counted as a protocol error), give back
+// their arena slots, mark it dead, and attribute its last claims (its
+// calls then name it: Call::lane == w). No-op on a lanes pool.
+void dispatch_steal_reap(Pool *p, uint32_t w);
 
 // Steal topology: worker i will never run again (acknowledged stop, failed
 // to start): survivors may ignore its WANT (steal.h, dead consumers).

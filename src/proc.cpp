@@ -618,6 +618,12 @@ void on_death(Pool *p, uint32_t i)
 	// What it published, validated as always (a bad frame asks for its
 	// kill: the reason is read below).
 	dispatch_reap_lane(p, &p->lanes[i]);
+	// Stealing: the lanes of the submit lock it had claimed and not
+	// acknowledged are retired on its behalf (their calls now name it and
+	// fail below with the lane's); everything still pending there stays
+	// for the other workers (or its successor). Before the kill reason is
+	// read: a forged ACK toggle asks for a protocol kill.
+	dispatch_steal_reap(p, i);
 	// acq_rel: pairs with proc_kill_worker's fetch_or (a kill asked for
 	// this worker, and why, is seen here, whichever thread asked). Taken
 	// under the dispatcher, after the last look at the dead worker's words
@@ -647,8 +653,14 @@ void on_death(Pool *p, uint32_t i)
 	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning,
 		     proto ? -KNIT_EPROTO : -KNIT_ECRASHED);
 	if (!ending) {
-		if (budget)
+		if (budget) {
 			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
+			// Stealing: the successor takes over consumer i (steal.h,
+			// revival; reaped above). Harmless if the spawn fails: a
+			// consumer with no claim and no intent blocks nobody.
+			if (p->steal.on)
+				steal_revive(p->steal.ctl, i);
+		}
 		if (!budget || spawn_worker(p, i, -1) != 0)
 			pool_fail(p);
 	}
@@ -872,7 +884,7 @@ int proc_host_new(Pool *p, void *dl)
 }
 
 int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
-		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off)
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off)
 {
 	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
@@ -928,6 +940,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.lanes_off = lanes_off;
 	b.stride = stride;
 	b.abort_off = abort_off;
+	b.steal_off = steal_off;
 	b.table_hash = task_table_hash(p->tasks, p->ntasks);
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);

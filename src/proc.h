@@ -27,7 +27,11 @@
 // have taken any of them; none can run twice), resets the lane's locks to
 // their initial (zero) state, reattaches the host's endpoints and spawns a
 // new worker on the same lane. Calls still in the backlog are untouched and
-// go to the new worker.
+// go to the new worker. Stealing (src/steal.h): the calls the dead worker
+// had claimed from the shared submit lock (steal_reap_dead retires its
+// unacknowledged claim on its behalf) fail the same way; calls still
+// pending there are untouched and run on the other workers; the new worker
+// takes over the dead one's consumer id (steal_revive).
 #ifndef KNIT_SRC_PROC_H
 #define KNIT_SRC_PROC_H
 
@@ -58,7 +62,7 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
-inline constexpr uint32_t kBootVersion = 3;
+inline constexpr uint32_t kBootVersion = 4;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the bridge eventfd
@@ -78,6 +82,9 @@ struct ProcBoot {
 	uint64_t lanes_off;
 	uint64_t stride;
 	uint64_t abort_off;
+	// The steal area (steal control block, submit lock, its arena:
+	// src/steal.h), or 0 for the lanes topology.
+	uint64_t steal_off;
 	uint64_t table_hash;
 	// The host's start time (clock ticks since boot, /proc/PID/stat field
 	// 22): with a wrapper between host and worker, the worker watches the
@@ -125,7 +132,7 @@ uint64_t proc_start_time(int pid);
 // worker path, make the eventfds, fill the boot record. 0, -KNIT_EINVAL
 // (the worker path is not an executable), -KNIT_ENOMEM, -KNIT_ESYSTEM.
 int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
-		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off);
+		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off);
 // Then start the monitor thread, which spawns every worker, and wait
 // until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
 // -KNIT_EINVAL (a worker could not be placed on its cpu_mask CPUs),

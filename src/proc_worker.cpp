@@ -296,23 +296,35 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->futex_shared = 1;
 	p->efd_flag = word_at(base, kPoolOffEfdFlag);
 	p->efd_bridge = kBootFdBridge;
-	// One lane: ours. Nothing in the worker loop looks at another.
+	// Lanes: ours. Stealing, every worker's too, for their signal words
+	// only (a claim that leaves work pending wakes a parked peer:
+	// steal_wake_one); nothing else of a peer's lane is looked at.
+	const bool steal = p->cfg.topology == KNIT_TOPOLOGY_STEAL;
+	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
+	if (steal && (b.steal_off % kArenaAlign != 0 || b.steal_off < b.lanes_off + (uint64_t)b.nworkers * b.stride ||
+		      b.steal_off > b.region_size || steal_area_bytes(cap) > b.region_size - b.steal_off))
+		return boot_fail(KNIT_EPROTO, "boot record out of range");
+	const uint32_t nl = steal ? b.nworkers : 1;
 	void *lmem = nullptr;
-	if (posix_memalign(&lmem, alignof(Lane), sizeof(Lane)) != 0)
+	if (posix_memalign(&lmem, alignof(Lane), (size_t)nl * sizeof(Lane)) != 0)
 		return boot_fail(KNIT_ENOMEM, "out of memory");
-	memset(lmem, 0, sizeof(Lane));
-	Lane *l = new (lmem) Lane();
-	p->lanes = l;
-	p->nworkers = 1;
-	p->nlanes = 1;
-	l->pool = p;
-	l->index = b.lane;
+	memset(lmem, 0, (size_t)nl * sizeof(Lane));
+	p->lanes = static_cast<Lane *>(lmem);
+	p->nworkers = nl;
+	p->nlanes = nl;
+	for (uint32_t i = 0; i < nl; i++) {
+		Lane *pl = new (&p->lanes[i]) Lane();
+		pl->pool = p;
+		pl->index = steal ? i : b.lane;
+		pl->cpu = -1;
+		pl->block = base + b.lanes_off + (uint64_t)pl->index * b.stride;
+		pl->wake_seq = word_at(pl->block, kLaneOffWake);
+		pl->parked = word_at(pl->block, kLaneOffParked);
+		pl->stop = word_at(pl->block, kLaneOffStop);
+		pl->ext = lane_ext(p, pl->index);
+	}
+	Lane *l = &p->lanes[steal ? b.lane : 0];
 	l->cpu = cpu;
-	l->block = base + b.lanes_off + (uint64_t)b.lane * b.stride;
-	l->wake_seq = word_at(l->block, kLaneOffWake);
-	l->parked = word_at(l->block, kLaneOffParked);
-	l->stop = word_at(l->block, kLaneOffStop);
-	l->ext = lane_ext(p, b.lane);
 	// Our line and its spill slot (the host's plan, pool.cpp): within the
 	// region, before the lane blocks. A respawned worker (no status fd)
 	// serves none: its lane's line died with its predecessor (S10, never
@@ -328,7 +340,6 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		l->line = base + line_area_off(b.nworkers) + (uint64_t)b.lane * kLineBytes;
 		l->line_spill_area = base + spill_off + (uint64_t)b.lane * sstride;
 	}
-	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;
 	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
@@ -336,6 +347,18 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
 	if (l->wreq.attach(req_lock, req_sh, wl) != 0 || l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
 		return boot_fail(KNIT_EPROTO, "lane geometry refused");
+	if (steal) {
+		// The submit lock we claim from, as consumer `lane` (the host
+		// revived the id for us if a predecessor died: steal_revive).
+		p->steal.ctl = base + b.steal_off;
+		p->steal.lock = p->steal.ctl + kStealLockOff;
+		ArenaShared sh = lock_arena_shared(p->steal.lock, p->steal.lock + lock_arena_offset(), cap);
+		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane, p->cfg.steal_g) != 0)
+			return boot_fail(KNIT_EPROTO, "steal geometry refused");
+		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+		l->sc.set_stop_word(l->stop);
+		p->steal.on = true;
+	}
 	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
 	if (l->local == nullptr)
 		return boot_fail(KNIT_ENOMEM, "out of memory");

@@ -26,6 +26,11 @@
 //     The host's retire on its behalf is a release store like S2 (pairs
 //     with the producer's and the peers' acquire loads of ACK), strictly
 //     before its S4 release OR of DEAD.
+//  SR DEAD cleared by a revival (steal_revive: release AND, after the
+//     release stores of CLAIM = 0 and WANT = 0) pairs with the consumers'
+//     acquire loads of DEAD in claim_begin() (steps 3, 7 and the junior
+//     wait): a consumer that sees the revived peer alive sees no stale
+//     claim or intent of its predecessor.
 //  S6 host publish (release store of A) + seq_cst fence before reading the
 //     workers' parked flags (steal_flush, src/dispatch.cpp) pairs with the
 //     worker's fence in worker_park() between its store of parked and its
@@ -127,6 +132,24 @@ uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32
 	return lost;
 }
 
+void steal_revive(uint8_t *ctl, uint32_t d)
+{
+	if (ctl == nullptr || d >= kMaxStealConsumers)
+		return;
+	uint64_t *pair = reinterpret_cast<uint64_t *>(word_at(ctl, steal_ack_offset(d)));
+	// d is dead and reaped: nobody but us writes its words now (relaxed:
+	// our own last store, or d's, which steal_reap_dead's acquire saw).
+	const uint32_t ack = (uint32_t)knit_load_relaxed_64(pair);
+	// S7: release, as the reaper's retire (ACK unchanged, CLAIM = 0).
+	knit_store_release_64(pair, (uint64_t)ack);
+	// S3: release, as a WANT clear.
+	knit_store_release_32(word_at(ctl, steal_want_offset(d)), 0);
+	// SR: release, pairs with the consumers' acquire loads of DEAD (steps
+	// 3 and 7 of claim_begin, the junior wait): whoever sees d alive again
+	// sees the two stores above.
+	knit_and_acq_rel_32(word_at(ctl, kStealOffDead), ~(1u << d));
+}
+
 // ---- consumer ----------------------------------------------------------------------
 
 int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits,
@@ -151,6 +174,7 @@ int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const Consume
 	regions_ = kLanes / region_lanes;
 	ring_ = kLanes - 1;
 	take_max_ = 0;
+	stop_ = nullptr;
 	region_ = kLanes;
 	take_ = 0;
 	claims_ = conflicts_ = 0;
@@ -233,9 +257,13 @@ uint32_t StealConsumer::claim_begin()
 	// 7. Check. S1: the Dekker fence; pairs with the identical fence in every
 	// peer's claim_begin() between its WANT store and its WANT loads.
 	knit_fence_seq_cst();
+	// The peers live now, not at step 3: one revived since (steal_revive)
+	// may be announcing r; its WANT counts (SR: acquire, pairs with the
+	// host's release AND in steal_revive and its OR in steal_mark_dead).
+	const uint32_t dead7 = knit_load_acquire_32(dead_);
 	bool junior_conflict = false;
 	for (uint32_t p = 0; p < n_; p++) {
-		if (p == id_ || (dead >> p) & 1u)
+		if (p == id_ || (dead7 >> p) & 1u)
 			continue;
 		// S1: acquire, pairs with peer p's release stores of WANT[p].
 		const uint32_t w = knit_load_acquire_32(word_at(ctl_, steal_want_offset(p)));
@@ -254,7 +282,9 @@ uint32_t StealConsumer::claim_begin()
 		// Wait until no live junior holds r: each either saw us and
 		// withdraws, or is past its check and clears WANT right after its
 		// ACK (straight-line code). Bounded: relax, then yield; DEAD is
-		// re-read every round so a dead junior's stale WANT is ignored.
+		// re-read every round so a dead junior's stale WANT is ignored,
+		// and the stop word (set_stop_word), so a junior that never
+		// clears its WANT cannot hold a stop.
 		conflicts_++;
 		for (uint32_t round = 1;; round++) {
 			// S4: acquire, pairs with steal_mark_dead().
@@ -270,6 +300,13 @@ uint32_t StealConsumer::claim_begin()
 			}
 			if (!held)
 				break;
+			// Relaxed: only a reason to stop waiting (set_stop_word);
+			// the worker's loop reads the word again with acquire.
+			if (stop_ != nullptr && knit_load_relaxed_32(stop_) != kStopRunning) {
+				knit_store_release_32(want_, 0); // S3: release, as a withdrawal
+				region_ = kLanes;
+				return 0;
+			}
 			if (round % kStealRelaxRounds == 0)
 				sched_yield();
 			else

@@ -4,7 +4,8 @@
 // lock2.h; the pool side: pool.h, "Topology KNIT_TOPOLOGY_STEAL").
 //
 // Shared words (steal control block, layout.h; every word alone on 128 B):
-//   DEAD    host only, atomic OR, never cleared: bit c = consumer c is gone
+//   DEAD    host only, atomic OR; cleared only by a revival (steal_revive):
+//           bit c = consumer c is gone
 //           (zero = alive, so zero-filled memory is a valid block)
 //   ACK[c]  consumer c only: the XOR of every lane toggle c has retired (the
 //           "B" of stealing); the producer's retired set = XOR of all ACKs
@@ -23,10 +24,11 @@
 //     met walking down from the producer's ring cursor (see below)
 //   6 announce: store WANT[c] = 1 << r (relaxed)
 //   7 ONE seq_cst fence (the Dekker pair: pairs with the identical fence of
-//     every peer between its WANT store and its WANT loads), then the live
-//     peers' WANT: a senior on r -> withdraw (WANT = 0); juniors on r -> wait
-//     until no live junior has r (bounded: cpu_relax a few hundred times,
-//     then sched_yield, DEAD re-read every round)
+//     every peer between its WANT store and its WANT loads), then DEAD once
+//     more and the WANT of the peers live now: a senior on r -> withdraw
+//     (WANT = 0); juniors on r -> wait until no live junior has r
+//     (bounded: cpu_relax a few hundred times, then sched_yield, DEAD
+//     re-read every round; a stop request -> withdraw)
 //   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r), then only
 //     the take_max oldest of those (ring order; 0 = all); empty -> release
 //     WANT, no claim
@@ -81,6 +83,22 @@
 // Arena slots of those lanes that the dead consumer had not freed yet are
 // given back by the producer (LockProducer::reclaim_lost: only an
 // allocation still live and not reallocated since, so never a double free).
+//
+// Revival (a process pool respawns a dead worker on the same consumer id):
+// after the reap above, steal_revive() clears CLAIM[c] and WANT[c], keeps
+// ACK[c] (the successor's mirror starts from it: the lanes c retired stay
+// retired), and only then clears DEAD[c] (release AND). Step 7 reads DEAD afresh after
+// its fence, so a peer that read DEAD before the revival (and so skipped
+// c's WANT in step 3) still meets the successor's WANT in the Dekker check:
+// either the successor's fence-ordered load sees the peer's WANT (the peer
+// stored it before its DEAD load, which came before the revival, which
+// came before the successor ran), or the peer's DEAD load sees c alive and
+// it checks c's WANT (the seq_cst fences of the two order them: had the
+// successor's come first, the peer's DEAD load after its own fence would
+// see the revival, which happened before the successor started).
+// tests/model/steal_claim_death.pml (RESPAWN) is that
+// protocol; its mutants revive before the reap, revive with ACK zeroed,
+// and check step 7 against step 3's DEAD.
 #ifndef KNIT_SRC_STEAL_H
 #define KNIT_SRC_STEAL_H
 
@@ -115,7 +133,7 @@ inline uint32_t steal_ring_first(uint32_t mask, uint32_t ring)
 int steal_resolve_region_lanes(uint32_t consumers, uint32_t requested, uint32_t *out);
 
 // Host: mark consumer c dead (atomic OR into DEAD, release: pairs with the
-// consumers' acquire loads of DEAD). Never undone. c >= kMaxStealConsumers
+// consumers' acquire loads of DEAD). Undone only by steal_revive(). c >= kMaxStealConsumers
 // is ignored.
 void steal_mark_dead(uint8_t *ctl, uint32_t c);
 
@@ -129,6 +147,15 @@ void steal_mark_dead(uint8_t *ctl, uint32_t c);
 // retired; the caller counts a protocol error). Once per death.
 uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32_t region_lanes,
                          uint32_t d, bool *bad);
+
+// Host: consumer d, reaped by steal_reap_dead() (its DEAD bit set, its
+// claim retired), gets a successor (a respawned worker process) that takes
+// over its id. Clears CLAIM[d] (keeping ACK[d]: it records real
+// retirements, and the successor's mirror starts from it) and WANT[d], and
+// only then clears DEAD bit d: a peer that sees d alive again sees no stale
+// intent of it. Call it only after steal_reap_dead() for the same death and
+// before the successor runs. d >= kMaxStealConsumers is ignored.
+void steal_revive(uint8_t *ctl, uint32_t d);
 
 // ---- the consumer endpoint ---------------------------------------------------------
 class StealConsumer
@@ -145,6 +172,13 @@ class StealConsumer
 	// Lanes a claim takes at most, oldest first (0 = every pending lane of
 	// the region, the default after attach).
 	void set_take_max(uint32_t n) { take_max_ = n; }
+	// The worker's stop word: once it leaves RUNNING, a senior waiting in
+	// step 7 for a junior gives up and withdraws (as a junior would;
+	// nothing was taken, so that is always safe), so a junior that keeps
+	// its WANT -- a worker process can write that word at will -- cannot
+	// keep this worker from acknowledging a stop. nullptr (after attach):
+	// wait as long as it takes.
+	void set_stop_word(const uint32_t *stop) { stop_ = stop; }
 
 	// Lanes published and not yet retired by anyone: fresh acquire loads of
 	// A and every peer's ACK, XOR this consumer's ACK mirror. Includes lanes
@@ -211,6 +245,7 @@ class StealConsumer
 	uint32_t *ring_word_ = nullptr;
 	uint32_t n_ = 0, id_ = 0, g_ = 0, regions_ = 0;
 	uint32_t ring_ = 0, take_max_ = 0;
+	const uint32_t *stop_ = nullptr;
 	uint32_t region_ = kLanes;
 	uint32_t take_ = 0;
 	uint64_t claims_ = 0, conflicts_ = 0;

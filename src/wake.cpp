@@ -254,7 +254,11 @@ bool lane_wake(Pool *p, Lane *l, bool only_blocked)
 	if (knit_cas_acq_rel_32(l->parked, v, kAwake) != v)
 		return false;
 	KNIT_TRACE_HOST_RING(p, l->index, knit_load_relaxed_32(&l->tid));
-	knit_add_relaxed_64(&l->wakes_sent, 1); // counted before the worker can run
+	// Counted before the worker can run. In a worker process (the only
+	// place efd_flag is set) l is this process's private view of a peer's
+	// lane: the count goes to the peer's shared counters, where the host's
+	// stats read it.
+	knit_add_relaxed_64(p->efd_flag != nullptr ? lane_counter(l->ext, kWcPeerWakes) : &l->wakes_sent, 1);
 	// W3, release: pairs with the worker's acquire load of the sequence
 	// after its futex wait (W4: a changed sequence = it was rung).
 	knit_add_acq_rel_32(l->wake_seq, 1);

@@ -3,7 +3,9 @@
  * tests/api/test_proc.c - process pools (KNIT_WORKERS_PROCESSES): round
  * trips through knit-worker processes, wakes both ways without polling,
  * the completion fd, boot errors, crash isolation and respawn, the hard
- * timeout, the restart budget, and cleanup (no child, zombie or fd left).
+ * timeout, the restart budget, and cleanup (no child, zombie or fd left);
+ * on the lanes topology and, with two workers, on the steal topology (the
+ * default there), where a crash fails only the call its worker claimed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,15 +19,23 @@
 
 #define MISMATCH_LIB KT_BUILD_DIR "/tests/lib/proc_mismatch.so"
 
-static knit_pool_t *proc_pool(uint32_t workers)
+/* A process pool of `workers` with topology `topo` (AUTO: the default). */
+static knit_pool_t *proc_pool_t(uint32_t workers, uint32_t topo)
 {
 	knit_pool_options_t o;
 	kt_proc_opts(&o, workers);
+	o.topology = topo;
 	knit_pool_t *p = NULL;
 	int rc = knit_pool_create(&o, NULL, 0, &p);
 	cr_assert_eq(rc, 0, "process pool create: %s", knit_strerror(rc));
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	if (topo != KNIT_TOPOLOGY_AUTO)
+		cr_assert_eq(s.topology, topo);
 	return p;
 }
+
+static knit_pool_t *proc_pool(uint32_t workers) { return proc_pool_t(workers, KNIT_TOPOLOGY_AUTO); }
 
 /* Open descriptors of this process. */
 static int count_fds(void)
@@ -92,14 +102,16 @@ KT(proc, roundtrip_one_worker)
 	kt_destroy(p);
 }
 
-KT(proc, roundtrip_two_workers_enqueue)
+/* Two workers, all value types, then a batch both workers run (each its
+ * own pid): spread round robin (lanes), or claimed by whichever worker is
+ * free (steal: the calls sleep, so one worker cannot take them all). */
+static void roundtrip_two_workers(uint32_t topo)
 {
-	knit_pool_t *p = proc_pool(2);
+	knit_pool_t *p = proc_pool_t(2, topo);
 	roundtrip_all_types(p);
-	/* A batch spread over both lanes (round robin), each worker its own pid. */
 	enum { N = 200 };
 	for (int i = 0; i < N; i++)
-		kt_enq(p, kt_id(p, i % 3 ? "pid" : "echo"), kt_i64(i), (void *)(intptr_t)i);
+		kt_enq(p, kt_id(p, i % 3 ? "pid" : "echo"), kt_i64(i % 3 ? 1 : i), (void *)(intptr_t)i);
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(p, out, N), N);
 	int64_t pids[2] = {0, 0};
@@ -121,6 +133,36 @@ KT(proc, roundtrip_two_workers_enqueue)
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.spawns, 2);
+	cr_assert_eq(s.topology, topo);
+	if (topo == KNIT_TOPOLOGY_STEAL)
+		cr_assert_eq(s.lane[0].steal_claims + s.lane[1].steal_claims, N + 9,
+			     "one claim per call (7 types, error, alloc, the batch)");
+	kt_destroy(p);
+}
+
+KT(proc, roundtrip_two_workers_lanes) { roundtrip_two_workers(KNIT_TOPOLOGY_LANES); }
+KT(proc, roundtrip_two_workers_steal) { roundtrip_two_workers(KNIT_TOPOLOGY_STEAL); }
+
+/* AUTO: stealing for 2..31 process workers, lanes for one (and for more
+ * than 31, or with a balancer). */
+KT(proc, auto_topology)
+{
+	knit_pool_t *p = proc_pool(2);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.topology, KNIT_TOPOLOGY_STEAL);
+	kt_destroy(p);
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 3);
+	o.balancer = KNIT_BALANCE_ROUND_ROBIN;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	kt_stats(p, &s);
+	cr_assert_eq(s.topology, KNIT_TOPOLOGY_LANES);
+	kt_destroy(p);
+	/* Explicit STEAL with one worker is allowed, as for threads. */
+	p = proc_pool_t(1, KNIT_TOPOLOGY_STEAL);
+	knit_completion_t c = kt_proc_call(p, "echo", kt_i64(3));
+	cr_assert_eq(c.result.i64, 3);
 	kt_destroy(p);
 }
 
@@ -194,9 +236,13 @@ KT(proc, bad_options)
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "function pointers with processes");
 	o.task_library = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no task library");
+	kt_proc_opts(&o, 32);
+	o.topology = KNIT_TOPOLOGY_STEAL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "steal: 31 workers at most");
 	kt_proc_opts(&o, 2);
 	o.topology = KNIT_TOPOLOGY_STEAL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "steal: not yet");
+	o.balancer = KNIT_BALANCE_ROUND_ROBIN;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "steal: no balancer");
 	kt_proc_opts(&o, 1);
 	o.inline_lane = KNIT_INLINE_LAST;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no inline lane");
@@ -256,9 +302,27 @@ KT(proc, table_hash_mismatch)
 
 /* ---- crashes ---------------------------------------------------------------------- */
 
-static void crash_then_serve(const char *task, int32_t want)
+/* Stats once the monitor has respawned `n` workers (it counts the respawn
+ * after it completed the dead worker's calls; a survivor may serve the
+ * next calls before that). */
+static void stats_after_respawns(knit_pool_t *p, knit_pool_stats_t *s, uint64_t n)
 {
-	knit_pool_t *p = proc_pool(1);
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	for (;;) {
+		kt_stats(p, s);
+		if (s->respawns >= n)
+			return;
+		cr_assert_lt(kt_now_ns(), end, "respawn %llu not seen (%llu)", (unsigned long long)n,
+			     (unsigned long long)s->respawns);
+		kt_sleep_ms(2);
+	}
+}
+
+/* One worker (lanes) or two (steal): the crashing call fails, the next
+ * calls succeed, the stats show the respawn. */
+static void crash_then_serve_on(const char *task, int32_t want, uint32_t workers, uint32_t topo)
+{
+	knit_pool_t *p = proc_pool_t(workers, topo);
 	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
 	const int64_t pid0 = c.result.i64;
 	c = kt_proc_call(p, task, kt_i64(0));
@@ -269,11 +333,13 @@ static void crash_then_serve(const char *task, int32_t want)
 		cr_assert_eq(c.status, 0);
 		cr_assert_eq(c.result.i64, i);
 	}
-	c = kt_proc_call(p, "pid", kt_none());
-	cr_assert_neq(c.result.i64, pid0, "respawned");
+	if (workers == 1) {
+		c = kt_proc_call(p, "pid", kt_none());
+		cr_assert_neq(c.result.i64, pid0, "respawned");
+	}
 	knit_pool_stats_t s;
-	kt_stats(p, &s);
-	cr_assert(s.spawns == 2 && s.respawns == 1 && s.crashes == (want == -KNIT_ECRASHED ? 1u : 0u),
+	stats_after_respawns(p, &s, 1);
+	cr_assert(s.spawns == workers + 1 && s.respawns == 1 && s.crashes == (want == -KNIT_ECRASHED ? 1u : 0u),
 		  "spawns %llu respawns %llu crashes %llu", (unsigned long long)s.spawns,
 		  (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.pending, 0);
@@ -281,14 +347,23 @@ static void crash_then_serve(const char *task, int32_t want)
 	cr_assert_eq(kt_count_children(), 0);
 }
 
+static void crash_then_serve(const char *task, int32_t want)
+{
+	crash_then_serve_on(task, want, 1, KNIT_TOPOLOGY_AUTO);
+}
+
 KT(proc, abort_fails_only_its_call) { crash_then_serve("abort", -KNIT_ECRASHED); }
 KT(proc, segv_fails_only_its_call) { crash_then_serve("segv", -KNIT_ECRASHED); }
 KT(proc, exit_fails_only_its_call) { crash_then_serve("exit", -KNIT_ECRASHED); }
+KT(proc, steal_abort_fails_only_its_call) { crash_then_serve_on("abort", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
+KT(proc, steal_segv_fails_only_its_call) { crash_then_serve_on("segv", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
+KT(proc, steal_exit_fails_only_its_call) { crash_then_serve_on("exit", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
 
-KT(proc, hard_timeout_kills_the_worker_only)
+static void hard_timeout_on(uint32_t workers, uint32_t topo)
 {
 	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
+	kt_proc_opts(&o, workers);
+	o.topology = topo;
 	o.hard_timeout_ms = 100;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
@@ -300,21 +375,77 @@ KT(proc, hard_timeout_kills_the_worker_only)
 		cr_assert_eq(c.result.i64, i);
 	}
 	knit_pool_stats_t s;
-	kt_stats(p, &s);
+	stats_after_respawns(p, &s, 1);
+	cr_assert_eq(s.topology, topo == KNIT_TOPOLOGY_AUTO ? KNIT_TOPOLOGY_LANES : topo);
 	cr_assert_eq(s.hard_kills, 1);
 	cr_assert_eq(s.respawns, 1);
 	cr_assert_eq(s.crashes, 0);
 	kt_destroy(p);
 }
 
-/* Calls queued behind a crash on another lane are not touched; those the
+KT(proc, hard_timeout_kills_the_worker_only) { hard_timeout_on(1, KNIT_TOPOLOGY_AUTO); }
+KT(proc, steal_hard_timeout_kills_the_worker_only) { hard_timeout_on(2, KNIT_TOPOLOGY_STEAL); }
+
+/* Stealing: calls queued behind a call that kills its worker stay in the
+ * shared submit region (the dying worker claimed only its own call), so
+ * every one of them completes OK, on the other worker or the respawned
+ * one; only the killer fails, with its code. */
+static void steal_queue_behind(const char *task, int32_t want)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.topology = KNIT_TOPOLOGY_STEAL;
+	o.hard_timeout_ms = 200; /* for "spin"; the sleeps are far below it */
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	enum { BEFORE = 8, N = 120 };
+	for (int i = 0; i < N + 1; i++) {
+		if (i == BEFORE)
+			kt_enq(p, kt_id(p, task), kt_i64(0), (void *)(intptr_t)N);
+		else
+			kt_enq(p, kt_id(p, "sleep"), kt_i64(1), (void *)(intptr_t)(i > BEFORE ? i - 1 : i));
+	}
+	knit_completion_t out[N + 1];
+	cr_assert_eq(kt_reap(p, out, N + 1), N + 1);
+	int seen[N + 1] = {0};
+	for (int i = 0; i < N + 1; i++) {
+		const int k = (int)(intptr_t)out[i].user_data;
+		cr_assert_eq(seen[k]++, 0, "one completion per call");
+		if (k == N)
+			cr_assert_eq(out[i].status, want, "%s: %s", task, knit_strerror(out[i].status));
+		else
+			cr_assert_eq(out[i].status, 0, "call %d behind %s: %s", k, task, knit_strerror(out[i].status));
+		knit_completion_release(p, &out[i]);
+	}
+	knit_completion_t c;
+	cr_assert_eq(knit_complete(p, &c, 1, 0), 0, "nothing more");
+	knit_pool_stats_t s;
+	stats_after_respawns(p, &s, 1);
+	cr_assert_eq(s.respawns, 1);
+	cr_assert_eq(s.spawns, 3);
+	cr_assert_eq(s.crashes, want == -KNIT_ECRASHED ? 1u : 0u);
+	cr_assert_eq(s.hard_kills, want == -KNIT_ETIMEDOUT ? 1u : 0u);
+	cr_assert_eq(s.pending, 0);
+	c = kt_proc_call(p, "echo", kt_i64(7));
+	cr_assert_eq(c.result.i64, 7);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+KT(proc, steal_abort_spares_the_queue) { steal_queue_behind("abort", -KNIT_ECRASHED); }
+KT(proc, steal_segv_spares_the_queue) { steal_queue_behind("segv", -KNIT_ECRASHED); }
+KT(proc, steal_exit_spares_the_queue) { steal_queue_behind("exit", -KNIT_ECRASHED); }
+KT(proc, steal_hard_timeout_spares_the_queue) { steal_queue_behind("spin", -KNIT_ETIMEDOUT); }
+
+/* Lanes (stealing: steal_*_spares_the_queue).
+ * Calls queued behind a crash on another lane are not touched; those the
  * crashed worker started (the abort, and sleeps of its batch whose results
  * it had not published) fail with -KNIT_ECRASHED, exactly once each, the
  * rest run again (test_proc_requeue.c counts the runs); the pool keeps
  * serving. */
 KT(proc, crash_with_calls_in_flight)
 {
-	knit_pool_t *p = proc_pool(2);
+	knit_pool_t *p = proc_pool_t(2, KNIT_TOPOLOGY_LANES);
 	enum { N = 64 };
 	kt_enq(p, kt_id(p, "abort"), kt_none(), (void *)(intptr_t)N);
 	for (int i = 0; i < N; i++)
@@ -341,10 +472,11 @@ KT(proc, crash_with_calls_in_flight)
 	kt_destroy(p);
 }
 
-KT(proc, restart_budget_ends_a_crash_loop)
+static void restart_budget_on(uint32_t workers, uint32_t topo)
 {
 	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
+	kt_proc_opts(&o, workers);
+	o.topology = topo;
 	o.respawn_max = 2;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
@@ -365,6 +497,9 @@ KT(proc, restart_budget_ends_a_crash_loop)
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }
+
+KT(proc, restart_budget_ends_a_crash_loop) { restart_budget_on(1, KNIT_TOPOLOGY_AUTO); }
+KT(proc, steal_restart_budget_ends_a_crash_loop) { restart_budget_on(2, KNIT_TOPOLOGY_STEAL); }
 
 KT(proc, no_respawn)
 {
@@ -424,7 +559,7 @@ KT(proc, children_die_with_the_host)
 	cr_assert_geq(host, 0);
 	if (host == 0) {
 		close(pfd[0]);
-		knit_pool_t *p = proc_pool(2);
+		knit_pool_t *p = proc_pool_t(2, KNIT_TOPOLOGY_LANES);
 		for (int i = 0; i < 2; i++) /* both lanes: round robin */
 			kt_enq(p, kt_id(p, "pid"), kt_none(), NULL);
 		knit_completion_t out[2];

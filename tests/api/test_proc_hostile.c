@@ -18,10 +18,12 @@
 
 #define HOSTILE_LIB KT_BUILD_DIR "/tests/lib/proc_hostile.so"
 
-static knit_pool_t *hostile_pool(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max)
+/* Tests that pin calls to a lane use the lanes topology (pinning needs it). */
+static knit_pool_t *hostile_pool_t(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max, uint32_t topo)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
+	o.topology = topo;
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
 	o.task_library = HOSTILE_LIB;
 	o.hard_timeout_ms = hard_timeout_ms;
@@ -30,6 +32,11 @@ static knit_pool_t *hostile_pool(uint32_t workers, uint32_t hard_timeout_ms, uin
 	int rc = knit_pool_create(&o, NULL, 0, &p);
 	cr_assert_eq(rc, 0, "process pool create: %s", knit_strerror(rc));
 	return p;
+}
+
+static knit_pool_t *hostile_pool(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max)
+{
+	return hostile_pool_t(workers, hard_timeout_ms, respawn_max, KNIT_TOPOLOGY_LANES);
 }
 
 /* One call pinned to `lane`, reaped (nothing else in flight). */
@@ -231,7 +238,11 @@ static int status_allowed(int32_t s)
 	       s == -KNIT_ECRASHED || s == -KNIT_ETIMEDOUT || s == -KNIT_ECLOSED;
 }
 
-KT(proc_hostile, scribbler_leaves_the_host_whole)
+/* Lanes: the scribbler writes over its lane block and its running stamp.
+ * Steal: also over its words of the steal control block (its ACK/CLAIM
+ * pair and its WANT), the claim words the host reads when it attributes
+ * claims and reaps a dead worker's claim. */
+static void scribbler(uint32_t topo)
 {
 	enum { N = 6000, EVERY = 150 };
 	uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
@@ -240,7 +251,7 @@ KT(proc_hostile, scribbler_leaves_the_host_whole)
 		seed = strtoull(env, NULL, 0);
 	/* A scribble may cost its worker: leave the pool enough respawns to
 	 * keep serving (the budget has its own test above). */
-	knit_pool_t *p = hostile_pool(2, 0, 1000);
+	knit_pool_t *p = hostile_pool_t(2, 0, 1000, topo);
 	static uint8_t done[N];
 	static uint8_t queued[N];
 	memset(done, 0, sizeof done);
@@ -316,3 +327,6 @@ KT(proc_hostile, scribbler_leaves_the_host_whole)
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0, "seed %llu", (unsigned long long)seed);
 }
+
+KT(proc_hostile, scribbler_leaves_the_host_whole) { scribbler(KNIT_TOPOLOGY_LANES); }
+KT(proc_hostile, steal_scribbler_leaves_the_host_whole) { scribbler(KNIT_TOPOLOGY_STEAL); }

@@ -139,6 +139,7 @@ KT(proc_placement, one_per_worker_round_robin)
 	const uint32_t workers = (uint32_t)(n + 1 > 4 ? 4 : n + 1); /* wraps around once (few CPUs) */
 	knit_pool_options_t o;
 	kt_proc_opts(&o, workers);
+	o.topology = KNIT_TOPOLOGY_LANES; /* lane_call() pins; placement is the same under steal */
 	o.cpu_mask[0] = ok;
 	o.cpu_flags = KNIT_CPU_ONE_PER_WORKER;
 	knit_pool_t *p = make(&o);
@@ -164,6 +165,7 @@ KT(proc_placement, a_set_of_cpus)
 	pin_self(nth_cpu(ok, 0));
 	knit_pool_options_t o;
 	kt_proc_opts(&o, 2);
+	o.topology = KNIT_TOPOLOGY_LANES; /* lane_call() pins */
 	o.cpu_mask[0] = want;
 	knit_pool_t *p = make(&o);
 	knit_pool_stats_t s;

@@ -244,6 +244,7 @@ KT(spawn, prefix_fork_wrapper_children_die_with_the_host)
 		knit_pool_options_t o;
 		kt_proc_opts(&o, 2);
 		o.worker_prefix = prefix;
+		o.topology = KNIT_TOPOLOGY_LANES; /* round robin: one call per worker */
 		knit_pool_t *p = NULL;
 		if (knit_pool_create(&o, NULL, 0, &p) != 0)
 			_exit(1);

@@ -17,7 +17,8 @@
  *   5 the candidate region of the oldest pending lane: the first met
  *     walking down from the producer's ring cursor RING (loaded after A)
  *   6 store WANT[c] = 1<<r (seq_cst)
- *   7 check every peer live in step 3: senior has r -> withdraw (WANT = 0);
+ *   7 check every peer live now (DEATH: DEAD loaded again after the WANT
+ *     store): senior has r -> withdraw (WANT = 0);
  *     junior only -> wait until no currently live junior has r
  *   8 take = fresh pending & mask(r)   (0 -> WANT = 0, give up), then
  *     only its oldest lane (ring order from a fresh load of RING): a claim
@@ -69,7 +70,9 @@
  *
  * Death (DEATH): consumer DEADC may die at any point of a claim (after WANT,
  * during the junior wait, after owning the region, after take, after CLAIM,
- * after each decode, after ACK before the WANT clear) or while idle. The host
+ * after each decode, after ACK before the WANT clear) or while idle; or,
+ * waiting for a junior, withdraw (WANT = 0) and then leave: a worker asked
+ * to stop (src/steal.h, set_stop_word). The host
  * reaper then runs once the worker has exited:
  *   REAP_CLAIM (the runtime's protocol): load ACK/CLAIM of the dead consumer
  *     (one 64-bit load); report every CLAIM lane's task lost (its call fails
@@ -78,6 +81,16 @@
  *   otherwise (the reference: only clear LIVE): a survivor re-takes lanes the
  *     dead consumer had already decoded -> spin finds a double decode. This
  *     run is an expected failure: it is why the runtime needs CLAIM.
+ *
+ *   RESPAWN (a process pool's respawned worker, src/steal.h "Revival"):
+ *     after the reap and DEAD, the host revives the id: CLAIM = 0 with ACK
+ *     kept, WANT = 0, then DEAD cleared, and runs a successor consumer with
+ *     the same id whose ACK mirror starts from ACK[d]. Step 7 loads DEAD
+ *     again after the WANT store (the runtime does so always; without
+ *     death DEAD is constant, so the model loads it only under DEATH).
+ *     MUTANT_REVIVE_ACK_ZERO (ACK zeroed too), MUTANT_REVIVE_BEFORE_REAP
+ *     (the successor runs before the reap) and MUTANT_STALE_DEAD (step 7
+ *     uses step 3's DEAD) must fail.
  *
  *   Death after the last decode and before the ACK store (in the runtime:
  *   after the lanes' arena slots were freed) is the DIE of the step that
@@ -90,6 +103,8 @@
  * step 1 snapshot), MUTANT_WANT_BEFORE_ACK (WANT cleared before ACK),
  * MUTANT_SENIOR_NO_WAIT (senior does not wait for a conflicting junior),
  * MUTANT_NO_REAP (the host never marks the dead consumer),
+ * MUTANT_REVIVE_ACK_ZERO, MUTANT_REVIVE_BEFORE_REAP, MUTANT_STALE_DEAD
+ * (RESPAWN, above),
  * MUTANT_SENIOR_WITHDRAWS (both sides back off on a conflict: a livelock,
  * caught by the non-progress run).
  */
@@ -227,8 +242,9 @@ next:		skip
 }
 
 #ifdef DEATH
-/* consumer DEADC may die here (its thread/process exits) */
-#define DIE if :: c == DEADC -> goto dead :: true -> skip fi;
+/* consumer DEADC may die here (its thread/process exits); its successor
+ * (RESPAWN) does not */
+#define DIE if :: c == DEADC && !died -> goto dead :: true -> skip fi;
 #else
 #define DIE
 #endif
@@ -238,7 +254,7 @@ next:		skip
 #define RECORD_CLAIM \
 	CLAIM[c] = take; \
 	if \
-	:: c == DEADC -> \
+	:: c == DEADC && !died -> \
 		k = 0; \
 		do \
 		:: k == LANES -> break \
@@ -266,6 +282,11 @@ proctype consumer(byte c)
 	byte pend, snap, cl, rg, live, peerI, senI, r, take, rest, w, i, v, k, j;
 	bit jconf, own, busied;
 
+#ifdef RESPAWN
+	/* attach: the ACK mirror starts from the shared word (a successor
+	 * continues its predecessor's ACK; a first consumer reads 0) */
+	lw = ACK[c];
+#endif
 	/* Each atomic step below does exactly one access to a shared protocol
 	 * word; the local computation and branching after it ride along (they
 	 * are invisible to the other parties), and ghost state may be read or
@@ -350,9 +371,13 @@ proctype consumer(byte c)
 			WANT[c] = BIT(r);
 			CHANGED(c)
 		};
-		/* step 7: check the peers live in step 3: a senior wanting r makes
-		 * us withdraw, a junior makes us wait */
+		/* step 7: check the peers live now (DEAD loaded again after the
+		 * WANT store; MUTANT_STALE_DEAD: the peers live in step 3): a
+		 * senior wanting r makes us withdraw, a junior makes us wait */
 #ifndef MUTANT_NO_CHECK
+#if defined(DEATH) && !defined(MUTANT_STALE_DEAD)
+		live = ~DEAD & ALLC;
+#endif
 		atomic {
 			DIE
 			if
@@ -397,7 +422,10 @@ proctype consumer(byte c)
 			:: (DEAD & BIT(1)) != 0 -> skip
 			:: (WANT[1] & BIT(r)) == 0 -> skip
 #ifdef DEATH
-			:: c == DEADC -> goto dead /* dies while waiting */
+			:: c == DEADC && !died -> goto dead /* dies while waiting */
+			/* asked to stop while waiting: withdraws, then leaves (the
+			 * host marks it dead once it is gone) */
+			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
@@ -409,7 +437,8 @@ proctype consumer(byte c)
 			:: (DEAD & BIT(2)) != 0 -> skip
 			:: (WANT[2] & BIT(r)) == 0 -> skip
 #ifdef DEATH
-			:: c == DEADC -> goto dead
+			:: c == DEADC && !died -> goto dead
+			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
@@ -585,17 +614,9 @@ gone:
 }
 
 #ifdef DEATH
-/* the host, once the dead worker has exited (join / pidfd) */
-proctype reaper()
+/* the host's reap of the dead consumer's claim (REAP_CLAIM) */
+inline reap_claim()
 {
-	byte a, cl, k, t;
-
-	if
-	:: died -> skip
-	:: dc_exited -> goto out /* it ended normally */
-	fi;
-#ifndef MUTANT_NO_REAP
-#ifdef REAP_CLAIM
 	d_step { a = ACK[DEADC]; cl = CLAIM[DEADC] }; /* one 64-bit load */
 	if
 	:: cl != 0 ->
@@ -619,14 +640,58 @@ proctype reaper()
 		};
 		d_step { ACK[DEADC] = a ^ cl; CLAIM[DEADC] = 0; CHANGED_ALL } /* one 64-bit store */
 	:: else -> skip
-	fi;
-#endif
-	/* then let survivors ignore its WANT (atomic OR) */
+	fi
+}
+
+/* let survivors ignore its WANT (atomic OR) */
+inline mark_dead()
+{
 	d_step {
 		DEAD = DEAD | BIT(DEADC);
 		CHANGED_ALL;
 		if :: died_in != 255 -> owner[died_in]-- :: else -> skip fi
-	};
+	}
+}
+
+/* steal_revive (RESPAWN): a successor takes over consumer DEADC. CLAIM = 0
+ * with ACK kept (one 64-bit store; MUTANT_REVIVE_ACK_ZERO zeroes ACK too),
+ * WANT = 0, and only then DEAD cleared; then the successor starts */
+inline revive()
+{
+#ifdef MUTANT_REVIVE_ACK_ZERO
+	d_step { ACK[DEADC] = 0; CLAIM[DEADC] = 0; CHANGED_ALL };
+#else
+	d_step { CLAIM[DEADC] = 0; CHANGED_ALL };
+#endif
+	d_step { WANT[DEADC] = 0; CHANGED_ALL };
+	d_step { DEAD = DEAD & ~BIT(DEADC); CHANGED_ALL };
+	run consumer(DEADC)
+}
+
+/* the host, once the dead worker has exited (join / pidfd) */
+proctype reaper()
+{
+	byte a, cl, k, t;
+
+	if
+	:: died -> skip
+	:: dc_exited -> goto out /* it ended normally */
+	fi;
+#ifndef MUTANT_NO_REAP
+#ifdef MUTANT_REVIVE_BEFORE_REAP
+	/* the mutant: the successor runs before the claim is reaped */
+	mark_dead();
+	revive();
+	reap_claim();
+#else
+#ifdef REAP_CLAIM
+	reap_claim();
+#endif
+	mark_dead();
+#ifdef RESPAWN
+	revive();
+#endif
+#endif
 #endif
 out:
 	skip

@@ -7,18 +7,21 @@
  * Two host threads enqueue calls of a task library's "echo" (i64 scalars and
  * byte strings of random sizes, some inline, some through the arena) on a
  * process pool of two knit-worker processes; a third thread reaps and, once a
- * third of the calls completed, enqueues a 200 ms "sleep" pinned to worker 1
- * (so the kill finds it running, the load's calls queued behind it), and 20
- * ms later kills worker 1 with SIGKILL. Every
+ * third of the calls completed, kills one worker with SIGKILL (on lanes:
+ * worker 1, 20 ms after a 200 ms "sleep" pinned to it, so the kill finds it
+ * running with the load's calls queued behind it). Every
  * completion must be the first for its call; status 0 must carry the echoed
- * argument, the only other status allowed is -KNIT_ECRASHED: calls the killed
- * worker had started (ran or was running, results not published), so at most
- * one lane's worth (32); the calls on its lane it had not started run again
- * (the pool is on the lanes topology), their arguments from the host's
- * copies, so their echoes are checked like any other. At the end every call
- * has one completion, the stats show one crash and one respawn, the pool
- * still serves, stop(DRAIN) acknowledges, and destroy leaves no child
- * process.
+ * argument, the only other status allowed is -KNIT_ECRASHED (calls the killed
+ * worker may have taken). At the end every call has one completion, the
+ * stats show one crash and one respawn, the pool still serves, stop(DRAIN)
+ * acknowledges, and destroy leaves no child process. The run is made twice.
+ * On the lanes topology, -KNIT_ECRASHED is for calls the killed worker had
+ * started (ran or was running, results not published), so at most one
+ * lane's worth (32); the calls on its lane it had not started run again,
+ * their arguments from the host's copies, so their echoes are checked like
+ * any other. On the steal topology the killed worker held at most the one
+ * call it had claimed and was running (every call still waiting in the
+ * shared submit queue completes OK).
  *
  * knit-worker and the task library are found relative to this program
  * (build/tests/stress -> build/libexec/knitting, build/tests/lib); without
@@ -48,7 +51,8 @@
 static uint32_t ncalls;
 static uint32_t echo_id;
 static uint32_t sleep_id;
-static atomic_uint sleeper_done; /* completions of the pinned sleep (user data ncalls + 1) */
+static unsigned extra; /* 1 on lanes: the pinned sleep (user data ncalls + 1) */
+static atomic_uint sleeper_done; /* its completions */
 static atomic_uint done_count;
 static atomic_uchar *done;
 static atomic_uint crashed;
@@ -156,7 +160,7 @@ static void *reaper(void *arg)
 {
 	(void)arg;
 	knit_completion_t out[64];
-	while (atomic_load(&done_count) < ncalls + 1) {
+	while (atomic_load(&done_count) < ncalls + extra) {
 		if (now_ns() > t_end) {
 			FAIL("reaped %u of %u before the bound", atomic_load(&done_count), ncalls);
 			break;
@@ -173,16 +177,18 @@ static void *reaper(void *arg)
 		const unsigned total = atomic_fetch_add(&done_count, (unsigned)n) + (unsigned)n;
 		if (!atomic_load(&killed) && total >= ncalls / 3) {
 			atomic_store(&killed, 1);
-			knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
-			knit_value_t ms;
-			memset(&ms, 0, sizeof ms);
-			ms.type = KNIT_VALUE_I64;
-			ms.i64 = 200;
-			knit_ticket_t t;
-			int rc = knit_enqueue_ex(pool, sleep_id, &ms, (void *)(uintptr_t)(ncalls + 1), &co, &t);
-			CHECK(rc == 0, "enqueue the sleep: %s", knit_strerror(rc));
-			struct timespec ts = {0, 20 * 1000 * 1000};
-			nanosleep(&ts, NULL);
+			if (extra) {
+				knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
+				knit_value_t ms;
+				memset(&ms, 0, sizeof ms);
+				ms.type = KNIT_VALUE_I64;
+				ms.i64 = 200;
+				knit_ticket_t t;
+				int rc = knit_enqueue_ex(pool, sleep_id, &ms, (void *)(uintptr_t)(ncalls + 1), &co, &t);
+				CHECK(rc == 0, "enqueue the sleep: %s", knit_strerror(rc));
+				struct timespec ts = {0, 20 * 1000 * 1000};
+				nanosleep(&ts, NULL);
+			}
 			CHECK(kill(victim, SIGKILL) == 0, "kill the worker: %s", strerror(errno));
 		}
 	}
@@ -213,6 +219,33 @@ static int count_children(void)
 	return n;
 }
 
+/* The pid of one of our children (a worker process), or -1. */
+static pid_t some_child(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return -1;
+	pid_t found = -1;
+	struct dirent *e;
+	while (found < 0 && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		if (fscanf(f, "%d", &pid) == 1)
+			found = pid;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+static int run(uint32_t topology, const char *worker, const char *lib);
+
 int main(void)
 {
 	char exe[PATH_MAX], worker[PATH_MAX + 64], lib[PATH_MAX + 64];
@@ -236,6 +269,22 @@ int main(void)
 	if (ncalls < 3000)
 		ncalls = 3000;
 	done = calloc(ncalls, 1);
+	int rc = run(KNIT_TOPOLOGY_LANES, worker, lib);
+	if (rc == 0)
+		rc = run(KNIT_TOPOLOGY_STEAL, worker, lib);
+	free(done);
+	return rc;
+}
+
+static int run(uint32_t topology, const char *worker, const char *lib)
+{
+	const char *name = topology == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
+	memset(done, 0, ncalls);
+	atomic_store(&done_count, 0);
+	atomic_store(&crashed, 0);
+	atomic_store(&killed, 0);
+	atomic_store(&sleeper_done, 0);
+	extra = topology == KNIT_TOPOLOGY_LANES ? 1 : 0;
 	t_end = now_ns() + BOUND_NS;
 
 	knit_pool_options_t o;
@@ -244,28 +293,37 @@ int main(void)
 	o.workers = 2;
 	o.park_ms = 60000;
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
-	o.topology = KNIT_TOPOLOGY_LANES; /* the re-run of unstarted calls below */
 	o.task_library = lib;
 	o.worker_path = worker;
+	o.topology = topology;
 	int rc = knit_pool_create(&o, NULL, 0, &pool);
 	if (rc != 0) {
-		printf("FAIL: create: %s\n", knit_strerror(rc));
+		printf("FAIL: %s: create: %s\n", name, knit_strerror(rc));
 		return 1;
 	}
 	echo_id = (uint32_t)knit_pool_task_id(pool, "echo");
 	sleep_id = (uint32_t)knit_pool_task_id(pool, "sleep");
-	/* Worker 1's pid: a call pinned to its lane. */
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
-	knit_ticket_t t;
-	rc = knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t);
 	knit_completion_t k;
-	if (rc != 0 || knit_complete(pool, &k, 1, -1) != 1 || k.status != 0) {
-		printf("FAIL: the pid call\n");
+	if (extra) {
+		/* Lanes: worker 1's pid, from a call pinned to its lane. */
+		knit_value_t none;
+		memset(&none, 0, sizeof none);
+		knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
+		knit_ticket_t t;
+		rc = knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t);
+		if (rc != 0 || knit_complete(pool, &k, 1, -1) != 1 || k.status != 0) {
+			printf("FAIL: %s: the pid call\n", name);
+			return 1;
+		}
+		victim = (pid_t)k.result.i64;
+	} else {
+		/* Steal: one of the two worker processes. */
+		victim = some_child();
+	}
+	if (victim <= 0) {
+		printf("FAIL: %s: no worker process found\n", name);
 		return 1;
 	}
-	victim = (pid_t)k.result.i64;
 
 	pthread_t th[3];
 	pthread_create(&th[0], NULL, reaper, NULL);
@@ -276,7 +334,6 @@ int main(void)
 
 	for (uint32_t c = 0; c < ncalls; c++)
 		CHECK(atomic_load(&done[c]) == 1, "call %u: %u completions", c, atomic_load(&done[c]));
-	CHECK(atomic_load(&sleeper_done) == 1, "the sleep: %u completions", atomic_load(&sleeper_done));
 	knit_pool_stats_t st;
 	memset(&st, 0, sizeof st);
 	st.size = sizeof st;
@@ -284,10 +341,18 @@ int main(void)
 	CHECK(st.crashes == 1 && st.respawns == 1 && st.spawns == 3,
 	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns, st.spawns);
 	CHECK(st.pending == 0, "pending %" PRIu64, st.pending);
-	/* Only calls the killed worker started fail: every one of them was in
-	 * flight on its lane, which holds at most 32 (the others, unstarted, ran
-	 * again and were checked above). */
-	CHECK(atomic_load(&crashed) <= 32, "%u calls failed with the killed worker", atomic_load(&crashed));
+	CHECK(st.topology == topology, "topology %u", st.topology);
+	/* Stealing, a worker claims only with nothing else in hand: when it
+	 * died it held one unanswered call at most. */
+	if (topology == KNIT_TOPOLOGY_STEAL)
+		CHECK(atomic_load(&crashed) <= 1, "steal: %u calls failed with the killed worker",
+		      atomic_load(&crashed));
+	/* Lanes: only calls the killed worker started fail; every one of them
+	 * was in flight on its lane, which holds at most 32 (the others,
+	 * unstarted, ran again and were checked above). */
+	CHECK(atomic_load(&crashed) <= 32, "%s: %u calls failed with the killed worker", name,
+	      atomic_load(&crashed));
+	CHECK(atomic_load(&sleeper_done) == extra, "the sleep: %u completions", atomic_load(&sleeper_done));
 	/* Still serving, on both lanes. */
 	for (int i = 0; i < 20; i++) {
 		knit_value_t v;
@@ -301,8 +366,7 @@ int main(void)
 	CHECK(knit_complete(pool, &k, 1, 0) == -KNIT_ECLOSED, "closed after the drain");
 	knit_pool_destroy(pool);
 	CHECK(count_children() == 0, "children left after destroy");
-	printf("%u calls, %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n", ncalls,
+	printf("%s: %u calls, %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n", name, ncalls,
 	       atomic_load(&crashed), atomic_load(&failures));
-	free(done);
 	return atomic_load(&failures) ? 1 : 0;
 }

@@ -184,6 +184,7 @@ int main(void)
 	o.workers = 2;
 	o.park_ms = 60000;
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
+	o.topology = KNIT_TOPOLOGY_LANES; /* lane_pid() pins calls to a lane */
 	o.task_library = lib;
 	o.worker_path = worker;
 	int rc = knit_pool_create(&o, NULL, 0, &pool);

@@ -11,8 +11,7 @@
  * proc-steal: the same with worker processes (KNIT_WORKERS_PROCESSES,
  * task "echo" of the test task library: $KNIT_TRACE_TASKLIB, by default
  * ../lib/proc_tasks.so beside this program's directory; the knit-worker is
- * the library's default or $KNIT_WORKER_PATH; process pools have no steal
- * topology yet, so no proc-steal). proc-respawn: proc-lanes, and
+ * the library's default or $KNIT_WORKER_PATH). proc-respawn: proc-lanes, and
  * halfway through the cold calls lane 0's worker process is killed
  * (SIGKILL) while parked; the calls go on once the pool respawned it.
  * proc-late: proc-lanes, but the pool is created (and its workers parked)
@@ -169,7 +168,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: trace_pool GOFILE [lanes|steal|inline|proc-lanes|"
-				"proc-respawn [COLD_CALLS [HOT_CALLS]]]\n");
+				"proc-steal|proc-respawn|proc-late [COLD_CALLS [HOT_CALLS]]]\n");
 		return 2;
 	}
 	if (argc > 2)
@@ -185,7 +184,7 @@ int main(int argc, char **argv)
 		topo += 5;
 	if (respawn || late)
 		topo = "lanes";
-	if (procs ? strcmp(topo, "lanes")
+	if (procs ? strcmp(topo, "lanes") && strcmp(topo, "steal")
 		  : strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
 		fprintf(stderr, "FAIL: unknown topology %s\n", argv[2]);
 		return 2;

@@ -481,6 +481,92 @@ void test_dead_junior_releases_waiting_senior(void **state)
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
 }
 
+// A junior that keeps its WANT on the region a senior waits for (a worker
+// process can write its WANT word at will) cannot keep the senior from a
+// stop: once its stop word leaves RUNNING the senior withdraws, taking
+// nothing. Before set_stop_word the senior waited until the junior let go.
+void test_stop_ends_senior_wait(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 3, 8);
+	uint32_t stop = kStopRunning;
+	f->cons[0].set_stop_word(&stop);
+	assert_int_equal(publish_i64(f, 1), 31);
+	// Junior 2 owns region 3 and stays there.
+	assert_int_equal(f->cons[2].claim_begin(), 0x80000000u);
+	SeniorArg a;
+	a.f = f;
+	a.c = 0;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, nullptr, senior_thread, &a), 0);
+	for (int i = 0; i < 50 && WANT(f, 0) == 0; i++)
+		sleep_ms(1);
+	sleep_ms(20);
+	assert_int_equal(a.done.load(), 0); // waits for the junior
+	__atomic_store_n(&stop, kStopRequested, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2000 && a.done.load() == 0; i++)
+		sleep_ms(1);
+	const int gave_up = a.done.load();
+	if (!gave_up)
+		f->cons[2].claim_end(); // let the senior go, so the test can end
+	pthread_join(t, nullptr);
+	assert_int_equal(gave_up, 1);
+	assert_int_equal(a.take, 0u); // withdrew, took nothing
+	assert_int_equal(WANT(f, 0), 0u);
+	assert_int_equal(WANT(f, 2), 0x8u); // the junior still owns region 3
+	assert_int_equal(f->cons[2].claim_end(), 0x80000000u);
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+}
+
+// A process pool respawns a dead worker on the same consumer id: after the
+// reap, steal_revive() clears CLAIM and WANT, keeps ACK and clears DEAD; a
+// successor attached as that id starts from the dead one's ACK, so the
+// lanes it retired (and the claim retired on its behalf) stay retired:
+// nothing is decoded twice, and the successor claims like any consumer.
+void test_revive_successor(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 3, 8);
+	for (uint32_t c = 0; c < 3; c++)
+		f->cons[c].set_take_max(1);
+	std::vector<uint32_t> seen;
+	// Consumer 1 runs one call, then claims a second and dies mid-claim.
+	assert_int_equal(publish_i64(f, 1), 31);
+	assert_int_equal(claim_into(f, 1, &seen), 1u << 31);
+	assert_int_equal(publish_i64(f, 2), 30);
+	assert_int_equal(publish_i64(f, 3), 29);
+	assert_int_equal(f->cons[1].claim_begin(), 1u << 30);
+	bool bad = true;
+	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 1, &bad), 1u << 30);
+	assert_false(bad);
+	// Its WANT is stale (it died owning region 3): DEAD makes peers skip it.
+	assert_int_equal(WANT(f, 1), 0x8u);
+	steal_revive(f->ctl, 1);
+	assert_int_equal(load(word_at(f->ctl, kStealOffDead)), 0u);
+	assert_int_equal(load(word_at(f->ctl, steal_claim_offset(1))), 0u);
+	assert_int_equal(WANT(f, 1), 0u);
+	assert_int_equal(ACK(f, 1), (1u << 31) | (1u << 30)); // kept: its own and the reaped one
+	// The successor: the same id, a fresh endpoint.
+	StealConsumer succ;
+	assert_int_equal(succ.attach(f->lock, f->arena, f->limits, f->ctl, 3, 1, 8), 0);
+	succ.set_take_max(1);
+	assert_int_equal(succ.pending(), 1u << 29); // only call 3
+	assert_int_equal(f->cons[0].pending(), 1u << 29);
+	const uint32_t take = succ.claim([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(v.i64, (int64_t)h.ticket * 3);
+		seen.push_back(h.ticket);
+	});
+	assert_int_equal(take, 1u << 29);
+	assert_int_equal(claim_into(f, 0, &seen), 0u);
+	assert_int_equal(claim_into(f, 2, &seen), 0u);
+	assert_int_equal(seen.size(), 2u); // calls 1 and 3 ran; call 2 was lost with the dead one
+	assert_int_equal(seen[0], 1u);
+	assert_int_equal(seen[1], 3u);
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+	assert_int_equal(f->prod.refresh(), 0xFFFFFFFFu);
+}
+
 // A claimant dies after its claim: it decoded the lane (and freed its arena
 // slot, as the pool's worker does before its ACK) and never acknowledged it.
 // Its claim record names the lane; the host's reap retires it on its behalf
@@ -820,6 +906,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dead_senior_blocks_nobody, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_claimant_after_claim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_ends_senior_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_revive_successor, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reap_forged_claim, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_claimant_arena, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),

@@ -10,7 +10,9 @@
  * pid        result I64 getpid() of the worker process
  * scribble   arg I64 seed: writes random words (seeded) over its own lane's
  *            block (signal words, both locks' control words and slots, the
- *            arenas) and its lane's running stamp, in bursts, then returns
+ *            arenas), its lane's running stamp and, stealing, its words of
+ *            the steal control block (ACK/CLAIM, WANT), in bursts, then
+ *            returns
  * forge      arg I64 a ticket: forges its lane's running stamp to name that
  *            call (a call it does not hold), then waits (bounded, 5 s)
  * disarm     arg I64 ms: keeps the pool's doorbell armed word cleared that
@@ -31,8 +33,9 @@
  * lane block's offset and stride (struct boot below mirrors the head of
  * ProcBoot, src/proc.h, and is checked by its magic, version and size);
  * the fixed pool-header offsets below mirror src/pool.h (kPoolOffDoorbellArmed,
- * kPoolOffLaneExt, kLaneExtBytes). The mapping is this process's own
- * mapping of the pool's memfd, found in /proc/self/maps.
+ * kPoolOffLaneExt, kLaneExtBytes), the steal control block's src/layout.h.
+ * The mapping is this process's own mapping of the pool's memfd, found in
+ * /proc/self/maps.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -53,18 +56,21 @@
 #define EXT_OFF_STARTED 32u    /* kLaneExtOffStarted */
 #define STOP_RUNNING 0u        /* kStopRunning */
 #define STOP_REQUESTED 1u      /* kStopRequested */
+#define STEAL_BLOCK 128u       /* kBlock */
+#define STEAL_OFF_ACK 128u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
+#define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 3u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 4u      /* kBootVersion: bump with src/proc.h's ProcBoot */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
 	int32_t fd_status, ppid;
-	uint64_t host_pool, region_size, lanes_off, stride, abort_off;
+	uint64_t host_pool, region_size, lanes_off, stride, abort_off, steal_off;
 };
 
 struct where {
 	uint8_t *base;
-	uint64_t size, lanes_off, stride;
+	uint64_t size, lanes_off, stride, steal_off;
 	uint32_t lane;
 };
 
@@ -123,6 +129,7 @@ static int find(struct where *w)
 		w->size = b.region_size;
 		w->lanes_off = b.lanes_off;
 		w->stride = b.stride;
+		w->steal_off = b.steal_off < b.region_size ? b.steal_off : 0;
 		w->lane = b.lane;
 		rc = 0;
 		break;
@@ -207,7 +214,12 @@ static int t_scribble(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 		for (int i = 0; i < n; i++) {
 			const uint64_t r = rnd(&s);
 			uint64_t *at;
-			if ((r & 15) == 0)
+			if ((r & 15) == 2 && w.steal_off != 0)
+				/* stealing: our ACK/CLAIM pair or our WANT word */
+				at = (uint64_t *)(w.base + w.steal_off +
+						  ((r >> 8) & 1 ? STEAL_OFF_WANT : STEAL_OFF_ACK) +
+						  (uint64_t)w.lane * STEAL_BLOCK);
+			else if ((r & 15) == 0)
 				at = (uint64_t *)(ext + 8 * ((r >> 8) % (LANE_EXT_BYTES / 16))); /* the stamp block */
 			else if ((r & 15) == 1)
 				at = (uint64_t *)(lane + 8 * ((r >> 8) % (w.stride / 8)));

@@ -13,7 +13,8 @@
  * echo       result = arg
  * error      arg I64 c: ERROR{code c, "task error"}, returns 1
  * exit       _exit(3)s the worker process
- * pid        result I64 getpid() of the worker process
+ * pid        result I64 getpid() of the worker process (arg I64 1..1000: after
+ *            sleeping that many ms)
  * segv       writes through a NULL pointer
  * sleep      arg I64 ms: sleeps that long, returns arg
  * spin       loops until killed
@@ -42,7 +43,11 @@ static int t_echo(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static int t_pid(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
-	(void)ctx, (void)arg;
+	(void)ctx;
+	if (arg->type == KNIT_VALUE_I64 && arg->i64 > 0 && arg->i64 <= 1000) {
+		struct timespec ts = {arg->i64 / 1000, (arg->i64 % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
 	ret->type = KNIT_VALUE_I64;
 	ret->i64 = (int64_t)getpid();
 	return 0;
