@@ -329,7 +329,14 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 		rv = bpf_map_lookup_elem(&rings, &tid); /* the ring won the race */
 	}
 	if (rv && rv->state != RING_CLAIMED) {
-		record(rv->pool, rv->lane, KT_VIEW_WAKE_PROBE, rv->ts, now);
+		/* A ring stamped after our `now` won the insert race above: the
+		 * worker took that wake before the host's ring probe ran, as
+		 * with a marker. Recorded as a latency, the negative sample
+		 * would be dropped and the ring counted nowhere. */
+		if (rv->ts > now)
+			count(rv->pool, rv->lane, KT_EV_RING_AFTER_WAKE);
+		else
+			record(rv->pool, rv->lane, KT_VIEW_WAKE_PROBE, rv->ts, now);
 		if (rv->state != RING_ONCPU)
 			count(rv->pool, rv->lane, KT_EV_RING_RUNNING);
 		bpf_map_delete_elem(&rings, &tid);
