@@ -23,6 +23,9 @@
  *            it (the order of the runs), returns arg
  * where      result I64: the worker's CPU affinity (bits of CPUs 0..63)
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* CPU_ZERO, sched_getaffinity (the "where" task) */
+#endif
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
