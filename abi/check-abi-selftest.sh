@@ -19,6 +19,10 @@ set -eu
 base=$1 objdir=$2
 cd "$(dirname "$0")/.."
 [ -s "$base" ] || { echo "FAIL: no baseline $base"; exit 1; }
+# The scratch libraries carry the baseline's SONAME (a changed SONAME is a
+# finding of its own, which would hide the ones the cases are about).
+soname=$(sed -n "s/.* soname='\([^']*\)'.*/\1/p" "$base" | head -n 1)
+[ -n "$soname" ] || { echo "FAIL: no soname in $base"; exit 1; }
 [ -s "$objdir/api.o" ] || { echo "FAIL: no objects in $objdir (build the library first)"; exit 1; }
 CXX=${CXX:-g++} CC=${CC:-gcc}
 scratch=$(mktemp -d)
@@ -29,7 +33,7 @@ defs=$(grep -l 'extern "C" KNIT_API' src/*.cpp)
 [ -n "$defs" ] || { echo "FAIL: no src/*.cpp defines an exported function"; exit 1; }
 
 # build NAME: compile $defs against $scratch/NAME/{include,src overrides} and
-# link $scratch/NAME/libknitting.so.0 with the map $scratch/NAME/map.
+# link $scratch/NAME/$soname with the map $scratch/NAME/map.
 build() {
 	local d=$scratch/$1 objs=() keep f
 	for f in $defs; do
@@ -47,8 +51,8 @@ build() {
 		[ -s "$keep" ] || { echo "FAIL: no $keep (build the library first)"; return 1; }
 		objs+=("$keep")
 	done
-	"$CC" -shared -Wl,-soname,libknitting.so.0 -Wl,--version-script="$d/map" -Wl,-z,defs \
-		-o "$d/libknitting.so.0" "${objs[@]}" -lurcu-common -lpthread
+	"$CC" -shared -Wl,-soname,"$soname" -Wl,--version-script="$d/map" -Wl,-z,defs \
+		-o "$d/$soname" "${objs[@]}" -lurcu-common -lpthread
 }
 
 # prepare NAME: a scratch tree with copies of the header and the map.
@@ -76,13 +80,13 @@ fail=0
 # expect NAME pass|fail
 expect() {
 	local out rc=0
-	out=$(abi/check-abi.sh "$base" "$scratch/$1/libknitting.so.0" "$scratch/$1/include" abi/knitting.abignore 2>&1) || rc=$?
+	out=$(abi/check-abi.sh "$base" "$scratch/$1/$soname" "$scratch/$1/include" abi/knitting.abignore 2>&1) || rc=$?
 	if [ "$2" = fail ] && [ $rc -ne 0 ]; then
 		echo "ok: $1 rejected: $(echo "$out" | grep -m1 -E 'changed|FAIL: exported|Removed|[0-9]+ Removed' | sed 's/^ *//')"
 	elif [ "$2" = pass ] && [ $rc -eq 0 ]; then
 		# Accepted only because the change is allowed: without the
 		# suppressions and the private-type filter abidiff must see it.
-		if abidiff "$base" "$scratch/$1/libknitting.so.0" >/dev/null 2>&1; then
+		if abidiff "$base" "$scratch/$1/$soname" >/dev/null 2>&1; then
 			echo "FAIL: $1: abidiff sees no change at all (the scratch build did not take the edit)"; fail=1
 		else
 			echo "ok: $1 accepted (a change abidiff sees, allowed by the filters)"

@@ -17,9 +17,12 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/debian"
 # dpkg-gensymbols wants a package to attribute the file to; a minimal
 # control file is enough (nothing is built or installed).
-printf 'Source: knitting\n\nPackage: libknitting0\nArchitecture: any\n' >"$work/debian/control"
+# The package is the one the file's header line names (libknittingMAJOR).
+pkg=$(sed -n '/^libknitting\.so\./{s/^[^ ]* \([^ ]*\) .*/\1/p;q}' "$sym")
+[ -n "$pkg" ] || { echo "FAIL: $2 has no 'libknitting.so.N PACKAGE' header line"; exit 1; }
+printf 'Source: knitting\n\nPackage: %s\nArchitecture: any\n' "$pkg" >"$work/debian/control"
 ver=$(sed -n '/^ knit_/{s/.* //p;q}' "$sym")
-if ! (cd "$work" && dpkg-gensymbols -c4 -plibknitting0 -v"$ver" -e"$lib" -I"$sym" -O"$work/out" >"$work/diff" 2>&1); then
+if ! (cd "$work" && dpkg-gensymbols -c4 -p"$pkg" -v"$ver" -e"$lib" -I"$sym" -O"$work/out" >"$work/diff" 2>&1); then
 	cat "$work/diff"
 	echo "FAIL: $2 does not match what $1 exports"
 	exit 1

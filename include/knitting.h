@@ -33,8 +33,8 @@ extern "C" {
 #define KNIT_NOEXCEPT
 #endif
 
-#define KNIT_VERSION_MAJOR 0
-#define KNIT_VERSION_MINOR 1
+#define KNIT_VERSION_MAJOR 1
+#define KNIT_VERSION_MINOR 0
 #define KNIT_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
 #define KNIT_VERSION_NUMBER \

@@ -4,7 +4,7 @@
 caller would.
 
 The library path comes from the environment variable KNIT_LIB (set by
-`make check-ffi`; defaults to build/lib/libknitting.so.0). The task library
+`make check-ffi`; defaults to build/lib/libknitting.so.1). The task library
 tests/ffi/tasks.c is compiled here with the C compiler ($CC, else cc or gcc)
 into a temporary directory; without a C compiler the test is skipped (77).
 
@@ -80,7 +80,7 @@ def result_bytes(c):
 
 
 def main():
-    libpath = os.environ.get("KNIT_LIB") or os.path.join(ROOT, "build/lib/libknitting.so.0")
+    libpath = os.environ.get("KNIT_LIB") or os.path.join(ROOT, "build/lib/libknitting.so.1")
     cc = find_cc()
     if cc is None:
         print("SKIP: no C compiler to build tests/ffi/tasks.c")

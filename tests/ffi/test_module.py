@@ -154,7 +154,7 @@ def run(lib, tl):
 
 
 def main():
-    libpath = os.environ.get("KNIT_LIB") or os.path.join(ROOT, "build/lib/libknitting.so.0")
+    libpath = os.environ.get("KNIT_LIB") or os.path.join(ROOT, "build/lib/libknitting.so.1")
     cc = find_cc()
     if cc is None:
         print("SKIP: no C compiler to build tests/ffi/tasks.c")

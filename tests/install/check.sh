@@ -18,6 +18,13 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v pkg-config >/dev/null || fail "pkg-config is missing (tools/deps.sh installs it)"
 command -v cmake >/dev/null || fail "cmake is missing (tools/deps.sh installs it)"
 
+# The version's one source, the header: the names it gives the library.
+hdr=$here/../../include/knitting.h
+ver() { sed -n "s/^#define KNIT_VERSION_$1 \([0-9][0-9]*\)$/\1/p" "$hdr"; }
+major=$(ver MAJOR) minor=$(ver MINOR) patch=$(ver PATCH)
+[ -n "$major" ] && [ -n "$minor" ] && [ -n "$patch" ] || fail "no KNIT_VERSION_* in $hdr"
+so=libknitting.so.$major real=libknitting.so.$major.$minor.$patch
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 stage=$tmp/stage
@@ -27,17 +34,17 @@ $make --no-print-directory install DESTDIR="$stage" prefix=/usr >"$tmp/install.l
 	{ cat "$tmp/install.log"; fail "make install"; }
 
 # What a packager expects to find; a missing one is a failure on its own.
-for f in usr/lib/libknitting.so.0.1.0 usr/lib/libknitting.so.0 usr/lib/libknitting.so \
+for f in usr/lib/$real usr/lib/$so usr/lib/libknitting.so \
 	usr/lib/libknitting.a usr/include/knitting.h usr/lib/pkgconfig/knitting.pc \
 	usr/lib/cmake/knitting/knittingConfig.cmake usr/lib/cmake/knitting/knittingConfigVersion.cmake \
 	usr/share/man/man3/knit_call.3 usr/share/man/man7/libknitting.7 usr/share/man/man8/knit-trace.8 \
 	usr/libexec/knitting/knit-worker usr/share/man/man8/knit-worker.8; do
 	[ -e "$stage/$f" ] || fail "make install did not install /$f"
 done
-[ "$(readlink "$stage/usr/lib/libknitting.so.0")" = libknitting.so.0.1.0 ] || fail "libknitting.so.0 link"
-[ "$(readlink "$stage/usr/lib/libknitting.so")" = libknitting.so.0 ] || fail "libknitting.so link"
-soname=$(readelf -d "$stage/usr/lib/libknitting.so.0.1.0" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-[ "$soname" = libknitting.so.0 ] || fail "SONAME is '$soname'"
+[ "$(readlink "$stage/usr/lib/$so")" = "$real" ] || fail "$so link"
+[ "$(readlink "$stage/usr/lib/libknitting.so")" = "$so" ] || fail "libknitting.so link"
+soname=$(readelf -d "$stage/usr/lib/$real" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = "$so" ] || fail "SONAME is '$soname'"
 
 export PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/lib/pkgconfig
 unset PKG_CONFIG_PATH
@@ -47,7 +54,7 @@ echo "== pkg-config, shared"
 flags=$(pkg-config --cflags --libs knitting)
 echo "cc consumer.c $flags"
 cc -std=gnu11 -Wall -Werror "$here/consumer.c" $flags -o "$tmp/pc_shared"
-readelf -d "$tmp/pc_shared" | grep -q 'NEEDED.*\[libknitting.so.0\]' || fail "pc_shared does not load libknitting.so.0"
+readelf -d "$tmp/pc_shared" | grep -q "NEEDED.*\\[$so\\]" || fail "pc_shared does not load $so"
 "$tmp/pc_shared"
 
 echo "== process pool: the installed library finds the installed knit-worker"
@@ -67,8 +74,8 @@ echo "== cmake find_package(knitting)"
 cmake -S "$here" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$stage/usr" -DCMAKE_BUILD_TYPE=Release \
 	>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake configure"; }
 cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake build"; }
-readelf -d "$tmp/cmake/consumer_shared" | grep -q 'NEEDED.*\[libknitting.so.0\]' ||
-	fail "consumer_shared does not load libknitting.so.0"
+readelf -d "$tmp/cmake/consumer_shared" | grep -q "NEEDED.*\\[$so\\]" ||
+	fail "consumer_shared does not load $so"
 ! readelf -d "$tmp/cmake/consumer_static" | grep -q 'NEEDED.*libknitting' ||
 	fail "consumer_static still needs libknitting.so"
 "$tmp/cmake/consumer_shared"
