@@ -149,7 +149,7 @@ static const char argp_program_doc[] =
 	"    knit-trace -p 1234 -m         # times in milliseconds\n"
 	"    knit-trace -p 1234 --json     # one JSON object per report\n"
 	"    knit-trace -p 1234 --no-follow # not its pools' worker processes\n"
-	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.0\n"
+	"    knit-trace -l /usr/lib/x86_64-linux-gnu/libknitting.so.1\n"
 	"                                  # every process using that library\n";
 
 enum {

@@ -3,7 +3,7 @@
 """tools/python/example.py - libknitting from Python in a dozen lines.
 
 Run from a checkout after `make`:
-    KNITTING_LIB=build/lib/libknitting.so.0 PYTHONPATH=tools/python python3 tools/python/example.py
+    KNITTING_LIB=build/lib/libknitting.so.1 PYTHONPATH=tools/python python3 tools/python/example.py
 With an installed library, KNITTING_LIB is not needed.
 """
 import knitting
