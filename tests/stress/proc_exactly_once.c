@@ -195,53 +195,13 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
-static int count_children(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char path[300];
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		while (fscanf(f, "%d", &pid) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
+static int count_children(void) { return stress_children(NULL); }
 
 /* The pid of one of our children (a worker process), or -1. */
 static pid_t some_child(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
-		return -1;
-	pid_t found = -1;
-	struct dirent *e;
-	while (found < 0 && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char path[300];
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		if (fscanf(f, "%d", &pid) == 1)
-			found = pid;
-		fclose(f);
-	}
-	closedir(d);
-	return found;
+	pid_t pid;
+	return stress_children(&pid) > 0 ? pid : -1;
 }
 
 static int run(uint32_t topology, const char *worker, const char *lib);

@@ -117,29 +117,7 @@ static void *caller(void *arg)
 	return NULL;
 }
 
-static int count_children(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char path[300];
-		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid;
-		while (fscanf(f, "%d", &pid) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
+static int count_children(void) { return stress_children(NULL); }
 
 /* The pid of lane w's worker (a call pinned to its lane). */
 static pid_t lane_pid(uint32_t w)

@@ -8,10 +8,12 @@
 #ifndef KNIT_TESTS_STRESS_STRESS_H
 #define KNIT_TESTS_STRESS_STRESS_H
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "knitting.h"
@@ -79,6 +81,37 @@ static inline int stress_t_blob(knit_ctx_t *ctx, const knit_value_t *arg, knit_v
 	return 0;
 }
 #define STRESS_NEG_BLOB_TASKS { { "neg", stress_t_neg, 0, 0 }, { "blob", stress_t_blob, 0, 0 } }
+
+/* Our child processes (every thread's: children hang off the thread that
+ * spawned them), counted; *first (if given) gets one of their pids, or -1.
+ * -1 when /proc cannot be read. */
+static inline int stress_children(pid_t *first)
+{
+	if (first != NULL)
+		*first = -1;
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1) {
+			if (n++ == 0 && first != NULL)
+				*first = (pid_t)pid;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
 
 static inline int64_t now_ns(void)
 {
