@@ -953,16 +953,29 @@ void dispatch_unlock(Pool *p)
 	}
 }
 
+namespace {
+
+// The private list c waits on (its lane's pinned queue, or the pool's), and
+// that lane marked as having pinned calls waiting.
+void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
+{
+	*head = &p->pb_head;
+	*tail = &p->pb_tail;
+	if (c->flags & kCallPinned) {
+		Lane *l = &p->lanes[c->pin_lane];
+		*head = &l->pin_head;
+		*tail = &l->pin_tail;
+		p->pin_waiting |= 1ull << c->pin_lane;
+	}
+}
+
+} // namespace
+
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	c->next = nullptr;
-	Call **head = &p->pb_head, **tail = &p->pb_tail;
-	if (c->flags & kCallPinned) {
-		Lane *l = &p->lanes[c->pin_lane];
-		head = &l->pin_head;
-		tail = &l->pin_tail;
-		p->pin_waiting |= 1ull << c->pin_lane;
-	}
+	Call **head, **tail;
+	backlog_list(p, c, &head, &tail);
 	if (*tail)
 		(*tail)->next = c;
 	else
@@ -976,13 +989,8 @@ void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n)
 		return;
 	for (uint32_t i = n; i-- > 0;) {
 		Call *c = calls[i];
-		Call **head = &p->pb_head, **tail = &p->pb_tail;
-		if (c->flags & kCallPinned) {
-			Lane *l = &p->lanes[c->pin_lane];
-			head = &l->pin_head;
-			tail = &l->pin_tail;
-			p->pin_waiting |= 1ull << c->pin_lane;
-		}
+		Call **head, **tail;
+		backlog_list(p, c, &head, &tail);
 		c->next = *head;
 		*head = c;
 		if (*tail == nullptr)
