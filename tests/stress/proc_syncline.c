@@ -135,19 +135,10 @@ static pid_t lane_pid(uint32_t w)
 
 int main(void)
 {
-	char exe[PATH_MAX], worker[PATH_MAX + 64], lib[PATH_MAX + 64];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len <= 0)
-		return 1;
-	exe[len] = 0;
-	char *slash = strrchr(exe, '/');
-	*slash = 0; /* .../tests/stress */
-	snprintf(worker, sizeof worker, "%s/../../libexec/knitting/knit-worker", exe);
-	snprintf(lib, sizeof lib, "%s/../lib/proc_tasks.so", exe);
-	if (access(worker, X_OK) != 0 || access(lib, R_OK) != 0) {
-		printf("SKIP: %s or %s not built\n", worker, lib);
-		return 77;
-	}
+	char worker[PATH_MAX + 64], lib[PATH_MAX + 64];
+	const int found = stress_proc_paths(worker, lib);
+	if (found != 0)
+		return found;
 	double scale = 1.0;
 	const char *s = getenv("KNIT_STRESS_SCALE");
 	if (s != NULL && atof(s) > 0)

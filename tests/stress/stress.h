@@ -9,12 +9,14 @@
 #define KNIT_TESTS_STRESS_STRESS_H
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "knitting.h"
 
@@ -111,6 +113,30 @@ static inline int stress_children(pid_t *first)
 	}
 	closedir(d);
 	return n;
+}
+
+/* A process pool's worker and task library, found relative to this program
+ * (build/tests/stress -> build/libexec/knitting, build/tests/lib), into
+ * worker[PATH_MAX + 64] and lib[PATH_MAX + 64]. 0, 77 (not built: printed
+ * SKIP, the program's exit status) or 1. */
+static inline int stress_proc_paths(char *worker, char *lib)
+{
+	char exe[PATH_MAX];
+	const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0)
+		return 1;
+	exe[len] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return 1;
+	*slash = 0; /* .../tests/stress */
+	snprintf(worker, PATH_MAX + 64, "%s/../../libexec/knitting/knit-worker", exe);
+	snprintf(lib, PATH_MAX + 64, "%s/../lib/proc_tasks.so", exe);
+	if (access(worker, X_OK) != 0 || access(lib, R_OK) != 0) {
+		printf("SKIP: %s or %s not built\n", worker, lib);
+		return 77;
+	}
+	return 0;
 }
 
 static inline int64_t now_ns(void)
