@@ -650,11 +650,15 @@ void on_death(Pool *p, uint32_t i)
 	if (!ending && !budget)
 		mark_failed(p); // before the lane's calls complete: a caller that
 		                // sees their -KNIT_ECRASHED finds the pool failed
+	// Counted before recover_lane() completes the lane's calls: a caller
+	// that reaps the -KNIT_ECRASHED then reads the stats sees the respawn
+	// it caused (a test that did so failed now and then).
+	if (!ending && budget)
+		knit_add_relaxed_64(&h->respawns, 1);
 	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning,
 		     proto ? -KNIT_EPROTO : -KNIT_ECRASHED);
 	if (!ending) {
 		if (budget) {
-			knit_add_relaxed_64(&h->respawns, 1); // before the spawn, as spawns
 			// Stealing: the successor takes over consumer i (steal.h,
 			// revival; reaped above). Harmless if the spawn fails: a
 			// consumer with no claim and no intent blocks nobody.
