@@ -218,7 +218,9 @@ void register_floors()
 		   [] { return futex_pingpong(scale(2000, 50)); }, "futex round trip, both sides sleep (two wakes)" });
 	add_case({ "floor.futex_wake_spinner", "wake1", "floor", "", { kP50, kP99 },
 		   [] { return futex_wake_spinner(scale(2000, 50)); }, "host sleeps, a spinning thread wakes it (one wake)" });
-	add_case({ "floor.futex_wake_gap300us", "cold", "floor", "", { kP50, kP99 },
+	// Alternated with the ping-pong: the cold call's one wake, against the
+	// floor its target names.
+	add_case({ "floor.futex_wake_gap300us", "cold", "floor", "floor.futex_pingpong", { kP50, kP99 },
 		   [] { return futex_wake_after_gap(scale(1000, 30), 300000); },
 		   "a thread parked 300 us is woken and answers a spinning host (one wake)" });
 	add_case({ "floor.futex_wake_nowaiter", "sys", "floor", "", { kP50 },

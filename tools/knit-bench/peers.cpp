@@ -484,13 +484,17 @@ const MetricSpec kP99{ "p99", "ns", Better::Lower, false };
 const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
 const MetricSpec kCs{ "ctxsw/call", "/call", Better::Lower, false };
 
-template <typename Q> void add_queue_peer(const std::string &name, const std::string &what)
+// batch_cmp, stream_cmp: a case to alternate with (and show the ratio to),
+// or "" for none.
+template <typename Q>
+void add_queue_peer(const std::string &name, const std::string &what, const std::string &batch_cmp = "",
+                    const std::string &stream_cmp = "")
 {
 	add_case({ "peer." + name + ".pingpong", "hot", "peer", "floor.cacheline", { kP50, kP99 },
 		   [] { return spin_pingpong<Q>(scale(20000, 300)); }, what + " ping-pong, worker spinning" });
-	add_case({ "peer." + name + ".batch1000", "batch1000", "peer", "", { kTput },
+	add_case({ "peer." + name + ".batch1000", "batch1000", "peer", batch_cmp, { kTput },
 		   [] { return spin_batch<Q>(1000, scale(200, 3)); }, what + " pool, batches of 1000" });
-	add_case({ "peer." + name + ".stream", "stream", "peer", "", { kTput },
+	add_case({ "peer." + name + ".stream", "stream", "peer", stream_cmp, { kTput },
 		   [] { return spin_stream<Q>(scale(200000, 2000)); }, what + " pool, producer and reaper threads" });
 }
 
@@ -498,7 +502,14 @@ template <typename Q> void add_queue_peer(const std::string &name, const std::st
 
 void register_peers()
 {
+	// The hand-rolled ring is the ceiling of any one-worker pool here; its
+	// ratio to oneTBB, alternated in the same run, is the most any such pool
+	// can show against oneTBB on this machine.
+#ifdef KB_HAVE_TBB
+	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring", "peer.tbb.task_group.batch1000", "peer.tbb.stream");
+#else
 	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring");
+#endif
 	// The ceiling at libknitting's other batch sizes (their comparison).
 	for (int size : { 1, 32, 10000 }) {
 		int reps = std::max(1, (g_quick ? 2000 : 400000) / size);
