@@ -304,7 +304,8 @@ void deadline_track_locked(Pool *p, Call *c)
 	update_earliest_locked(p);
 }
 
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf)
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
+			  CompleteBatch *batch)
 {
 	if (c->completed || !c->live) {
 		free(result_buf);
@@ -319,18 +320,23 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		p->heap.remove(c);
 		update_earliest_locked(p);
 	}
-	if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED || status == -KNIT_ETIMEDOUT) {
-		// Completed ahead of its task (cancel NOW, stop CANCEL, a passed
-		// deadline): tell a running task to stop, its result is no longer
-		// wanted. The bit stays allocated, and raised, until the record is
-		// recycled, which waits for the task's late result (a placed call
-		// keeps kHoldHostQueue until its frame is reaped), so no other
-		// call can be given a bit a running task still reads.
-		abort_raise_locked(p, c);
-	} else {
-		abort_release_locked(p, c);
+	// A call without an abort bit (most) has nothing to raise or release.
+	if (c->abort_bit >= 0) {
+		if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED || status == -KNIT_ETIMEDOUT) {
+			// Completed ahead of its task (cancel NOW, stop CANCEL, a
+			// passed deadline): tell a running task to stop, its result
+			// is no longer wanted. The bit stays allocated, and raised,
+			// until the record is recycled, which waits for the task's
+			// late result (a placed call keeps kHoldHostQueue until its
+			// frame is reaped), so no other call can be given a bit a
+			// running task still reads.
+			abort_raise_locked(p, c);
+		} else {
+			abort_release_bit_locked(p, c);
+		}
 	}
-	if (c->flags & kCallPrivate) {
+	const bool queued = !(c->flags & kCallPrivate);
+	if (!queued) {
 		// Release: pairs with the acquire load of done in knit_call's
 		// readiness check: status and result are visible with it.
 		knit_store_release_32(&c->done, 1);
@@ -341,8 +347,15 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		else
 			p->cq_head = c;
 		p->cq_tail = c;
-		mu_counter_add_32(&p->cq_count, 1);
 	}
+	if (batch != nullptr) {
+		// Counted by complete_batch_end_locked(), before mu is released.
+		batch->queued += queued ? 1u : 0u;
+		batch->done++;
+		return true;
+	}
+	if (queued)
+		mu_counter_add_32(&p->cq_count, 1);
 	// Last, with release (a load + store: every write of outstanding is
 	// under mu): pairs with the acquire load of outstanding in
 	// knit_complete() before it reads cq_count: whoever sees this call no
@@ -350,6 +363,20 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 	// while a completion is on its way).
 	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) - 1);
 	return true;
+}
+
+void complete_batch_end_locked(Pool *p, CompleteBatch *b)
+{
+	if (b->done == 0)
+		return;
+	mu_counter_add_32(&p->cq_count, b->queued);
+	// Last, with release, as the one-call decrement in
+	// call_complete_locked() (pairs with the same acquire loads): whoever
+	// sees these calls no longer outstanding also sees every one of their
+	// completions queued and counted in cq_count.
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) - b->done);
+	b->queued = 0;
+	b->done = 0;
 }
 
 void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
@@ -362,10 +389,16 @@ void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
 		update_earliest_locked(p);
 	}
 	abort_release_locked(p, c);
-	free(c->arg_buf);
-	c->arg_buf = nullptr;
-	free(c->result_buf);
-	c->result_buf = nullptr;
+	// Most records own neither by now (the argument went into shared
+	// memory, the result bytes to the completion): no call to free(NULL).
+	if (c->arg_buf != nullptr) {
+		free(c->arg_buf);
+		c->arg_buf = nullptr;
+	}
+	if (c->result_buf != nullptr) {
+		free(c->result_buf);
+		c->result_buf = nullptr;
+	}
 	p->tickets.free(c);
 }
 
@@ -403,10 +436,8 @@ void abort_raise_locked(Pool *p, Call *c)
 	knit_or_acq_rel_32(&p->abort_words[b / 32], 1u << (b % 32));
 }
 
-void abort_release_locked(Pool *p, Call *c)
+void abort_release_bit_locked(Pool *p, Call *c)
 {
-	if (c->abort_bit < 0)
-		return;
 	uint32_t w = (uint32_t)c->abort_bit / 32, b = (uint32_t)c->abort_bit % 32;
 	p->abort_in_use[w] &= ~(1u << b);
 	p->abort_used--;
@@ -416,17 +447,10 @@ void abort_release_locked(Pool *p, Call *c)
 	c->abort_bit = -1;
 }
 
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+int value_copy_bytes(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
 {
 	*out = v;
 	*buf = nullptr;
-	if (!codec_has_bytes(v.type)) {
-		out->data = nullptr;
-		out->len = 0;
-		if (v.type != KNIT_VALUE_ERROR)
-			out->code = 0;
-		return 0;
-	}
 	if (v.type != KNIT_VALUE_ERROR)
 		out->code = 0;
 	if (v.type == KNIT_VALUE_BYTES && v.len == 0) {
@@ -498,21 +522,39 @@ void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
 	}
 }
 
-// Move a completed record into *out (the bytes change owner) and drop the
-// user hold (under mu).
-void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
+namespace {
+
+// hand_out_locked() without its count in st_completed (deliver() counts a
+// whole batch at once).
+void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
 {
-	memset(out, 0, sizeof *out);
+	// Field by field, every field once: a memset of the whole completion
+	// and then the copy cost twice the stores, per completion handed out.
+	// The record's result needs no clearing: nothing reads it after the
+	// hand-out, and the next use of the record resets it (TicketTable::alloc).
+	static_assert(sizeof(knit_completion_t) == 8 + 8 + 4 + 4 + sizeof(knit_value_t) + 16,
+		      "knit_completion_t changed: fill its new fields here");
 	out->ticket = ticket_of(c);
 	out->user_data = c->user_data;
 	out->status = c->status;
 	out->task = c->task;
 	out->result = c->result;
-	if (c->result_buf != nullptr)
+	out->reserved[0] = 0;
+	out->reserved[1] = 0;
+	if (c->result_buf != nullptr) {
 		hand_out_bytes_locked(p, c->result_buf, out);
-	c->result_buf = nullptr;
-	memset(&c->result, 0, sizeof c->result);
+		c->result_buf = nullptr;
+	}
 	call_unhold_locked(p, c, kHoldUser);
+}
+
+} // namespace
+
+// Move a completed record into *out (the bytes change owner) and drop the
+// user hold (under mu).
+void hand_out_locked(Pool *p, Call *c, knit_completion_t *out)
+{
+	hand_out_one_locked(p, c, out);
 	mu_counter_add_64(&p->st_completed, 1);
 }
 
@@ -522,43 +564,64 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max)
 		return 0;
 	unsigned n = 0;
 	pthread_mutex_lock(&p->mu);
-	while (n < max && p->cq_head != nullptr) {
-		Call *c = p->cq_head;
-		p->cq_head = c->cq_next;
-		if (p->cq_head == nullptr)
-			p->cq_tail = nullptr;
-		mu_counter_add_32(&p->cq_count, (uint32_t)-1);
-		hand_out_locked(p, c, &out[n]);
+	Call *c = p->cq_head;
+	while (n < max && c != nullptr) {
+		Call *const next = c->cq_next; // hand-out may recycle c
+		hand_out_one_locked(p, c, &out[n]);
 		n++;
+		c = next;
 	}
+	p->cq_head = c;
+	if (c == nullptr)
+		p->cq_tail = nullptr;
+	// The counters once per batch (both change under mu only; readers
+	// outside it only look: complete_ready, efd_pending, knit_pool_stats).
+	mu_counter_add_32(&p->cq_count, (uint32_t)0 - n);
+	mu_counter_add_64(&p->st_completed, n);
 	pthread_mutex_unlock(&p->mu);
 	return (int)n;
 }
 
+namespace {
+
+// Free the bytes registered under handle h that completion *c names (takes
+// mu): 0, or -KNIT_EINVAL when they are not (or no longer) its. Out of line,
+// so that the common release -- a completion that owns nothing -- saves and
+// restores no registers for it.
+[[gnu::noinline]] int release_owned(Pool *p, const knit_completion_t *c, uint64_t h)
+{
+	const uint32_t slot = (uint32_t)h - 1;
+	const uint32_t gen = (uint32_t)(h >> 32);
+	pthread_mutex_lock(&p->mu);
+	OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
+	if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
+	    c->result.data != o->buf) {
+		pthread_mutex_unlock(&p->mu);
+		return -KNIT_EINVAL; // a copy already released, or never ours
+	}
+	uint8_t *buf = o->buf;
+	o->buf = nullptr;
+	o->next = p->owned_free;
+	p->owned_free = slot + 1;
+	pthread_mutex_unlock(&p->mu);
+	free(buf);
+	return 0;
+}
+
+} // namespace
+
 int completion_release(Pool *p, knit_completion_t *c)
 {
 	const uint64_t h = c->reserved[0];
-	if (h == 0) {
+	if (h != 0) {
+		const int rc = release_owned(p, c, h);
+		if (rc != 0)
+			return rc;
+	} else if (codec_has_bytes(c->result.type) && c->result.data != nullptr) {
 		// Owns nothing: empty (never filled, already released, or a
-		// result without bytes) unless it points at bytes not ours.
-		if (codec_has_bytes(c->result.type) && c->result.data != nullptr)
-			return -KNIT_EINVAL;
-	} else {
-		const uint32_t slot = (uint32_t)h - 1;
-		const uint32_t gen = (uint32_t)(h >> 32);
-		pthread_mutex_lock(&p->mu);
-		OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
-		if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
-		    c->result.data != o->buf) {
-			pthread_mutex_unlock(&p->mu);
-			return -KNIT_EINVAL; // a copy already released, or never ours
-		}
-		uint8_t *buf = o->buf;
-		o->buf = nullptr;
-		o->next = p->owned_free;
-		p->owned_free = slot + 1;
-		pthread_mutex_unlock(&p->mu);
-		free(buf);
+		// result without bytes) unless it points at bytes not ours. No
+		// lock: nothing of the pool's is read or written.
+		return -KNIT_EINVAL;
 	}
 	c->reserved[0] = 0;
 	c->reserved[1] = 0;

@@ -19,6 +19,7 @@
 #include "src/common.h"
 
 #include "knitting.h"
+#include "src/codec.h"
 #include "src/pool.h"
 
 namespace knit::detail {
@@ -32,10 +33,23 @@ Call *call_alloc_locked(Pool *p, bool abortable, int *err);
 // outstanding before the decrement.
 uint64_t call_undo_locked(Pool *p, Call *c);
 
+// Completions made one after another under one hold of mu (a reap of a
+// lane): call_complete_locked() leaves their counts in cq_count and
+// outstanding to complete_batch_end_locked(), which applies them once, and
+// must run before mu is released.
+struct CompleteBatch {
+	uint32_t queued = 0; // added to cq_count
+	uint64_t done = 0;   // taken out of outstanding
+};
+
 // Complete a call (under mu): status/result become its completion. Returns
 // false (and does nothing) when it was already completed. Takes ownership of
-// result_buf either way (frees it when dropped).
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf);
+// result_buf either way (frees it when dropped). With a batch, the counts
+// wait for complete_batch_end_locked().
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
+			  CompleteBatch *batch = nullptr);
+// Apply a batch's counts (under mu, the same hold as its completions).
+void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Drop holds (under mu); recycles the record when none is left.
 void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
 
@@ -43,8 +57,15 @@ void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
 int32_t abort_alloc_locked(Pool *p);
 // Raise a call's abort bit, keeping it allocated (under mu).
 void abort_raise_locked(Pool *p, Call *c);
-// Release a call's abort bit (under mu).
-void abort_release_locked(Pool *p, Call *c);
+// Release the abort bit of a call that has one (under mu).
+void abort_release_bit_locked(Pool *p, Call *c);
+// Release a call's abort bit, if it has one (under mu). Most calls have
+// none: the test is inline, the shared word is touched only for a bit.
+inline void abort_release_locked(Pool *p, Call *c)
+{
+	if (c->abort_bit >= 0)
+		abort_release_bit_locked(p, c);
+}
 
 // Put a call with a deadline into the deadline heap and bring the pool's
 // earliest deadline (earliest_deadline() in pool.h) up to date (under mu).
@@ -68,9 +89,22 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max);
 // 0, or -KNIT_EINVAL when *c names bytes that are not (or no longer) ours.
 int completion_release(Pool *p, knit_completion_t *c);
 
+// value_copy() of a value with bytes (BYTES, STRING, ERROR).
+int value_copy_bytes(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
 // Copy a value view into malloc'd memory (strings and errors NUL-terminated).
-// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM.
-int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf);
+// Returns 0 with *out/*buf filled, or -KNIT_ENOMEM. A scalar (the common
+// result) is copied inline, with nothing to allocate.
+inline int value_copy(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
+{
+	if (codec_has_bytes(v.type))
+		return value_copy_bytes(v, out, buf);
+	*out = v;
+	out->code = 0; // only an ERROR has a code
+	out->data = nullptr;
+	out->len = 0;
+	*buf = nullptr;
+	return 0;
+}
 
 } // namespace knit::detail
 

@@ -471,14 +471,20 @@ bool status_from_worker_ok(int32_t s)
 
 // One frame of lane l's return lock (holder, under mu). *bad: the frame is
 // one the lane's worker could not have written honestly (the lane is to be
-// retired: lane_retire_begin).
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad)
+// retired: lane_retire_begin). The completion's counts go into *batch
+// (complete_batch_end_locked() before mu is released).
+bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
+		   CompleteBatch *batch)
 {
 	int32_t status;
 	knit_value_t val;
-	memset(&val, 0, sizeof val);
 	bool copy = false, proto = true;
-	if (rc != 0) {
+	if (rc == 0 && h.status == 0) {
+		// The common case first: a well-formed frame with a result.
+		proto = false;
+		status = 0;
+		copy = true;
+	} else if (rc != 0) {
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 		*bad = true;
 		if (h.fault & kFaultIds)
@@ -533,11 +539,12 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		copy = false;
 	}
 	uint8_t *buf = nullptr;
-	if (copy && value_copy(v, &val, &buf) != 0) {
-		status = -KNIT_ENOMEM;
+	if (!copy || value_copy(v, &val, &buf) != 0) {
+		if (copy)
+			status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
-	const bool done = call_complete_locked(p, c, status, val, buf);
+	const bool done = call_complete_locked(p, c, status, val, buf, batch);
 	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
 	return done;
 }
@@ -554,6 +561,7 @@ uint32_t reap_lane(Pool *p, Lane *l)
 	steal_track(p);
 	uint32_t produced = 0;
 	bool bad = false;
+	CompleteBatch batch; // cq_count and outstanding once per reap
 	pthread_mutex_lock(&p->mu);
 	int slot;
 	while ((slot = l->ret.next_lane(&snap)) >= 0) {
@@ -562,10 +570,11 @@ uint32_t reap_lane(Pool *p, Lane *l)
 		int rc = l->ret.decode((uint32_t)slot, &h, &v);
 		if (rc == -KNIT_EINVAL)
 			continue; // not in flight: cannot happen with our own snapshot
-		if (handle_result(p, l, rc, h, v, &bad))
+		if (handle_result(p, l, rc, h, v, &bad, &batch))
 			produced++;
 		l->ret.release((uint32_t)slot);
 	}
+	complete_batch_end_locked(p, &batch);
 	pthread_mutex_unlock(&p->mu);
 	if (bad)
 		lane_retire_begin(p, l->index);

@@ -402,18 +402,24 @@ int LockConsumer::next_lane(uint32_t *snapshot)
 
 int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
 {
-	memset(head, 0, sizeof *head);
-	memset(view, 0, sizeof *view);
-	if (lock_ == nullptr || lane >= kLanes)
+	if (lock_ == nullptr || lane >= kLanes) {
+		memset(head, 0, sizeof *head);
+		memset(view, 0, sizeof *view);
 		return -KNIT_EINVAL;
+	}
 	const uint32_t bit = lane_bit(lane);
 	if ((seen_ & bit) == 0 && !steal_) {
 		// C1 again: acquire, pairs with the release store of A (P1).
 		seen_ = knit_load_acquire_32(a_) ^ mirror_;
 	}
-	if ((seen_ & bit) == 0 || (taken_ & bit) != 0)
+	if ((seen_ & bit) == 0 || (taken_ & bit) != 0) {
+		memset(head, 0, sizeof *head);
+		memset(view, 0, sizeof *view);
 		return -KNIT_EINVAL;
+	}
 	taken_ |= bit; // from here on the lane is retired whatever we find
+	// From here every field of *head is written below, and codec_decode()
+	// writes all of *view: no clearing first (once per frame, both sides).
 
 	// One private snapshot of the task line: every check below and every use
 	// after it sees the same words, whatever a hostile peer writes meanwhile.
@@ -453,7 +459,7 @@ int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
 	return 0;
 }
 
-void LockConsumer::release(uint32_t lane)
+void LockConsumer::release_held(uint32_t lane)
 {
 	if (lock_ == nullptr || lane >= kLanes)
 		return;

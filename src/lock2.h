@@ -278,8 +278,14 @@ class LockConsumer
 	int decode(uint32_t lane, FrameHead *head, knit_value_t *view);
 
 	// Free the lane's arena allocation (if its frame had one) once the caller
-	// has copied the payload out. Idempotent; retire() does it too.
-	void release(uint32_t lane);
+	// has copied the payload out. Idempotent; retire() does it too. Inline
+	// test first: with no arena slot held (every frame inline or scalar, the
+	// common case) there is nothing to look up.
+	void release(uint32_t lane)
+	{
+		if (held_ != 0)
+			release_held(lane);
+	}
 
 	// Retire the taken lanes of mask (others are ignored) with ONE release
 	// store of B, releasing any arena allocation still held. Returns the mask
@@ -316,6 +322,8 @@ class LockConsumer
 	}
 
       private:
+	void release_held(uint32_t lane);
+
 	uint8_t *lock_ = nullptr;
 	uint32_t *a_ = nullptr;
 	uint32_t *b_ = nullptr;
