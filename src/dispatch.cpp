@@ -64,7 +64,8 @@ FrameHead frame_of(const Call *c)
 // needed.
 void drop_arg_copy(Call *c)
 {
-	free(c->arg_buf);
+	if (c->arg_buf != nullptr) // a scalar argument has none: no call into libc
+		free(c->arg_buf);
 	c->arg_buf = nullptr;
 	c->arg.data = nullptr;
 }
