@@ -887,30 +887,12 @@ bool backlog_queue_idle(Pool *p)
 	return __atomic_load_n(&p->bq_tail.p, __ATOMIC_RELAXED) == &p->bq_head.node;
 }
 
-// This hold will publish c (one store of A) and then fence (dispatch_unlock):
-// the fence waits until A's line is ours, and the worker that polls A holds
-// it. Ask for the line now, while the hold does its other work (a hint; the
-// lane is the one place() picks first for an unpinned call).
-void prefetch_publish(Pool *p, const Call *c)
-{
-	const uint32_t *a = nullptr;
-	if (p->steal.on)
-		a = p->steal.req.publish_word();
-	else if (c->flags & kCallPinned)
-		a = p->lanes[c->pin_lane].req.publish_word();
-	else if (p->cfg.balancer == KNIT_BALANCE_ROUND_ROBIN && p->rr_cursor < p->nlanes)
-		a = p->lanes[p->order[p->rr_cursor]].req.publish_word();
-	if (a != nullptr)
-		knit_prefetch_write(a);
-}
-
 } // namespace
 
 int dispatch_submit(Pool *p, Call *c)
 {
 	bool placed_direct = false, queued = false;
 	if (dispatch_trylock(p)) {
-		prefetch_publish(p, c);
 		dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
