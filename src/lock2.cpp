@@ -155,6 +155,10 @@ void LockProducer::prefetch_next()
 		const uint32_t rest = free & ~lane_bit(next);
 		if (rest != 0)
 			knit_prefetch_write(lock_ + lock_task_offset(highest_lane(rest)));
+		// The cached free set is nearly used up: the refresh that follows
+		// loads B, which the consumer wrote last. Start that read now.
+		if ((rest & (rest - 1)) == 0)
+			__builtin_prefetch(b_);
 	}
 }
 
