@@ -64,7 +64,8 @@ FrameHead frame_of(const Call *c)
 // needed.
 void drop_arg_copy(Call *c)
 {
-	free(c->arg_buf);
+	if (c->arg_buf != nullptr) // a scalar argument has none: no call into libc
+		free(c->arg_buf);
 	c->arg_buf = nullptr;
 	c->arg.data = nullptr;
 }
@@ -317,10 +318,18 @@ void flush_staged(Pool *p)
 // it sees our store or we see it parked.
 void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
 {
-	for (; lanes != 0; lanes &= lanes - 1)
-		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
-	for (; room != 0; room &= room - 1)
-		lane_wake(p, &p->lanes[__builtin_ctzll(room)], true);
+	// A worker that is awake (the common case under load) needs no wake:
+	// lane_wake's own first look, made here without the call.
+	for (; lanes != 0; lanes &= lanes - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(lanes)];
+		if (knit_load_relaxed_32(l->parked) != kAwake)
+			lane_wake(p, l, false);
+	}
+	for (; room != 0; room &= room - 1) {
+		Lane *l = &p->lanes[__builtin_ctzll(room)];
+		if (knit_load_relaxed_32(l->parked) == kParkedForRoom)
+			lane_wake(p, l, true);
+	}
 }
 
 // Wake what the hold published so far (holder), before work that may take
@@ -387,6 +396,15 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 	uint64_t left = 0;
 	while ((c = *head) != nullptr) {
 		Call *const next = c->next; // placing on the inline lane relinks c
+		// A deep backlog's records are cold by the time they are placed:
+		// fetch the next one's lines (its link, flags, argument, state)
+		// while this one is placed.
+		if (next != nullptr) {
+			const char *nx = reinterpret_cast<const char *>(next);
+			__builtin_prefetch(nx);
+			__builtin_prefetch(nx + 64);
+			__builtin_prefetch(nx + 128);
+		}
 		p->backlog_visits++;
 		bool keep_hold = false;
 		// A stale 0 only publishes a call that was just cancelled: its
@@ -866,6 +884,20 @@ bool backlog_admit_held(Pool *p)
 }
 } // namespace
 
+// No push into the multi-producer backlog queue has begun since it was
+// last emptied: its tail is still the head's own node (a pusher moves the
+// tail first, with an atomic exchange, then links its node). Relaxed, as
+// cds_wfcq_empty()'s loads; a push that began is never missed by a caller
+// that fenced after the pusher's try-lock could fail (dispatch_unlock).
+namespace {
+
+bool backlog_queue_idle(Pool *p)
+{
+	return __atomic_load_n(&p->bq_tail.p, __ATOMIC_RELAXED) == &p->bq_head.node;
+}
+
+} // namespace
+
 int dispatch_submit(Pool *p, Call *c)
 {
 	bool placed_direct = false, queued = false;
@@ -954,7 +986,7 @@ void dispatch_unlock(Pool *p)
 		// after finishing the push, so it is not stranded.
 		if (blocked)
 			return;
-		if (cds_wfcq_empty(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail))
+		if (backlog_queue_idle(p))
 			return;
 		if (!dispatch_trylock(p))
 			return; // the holder re-checks after us
@@ -1019,7 +1051,10 @@ bool dispatch_backlog_clear_for(Pool *p, const Call *c)
 bool dispatch_flush_backlog(Pool *p)
 {
 	bool got = false, blocked = false;
-	for (;;) {
+	// Nobody has begun a push since the last dequeue emptied the queue
+	// (the common case: an enqueuer that gets the dispatcher never pushes):
+	// nothing to take, without the library call.
+	for (; !backlog_queue_idle(p);) {
 		cds_wfcq_node *n = __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail);
 		if (n == nullptr)
 			break;

@@ -120,6 +120,12 @@ int LockProducer::pick_lane()
 		free = free_cached();
 		if (free == 0)
 			return -KNIT_EAGAIN;
+		// The lanes the consumer gave back since the last refresh are the
+		// next frames' lines: ask for all of them now (prefetch_next then
+		// only keeps ahead), so each has several calls' time to arrive.
+		if (steal_ctl_ == nullptr)
+			for (uint32_t m = free; m != 0; m &= m - 1)
+				knit_prefetch_write(lock_ + lock_task_offset((uint32_t)__builtin_ctz(m)));
 	}
 	if (steal_ctl_ == nullptr)
 		return (int)highest_lane(free);
@@ -140,9 +146,20 @@ void LockProducer::prefetch_next()
 	// instead of in the drain of the next publish's fence. The lane
 	// pick_lane() will pick next (lanes topology): nobody reads it until we
 	// publish it again. A hint; steal's ring order is left alone.
+	// Two lanes ahead: one call's time is about one cache-line round trip,
+	// too short for a line the consumer may still hold.
 	const uint32_t free = free_cached();
-	if (free != 0 && steal_ctl_ == nullptr)
-		knit_prefetch_write(lock_ + lock_task_offset(highest_lane(free)));
+	if (free != 0 && steal_ctl_ == nullptr) {
+		const uint32_t next = highest_lane(free);
+		knit_prefetch_write(lock_ + lock_task_offset(next));
+		const uint32_t rest = free & ~lane_bit(next);
+		if (rest != 0)
+			knit_prefetch_write(lock_ + lock_task_offset(highest_lane(rest)));
+		// The cached free set is nearly used up: the refresh that follows
+		// loads B, which the consumer wrote last. Start that read now.
+		if ((rest & (rest - 1)) == 0)
+			__builtin_prefetch(b_);
+	}
 }
 
 TaskLine *LockProducer::task_line(uint32_t lane) const
