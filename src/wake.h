@@ -59,7 +59,7 @@
 // (host_doorbell_sleep): a lost ring delays a waiter, it never strands it.
 // Thread pools keep the untimed sleep (no wake-up at all while idle).
 //
-// The refill doorbell (steal pools; tests/model/doorbell.pml, REFILL): a
+// The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
 // host waiting in knit_complete() while calls wait in the backlog for room
 // in the submit lock, on a machine whose every CPU runs an awake worker,
 // shares its CPU with a worker that has work. Woken for every result, it
