@@ -828,7 +828,7 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	// submit lock, wait to be needed for a refill (wake.h), not for each
 	// result.
 	SleepCheck sc = {ready, arg, deadline_ns, slice, doorbell && host_refill_arm(p)};
-	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc, sc.refill);
+	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc, &sc.refill);
 }
 
 } // namespace

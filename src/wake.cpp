@@ -364,7 +364,7 @@ bool steal_wake_one(Pool *p)
 	return false;
 }
 
-void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool refill)
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
 {
 	// D4, acquire: pairs with the add in host_event() (H2) / the worker's
 	// ring (D3), so a bump we compare against below is never older than
@@ -374,7 +374,24 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
 	knit_add_acq_rel_32(&p->host_waiters, 1);
 	if (arm) {
-		knit_store_relaxed_32(p->db_armed, refill ? kArmedRefill : kArmedAny);
+		// A refill arm never replaces kArmedAny: that may be another
+		// waiting host thread's (a knit_call on a line, another reaper),
+		// which must be rung for any result. The CAS leaves it, and we
+		// wait as it asks (our re-check then counts results too). An arm
+		// for any result may replace a refill arm: that only rings its
+		// sleeper sooner.
+		if (refill != nullptr && *refill) {
+			uint32_t v = knit_load_relaxed_32(p->db_armed);
+			while (v != kArmedAny) {
+				const uint32_t seen = knit_cas_relaxed_32(p->db_armed, v, kArmedRefill);
+				if (seen == v)
+					break;
+				v = seen;
+			}
+			*refill = v != kArmedAny;
+		} else {
+			knit_store_relaxed_32(p->db_armed, kArmedAny);
+		}
 		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
 		KNIT_TRACE_DOORBELL_ARM(p);
 	}

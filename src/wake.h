@@ -155,7 +155,10 @@ typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
 // end the sleep. A process pool's sleep ends after kProcDoorbellWatchdogNs
 // at the latest (the doorbell words are shared with its worker processes).
 inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
-void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool refill = false);
+// refill (non-null, true): arm for a refill (kArmedRefill) instead; set
+// to false when another waiter's kArmedAny was kept (the recheck, which
+// reads it, must then count results as an arm for any result does).
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill = nullptr);
 
 // Should a host thread about to sleep in a wait for completions arm for a
 // refill (kArmedRefill, see above) instead of for any result? A thread

@@ -236,6 +236,30 @@ static void every_park_rings_a_refill_arm(void **state)
 	assert_int_equal(rings(p, 1), 0);
 }
 
+static bool host_awake(Pool *, void *, int64_t *) { return true; }
+
+static void refill_arm_keeps_another_waiters_any(void **state)
+{
+	Fix *f = static_cast<Fix *>(*state);
+	Pool *p = f->p;
+	// Nothing armed: the refill arm takes it.
+	bool refill = true;
+	host_doorbell_sleep(p, true, host_awake, nullptr, &refill);
+	assert_true(refill);
+	assert_int_equal(f->db_armed, kArmedRefill);
+	// Another waiter armed for any result: kept, and we wait as it asks.
+	f->db_armed = kArmedAny;
+	host_doorbell_sleep(p, true, host_awake, nullptr, &refill);
+	assert_false(refill);
+	assert_int_equal(f->db_armed, kArmedAny);
+	// An arm for any result replaces a refill arm (its sleeper is rung sooner).
+	f->db_armed = kArmedRefill;
+	host_doorbell_sleep(p, true, host_awake, nullptr);
+	assert_int_equal(f->db_armed, kArmedAny);
+	assert_int_equal(knit_load_relaxed_64(&p->st_doorbell_arms), 3);
+	assert_int_equal(knit_load_relaxed_32(&p->host_waiters), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +267,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recheck_counts_what_needs_the_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(publish_rings_only_at_the_mark, setup, teardown),
 		cmocka_unit_test_setup_teardown(every_park_rings_a_refill_arm, setup, teardown),
+		cmocka_unit_test_setup_teardown(refill_arm_keeps_another_waiters_any, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
