@@ -798,6 +798,7 @@ struct SleepCheck {
 	void *arg;
 	int64_t deadline_ns; // absolute, < 0 = none
 	int64_t slice;       // periodic look (backoff ladder), < 0 = none
+	bool refill;         // armed for a refill (wake.h): results alone do not count
 };
 
 bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
@@ -809,7 +810,8 @@ bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
 	// its release + fence + load of host_waiters against our increment +
 	// D1 fence + load of the lock) and wakes us if it left any.
 	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
-	if (s->ready(p, s->arg) || (!held && work_pending(p, now)) ||
+	const bool work = s->refill ? host_work_pending(p, now) || host_refill_recheck(p) : work_pending(p, now);
+	if (s->ready(p, s->arg) || (!held && work) ||
 	    (s->deadline_ns >= 0 && now >= s->deadline_ns))
 		return true;
 	int64_t wake = next_wake(p, now, s->slice);
@@ -840,8 +842,11 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		}
 		slice = (int64_t)rung * 1000000;
 	}
-	SleepCheck sc = {ready, arg, deadline_ns, slice};
-	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc);
+	// With every CPU running a worker and calls queued behind a full
+	// submit lock, wait to be needed for a refill (wake.h), not for each
+	// result.
+	SleepCheck sc = {ready, arg, deadline_ns, slice, doorbell && host_refill_arm(p)};
+	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc, &sc.refill);
 }
 
 } // namespace

@@ -49,6 +49,23 @@ void count_received(Lane *l)
 									     : KNIT_TRACE_WAKE_RUNG);
 }
 
+// Count a ring (before it: whoever the ring wakes may read the stats at
+// once).
+void ring_count(Lane *l)
+{
+	counter_bump(lane_counter(l->ext, kWcDoorbellRings));
+	KNIT_TRACE_DOORBELL_RING(l->pool, l->index);
+}
+
+// Wake the sleeping host threads (the ring claimed: the armed word's CAS
+// won, D3).
+void ring_wake(Pool *p)
+{
+	// D3, release: pairs with the host's acquire load of the sequence (D4).
+	knit_add_acq_rel_32(p->db_seq, 1);
+	knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
+}
+
 } // namespace
 
 WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns)
@@ -65,6 +82,15 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	// parked in lane_wake(): either we see its store in the re-check below
 	// or it sees us parked and rings.
 	knit_fence_seq_cst();
+	// L2: a host armed for a refill is rung by every worker that parks
+	// (after the W2 fence, which pairs with its D1 fence between its store
+	// of armed and its loads of parked in host_refill_recheck: either it
+	// sees us parked or we see it armed). The CAS claims the ring (D3).
+	if (knit_load_relaxed_32(p->db_armed) == kArmedRefill &&
+	    knit_cas_acq_rel_32(p->db_armed, kArmedRefill, kArmedNone) == kArmedRefill) {
+		ring_count(l);
+		ring_wake(p);
+	}
 	if (recheck(l)) {
 		if (unpark(l)) // a host rang while we were re-checking
 			count_received(l);
@@ -104,12 +130,18 @@ void worker_ring(Lane *l)
 	// the bridge wakes its monitor, which does (src/proc.h). Acquire:
 	// pairs with the host's release store of the flag (proc_efd_enabled).
 	const bool bridge = p->efd_flag != nullptr && knit_load_acquire_32(p->efd_flag) != 0;
-	// D3: the CAS claims the ring (one per burst).
-	const bool armed = knit_load_relaxed_32(p->db_armed) == 1 && knit_cas_acq_rel_32(p->db_armed, 1, 0) == 1;
-	if (fd || armed || bridge) {
-		counter_bump(lane_counter(l->ext, kWcDoorbellRings));
-		KNIT_TRACE_DOORBELL_RING(p, l->index);
-	}
+	// D3: the CAS claims the ring (one per burst). A host armed for a
+	// refill only once the submit lock runs low (L1: after the fence above,
+	// which follows our claim's ACK store and pairs with the host's D1
+	// fence before it re-checked those lanes; our pending() loads every
+	// ACK afresh, and of several claimants the last to fence sees all).
+	const uint32_t av = knit_load_relaxed_32(p->db_armed);
+	const bool armed = (av == kArmedAny ||
+	                    (av == kArmedRefill &&
+	                     (uint32_t)__builtin_popcount(l->sc.pending()) <= kRefillLowWater)) &&
+	                   knit_cas_acq_rel_32(p->db_armed, av, kArmedNone) == av;
+	if (fd || armed || bridge)
+		ring_count(l);
 	if (bridge) {
 		uint64_t one = 1;
 		(void)knit_sys_write(p->efd_bridge, &one, sizeof one);
@@ -118,11 +150,8 @@ void worker_ring(Lane *l)
 		// Our results are published (and fenced, above): it writes, or
 		// leaves them to the dispatcher holder's release (dispatch.cpp).
 		efd_sync(p);
-	if (armed) {
-		// D3, release: pairs with the host's acquire load of the sequence (D4).
-		knit_add_acq_rel_32(p->db_seq, 1);
-		knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
-	}
+	if (armed)
+		ring_wake(p);
 }
 
 namespace {
@@ -177,9 +206,57 @@ __thread int64_t t_sleep_at;
 
 } // namespace
 
+namespace {
+
+// The steal submit lock's lanes published and not yet claimed: the
+// producer's A XOR every consumer's ACK (any thread). Acquire: pairs with
+// the producer's release store of A (S5) and the consumers' release stores
+// of ACK (S2, L3 in wake.h).
+uint32_t submit_pending(Pool *p)
+{
+	uint32_t m = knit_load_acquire_32(word_at(p->steal.lock, kLockOffA));
+	for (uint32_t c = 0; c < p->nworkers; c++)
+		m ^= knit_load_acquire_32(word_at(p->steal.ctl, steal_ack_offset(c)));
+	return m;
+}
+
+// host_refill_arm() without the CPU look.
+bool refill_wanted(Pool *p)
+{
+	return p->steal.on && !p->cfg.processes && knit_load_relaxed_64(&p->backlog_count) != 0 &&
+	       (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
+}
+
+} // namespace
+
+bool host_refill_arm(Pool *p) { return refill_wanted(p) && !host_spin_cpu_free(p); }
+
+bool host_refill_recheck(Pool *p)
+{
+	if ((uint32_t)__builtin_popcount(submit_pending(p)) <= kRefillLowWater)
+		return true;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (knit_load_relaxed_32(&l->retired))
+			continue; // never reaped again: its words say nothing
+		// L3: after the D1 fence, against the worker's W2 fence (L2).
+		const uint32_t st = knit_load_relaxed_32(l->parked);
+		if (st == kParkedForRoom)
+			return true; // its results wait for our reap
+		// A worker that parked before we armed rang nobody: its results
+		// are ours to take now. Acquire: pairs with its release store of
+		// A (P1).
+		if (st != kAwake && knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
+			return true;
+	}
+	return false;
+}
+
 bool host_spin_worth(Pool *p)
 {
 	t_cpus_full = !host_spin_cpu_free(p);
+	if (t_cpus_full && refill_wanted(p))
+		return false; // the wait arms for a refill (host_refill_arm)
 	return !t_cpus_full || !t_skip_spin;
 }
 
@@ -287,7 +364,7 @@ bool steal_wake_one(Pool *p)
 	return false;
 }
 
-void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg)
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
 {
 	// D4, acquire: pairs with the add in host_event() (H2) / the worker's
 	// ring (D3), so a bump we compare against below is never older than
@@ -297,7 +374,24 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg)
 	// re-check (the Dekker pair with host_event() and dispatch_unlock()).
 	knit_add_acq_rel_32(&p->host_waiters, 1);
 	if (arm) {
-		knit_store_relaxed_32(p->db_armed, 1);
+		// A refill arm never replaces kArmedAny: that may be another
+		// waiting host thread's (a knit_call on a line, another reaper),
+		// which must be rung for any result. The CAS leaves it, and we
+		// wait as it asks (our re-check then counts results too). An arm
+		// for any result may replace a refill arm: that only rings its
+		// sleeper sooner.
+		if (refill != nullptr && *refill) {
+			uint32_t v = knit_load_relaxed_32(p->db_armed);
+			while (v != kArmedAny) {
+				const uint32_t seen = knit_cas_relaxed_32(p->db_armed, v, kArmedRefill);
+				if (seen == v)
+					break;
+				v = seen;
+			}
+			*refill = v != kArmedAny;
+		} else {
+			knit_store_relaxed_32(p->db_armed, kArmedAny);
+		}
 		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
 		KNIT_TRACE_DOORBELL_ARM(p);
 	}
@@ -307,7 +401,8 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg)
 	// the H1 fence in enqueue() (api.cpp) between its store of a new
 	// earliest_deadline and its load of host_waiters, and with the fence in
 	// dispatch_unlock() after its release: either they see us armed/waiting
-	// or we see their work (or deadline) in the re-check.
+	// or we see their work (or deadline) in the re-check. Armed for a
+	// refill (L3): with the fences of L1 and L2.
 	knit_fence_seq_cst();
 	int64_t wake = -1;
 	if (!recheck(p, arg, &wake)) {
@@ -346,7 +441,7 @@ void host_event(Pool *p, bool to_fd)
 		efd_sync(p);
 }
 
-bool work_pending(Pool *p, int64_t now)
+bool host_work_pending(Pool *p, int64_t now)
 {
 	if (knit_load_relaxed_32(&p->inline_queued) != 0)
 		return true;
@@ -358,6 +453,13 @@ bool work_pending(Pool *p, int64_t now)
 	for (uint64_t m = knit_load_relaxed_64(&p->retiring); m != 0; m &= m - 1)
 		if (knit_load_acquire_32(p->lanes[__builtin_ctzll(m)].stop) == kStopAcknowledged)
 			return true;
+	return false;
+}
+
+bool work_pending(Pool *p, int64_t now)
+{
+	if (host_work_pending(p, now))
+		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
 		if (knit_load_relaxed_32(&l->retired))

@@ -37,6 +37,16 @@
 //     (host_event; enqueue's new deadline;    host_waiters
 //     dispatch_unlock's re-check)
 //  H2 ring the sleepers (host_event)          add_acq_rel(db_seq); wake        D4
+//  L1 claim, run, publish, then look for a    store_rel(ACK) (steal.h S2),     L3
+//     host armed for a refill (worker_ring)   store_rel(A); seq_cst fence
+//                                             (D2); load armed; load_acq of
+//                                             the submit lock's A and ACKs
+//  L2 announce a park, then look for a host   store parked; seq_cst fence      L3
+//     armed for a refill (worker_park)        (W2); load armed
+//  L3 arm for a refill, then re-check         store armed = kArmedRefill;      L1, L2
+//     (host_doorbell_sleep, sleep_recheck     seq_cst fence (D1); load_acq of
+//     with host_refill_recheck)               ACKs, load parked, load_acq of
+//                                             each return lock's A
 //  E1 the fd exists (knit_completion_fd)      store_rel(efd_on)                E2
 //  E2 use the fd (efd_sync, worker_ring)      load_acq(efd_on)                 E1
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
@@ -48,6 +58,26 @@
 // host never sleeps longer than kProcDoorbellWatchdogNs per doorbell sleep
 // (host_doorbell_sleep): a lost ring delays a waiter, it never strands it.
 // Thread pools keep the untimed sleep (no wake-up at all while idle).
+//
+// The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
+// host waiting in knit_complete() while calls wait in the backlog for room
+// in the submit lock, on a machine whose every CPU runs an awake worker,
+// shares its CPU with a worker that has work. Woken for every result, it
+// takes that CPU from the worker once per result or two (a futex wake, two
+// context switches), and spinning instead takes it for good. So it arms
+// kArmedRefill: it wants to run again only when it has something to do that
+// the workers need -- refill the submit lock before it runs dry. A worker
+// rings it after publishing a result once the lanes still pending in the
+// submit lock are kRefillLowWater or fewer (L1; pending falls claim by claim
+// while the host sleeps, and every claim is followed by its result's
+// publish, so the claim that crosses the mark is followed by a ring), and
+// every worker that parks rings it (L2: a worker that stops claiming --
+// nothing left, or no return-arena room for its results -- never leaves
+// it asleep). The host's re-check (L3) sees the submit lock already low, a
+// worker parked for room, or a parked worker's unreaped results. The cost:
+// results wait in the return locks until the ring (at most the time the
+// workers take to run the lanes above the mark), only while more calls are
+// queued than the submit lock holds.
 //
 // Park states (the parked word of a lane, ParkState) are written by the
 // worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
@@ -68,6 +98,17 @@ enum ParkState : uint32_t {
 	kParked = 1,        // parked waiting for work
 	kParkedForRoom = 2, // parked waiting for return-arena room (results wait)
 };
+
+// The doorbell's armed word (Pool::db_armed): what a waiting host asked for.
+enum ArmState : uint32_t {
+	kArmedNone = 0,   // no host asked (or its ring was claimed)
+	kArmedAny = 1,    // ring after any published result (D2, D3)
+	kArmedRefill = 2, // steal: ring once the submit lock runs low (L1), or at a park (L2)
+};
+// The submit lock's pending lanes at or below which a worker rings a host
+// armed for a refill: enough left to keep two workers busy for about a
+// host's wake (~30 us on a loaded 2-CPU VM, ~10 calls of a few us each).
+inline constexpr uint32_t kRefillLowWater = 12;
 
 // ---- worker side (lane l's own thread) --------------------------------------------
 
@@ -114,7 +155,22 @@ typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
 // end the sleep. A process pool's sleep ends after kProcDoorbellWatchdogNs
 // at the latest (the doorbell words are shared with its worker processes).
 inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
-void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg);
+// refill (non-null, true): arm for a refill (kArmedRefill) instead; set
+// to false when another waiter's kArmedAny was kept (the recheck, which
+// reads it, must then count results as an arm for any result does).
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill = nullptr);
+
+// Should a host thread about to sleep in a wait for completions arm for a
+// refill (kArmedRefill, see above) instead of for any result? A thread
+// pool's steal topology, calls waiting in the backlog, more lanes pending in
+// the submit lock than kRefillLowWater, and every CPU running an awake
+// worker. Any thread; relaxed looks, only a choice (either arm is safe).
+bool host_refill_arm(Pool *p);
+// The re-check of a host armed for a refill (L3), besides what is not a
+// result (host_work_pending): true when it must not sleep -- the submit
+// lock is at or below kRefillLowWater, a worker parked for room, or a
+// parked worker's results wait.
+bool host_refill_recheck(Pool *p);
 
 // ---- the host's spin after a wake it sent (cold calls) -----------------------------
 //
@@ -142,7 +198,9 @@ bool host_spin_cpu_free(Pool *p);
 // tasks keep the cheap spin (a sleep would cost a ring, a worker's futex
 // syscall, per result) and long ones, whose results a spin never catches,
 // sleep at once instead of taking kHostSpinNs from a worker per result.
-// Thread-local state, no shared write.
+// Never when the wait would arm for a refill (host_refill_arm): a spin there
+// finds a result every few microseconds, so the host would never leave the
+// worker's CPU. Thread-local state, no shared write.
 bool host_spin_worth(Pool *p);
 // The spin host_spin_worth() allowed ended: found = what it waited for.
 void host_spin_outcome(bool found);
@@ -170,6 +228,9 @@ void host_event(Pool *p, bool to_fd);
 // inline calls, an expired deadline)? Any thread: part of every host
 // re-check. `now` 0: read the clock only if some call has a deadline.
 bool work_pending(Pool *p, int64_t now);
+// work_pending() without the results: inline calls, an expired deadline, a
+// retiring worker that stopped.
+bool host_work_pending(Pool *p, int64_t now);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);
 // see wake.cpp): any thread, after making completions or results pending
