@@ -109,6 +109,10 @@ enum ArmState : uint32_t {
 // armed for a refill: enough left to keep two workers busy for about a
 // host's wake (~30 us on a loaded 2-CPU VM, ~10 calls of a few us each).
 inline constexpr uint32_t kRefillLowWater = 12;
+// Lanes: a worker's own lane's frames (published, not yet retired) at or
+// below which it rings a host armed for a refill; the host arms only while
+// every worker lane is above it.
+inline constexpr uint32_t kLaneRefillLowWater = 12;
 
 // ---- worker side (lane l's own thread) --------------------------------------------
 
