@@ -38,15 +38,22 @@
 //     dispatch_unlock's re-check)
 //  H2 ring the sleepers (host_event)          add_acq_rel(db_seq); wake        D4
 //  L1 claim, run, publish, then look for a    store_rel(ACK) (steal.h S2),     L3
-//     host armed for a refill (worker_ring)   store_rel(A); seq_cst fence
+//     host armed for a refill (worker_ring,   store_rel(A); seq_cst fence
+//     refill_low)                             (D2); load armed; load_acq of
+//                                             the submit lock's A and ACKs.
+//                                             Lanes: store_rel(B) of its own
+//                                             request lock (lock2 C3), then
+//                                             store_rel(A) of results; fence
 //                                             (D2); load armed; load_acq of
-//                                             the submit lock's A and ACKs
+//                                             its request lock's A
 //  L2 announce a park, then look for a host   store parked; seq_cst fence      L3
 //     armed for a refill (worker_park)        (W2); load armed
 //  L3 arm for a refill, then re-check         store armed = kArmedRefill;      L1, L2
 //     (host_doorbell_sleep, sleep_recheck     seq_cst fence (D1); load_acq of
-//     with host_refill_recheck)               ACKs, load parked, load_acq of
-//                                             each return lock's A
+//     with host_refill_recheck)               ACKs (lanes, lane_low: of each
+//                                             request lock's A and B), load
+//                                             parked, load_acq of each return
+//                                             lock's A
 //  E1 the fd exists (knit_completion_fd)      store_rel(efd_on)                E2
 //  E2 use the fd (efd_sync, worker_ring)      load_acq(efd_on)                 E1
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
@@ -78,6 +85,18 @@
 // results wait in the return locks until the ring (at most the time the
 // workers take to run the lanes above the mark), only while more calls are
 // queued than the submit lock holds.
+//
+// Lanes pools (tests/model/doorbell_refill_lanes.pml) do the same per lane:
+// the host arms for a refill while every worker lane not retired holds more
+// than kLaneRefillLowWater frames published and not yet retired (A ^ B of
+// its request lock); a worker rings it once its own lane is at the mark
+// (L1: it retires the frames it ran -- release store of B -- before it
+// publishes their results, so the retire that crosses the mark is followed
+// by a ring), and at every park (L2); the host's re-check (L3) counts a lane
+// at the mark besides what it counts for steal. Woken, the host reaps both
+// lanes and tops both up. Before this a host waiting behind full lanes was
+// rung at every early result flush (kResultFlushNs: every second task of
+// 200 us), each time taking worker 0's CPU.
 //
 // Park states (the parked word of a lane, ParkState) are written by the
 // worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
