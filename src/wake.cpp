@@ -233,17 +233,18 @@ uint32_t submit_pending(Pool *p)
 }
 
 // Lanes: is some worker lane (not retired) at or below the low-water mark
-// (frames published and not yet retired)? *live: whether any lane is. Any
-// thread. Acquire loads of A and B (lock2.h outstanding_shared): B pairs
-// with the worker's release store C3 (L3 in wake.h).
-bool lane_low(Pool *p, bool *live)
+// (frames published and not yet retired)? *live: how many lanes are not
+// retired (counted up to the first low one). Any thread. Acquire loads of A
+// and B (lock2.h outstanding_shared): B pairs with the worker's release
+// store C3 (L3 in wake.h).
+bool lane_low(Pool *p, uint32_t *live)
 {
-	*live = false;
+	*live = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
 		if (knit_load_relaxed_32(&l->retired))
 			continue; // never placed on again: its words say nothing
-		*live = true;
+		++*live;
 		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
 			return true;
 	}
@@ -251,15 +252,21 @@ bool lane_low(Pool *p, bool *live)
 }
 
 // host_refill_arm() without the CPU look. Steal: more lanes pending in the
-// submit lock than the mark. Lanes: every worker lane above its mark.
+// submit lock than the mark. Lanes: every worker lane above its mark, and
+// enough calls in the backlog to fill every lane, so the refill the ring
+// asks for tops up each lane: the last calls of a backlog are then placed
+// as each slot comes back (an arm for any result), not split round robin
+// between a lane at the mark and a fuller one, which would leave the lanes
+// unequal when the backlog runs out (the makespan's tail).
 bool refill_wanted(Pool *p)
 {
-	if (p->cfg.processes || knit_load_relaxed_64(&p->backlog_count) == 0)
+	const uint64_t backlog = knit_load_relaxed_64(&p->backlog_count);
+	if (p->cfg.processes || backlog == 0)
 		return false;
 	if (p->steal.on)
 		return (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
-	bool live;
-	return !lane_low(p, &live) && live;
+	uint32_t live;
+	return !lane_low(p, &live) && live != 0 && backlog >= (uint64_t)live * kLaneInflightMax;
 }
 
 } // namespace
@@ -272,10 +279,10 @@ bool host_refill_recheck(Pool *p)
 		if ((uint32_t)__builtin_popcount(submit_pending(p)) <= kRefillLowWater)
 			return true;
 	} else {
-		bool live;
+		uint32_t live;
 		// L3 (lanes): after the D1 fence, against the worker's L1 fence
 		// between its retire (B) and its load of armed.
-		if (lane_low(p, &live) || !live)
+		if (lane_low(p, &live) || live == 0)
 			return true;
 	}
 	for (uint32_t i = 0; i < p->nworkers; i++) {

@@ -89,7 +89,10 @@
 // Lanes pools (tests/model/doorbell_refill_lanes.pml) do the same per lane:
 // the host arms for a refill while every worker lane not retired holds more
 // than kLaneRefillLowWater frames published and not yet retired (A ^ B of
-// its request lock); a worker rings it once its own lane is at the mark
+// its request lock) and the backlog holds enough calls to fill every lane
+// (so each refill tops every lane up, and the backlog's last calls go out
+// slot by slot as before: lanes left unequal when it runs out would
+// lengthen the tail); a worker rings it once its own lane is at the mark
 // (L1: it retires the frames it ran -- release store of B -- before it
 // publishes their results, so the retire that crosses the mark is followed
 // by a ring), and at every park (L2); the host's re-check (L3) counts a lane
@@ -187,12 +190,14 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 // refill (kArmedRefill, see above) instead of for any result? A thread
 // pool's steal topology, calls waiting in the backlog, more lanes pending in
 // the submit lock than kRefillLowWater, and every CPU running an awake
-// worker. Any thread; relaxed looks, only a choice (either arm is safe).
+// worker; or its lanes topology, every worker lane above
+// kLaneRefillLowWater, enough calls in the backlog to fill every lane, and
+// every CPU running an awake worker. Any thread; relaxed looks, only a choice (either arm is safe).
 bool host_refill_arm(Pool *p);
 // The re-check of a host armed for a refill (L3), besides what is not a
 // result (host_work_pending): true when it must not sleep -- the submit
-// lock is at or below kRefillLowWater, a worker parked for room, or a
-// parked worker's results wait.
+// lock (lanes: some worker lane) is at or below its low-water mark, a
+// worker parked for room, or a parked worker's results wait.
 bool host_refill_recheck(Pool *p);
 
 // ---- the host's spin after a wake it sent (cold calls) -----------------------------

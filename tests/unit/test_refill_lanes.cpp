@@ -142,7 +142,10 @@ static void arm_only_while_every_lane_is_above_the_mark(void **state)
 	publish(p, 1, kLaneRefillLowWater + 1);
 	// No backlog: the host waits for results, as ever.
 	assert_false(host_refill_arm(p));
-	knit_store_relaxed_64(&p->backlog_count, 5);
+	// Fewer calls queued than fill every lane: placed as slots come back.
+	knit_store_relaxed_64(&p->backlog_count, kW * kLaneInflightMax - 1);
+	assert_false(host_refill_arm(p));
+	knit_store_relaxed_64(&p->backlog_count, kW * kLaneInflightMax);
 	// Calls queued behind lanes above the mark, every CPU running an awake
 	// worker (a 2-CPU machine: the pool's 2 workers fill it).
 	assert_int_equal(host_refill_arm(p), cpus_full());
@@ -159,8 +162,10 @@ static void arm_only_while_every_lane_is_above_the_mark(void **state)
 	// One lane at the mark: the host is needed now, not later.
 	run_n(p, 1, 1);
 	assert_false(host_refill_arm(p));
-	// A retired lane does not count, either way.
+	// A retired lane does not count, either way (nor its share of the
+	// backlog).
 	knit_store_relaxed_32(&p->lanes[1].retired, 1);
+	knit_store_relaxed_64(&p->backlog_count, kLaneInflightMax);
 	assert_int_equal(host_refill_arm(p), cpus_full());
 	knit_store_relaxed_32(&p->lanes[0].retired, 1);
 	assert_false(host_refill_arm(p)); // no lane left to refill
