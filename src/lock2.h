@@ -179,6 +179,13 @@ class LockProducer
 	bool idle();
 	// The mirror of A (what this producer last stored).
 	uint32_t published() const { return published_; }
+	// Lanes published and not yet retired, from fresh loads of A and B
+	// (acquire both: A pairs with the producer's release store P1, B with
+	// the consumer's release store C3). Any thread, no private state read:
+	// a host thread that does not hold the producer end (the refill
+	// doorbell's re-check, src/wake.h L3). Single consumer only (a steal
+	// lock's "B" is the XOR of its ACK words).
+	uint32_t outstanding_shared() const { return knit_load_acquire_32(a_) ^ knit_load_acquire_32(b_); }
 	// The shared A word, for futex waits/wakes by the runtime (doorbell).
 	uint32_t *publish_word() const { return a_; }
 	// Give this lock's arena pages back above what is still in use and
@@ -299,6 +306,9 @@ class LockConsumer
 	uint32_t *publish_word() const { return a_; }
 	// The consumer's mirror of B (== A exactly when everything is drained).
 	uint32_t retired_mirror() const { return mirror_; }
+	// Lanes published and not yet retired (taken or not): a fresh acquire
+	// load of A (C1) XOR the mirror of B. Single consumer only.
+	uint32_t outstanding() const { return knit_load_acquire_32(a_) ^ mirror_; }
 
 	// One pass: snapshot pending(), and for each lane in round-robin order
 	// call fn(lane, rc, head, view) with decode's result, then release the

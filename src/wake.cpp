@@ -66,6 +66,16 @@ void ring_wake(Pool *p)
 	knit_futex_wake(p->db_seq, INT_MAX, p->futex_shared);
 }
 
+// A host armed for a refill wants this worker's ring (L1): the steal
+// submit lock's pending lanes, or (lanes) this worker's own lane's frames
+// published and not yet retired, are at or below the low-water mark.
+bool refill_low(Lane *l)
+{
+	if (l->pool->steal.on)
+		return (uint32_t)__builtin_popcount(l->sc.pending()) <= kRefillLowWater;
+	return (uint32_t)__builtin_popcount(l->wreq.outstanding()) <= kLaneRefillLowWater;
+}
+
 } // namespace
 
 WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns)
@@ -135,10 +145,12 @@ void worker_ring(Lane *l)
 	// which follows our claim's ACK store and pairs with the host's D1
 	// fence before it re-checked those lanes; our pending() loads every
 	// ACK afresh, and of several claimants the last to fence sees all).
+	// Lanes (L1 too): once this worker's own lane, whose frames it
+	// retired (release store of B) before this publish, holds
+	// kLaneRefillLowWater or fewer (a fresh load of A: frames another host
+	// thread published meanwhile count).
 	const uint32_t av = knit_load_relaxed_32(p->db_armed);
-	const bool armed = (av == kArmedAny ||
-	                    (av == kArmedRefill &&
-	                     (uint32_t)__builtin_popcount(l->sc.pending()) <= kRefillLowWater)) &&
+	const bool armed = (av == kArmedAny || (av == kArmedRefill && refill_low(l))) &&
 	                   knit_cas_acq_rel_32(p->db_armed, av, kArmedNone) == av;
 	if (fd || armed || bridge)
 		ring_count(l);
@@ -220,11 +232,41 @@ uint32_t submit_pending(Pool *p)
 	return m;
 }
 
-// host_refill_arm() without the CPU look.
+// Lanes: is some worker lane (not retired) at or below the low-water mark
+// (frames published and not yet retired)? *live: how many lanes are not
+// retired (counted up to the first low one). Any thread. Acquire loads of A
+// and B (lock2.h outstanding_shared): B pairs with the worker's release
+// store C3 (L3 in wake.h).
+bool lane_low(Pool *p, uint32_t *live)
+{
+	*live = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (knit_load_relaxed_32(&l->retired))
+			continue; // never placed on again: its words say nothing
+		++*live;
+		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
+			return true;
+	}
+	return false;
+}
+
+// host_refill_arm() without the CPU look. Steal: more lanes pending in the
+// submit lock than the mark. Lanes: every worker lane above its mark, and
+// enough calls in the backlog to fill every lane, so the refill the ring
+// asks for tops up each lane: the last calls of a backlog are then placed
+// as each slot comes back (an arm for any result), not split round robin
+// between a lane at the mark and a fuller one, which would leave the lanes
+// unequal when the backlog runs out (the makespan's tail).
 bool refill_wanted(Pool *p)
 {
-	return p->steal.on && !p->cfg.processes && knit_load_relaxed_64(&p->backlog_count) != 0 &&
-	       (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
+	const uint64_t backlog = knit_load_relaxed_64(&p->backlog_count);
+	if (p->cfg.processes || backlog == 0)
+		return false;
+	if (p->steal.on)
+		return (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
+	uint32_t live;
+	return !lane_low(p, &live) && live != 0 && backlog >= (uint64_t)live * kLaneInflightMax;
 }
 
 } // namespace
@@ -233,8 +275,16 @@ bool host_refill_arm(Pool *p) { return refill_wanted(p) && !host_spin_cpu_free(p
 
 bool host_refill_recheck(Pool *p)
 {
-	if ((uint32_t)__builtin_popcount(submit_pending(p)) <= kRefillLowWater)
-		return true;
+	if (p->steal.on) {
+		if ((uint32_t)__builtin_popcount(submit_pending(p)) <= kRefillLowWater)
+			return true;
+	} else {
+		uint32_t live;
+		// L3 (lanes): after the D1 fence, against the worker's L1 fence
+		// between its retire (B) and its load of armed.
+		if (lane_low(p, &live) || live == 0)
+			return true;
+	}
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
 		if (knit_load_relaxed_32(&l->retired))

@@ -38,15 +38,22 @@
 //     dispatch_unlock's re-check)
 //  H2 ring the sleepers (host_event)          add_acq_rel(db_seq); wake        D4
 //  L1 claim, run, publish, then look for a    store_rel(ACK) (steal.h S2),     L3
-//     host armed for a refill (worker_ring)   store_rel(A); seq_cst fence
+//     host armed for a refill (worker_ring,   store_rel(A); seq_cst fence
+//     refill_low)                             (D2); load armed; load_acq of
+//                                             the submit lock's A and ACKs.
+//                                             Lanes: store_rel(B) of its own
+//                                             request lock (lock2 C3), then
+//                                             store_rel(A) of results; fence
 //                                             (D2); load armed; load_acq of
-//                                             the submit lock's A and ACKs
+//                                             its request lock's A
 //  L2 announce a park, then look for a host   store parked; seq_cst fence      L3
 //     armed for a refill (worker_park)        (W2); load armed
 //  L3 arm for a refill, then re-check         store armed = kArmedRefill;      L1, L2
 //     (host_doorbell_sleep, sleep_recheck     seq_cst fence (D1); load_acq of
-//     with host_refill_recheck)               ACKs, load parked, load_acq of
-//                                             each return lock's A
+//     with host_refill_recheck)               ACKs (lanes, lane_low: of each
+//                                             request lock's A and B), load
+//                                             parked, load_acq of each return
+//                                             lock's A
 //  E1 the fd exists (knit_completion_fd)      store_rel(efd_on)                E2
 //  E2 use the fd (efd_sync, worker_ring)      load_acq(efd_on)                 E1
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
@@ -79,6 +86,21 @@
 // workers take to run the lanes above the mark), only while more calls are
 // queued than the submit lock holds.
 //
+// Lanes pools (tests/model/doorbell_refill_lanes.pml) do the same per lane:
+// the host arms for a refill while every worker lane not retired holds more
+// than kLaneRefillLowWater frames published and not yet retired (A ^ B of
+// its request lock) and the backlog holds enough calls to fill every lane
+// (so each refill tops every lane up, and the backlog's last calls go out
+// slot by slot as before: lanes left unequal when it runs out would
+// lengthen the tail); a worker rings it once its own lane is at the mark
+// (L1: it retires the frames it ran -- release store of B -- before it
+// publishes their results, so the retire that crosses the mark is followed
+// by a ring), and at every park (L2); the host's re-check (L3) counts a lane
+// at the mark besides what it counts for steal. Woken, the host reaps both
+// lanes and tops both up. Before this a host waiting behind full lanes was
+// rung at every early result flush (kResultFlushNs: every second task of
+// 200 us), each time taking worker 0's CPU.
+//
 // Park states (the parked word of a lane, ParkState) are written by the
 // worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
 // host thread that claims the wake (W3): a wake is sent exactly once per
@@ -109,6 +131,10 @@ enum ArmState : uint32_t {
 // armed for a refill: enough left to keep two workers busy for about a
 // host's wake (~30 us on a loaded 2-CPU VM, ~10 calls of a few us each).
 inline constexpr uint32_t kRefillLowWater = 12;
+// Lanes: a worker's own lane's frames (published, not yet retired) at or
+// below which it rings a host armed for a refill; the host arms only while
+// every worker lane is above it.
+inline constexpr uint32_t kLaneRefillLowWater = 12;
 
 // ---- worker side (lane l's own thread) --------------------------------------------
 
@@ -164,12 +190,14 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 // refill (kArmedRefill, see above) instead of for any result? A thread
 // pool's steal topology, calls waiting in the backlog, more lanes pending in
 // the submit lock than kRefillLowWater, and every CPU running an awake
-// worker. Any thread; relaxed looks, only a choice (either arm is safe).
+// worker; or its lanes topology, every worker lane above
+// kLaneRefillLowWater, enough calls in the backlog to fill every lane, and
+// every CPU running an awake worker. Any thread; relaxed looks, only a choice (either arm is safe).
 bool host_refill_arm(Pool *p);
 // The re-check of a host armed for a refill (L3), besides what is not a
 // result (host_work_pending): true when it must not sleep -- the submit
-// lock is at or below kRefillLowWater, a worker parked for room, or a
-// parked worker's results wait.
+// lock (lanes: some worker lane) is at or below its low-water mark, a
+// worker parked for room, or a parked worker's results wait.
 bool host_refill_recheck(Pool *p);
 
 // ---- the host's spin after a wake it sent (cold calls) -----------------------------

@@ -557,8 +557,8 @@ void register_knit()
 	for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
 		std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
 		add_case({ "knit.workers2v1." + t, "2v1", "knit", "",
-			   { { "ratio_2w_1w", "x", Better::Higher, false }, { "tput_2w", "calls/s", Better::Higher, false },
-			     { "tput_1w", "calls/s", Better::Higher, false } },
+			   with({ { "ratio_2w_1w", "x", Better::Higher, false }, { "tput_2w", "calls/s", Better::Higher, false },
+			          { "tput_1w", "calls/s", Better::Higher, false } }),
 			   [topo] { return two_vs_one(topo, scale(20, 2)); }, "batch of 1000 ~2 us tasks: 2 workers / 1 worker (" + t + ")" });
 	}
 	for (const char *shape : { "flat", "random", "heavy" })
@@ -566,7 +566,7 @@ void register_knit()
 			std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
 			std::string s = shape;
 			add_case({ "knit.load." + s + "." + t, "load", "knit", "",
-				   { { "makespan_vs_bound", "x", Better::Lower, false }, { "makespan_ms", "ms", Better::Lower, false } },
+				   with({ { "makespan_vs_bound", "x", Better::Lower, false }, { "makespan_ms", "ms", Better::Lower, false } }),
 				   [s, topo] { return load_shape(s, topo, scale(3, 1)); },
 				   "random-load.ts shape " + s + ", 2 workers, " + t + ": makespan / (work / CPUs)" });
 		}
