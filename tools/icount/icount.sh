@@ -19,5 +19,9 @@ LD_LIBRARY_PATH=$lib valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out
 # source file of the inlined code, the edges are not.
 callgrind_annotate --inclusive=yes --auto=yes --threshold=100 "$tmp/cg.out" | sed 's/,//g' | awk -v n=$((nb * bs)) '
 	/=> .*:knit_enqueue \(/ { e += $1 } /=> .*:knit_complete \(/ { c += $1 } /=> .*:knit_completion_release \(/ { r += $1 }
-	END { printf "per call: knit_enqueue %.1f  knit_complete %.1f  knit_completion_release %.1f  (completion side %.1f, all three %.1f)\n",
+	END { if (e == 0 || c == 0 || r == 0) {
+		      print "icount: no call edges for knit_enqueue, knit_complete and knit_completion_release in the profile" > "/dev/stderr"
+		      exit 1
+	      }
+	      printf "per call: knit_enqueue %.1f  knit_complete %.1f  knit_completion_release %.1f  (completion side %.1f, all three %.1f)\n",
 	      e / n, c / n, r / n, (c + r) / n, (e + c + r) / n }'
