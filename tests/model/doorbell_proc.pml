@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/model/doorbell_proc.pml - a PROPOSED doorbell for process pools,
- * NOT what src/wake.cpp does today (today a process pool's host caps each
- * doorbell sleep at kProcDoorbellWatchdogNs, wake.h). Kept as the design
- * record of branch procbell: per-worker ring words and a vectored futex
- * wait (futex_waitv), so a hostile worker cannot silence an honest one.
+ * tests/model/doorbell_proc.pml - the doorbell of a process pool with ring
+ * pages (src/wake.cpp ring_sleep() and worker_ring(), R1/R2 and D1-D4 in
+ * src/wake.h; the pages: src/proc.h kRingBytes): per-worker ring words and a
+ * vectored futex wait (futex_waitv), so a hostile worker cannot silence an
+ * honest one. (Without futex_waitv the host keeps the 100 ms watchdog.)
  *
  * Words: worker i has its own armed[i] and seq[i]; the host has a private
  * host-event sequence (host events, H1/H2, are not modelled: they never
@@ -25,13 +25,11 @@
  * Checked: the host consumes every result of the honest worker whatever
  * the hostile one does to its own words.
  * Mutants (must FAIL):
- *   MUTANT_CLEAR_PEER  the hostile worker may also clear armed[0]. In the
- *                      code as it is, this is exactly what a worker process
- *                      CAN do if armed[0] lives in the pool's memfd (every
- *                      worker maps the whole region read-write,
- *                      src/proc_worker.cpp): the per-worker words are only
- *                      safe in memory the other workers cannot map (a
- *                      per-worker page of its own, passed only to it).
+ *   MUTANT_CLEAR_PEER  the hostile worker may also clear armed[0]: what a
+ *                      worker process could do if the words lived in the
+ *                      pool's memfd (every worker maps all of it read-write,
+ *                      src/proc_worker.cpp), hence a page per worker that
+ *                      only that worker is handed.
  *   MUTANT_SKIP_ARM    the host does not arm worker 0 before its sleep.
  *   MUTANT_SEQ_AFTER   the host reads seq[0] after arming and re-checking
  *                      (D4 after D1): a ring in between is lost.
