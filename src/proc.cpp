@@ -942,7 +942,9 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	// ENOSYS) and can hand each worker a descriptor (not with
 	// KNIT_PROC_NAMED_SHM); else the pool header's words and the
 	// kProcDoorbellWatchdogNs cap, as before.
-	if (h->shm_name[0] == 0 && knit_futex_waitv_supported()) {
+	// The probe: with no waiters the call is refused with EINVAL where it
+	// exists (not ENOSYS, nor EPERM from a seccomp filter).
+	if (h->shm_name[0] == 0 && knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL) {
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
 			if (rc != 0)
