@@ -81,11 +81,15 @@
 // worker can now only leave its own ring unrung (its results wait, as if
 // it had not answered: the hard timeout covers that) or ring for nothing
 // (a spurious wake, bounded by its own syscalls); the host sleeps untimed,
-// as in a thread pool. Without futex_waitv (kernels before 5.16; qemu-user,
-// which answers ENOSYS) or with KNIT_PROC_NAMED_SHM (no descriptor can be
-// handed over) the pool has no ring pages: its workers ring through the
-// pool header's words and the host never sleeps longer than
-// kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
+// as in a thread pool. (This holds against a worker that writes what it has
+// mapped: a scribbling or forging task. One that runs arbitrary code as
+// the host's user can open the host's descriptors through /proc, as it can
+// signal the host; no shared-memory protocol reaches that far.) Without
+// futex_waitv (kernels before 5.16; qemu-user, which answers ENOSYS; a
+// seccomp filter that refuses it) or with KNIT_PROC_NAMED_SHM (no
+// descriptor can be handed over) the pool has no ring pages: its workers
+// ring through the pool header's words and the host never sleeps longer
+// than kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
 // waiter, it never strands it. Thread pools keep the untimed sleep.
 //
 // The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
