@@ -346,6 +346,12 @@ struct Lane {
 	uint8_t *ext; // lane extension in the pool header
 	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
 	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
+	// Process pools with ring pages (Pool::rings, src/wake.h): this
+	// worker's own doorbell words, in a page only it and the host map
+	// (host: set at creation, read-only afterwards; nullptr otherwise).
+	uint32_t *ring_armed; // ArmState, the worker's D2/D3 word
+	uint32_t *ring_seq;   // its ring sequence (futex word, D3/D4)
+	int ring_fd;          // host: the page's memfd, handed to each worker spawned on the lane
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----
@@ -460,6 +466,8 @@ struct alignas(128) Pool {
 	                                      // written by the holder, relaxed-readable
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
+	bool rings;                           // host of a process pool: every worker rings through
+	                                      // its own ring page, and db_seq is host_seq (wake.h)
 	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
 	uint32_t *efd_flag;                   // in a worker process: the shared "completion
 	int efd_bridge;                       // fd on" word, and the bridge eventfd to write
@@ -492,6 +500,8 @@ struct alignas(128) Pool {
 	int efd;                      // completion eventfd or -1
 
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
+	uint32_t host_seq;                  // rings: the host-event sequence db_seq points to
+	                                    // (host-private memory: no worker can freeze it)
 	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
 	uint32_t workers_stopping;          // stop requested on every worker (atomic)
 	uint32_t forced;                    // hard timeout force-stopped the pool

@@ -48,6 +48,7 @@ struct ProcHost {
 	uint32_t respawn_max; // crashes survived (0: none)
 	int bridge;           // eventfd the workers write (completion fd on)
 	int ctl;              // eventfd that wakes the monitor (shutdown)
+	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
 	uint32_t *efd_flag;   // shared: 1 once the completion fd exists
 	ProcBoot boot;        // the template (lane and fd_status set per spawn)
 	pthread_t monitor;
@@ -220,6 +221,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	ProcBoot b = h->boot;
 	b.lane = lane;
 	b.fd_status = status_w >= 0 ? kBootFdStatus : -1;
+	b.fd_ring = p->rings ? kBootFdRing : -1;
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -239,11 +241,13 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	// Move every descriptor we hand over above the target numbers first,
 	// so one dup2 never clobbers the source of another.
 	// A named region goes by its name (the boot record), not by fd 3.
-	int src[3] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge};
-	int tmp[3] = {-1, -1, -1};
+	// The ring page goes to its own lane's worker only (wake.h).
+	int src[4] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge,
+		      p->rings ? p->lanes[lane].ring_fd : -1};
+	int tmp[4] = {-1, -1, -1, -1};
 	int rc = 0;
-	for (int i = 0; i < 3 && rc == 0; i++)
-		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdBridge + 1)) < 0)
+	for (int i = 0; i < 4 && rc == 0; i++)
+		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdRing + 1)) < 0)
 			rc = -KNIT_ESYSTEM;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -262,9 +266,11 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[1], kBootFdStatus);
 		if (e == 0)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[2], kBootFdBridge);
+		if (e == 0 && tmp[3] >= 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[3], kBootFdRing);
 		// Nothing else of ours (or the application's) reaches the worker.
 		if (e == 0)
-			e = posix_spawn_file_actions_addclosefrom_np(&fa, kBootFdBridge + 1);
+			e = posix_spawn_file_actions_addclosefrom_np(&fa, tmp[3] >= 0 ? kBootFdRing + 1 : kBootFdBridge + 1);
 		sigset_t none, all;
 		sigemptyset(&none);
 		sigfillset(&all);
@@ -309,7 +315,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
 	return rc;
@@ -929,6 +935,29 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	if (h->bridge < 0 || h->ctl < 0)
 		return -KNIT_ESYSTEM;
 	h->efd_flag = word_at(p->region.base, kPoolOffEfdFlag);
+	// Ring pages (wake.h, "process pools"): one memfd per worker, mapped
+	// here and handed to that worker alone, so no worker can write another
+	// worker's doorbell words. Only where the host can sleep on all of them
+	// at once (futex_waitv, Linux 5.16+; not under qemu-user, which answers
+	// ENOSYS) and can hand each worker a descriptor (not with
+	// KNIT_PROC_NAMED_SHM); else the pool header's words and the
+	// kProcDoorbellWatchdogNs cap, as before.
+	// The probe: with no waiters the call is refused with EINVAL where it
+	// exists (not ENOSYS, nor EPERM from a seccomp filter).
+	if (h->shm_name[0] == 0 && knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL) {
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
+			if (rc != 0)
+				return rc;
+			Lane *l = &p->lanes[i];
+			l->ring_armed = word_at(h->ring[i].base, kRingOffArmed);
+			l->ring_seq = word_at(h->ring[i].base, kRingOffSeq);
+			l->ring_fd = h->ring[i].fd;
+		}
+		p->rings = true;
+		// Host events now wake sleepers through a word no worker maps.
+		p->db_seq = &p->host_seq;
+	}
 	ProcBoot &b = h->boot;
 	memset(&b, 0, sizeof b);
 	b.magic = kBootMagic;
@@ -1005,6 +1034,8 @@ void proc_shutdown(Pool *p)
 		h->shm_linked = false;
 	}
 	janitor_done(h);
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		region_destroy(&h->ring[i]); // zero-filled (never created): nothing
 	if (h->bridge >= 0)
 		close(h->bridge);
 	if (h->ctl >= 0)
@@ -1030,6 +1061,8 @@ void proc_forget(Pool *p)
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		if (h->pidfd[i] >= 0)
 			close(h->pidfd[i]);
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		region_destroy(&h->ring[i]); // our copies (the pages are the parent's workers')
 	if (h->bridge >= 0)
 		close(h->bridge);
 	if (h->ctl >= 0)

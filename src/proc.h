@@ -62,10 +62,16 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
-inline constexpr uint32_t kBootVersion = 4;
+inline constexpr uint32_t kBootVersion = 5; // 5: the ring page (fd_ring)
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the bridge eventfd
+inline constexpr int kBootFdRing = 6;   // the worker's own ring page (fd_ring)
+// A worker's ring page (src/wake.h, "process pools"): its own doorbell
+// words, in a memfd of their own that only the host and that worker map.
+inline constexpr uint64_t kRingBytes = 4096;
+inline constexpr uint64_t kRingOffArmed = 0;      // u32 ArmState (host arms, worker claims)
+inline constexpr uint64_t kRingOffSeq = kBlock;   // u32 ring sequence (worker bumps, host waits)
 struct ProcBoot {
 	uint32_t magic;
 	uint32_t version;
@@ -90,6 +96,10 @@ struct ProcBoot {
 	// 22): with a wrapper between host and worker, the worker watches the
 	// host's pid and this tells it the pid still names the host.
 	uint64_t host_start;
+	// kBootFdRing when the worker rings through a ring page of its own,
+	// else -1 (the pool header's doorbell words, and the host's watchdog).
+	int32_t fd_ring;
+	uint32_t reserved;
 	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
 	char shm_name[kShmNameMax];
 	PoolConfig cfg;

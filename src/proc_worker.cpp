@@ -291,6 +291,19 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
 	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
+	// Our ring page (wake.h, "process pools"): our doorbell words, which
+	// no other worker maps. worker_ring and worker_park ring through them.
+	if (b.fd_ring >= 0) {
+		static Region ring; // for the process's life
+		if (b.fd_ring != kBootFdRing)
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		rc = region_map_fd(kBootFdRing, kRingBytes, &ring);
+		if (rc != 0)
+			return boot_fail(KNIT_EPROTO, "cannot map the ring page (%s)", knit_strerror(rc));
+		close(kBootFdRing); // the Region holds its own duplicate
+		p->db_armed = word_at(ring.base, kRingOffArmed);
+		p->db_seq = word_at(ring.base, kRingOffSeq);
+	}
 	p->abort_words = word_at(base, b.abort_off);
 	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
 	p->futex_shared = 1;

@@ -16,9 +16,11 @@
 // bumps the sequence and wakes (D2, D3). Host-side events (completions
 // produced by another host thread, inline work left behind, stop, a new
 // deadline) bump the same sequence through host_event(), which pairs its
-// fence with the sleeper's (H1). Across processes armed is a
-// worker-writable word: a process pool's host bounds each sleep with a
-// watchdog (kProcDoorbellWatchdogNs, wake.h) instead of trusting the ring.
+// fence with the sleeper's (H1). Across processes the pool header's armed
+// word is worker-writable: a process pool's host arms each worker's own
+// ring page instead and sleeps on all of them with futex_waitv (ring_sleep),
+// or, where it cannot, bounds each sleep with a watchdog
+// (kProcDoorbellWatchdogNs, wake.h) instead of trusting the ring.
 #include "src/common.h"
 
 #include <limits.h>
@@ -414,8 +416,78 @@ bool steal_wake_one(Pool *p)
 	return false;
 }
 
+namespace {
+
+// host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
+// wake.h "process pools"): D1-D4 per worker, on that worker's own words,
+// and one futex_waitv on the host-event sequence (host-private) and every
+// armed worker's ring sequence. A worker can only leave its own ring
+// unrung (its results then wait as if it had not answered: the hard
+// timeout covers that) or ring for nothing (a spurious wake it pays a
+// syscall for); the other workers' rings still reach us.
+void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
+{
+	if (refill != nullptr)
+		*refill = false; // never asked for in a process pool (refill_wanted)
+	knit_futex_waiter w[KNIT_MAX_WORKERS + 1];
+	uint32_t n = 0;
+	// D4, acquire: pairs with the add in host_event() (H2).
+	knit_futex_waiter_set(&w[n++], p->db_seq, knit_load_acquire_32(p->db_seq), p->futex_shared);
+	if (arm)
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (knit_load_relaxed_32(&l->retired))
+				continue; // its words are never read again
+			// D4, acquire: pairs with that worker's add to its own
+			// ring sequence (D3), read before we arm it (D1).
+			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
+		}
+	knit_add_acq_rel_32(&p->host_waiters, 1);
+	if (arm) {
+		// Every worker we wait on is armed: a worker that clears its
+		// own word silences only itself.
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (!knit_load_relaxed_32(&l->retired))
+				knit_store_relaxed_32(l->ring_armed, kArmedAny);
+		}
+		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+		KNIT_TRACE_DOORBELL_ARM(p);
+	}
+	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
+	// its release store of A and its load of its own armed word
+	// (worker_ring); H1 and the rest as in host_doorbell_sleep() below.
+	knit_fence_seq_cst();
+	int64_t wake = -1;
+	if (!recheck(p, arg, &wake)) {
+		int r = knit_futex_waitv(w, n, wake, 1, nullptr);
+		if (r < 0) {
+			// Refused (the probe said it exists, so not expected): the
+			// bounded sleep, so a refusal never turns into a busy loop.
+			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+			r = knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
+					    p->futex_shared);
+		}
+		if (arm)
+			for (uint32_t i = 1; i < n; i++)
+				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
+					knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+					KNIT_TRACE_DOORBELL_WAKE(p);
+					break;
+				}
+	}
+	// acq_rel: as below.
+	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+}
+
+} // namespace
+
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
 {
+	if (p->rings) {
+		ring_sleep(p, arm, recheck, arg, refill);
+		return;
+	}
 	// D4, acquire: pairs with the add in host_event() (H2) / the worker's
 	// ring (D3), so a bump we compare against below is never older than
 	// what we re-check.
@@ -456,10 +528,12 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 	knit_fence_seq_cst();
 	int64_t wake = -1;
 	if (!recheck(p, arg, &wake)) {
-		// A process pool: D2/D3 are only as good as the armed word, which
-		// a worker process can clear (and db_seq, which it can bump or
-		// freeze): the watchdog bounds the sleep so the waiter re-checks
-		// (wake.h). Thread pools sleep untimed, as the pairs promise.
+		// A process pool without ring pages (no futex_waitv: kernels
+		// before 5.16, qemu-user; or KNIT_PROC_NAMED_SHM): D2/D3 are
+		// only as good as the armed word, which a worker process can
+		// clear (and db_seq, which it can bump or freeze): the watchdog
+		// bounds the sleep so the waiter re-checks (wake.h). Thread pools
+		// sleep untimed, as the pairs promise.
 		if (p->cfg.processes) {
 			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
 			if (wake < 0 || wake > cap)

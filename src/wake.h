@@ -54,17 +54,43 @@
 //                                             request lock's A and B), load
 //                                             parked, load_acq of each return
 //                                             lock's A
+//  R1 process pool with ring pages: arm each  load_acq(host_seq) (D4, H2);     D2/D3 of that
+//     live worker's own page, then re-check   per worker load_acq(seq_i) (D4);  worker only,
+//     (ring_sleep)                            add host_waiters; armed_i =       H1
+//                                             kArmedAny each; seq_cst fence
+//                                             (D1); recheck()
+//  R2 sleep on all of them (ring_sleep)       futex_waitv(host_seq, seq_i...):  D3 of any
+//                                             the kernel compares every word    worker, H2
+//                                             and queues on all at once
 //  E1 the fd exists (knit_completion_fd)      store_rel(efd_on)                E2
 //  E2 use the fd (efd_sync, worker_ring)      load_acq(efd_on)                 E1
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
 //     (efd_sync)                                                               thread's), D2
 //
-// In a process pool armed, db_seq and every other word above live in memory
-// a worker process can scribble: a hostile worker can clear armed so honest
-// workers never ring (D2/D3 then pair with nothing). So a process pool's
-// host never sleeps longer than kProcDoorbellWatchdogNs per doorbell sleep
-// (host_doorbell_sleep): a lost ring delays a waiter, it never strands it.
-// Thread pools keep the untimed sleep (no wake-up at all while idle).
+// Process pools (tests/model/doorbell_proc.pml). The pool header's armed
+// and db_seq, like every word of the pool's memfd, can be scribbled by any
+// worker process: a hostile worker could clear armed so honest workers
+// never ring (D2/D3 then pair with nothing), or freeze db_seq under a host
+// event. Per-worker words in that memfd would not help (every worker maps
+// all of it). So each worker gets a ring page of its own (src/proc.h
+// kRingBytes: a sealed memfd handed to that worker alone, which maps it as
+// its db_armed/db_seq): it runs D2/D3 on it unchanged. The host's db_seq
+// is then host_seq, in its private memory (host events, H1/H2, unchanged),
+// and a waiting host arms every live worker's page and sleeps on all the
+// sequences at once with futex_waitv (R1/R2, ring_sleep in wake.cpp). A
+// worker can now only leave its own ring unrung (its results wait, as if
+// it had not answered: the hard timeout covers that) or ring for nothing
+// (a spurious wake, bounded by its own syscalls); the host sleeps untimed,
+// as in a thread pool. (This holds against a worker that writes what it has
+// mapped: a scribbling or forging task. One that runs arbitrary code as
+// the host's user can open the host's descriptors through /proc, as it can
+// signal the host; no shared-memory protocol reaches that far.) Without
+// futex_waitv (kernels before 5.16; qemu-user, which answers ENOSYS; a
+// seccomp filter that refuses it) or with KNIT_PROC_NAMED_SHM (no
+// descriptor can be handed over) the pool has no ring pages: its workers
+// ring through the pool header's words and the host never sleeps longer
+// than kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
+// waiter, it never strands it. Thread pools keep the untimed sleep.
 //
 // The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
 // host waiting in knit_complete() while calls wait in the backlog for room
@@ -178,8 +204,10 @@ typedef bool (*SleepRecheck)(Pool *p, void *arg, int64_t *wake_at);
 // Sleep on the doorbell sequence until rung or *wake_at, unless recheck
 // finds something after the announcement. `arm`: ask the workers to ring
 // (the doorbell option); without it only host events (H2) and the timeout
-// end the sleep. A process pool's sleep ends after kProcDoorbellWatchdogNs
-// at the latest (the doorbell words are shared with its worker processes).
+// end the sleep. A process pool without ring pages (no futex_waitv, or
+// KNIT_PROC_NAMED_SHM) sleeps kProcDoorbellWatchdogNs at the most (its
+// doorbell words are shared with every worker process); with them it
+// arms every worker's own page and sleeps untimed (R1/R2).
 inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
 // refill (non-null, true): arm for a refill (kArmedRefill) instead; set
 // to false when another waiter's kArmedAny was kept (the recheck, which

@@ -4,13 +4,16 @@
  * processes (task library build/tests/lib/proc_hostile.so): a worker that
  * forges a word is killed and respawned, its calls fail with -KNIT_EPROTO,
  * and a task library that keeps doing it ends in a pool failure; a worker
- * that clears the doorbell's armed word cannot strand a waiting host; a
+ * that clears the doorbell's armed word cannot strand a waiting host, nor
+ * (where the kernel has futex_waitv) make it poll; a
  * scribbler writing random bytes over its lane while the host runs
  * thousands of calls leaves the host alive with every call completed
  * exactly once.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +224,74 @@ KT(proc_hostile, cleared_armed_word_strands_no_waiter)
 		knit_completion_release(p, &c);
 	}
 	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq((intptr_t)c.user_data, 1);
+	cr_assert_eq(c.status, 0);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* Does the kernel have futex_waitv (Linux 5.16+; qemu-user answers ENOSYS)?
+ * With it, a process pool's host sleeps on every worker's own ring page and
+ * needs no watchdog; without it, it looks every 100 ms (libknitting(7)). */
+static int have_futex_waitv(void)
+{
+	/* The pool's own probe (src/proc.cpp): no waiters -> EINVAL where it exists. */
+	return syscall(449, NULL, 0, 0, NULL, 1) == -1 && errno == EINVAL;
+}
+
+/* A host blocked in knit_complete(-1) for about a second, while worker 1
+ * runs one long call and worker 0 is idle, arms the doorbell once per
+ * sleep and sleeps until the ring: no watchdog re-arms it every 100 ms
+ * (ten of them a second). Counted: doorbell arms, not time. */
+KT(proc_hostile, idle_wait_is_not_polled)
+{
+	knit_pool_t *p = hostile_pool(2, 0, 0);
+	knit_pool_stats_t s0, s1;
+	kt_stats(p, &s0);
+	kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1000), (void *)2, KNIT_CALL_LANE, 0, 1);
+	knit_completion_t c;
+	cr_assert_eq(knit_complete(p, &c, 1, -1), 1);
+	cr_assert_eq((intptr_t)c.user_data, 2);
+	cr_assert_eq(c.status, 0);
+	knit_completion_release(p, &c);
+	kt_stats(p, &s1);
+	const uint64_t arms = s1.doorbell_arms - s0.doorbell_arms;
+	cr_log_info("futex_waitv %s: %llu doorbell arms in a 1 s wait", have_futex_waitv() ? "yes" : "no",
+		    (unsigned long long)arms);
+	if (have_futex_waitv())
+		cr_assert_leq(arms, 3, "%llu arms: the host was woken while nothing rang", (unsigned long long)arms);
+	else
+		cr_assert_geq(arms, 1);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* Worker 0 clears every armed word it can reach (the pool header's and its
+ * own ring page's) for a second while worker 1 answers a call after 500 ms:
+ * the host, blocked in knit_complete(-1), is rung by worker 1 through
+ * worker 1's own page (no watchdog: the arms stay few). Worker 0 delays
+ * only its own result, as a worker that has not answered does. */
+KT(proc_hostile, self_disarmer_cannot_silence_a_peer)
+{
+	knit_pool_t *p = hostile_pool(2, 0, 0);
+	knit_pool_stats_t s0, s1;
+	kt_stats(p, &s0);
+	kt_enq_ex(p, kt_id(p, "disarm"), kt_i64(1000), (void *)1, KNIT_CALL_LANE, 0, 0);
+	kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(500), (void *)2, KNIT_CALL_LANE, 0, 1);
+	knit_completion_t c;
+	cr_assert_eq(knit_complete(p, &c, 1, -1), 1);
+	cr_assert_eq((intptr_t)c.user_data, 2, "worker 1's result comes first");
+	cr_assert_eq(c.status, 0);
+	knit_completion_release(p, &c);
+	kt_stats(p, &s1);
+	const uint64_t arms = s1.doorbell_arms - s0.doorbell_arms;
+	cr_log_info("futex_waitv %s: %llu doorbell arms before worker 1's result", have_futex_waitv() ? "yes" : "no",
+		    (unsigned long long)arms);
+	if (have_futex_waitv())
+		cr_assert_leq(arms, 3, "%llu arms: the host polled", (unsigned long long)arms);
+	/* Its own result it may have left unrung (it clears its word up to
+	 * its return): a bounded reap, which re-checks, takes it. */
 	kt_reap1(p, &c);
 	cr_assert_eq((intptr_t)c.user_data, 1);
 	cr_assert_eq(c.status, 0);

@@ -15,8 +15,11 @@
  *            returns
  * forge      arg I64 a ticket: forges its lane's running stamp to name that
  *            call (a call it does not hold), then waits (bounded, 5 s)
- * disarm     arg I64 ms: keeps the pool's doorbell armed word cleared that
- *            long, so honest workers never ring the host; returns arg
+ * disarm     arg I64 ms: keeps every doorbell armed word it can reach
+ *            cleared that long -- the pool header's (where honest workers
+ *            ring without ring pages) and its own ring page's (where they
+ *            have them; another worker's page it cannot map) -- so that
+ *            the host is never rung through them; returns arg
  * sleep      arg I64 ms: sleeps that long, returns arg
  * selfstop   writes REQUESTED into its own lane's stop word (a stop the
  *            host never asked for), returns arg: its worker acknowledges
@@ -60,7 +63,7 @@
 #define STEAL_OFF_ACK 128u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
 #define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 4u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 5u      /* kBootVersion: bump with src/proc.h's ProcBoot */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
@@ -261,6 +264,24 @@ static int t_forge(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+/* This process's ring page (src/proc.h kRingOffArmed: its first word), or
+ * NULL when the pool gave it none (no futex_waitv). */
+static uint32_t *find_ring(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (f == NULL)
+		return NULL;
+	char line[512];
+	uint32_t *r = NULL;
+	while (r == NULL && fgets(line, sizeof line, f) != NULL) {
+		unsigned long lo, hi;
+		if (strstr(line, "/memfd:knit-ring") != NULL && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			r = (uint32_t *)(uintptr_t)lo;
+	}
+	fclose(f);
+	return r;
+}
+
 static int t_disarm(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx, (void)arg;
@@ -268,9 +289,12 @@ static int t_disarm(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	if (find(&w) != 0)
 		return 7;
 	uint32_t *armed = (uint32_t *)(w.base + POOL_OFF_ARMED);
+	uint32_t *own = find_ring();
 	const int64_t end = now_ns() + arg->i64 * 1000000;
 	for (uint32_t i = 0;; i++) {
 		__atomic_store_n(armed, 0, __ATOMIC_RELAXED);
+		if (own != NULL)
+			__atomic_store_n(own, 0, __ATOMIC_RELAXED);
 		if ((i & 63) == 0) {
 			if (now_ns() >= end)
 				break;
