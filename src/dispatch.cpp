@@ -318,18 +318,10 @@ void flush_staged(Pool *p)
 // it sees our store or we see it parked.
 void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
 {
-	// A worker that is awake (the common case under load) needs no wake:
-	// lane_wake's own first look, made here without the call.
-	for (; lanes != 0; lanes &= lanes - 1) {
-		Lane *l = &p->lanes[__builtin_ctzll(lanes)];
-		if (knit_load_relaxed_32(l->parked) != kAwake)
-			lane_wake(p, l, false);
-	}
-	for (; room != 0; room &= room - 1) {
-		Lane *l = &p->lanes[__builtin_ctzll(room)];
-		if (knit_load_relaxed_32(l->parked) == kParkedForRoom)
-			lane_wake(p, l, true);
-	}
+	for (; lanes != 0; lanes &= lanes - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
+	for (; room != 0; room &= room - 1)
+		lane_wake(p, &p->lanes[__builtin_ctzll(room)], true);
 }
 
 // Wake what the hold published so far (holder), before work that may take

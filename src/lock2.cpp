@@ -419,17 +419,14 @@ int LockConsumer::next_lane(uint32_t *snapshot)
 
 int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
 {
-	if (lock_ == nullptr || lane >= kLanes) {
-		memset(head, 0, sizeof *head);
-		memset(view, 0, sizeof *view);
-		return -KNIT_EINVAL;
-	}
-	const uint32_t bit = lane_bit(lane);
-	if ((seen_ & bit) == 0 && !steal_) {
+	// Not ours to take (no lock, a bad lane, not published or taken
+	// already): nothing is read, and the outputs read as empty.
+	const uint32_t bit = lock_ != nullptr && lane < kLanes ? lane_bit(lane) : 0;
+	if (bit != 0 && (seen_ & bit) == 0 && !steal_) {
 		// C1 again: acquire, pairs with the release store of A (P1).
 		seen_ = knit_load_acquire_32(a_) ^ mirror_;
 	}
-	if ((seen_ & bit) == 0 || (taken_ & bit) != 0) {
+	if (bit == 0 || (seen_ & bit) == 0 || (taken_ & bit) != 0) {
 		memset(head, 0, sizeof *head);
 		memset(view, 0, sizeof *view);
 		return -KNIT_EINVAL;

@@ -373,11 +373,8 @@ void host_wake_seen(Pool *p)
 	t_wake.est = d > t_wake.est ? d : t_wake.est + (d - t_wake.est) / 16;
 }
 
-bool lane_wake(Pool *p, Lane *l, bool only_blocked)
+bool lane_wake_claim(Pool *p, Lane *l, uint32_t v)
 {
-	uint32_t v = knit_load_relaxed_32(l->parked);
-	if (v == kAwake || (only_blocked && v != kParkedForRoom))
-		return false;
 	// W3: the CAS claims the wake: exactly one host thread sends it, and a
 	// second publish before the worker is up sees kAwake and sends none.
 	if (knit_cas_acq_rel_32(l->parked, v, kAwake) != v)
@@ -418,6 +415,19 @@ bool steal_wake_one(Pool *p)
 
 namespace {
 
+// A waiting host armed the doorbell / its sleep ended rung (stats, trace).
+void count_arm(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+	KNIT_TRACE_DOORBELL_ARM(p);
+}
+
+void count_rung(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+	KNIT_TRACE_DOORBELL_WAKE(p);
+}
+
 // host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
 // wake.h "process pools"): D1-D4 per worker, on that worker's own words,
 // and one futex_waitv on the host-event sequence (host-private) and every
@@ -451,8 +461,7 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 			if (!knit_load_relaxed_32(&l->retired))
 				knit_store_relaxed_32(l->ring_armed, kArmedAny);
 		}
-		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-		KNIT_TRACE_DOORBELL_ARM(p);
+		count_arm(p);
 	}
 	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
 	// its release store of A and its load of its own armed word
@@ -460,19 +469,17 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 	knit_fence_seq_cst();
 	int64_t wake = -1;
 	if (!recheck(p, arg, &wake)) {
-		int r = knit_futex_waitv(w, n, wake, 1, nullptr);
-		if (r < 0) {
+		if (knit_futex_waitv(w, n, wake, 1, nullptr) < 0) {
 			// Refused (the probe said it exists, so not expected): the
 			// bounded sleep, so a refusal never turns into a busy loop.
 			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-			r = knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
+			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
 					    p->futex_shared);
 		}
 		if (arm)
 			for (uint32_t i = 1; i < n; i++)
 				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
-					knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-					KNIT_TRACE_DOORBELL_WAKE(p);
+					count_rung(p);
 					break;
 				}
 	}
@@ -514,8 +521,7 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 		} else {
 			knit_store_relaxed_32(p->db_armed, kArmedAny);
 		}
-		knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-		KNIT_TRACE_DOORBELL_ARM(p);
+		count_arm(p);
 	}
 	// D1 (Dekker): pairs with the worker's D2 fence between its release
 	// store of A and its load of armed (worker_ring), with the H1 fence in
@@ -540,10 +546,8 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 				wake = cap;
 		}
 		knit_futex_wait(p->db_seq, seq, wake, p->futex_shared);
-		if (arm && knit_load_relaxed_32(p->db_seq) != seq) {
-			knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-			KNIT_TRACE_DOORBELL_WAKE(p);
-		}
+		if (arm && knit_load_relaxed_32(p->db_seq) != seq)
+			count_rung(p);
 	}
 	// acq_rel: nothing pairs with the decrement beyond the counter itself
 	// (a waker that still sees us only sends a wake nobody needs).

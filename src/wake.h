@@ -188,10 +188,21 @@ void worker_ring(Lane *l);
 
 // ---- host side ---------------------------------------------------------------------
 
+// Claim and send the wake of a worker whose parked word read `v` (W3): the
+// out-of-line half of lane_wake().
+bool lane_wake_claim(Pool *p, Lane *l, uint32_t v);
 // Wake worker lane `l` if it announced a park (W3). `only_blocked`: wake only
 // a worker parked waiting for return-arena room (kParkedForRoom). The caller
 // fenced after its publish (W1). Returns true if this call sent the wake.
-bool lane_wake(Pool *p, Lane *l, bool only_blocked);
+// The first look is inline: an awake worker (the common case under load)
+// costs no call.
+inline bool lane_wake(Pool *p, Lane *l, bool only_blocked)
+{
+	const uint32_t v = knit_load_relaxed_32(l->parked);
+	if (v == kAwake || (only_blocked && v != kParkedForRoom))
+		return false;
+	return lane_wake_claim(p, l, v);
+}
 // Steal topology: wake ONE worker parked waiting for work (kParked; one
 // parked for room cannot claim), scanning from the wake cursor. Any thread,
 // after a fenced publish (W1). Returns true when a wake was sent.
