@@ -469,8 +469,8 @@ struct alignas(128) Pool {
 	bool rings;                           // host of a process pool: every worker rings through
 	                                      // its own ring page, and db_seq is host_seq (wake.h)
 	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
-	uint32_t *efd_flag;                   // in a worker process: the shared "completion
-	int efd_bridge;                       // fd on" word, and the bridge eventfd to write
+	uint32_t *efd_flag;                   // in a worker process: its "completion fd on" word
+	int efd_bridge;                       // (ring page, else header) and its lane's bridge
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
 	int64_t submit_idle_ns;               // steal: submit lock idle since (0 = busy;
 	                                      // dispatcher-owned, src/trim.cpp)

@@ -46,10 +46,12 @@ struct ProcHost {
 	pid_t janitor;
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
-	int bridge;           // eventfd the workers write (completion fd on)
+	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
 	int ctl;              // eventfd that wakes the monitor (shutdown)
 	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
-	uint32_t *efd_flag;   // shared: 1 once the completion fd exists
+	uint32_t *efd_flag;   // the pool header's: 1 once the completion fd exists
+	uint32_t efd_watch;   // atomic: the fd is on and the flag is the header's (no ring
+			      // pages): the monitor syncs it every kProcDoorbellWatchdogNs
 	ProcBoot boot;        // the template (lane and fd_status set per spawn)
 	pthread_t monitor;
 	bool monitor_started;
@@ -242,7 +244,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	// so one dup2 never clobbers the source of another.
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	int src[4] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge,
+	int src[4] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge[lane],
 		      p->rings ? p->lanes[lane].ring_fd : -1};
 	int tmp[4] = {-1, -1, -1, -1};
 	int rc = 0;
@@ -698,19 +700,28 @@ void *monitor_main(void *arg)
 		return nullptr;
 	const uint32_t n = p->nworkers;
 	while (!knit_load_acquire_32(&h->shutdown)) { // pairs with proc_shutdown's release store
-		struct pollfd fds[KNIT_MAX_WORKERS + 2];
-		uint32_t map[KNIT_MAX_WORKERS + 2];
+		struct pollfd fds[2 * KNIT_MAX_WORKERS + 1];
+		uint32_t map[2 * KNIT_MAX_WORKERS + 1];
 		uint32_t m = 0;
 		fds[m] = {h->ctl, POLLIN, 0};
 		map[m++] = UINT32_MAX;
-		fds[m] = {h->bridge, POLLIN, 0};
-		map[m++] = UINT32_MAX - 1;
+		for (uint32_t i = 0; i < n; i++) {
+			fds[m] = {h->bridge[i], POLLIN, 0};
+			map[m++] = UINT32_MAX - 1;
+		}
+		const uint32_t deaths = m;
 		for (uint32_t i = 0; i < n; i++)
 			if (h->pidfd[i] >= 0) {
 				fds[m] = {h->pidfd[i], POLLIN, 0};
 				map[m++] = i;
 			}
-		if (poll(fds, m, -1) <= 0)
+		// Without ring pages, once the completion fd is on, a bound on
+		// how long a cleared header flag can hide a result from it.
+		const bool watch = knit_load_relaxed_32(&h->efd_watch) != 0;
+		const int r = poll(fds, m, watch ? (int)(kProcDoorbellWatchdogNs / 1000000) : -1);
+		if (r == 0 && watch)
+			efd_sync(p);
+		if (r <= 0)
 			continue;
 		uint64_t v;
 		if (fds[0].revents) {
@@ -732,15 +743,19 @@ void *monitor_main(void *arg)
 				}
 			}
 		}
-		if (fds[1].revents) {
-			(void)!read(h->bridge, &v, sizeof v);
+		bool rung = false;
+		for (uint32_t k = 1; k < deaths; k++)
+			if (fds[k].revents) {
+				(void)!read(fds[k].fd, &v, sizeof v);
+				rung = true;
+			}
+		if (rung)
 			// A worker published results with the completion fd on: its
 			// level is ours to keep (efd_sync after the progress).
 			efd_sync(p);
-		}
 		if (knit_load_acquire_32(&h->shutdown)) // pairs with proc_shutdown's release store
 			break;
-		for (uint32_t k = 2; k < m; k++)
+		for (uint32_t k = deaths; k < m; k++)
 			if (fds[k].revents)
 				on_death(p, map[k]);
 	}
@@ -884,10 +899,9 @@ int proc_host_new(Pool *p, void *dl)
 	}
 	p->proc = h;
 	h->dl = dl;
-	h->bridge = -1;
 	h->ctl = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
-		h->pidfd[i] = -1;
+		h->pidfd[i] = h->bridge[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -930,10 +944,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		return -KNIT_EINVAL;
 	if (h->shm_linked && spawn_janitor(h) != 0)
 		return -KNIT_ESYSTEM;
-	h->bridge = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (h->bridge < 0 || h->ctl < 0)
+	if (h->ctl < 0)
 		return -KNIT_ESYSTEM;
+	// One bridge per lane, handed to that lane's worker alone (proc.h).
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if ((h->bridge[i] = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+			return -KNIT_ESYSTEM;
 	h->efd_flag = word_at(p->region.base, kPoolOffEfdFlag);
 	// Ring pages (wake.h, "process pools"): one memfd per worker, mapped
 	// here and handed to that worker alone, so no worker can write another
@@ -1036,8 +1053,9 @@ void proc_shutdown(Pool *p)
 	janitor_done(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // zero-filled (never created): nothing
-	if (h->bridge >= 0)
-		close(h->bridge);
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->bridge[i] >= 0)
+			close(h->bridge[i]);
 	if (h->ctl >= 0)
 		close(h->ctl);
 	if (h->dl != nullptr)
@@ -1063,8 +1081,9 @@ void proc_forget(Pool *p)
 			close(h->pidfd[i]);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // our copies (the pages are the parent's workers')
-	if (h->bridge >= 0)
-		close(h->bridge);
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->bridge[i] >= 0)
+			close(h->bridge[i]);
 	if (h->ctl >= 0)
 		close(h->ctl);
 	free(h->lib_path);
@@ -1078,13 +1097,28 @@ void proc_efd_enabled(Pool *p)
 {
 	if (p->proc == nullptr)
 		return;
+	ProcHost *h = p->proc;
 	// Release: pairs with the worker's acquire load in worker_ring (the
-	// bridge exists before the flag says so; it always does).
-	knit_store_release_32(p->proc->efd_flag, 1);
+	// bridge exists before the flag says so; it always does). Every ring
+	// page's flag (the worker of that lane reads it, and so will any
+	// worker respawned on the lane: the page outlives it) and the
+	// header's (workers without a ring page read that one).
+	if (p->rings)
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			knit_store_release_32(word_at(h->ring[i].base, kRingOffEfd), 1);
+	knit_store_release_32(h->efd_flag, 1);
 	// Dekker with worker_ring's fence between its publish and its load of
 	// the flag: either it writes the bridge, or the efd_sync that
 	// knit_completion_fd runs next sees its results.
 	knit_fence_seq_cst();
+	if (!p->rings) {
+		// Any worker can clear the header's flag: from now on the
+		// monitor also syncs the fd on a timer (proc.h). Kick it out of
+		// its untimed poll.
+		knit_store_relaxed_32(&h->efd_watch, 1);
+		uint64_t one = 1;
+		(void)!write(h->ctl, &one, sizeof one);
+	}
 }
 
 void proc_kill_worker(Pool *p, uint32_t lane, bool proto)

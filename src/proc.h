@@ -13,14 +13,22 @@
 //
 // The completion fd (knit_completion_fd) stays the host's: a worker cannot
 // evaluate its level (that needs the host's private counts). Once it exists
-// the host sets a shared flag (kPoolOffEfdFlag); a worker that publishes
-// results then writes the pool's bridge eventfd (inherited), and the
-// host's monitor thread, woken by it, brings the completion fd up to date
-// (efd_sync), exactly as a worker thread would.
+// the host sets a flag every worker reads (kRingOffEfd in each worker's
+// ring page, kPoolOffEfdFlag in the pool header); a worker that publishes
+// results then writes its lane's bridge eventfd (its descriptor
+// kBootFdBridge), and the host's monitor thread, woken by it, brings the
+// completion fd up to date (efd_sync), exactly as a worker thread would.
+// Flag and bridge are per worker for the reason the ring pages are
+// (src/wake.h, "process pools"): a hostile worker that clears the shared
+// flag or drains a shared eventfd would keep every honest worker's
+// results from raising the fd. Now it can only hide its own. Without ring
+// pages the flag is the header's, which any worker can clear: the monitor
+// then also syncs the fd every kProcDoorbellWatchdogNs while it is on,
+// the bound the doorbell keeps there too.
 //
 // The monitor thread (one per process pool, never on a call's path) spawns
 // the workers (so PR_SET_PDEATHSIG, which follows the spawning thread, lasts
-// as long as the pool), polls their pidfds, the bridge and a control
+// as long as the pool), polls their pidfds, their bridges and a control
 // eventfd, and handles a death: under the dispatcher lock it reaps what the
 // dead worker published (validated as always), completes every other call
 // placed on its lane and not answered with -KNIT_ECRASHED (the worker may
@@ -43,7 +51,8 @@
 namespace knit::detail {
 
 // A shared word in the pool header's first block (beside the doorbell
-// sequence, on its second cache line): 1 once the completion fd exists.
+// sequence, on its second cache line): 1 once the completion fd exists
+// (read by workers without a ring page; the others read kRingOffEfd).
 inline constexpr uint64_t kPoolOffEfdFlag = 64;
 
 // Most words in a worker_prefix (options_resolve refuses more).
@@ -62,16 +71,19 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
-inline constexpr uint32_t kBootVersion = 5; // 5: the ring page (fd_ring)
+// 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
+// and a bridge eventfd per lane.
+inline constexpr uint32_t kBootVersion = 6;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
-inline constexpr int kBootFdBridge = 5; // the bridge eventfd
+inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
 inline constexpr int kBootFdRing = 6;   // the worker's own ring page (fd_ring)
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
 inline constexpr uint64_t kRingOffArmed = 0;      // u32 ArmState (host arms, worker claims)
 inline constexpr uint64_t kRingOffSeq = kBlock;   // u32 ring sequence (worker bumps, host waits)
+inline constexpr uint64_t kRingOffEfd = 2 * kBlock; // u32 1: the completion fd exists (host sets)
 struct ProcBoot {
 	uint32_t magic;
 	uint32_t version;

@@ -291,6 +291,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
 	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
+	p->efd_flag = word_at(base, kPoolOffEfdFlag);
 	// Our ring page (wake.h, "process pools"): our doorbell words, which
 	// no other worker maps. worker_ring and worker_park ring through them.
 	if (b.fd_ring >= 0) {
@@ -303,12 +304,14 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		close(kBootFdRing); // the Region holds its own duplicate
 		p->db_armed = word_at(ring.base, kRingOffArmed);
 		p->db_seq = word_at(ring.base, kRingOffSeq);
+		// The completion fd's flag too: the header's can be cleared by
+		// any worker, this one only by us (src/proc.h).
+		p->efd_flag = word_at(ring.base, kRingOffEfd);
 	}
 	p->abort_words = word_at(base, b.abort_off);
 	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
 	p->futex_shared = 1;
-	p->efd_flag = word_at(base, kPoolOffEfdFlag);
-	p->efd_bridge = kBootFdBridge;
+	p->efd_bridge = kBootFdBridge; // our lane's own bridge
 	// Lanes: ours. Stealing, every worker's too, for their signal words
 	// only (a claim that leaves work pending wakes a parked peer:
 	// steal_wake_one); nothing else of a peer's lane is looked at.

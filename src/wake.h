@@ -91,6 +91,11 @@
 // ring through the pool header's words and the host never sleeps longer
 // than kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
 // waiter, it never strands it. Thread pools keep the untimed sleep.
+// The completion fd's path out of a worker process is split the same way
+// (src/proc.h): worker_ring's E2 load reads a flag in the worker's own ring
+// page and it writes its own lane's bridge eventfd, so clearing the flag or
+// draining the bridge hides only that worker's results from the fd; without
+// ring pages the monitor syncs the fd every kProcDoorbellWatchdogNs.
 //
 // The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
 // host waiting in knit_complete() while calls wait in the backlog for room

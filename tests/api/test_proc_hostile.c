@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -295,6 +296,45 @@ KT(proc_hostile, self_disarmer_cannot_silence_a_peer)
 	kt_reap1(p, &c);
 	cr_assert_eq((intptr_t)c.user_data, 1);
 	cr_assert_eq(c.status, 0);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* ---- the completion fd: a hider hides only its own results ------------------------ */
+
+/* Worker 0 keeps every "completion fd on" flag it can reach cleared (the
+ * pool header's and its own ring page's) and drains the bridge eventfd it
+ * was given, for 3 s; worker 1 answers a call after 200 ms. The completion
+ * fd must become readable with worker 1's result alone: through worker 1's
+ * own flag and bridge (ring pages), or the monitor's 100 ms sync where
+ * there are none. With one shared flag and bridge the hider kept it low
+ * until it returned, and its own result (it cleared the flag) never raised
+ * it at all: the poll below ran out. Counted: what is ready when the fd
+ * says so. */
+KT(proc_hostile, hider_cannot_hide_a_peer_from_the_completion_fd)
+{
+	knit_pool_t *p = hostile_pool(2, 0, 0);
+	const int fd = knit_completion_fd(p);
+	cr_assert_geq(fd, 0, "knit_completion_fd: %s", knit_strerror(fd));
+	kt_enq_ex(p, kt_id(p, "hide"), kt_i64(3000), (void *)1, KNIT_CALL_LANE, 0, 0);
+	kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(200), (void *)2, KNIT_CALL_LANE, 0, 1);
+	struct pollfd pfd = {fd, POLLIN, 0};
+	int r;
+	while ((r = poll(&pfd, 1, 10000)) < 0 && errno == EINTR) {
+	}
+	cr_assert_eq(r, 1, "the completion fd never became readable (poll %d): worker 1's result was hidden", r);
+	knit_completion_t c[2];
+	const int n = knit_complete(p, c, 2, 0);
+	cr_assert_eq(n, 1, "%d completions when the fd rose: only worker 1's should be there", n);
+	cr_assert_eq((intptr_t)c[0].user_data, 2, "worker 1's result raised the fd");
+	cr_assert_eq(c[0].status, 0);
+	knit_completion_release(p, &c[0]);
+	/* The hider's own result: a reap that waits takes it (the fd may stay
+	 * low for it, which hurts no one but its own caller). */
+	kt_reap1(p, &c[0]);
+	cr_assert_eq((intptr_t)c[0].user_data, 1);
+	cr_assert_eq(c[0].status, 0);
+	knit_completion_release(p, &c[0]);
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }

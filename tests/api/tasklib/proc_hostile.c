@@ -20,6 +20,10 @@
  *            ring without ring pages) and its own ring page's (where they
  *            have them; another worker's page it cannot map) -- so that
  *            the host is never rung through them; returns arg
+ * hide       arg I64 ms: for that long keeps every "completion fd on" flag it
+ *            can reach cleared (the pool header's and its own ring page's)
+ *            and drains the bridge eventfd it was given, so that no result
+ *            raises the host's completion fd through them; returns arg
  * sleep      arg I64 ms: sleeps that long, returns arg
  * selfstop   writes REQUESTED into its own lane's stop word (a stop the
  *            host never asked for), returns arg: its worker acknowledges
@@ -63,7 +67,10 @@
 #define STEAL_OFF_ACK 128u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
 #define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 5u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 6u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define POOL_OFF_EFD 64u      /* kPoolOffEfdFlag */
+#define RING_OFF_EFD 256u     /* kRingOffEfd */
+#define FD_BRIDGE 5           /* kBootFdBridge */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
@@ -305,6 +312,32 @@ static int t_disarm(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_hide(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	struct where w;
+	if (find(&w) != 0)
+		return 7;
+	uint32_t *shared = (uint32_t *)(w.base + POOL_OFF_EFD);
+	uint32_t *ring = find_ring();
+	uint32_t *own = ring != NULL ? (uint32_t *)((uint8_t *)ring + RING_OFF_EFD) : NULL;
+	const int64_t end = now_ns() + arg->i64 * 1000000;
+	for (uint32_t i = 0;; i++) {
+		__atomic_store_n(shared, 0, __ATOMIC_RELAXED);
+		if (own != NULL)
+			__atomic_store_n(own, 0, __ATOMIC_RELAXED);
+		uint64_t v;
+		(void)!read(FD_BRIDGE, &v, sizeof v); /* non-blocking: EAGAIN when empty */
+		if ((i & 63) == 0) {
+			if (now_ns() >= end)
+				break;
+			nap_us(10);
+		}
+	}
+	*ret = *arg;
+	return 0;
+}
+
 static int t_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx;
@@ -373,7 +406,7 @@ static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
 	{"forge", t_forge, 0, 0}, {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
 	{"selfstop", t_selfstop, 0, 0}, {"unstop", t_unstop, 0, 0},
-	{"liar", t_liar, 0, 0},
+	{"liar", t_liar, 0, 0},     {"hide", t_hide, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
