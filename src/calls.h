@@ -21,6 +21,7 @@
 #include "knitting.h"
 #include "src/codec.h"
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -48,6 +49,31 @@ struct CompleteBatch {
 // wait for complete_batch_end_locked().
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
 			  CompleteBatch *batch = nullptr);
+// call_complete_locked() for a batch (a reap), inline: the common
+// completion -- a queued call, live, not completed yet, no deadline in the
+// heap, no abort bit -- is a few stores; any other goes to
+// call_complete_locked(), which does the same and more.
+inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
+				       uint8_t *result_buf, CompleteBatch *batch)
+{
+	if (c->completed || !c->live || c->heap_pos != kNoHeap || c->abort_bit >= 0 || (c->flags & kCallPrivate))
+		return call_complete_locked(p, c, status, result, result_buf, batch);
+	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
+	knit_store_relaxed_32(&c->completed, 1);
+	c->status = status;
+	c->result = result;
+	c->result_buf = result_buf;
+	c->cq_next = nullptr;
+	if (p->cq_tail)
+		p->cq_tail->cq_next = c;
+	else
+		p->cq_head = c;
+	p->cq_tail = c;
+	// Counted by complete_batch_end_locked(), before mu is released.
+	batch->queued++;
+	batch->done++;
+	return true;
+}
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Drop holds (under mu); recycles the record when none is left.

@@ -554,7 +554,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 			status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
-	const bool done = call_complete_locked(p, c, status, val, buf, batch);
+	const bool done = call_complete_batch_locked(p, c, status, val, buf, batch);
 	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
 	return done;
 }
