@@ -76,8 +76,22 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 }
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
-// Drop holds (under mu); recycles the record when none is left.
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+// Recycle a record whose last hold was just dropped (under mu): out of
+// its deadline heap entry and abort bit, its buffers freed.
+void call_recycle_locked(Pool *p, Call *c);
+// Drop holds (under mu); recycles the record when none is left. Inline:
+// a record that still has holds, or has nothing but itself to give back
+// (no deadline, no abort bit, no buffer: most), costs a few instructions.
+inline void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
+{
+	c->holds &= ~holds;
+	if (c->holds != 0)
+		return;
+	if (c->heap_pos != kNoHeap || c->abort_bit >= 0 || c->arg_buf != nullptr || c->result_buf != nullptr)
+		call_recycle_locked(p, c);
+	else
+		p->tickets.free(c);
+}
 
 // Allocate an abort bit (under mu): the id, or -1 when all are in use.
 int32_t abort_alloc_locked(Pool *p);

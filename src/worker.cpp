@@ -331,8 +331,10 @@ void run_batch(Lane *l)
 			l->wret.cancel(&ctx.res); // no-op once consumed
 			ctx_free_allocs(&ctx);
 		}
-		free(f.buf); // steal: the argument copy (nullptr with lanes)
-		f.buf = nullptr;
+		if (f.buf != nullptr) { // steal: the argument copy (none with lanes)
+			free(f.buf);
+			f.buf = nullptr;
+		}
 		retire |= 1u << f.slot;
 		w->held_head = (w->held_head + 1) % kLanes;
 		w->held_count--;
