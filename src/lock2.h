@@ -428,10 +428,11 @@ class LockConsumer
 	lane_arena_[lane] = 0xFF; // note_arena(): no arena allocation
 	const uint32_t rest = free & ~(1u << lane);
 	staged_ |= 1u << lane;
-	// prefetch_next(), two lanes ahead only: the next lane's line was
-	// asked for by the stage before this one (or by pick_lane()'s refresh).
+	// prefetch_next() (see there), with the free set already at hand.
 	if (rest != 0) {
-		const uint32_t after = rest & ~(1u << (31u - (uint32_t)__builtin_clz(rest)));
+		const uint32_t next = 31u - (uint32_t)__builtin_clz(rest);
+		knit_prefetch_write(lock_ + lock_task_offset(next));
+		const uint32_t after = rest & ~(1u << next);
 		if (after != 0)
 			knit_prefetch_write(lock_ + lock_task_offset(31u - (uint32_t)__builtin_clz(after)));
 		if ((after & (after - 1)) == 0)
