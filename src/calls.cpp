@@ -390,11 +390,8 @@ void complete_batch_end_locked(Pool *p, CompleteBatch *b)
 	b->done = 0;
 }
 
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
+void call_recycle_locked(Pool *p, Call *c)
 {
-	c->holds &= ~holds;
-	if (c->holds != 0)
-		return;
 	if (c->heap_pos != kNoHeap) {
 		p->heap.remove(c);
 		update_earliest_locked(p);

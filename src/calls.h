@@ -21,6 +21,7 @@
 #include "knitting.h"
 #include "src/codec.h"
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -48,10 +49,49 @@ struct CompleteBatch {
 // wait for complete_batch_end_locked().
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
 			  CompleteBatch *batch = nullptr);
+// call_complete_locked() for a batch (a reap), inline: the common
+// completion -- a queued call, live, not completed yet, no deadline in the
+// heap, no abort bit -- is a few stores; any other goes to
+// call_complete_locked(), which does the same and more.
+inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
+				       uint8_t *result_buf, CompleteBatch *batch)
+{
+	if (c->completed || !c->live || c->heap_pos != kNoHeap || c->abort_bit >= 0 || (c->flags & kCallPrivate))
+		return call_complete_locked(p, c, status, result, result_buf, batch);
+	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
+	knit_store_relaxed_32(&c->completed, 1);
+	c->status = status;
+	c->result = result;
+	c->result_buf = result_buf;
+	c->cq_next = nullptr;
+	if (p->cq_tail)
+		p->cq_tail->cq_next = c;
+	else
+		p->cq_head = c;
+	p->cq_tail = c;
+	// Counted by complete_batch_end_locked(), before mu is released.
+	batch->queued++;
+	batch->done++;
+	return true;
+}
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
-// Drop holds (under mu); recycles the record when none is left.
-void call_unhold_locked(Pool *p, Call *c, uint32_t holds);
+// Recycle a record whose last hold was just dropped (under mu): out of
+// its deadline heap entry and abort bit, its buffers freed.
+void call_recycle_locked(Pool *p, Call *c);
+// Drop holds (under mu); recycles the record when none is left. Inline:
+// a record that still has holds, or has nothing but itself to give back
+// (no deadline, no abort bit, no buffer: most), costs a few instructions.
+inline void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
+{
+	c->holds &= ~holds;
+	if (c->holds != 0)
+		return;
+	if (c->heap_pos != kNoHeap || c->abort_bit >= 0 || c->arg_buf != nullptr || c->result_buf != nullptr)
+		call_recycle_locked(p, c);
+	else
+		p->tickets.free(c);
+}
 
 // Allocate an abort bit (under mu): the id, or -1 when all are in use.
 int32_t abort_alloc_locked(Pool *p);

@@ -549,12 +549,17 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		copy = false;
 	}
 	uint8_t *buf = nullptr;
-	if (!copy || value_copy(v, &val, &buf) != 0) {
+	const knit_value_t *result = &val;
+	if (copy && !codec_has_bytes(v.type)) {
+		// A scalar view from decode() has no code, data or len:
+		// value_copy() would copy it unchanged.
+		result = &v;
+	} else if (!copy || value_copy(v, &val, &buf) != 0) {
 		if (copy)
 			status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
-	const bool done = call_complete_locked(p, c, status, val, buf, batch);
+	const bool done = call_complete_batch_locked(p, c, status, *result, buf, batch);
 	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
 	return done;
 }

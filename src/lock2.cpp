@@ -162,11 +162,6 @@ void LockProducer::prefetch_next()
 	}
 }
 
-TaskLine *LockProducer::task_line(uint32_t lane) const
-{
-	return reinterpret_cast<TaskLine *>(lock_ + lock_task_offset(lane));
-}
-
 // The lane is ours (free as of an acquire load of B, not staged): plain
 // stores straight into its task line, published by the release store of A in
 // flush() (P1). No private copy first: copying a line just written field by
@@ -183,7 +178,8 @@ void LockProducer::write_head(const FrameHead &head, TaskLine *line)
 	line->deadline = head.deadline_ns;
 }
 
-int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
+// stage() without its inline scalar fast path (lock2.h).
+int LockProducer::stage_slow(const FrameHead &head, const knit_value_t &value)
 {
 	if (lock_ == nullptr)
 		return -KNIT_EINVAL;
@@ -417,7 +413,8 @@ int LockConsumer::next_lane(uint32_t *snapshot)
 	return (int)lane;
 }
 
-int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
+// decode() without its inline fast path (lock2.h).
+int LockConsumer::decode_slow(uint32_t lane, FrameHead *head, knit_value_t *view)
 {
 	// Not ours to take (no lock, a bad lane, not published or taken
 	// already): nothing is read, and the outputs read as empty.
@@ -439,23 +436,14 @@ int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
 	// after it sees the same words, whatever a hostile peer writes meanwhile.
 	TaskLine snap;
 	memcpy(&snap, lock_ + lock_task_offset(lane), sizeof snap);
-	head->task = snap.task;
-	head->flags = snap.flags;
-	head->ticket = snap.ticket;
-	head->generation = snap.generation;
-	head->status = snap.status;
-	head->deadline_ns = snap.deadline;
+	__asm__("" : "+m"(snap)); // a real copy, read once (see decode())
+	const uint32_t fault = decode_head(snap, head);
+	return decode_value(lane, snap, fault, head, view);
+}
 
-	uint32_t fault = 0;
-	if (snap.task >= limits_.task_count)
-		fault |= kFaultTask;
-	if (snap.ticket >= limits_.ticket_count)
-		fault |= kFaultTicket;
-	if ((snap.flags & ~limits_.flags_mask) != 0)
-		fault |= kFaultFlags;
-	if (snap.status > 0 || snap.status <= -(int32_t)KNIT_ERROR_MAX_)
-		fault |= kFaultStatus;
-
+int LockConsumer::decode_value(uint32_t lane, const TaskLine &snap, uint32_t fault, FrameHead *head,
+                               knit_value_t *view)
+{
 	uint32_t slot = kNoArenaSlot;
 	if (codec_decode(snap, lock_ + lock_inline_offset(lane), shared_, held_, view, &slot) != 0)
 		fault |= kFaultValue;

@@ -205,9 +205,15 @@ class LockProducer
 	uint32_t load_retired();
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
+	// stage() for everything but its scalar fast path: byte payloads, an
+	// empty cached free set, steal, not attached.
+	[[gnu::noinline]] int stage_slow(const FrameHead &head, const knit_value_t &value);
 	// The task line of a lane, in the shared lock: a free lane's line is
 	// the producer's to write (nobody reads it until the lane is published).
-	TaskLine *task_line(uint32_t lane) const;
+	TaskLine *task_line(uint32_t lane) const
+	{
+		return reinterpret_cast<TaskLine *>(lock_ + lock_task_offset(lane));
+	}
 	void write_head(const FrameHead &head, TaskLine *line);
 	// Start fetching the task line of the lane pick_lane() picks next.
 	void prefetch_next();
@@ -333,6 +339,36 @@ class LockConsumer
 
       private:
 	void release_held(uint32_t lane);
+	// decode() for what its inline fast path does not take: a lane not in
+	// the last pending() snapshot (A reloaded), a caller's bad lane, no lock.
+	[[gnu::noinline]] int decode_slow(uint32_t lane, FrameHead *head, knit_value_t *view);
+	// The rest of a decode from the private snapshot `snap` of a taken
+	// lane's task line, whose head is already in *head and whose head
+	// checks gave `fault`: the value (codec_decode), the arena slot to
+	// hold, head->fault, the result.
+	[[gnu::noinline]] int decode_value(uint32_t lane, const TaskLine &snap, uint32_t fault,
+	                                   FrameHead *head, knit_value_t *view);
+	// Copy the head words of a snapshot to *head and return its kFault*
+	// bits (task, ticket, flags, status) against the limits.
+	uint32_t decode_head(const TaskLine &snap, FrameHead *head) const
+	{
+		head->task = snap.task;
+		head->flags = snap.flags;
+		head->ticket = snap.ticket;
+		head->generation = snap.generation;
+		head->status = snap.status;
+		head->deadline_ns = snap.deadline;
+		uint32_t fault = 0;
+		if (snap.task >= limits_.task_count)
+			fault |= kFaultTask;
+		if (snap.ticket >= limits_.ticket_count)
+			fault |= kFaultTicket;
+		if ((snap.flags & ~limits_.flags_mask) != 0)
+			fault |= kFaultFlags;
+		if (snap.status > 0 || snap.status <= -(int32_t)KNIT_ERROR_MAX_)
+			fault |= kFaultStatus;
+		return fault;
+	}
 
 	uint8_t *lock_ = nullptr;
 	uint32_t *a_ = nullptr;
@@ -347,6 +383,96 @@ class LockConsumer
 	uint8_t lane_slot_[kLanes]; // arena slot held by each lane, 0xFF = none
 	bool steal_ = false;        // attach_steal: b_ is ACK[c], lanes via offer()
 };
+
+// ---- the scalar fast paths ----------------------------------------------------
+// Inline, so that both ends of both locks (host enqueue and reap, worker
+// take and result) pay for a fixed-size value (NONE, BOOL, I64, F64) only
+// what it needs: no length or arena path, no call. Everything else goes
+// to the out-of-line paths, which are the complete ones.
+
+// The common stage: a scalar into the highest lane of a non-empty cached
+// free set (what pick_lane() picks then), not a steal producer. The same
+// words as codec_encode() + write_head(): value words cleared but vtype and
+// scalar (BOOL normalised to 0/1, F64 as its bits), no arena allocation.
+[[gnu::always_inline]] inline int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
+{
+	const uint32_t type = value.type;
+	const uint32_t free = free_cached();
+	if (type > KNIT_VALUE_F64 || free == 0 || steal_ctl_ != nullptr || lock_ == nullptr)
+		return stage_slow(head, value);
+	const uint32_t lane = 31u - (uint32_t)__builtin_clz(free);
+	uint64_t scalar;
+	if (type == KNIT_VALUE_F64)
+		memcpy(&scalar, &value.f64, sizeof scalar);
+	else if (type == KNIT_VALUE_BOOL)
+		scalar = value.i64 != 0 ? 1 : 0;
+	else
+		scalar = type == KNIT_VALUE_I64 ? (uint64_t)value.i64 : 0;
+	// Plain stores into the free lane's line, published by flush()'s
+	// release store of A (P1); see write_head() in lock2.cpp.
+	TaskLine *line = task_line(lane);
+	line->task = head.task;
+	line->flags = head.flags;
+	line->ticket = head.ticket;
+	line->generation = head.generation;
+	line->status = head.status;
+	line->vtype = type;
+	line->vcode = 0;
+	line->vlen = 0;
+	line->scalar = scalar;
+	line->deadline = head.deadline_ns;
+	line->where = kWhereNone;
+	line->arena_slot = 0;
+	line->arena_off = 0;
+	line->reserved = 0;
+	lane_arena_[lane] = 0xFF; // note_arena(): no arena allocation
+	const uint32_t rest = free & ~(1u << lane);
+	staged_ |= 1u << lane;
+	// prefetch_next() (see there), with the free set already at hand.
+	if (rest != 0) {
+		const uint32_t next = 31u - (uint32_t)__builtin_clz(rest);
+		knit_prefetch_write(lock_ + lock_task_offset(next));
+		const uint32_t after = rest & ~(1u << next);
+		if (after != 0)
+			knit_prefetch_write(lock_ + lock_task_offset(31u - (uint32_t)__builtin_clz(after)));
+		if ((after & (after - 1)) == 0)
+			__builtin_prefetch(b_);
+	}
+	return (int)lane;
+}
+
+// The common decode: a lane of the last pending() snapshot, not taken yet,
+// whose frame is a well-formed scalar with a good head. The snapshot and
+// every check are decode_slow()'s (codec_decode()'s for the value); a
+// frame that fails any of them goes on to decode_value() with the same
+// snapshot, which finds and reports the fault.
+[[gnu::always_inline]] inline int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
+{
+	if (lane >= kLanes || lock_ == nullptr || ((seen_ & ~taken_) >> lane & 1u) == 0)
+		return decode_slow(lane, head, view);
+	taken_ |= 1u << lane; // from here on the lane is retired whatever we find
+	// One private snapshot of the task line: every check below and every
+	// use after it sees the same words, whatever a hostile peer writes
+	// meanwhile. The empty asm makes the copy a real one (read once, here):
+	// no field may be re-read from the shared line later.
+	TaskLine snap;
+	memcpy(&snap, lock_ + lock_task_offset(lane), sizeof snap);
+	__asm__("" : "+m"(snap));
+	const uint32_t fault = decode_head(snap, head);
+	const uint32_t type = snap.vtype;
+	if (fault != 0 || type > KNIT_VALUE_F64 || (snap.where | snap.vlen) != 0 ||
+	    (type == KNIT_VALUE_BOOL && snap.scalar > 1))
+		return decode_value(lane, snap, fault, head, view);
+	const uint64_t fbits = type == KNIT_VALUE_F64 ? snap.scalar : 0;
+	view->type = type;
+	view->code = 0;
+	view->i64 = type == KNIT_VALUE_BOOL || type == KNIT_VALUE_I64 ? (int64_t)snap.scalar : 0;
+	memcpy(&view->f64, &fbits, sizeof view->f64);
+	view->data = nullptr;
+	view->len = 0;
+	head->fault = 0;
+	return 0;
+}
 
 } // namespace knit::detail
 

@@ -290,8 +290,7 @@ void run_batch(Lane *l)
 		rh.ticket = f.head.ticket;
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
-		knit_value_t none;
-		memset(&none, 0, sizeof none);
+		knit_value_t none; // the value of a result that has none (cleared where used)
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
 		// The clock only for a deadline or the running stamp.
 		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
@@ -308,9 +307,11 @@ void run_batch(Lane *l)
 			// A malformed request: answer so the host's count stays right
 			// (a frame whose ids are bad is dropped there, counted).
 			rh.status = -KNIT_EPROTO;
+			memset(&none, 0, sizeof none);
 			publish_result(l, rh, none);
 		} else if (f.head.deadline_ns != 0 && now >= (int64_t)f.head.deadline_ns) {
 			rh.status = -KNIT_ETIMEDOUT; // expired before it ran: never run
+			memset(&none, 0, sizeof none);
 			publish_result(l, rh, none);
 		} else {
 			if (mark)
@@ -331,8 +332,10 @@ void run_batch(Lane *l)
 			l->wret.cancel(&ctx.res); // no-op once consumed
 			ctx_free_allocs(&ctx);
 		}
-		free(f.buf); // steal: the argument copy (nullptr with lanes)
-		f.buf = nullptr;
+		if (f.buf != nullptr) { // steal: the argument copy (none with lanes)
+			free(f.buf);
+			f.buf = nullptr;
+		}
 		retire |= 1u << f.slot;
 		w->held_head = (w->held_head + 1) % kLanes;
 		w->held_count--;
@@ -569,13 +572,17 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	ctx->task_data = p->tasks[task].data;
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
 	const uint64_t cap = p->cfg.max_payload_bytes;
-	memset(&out->value, 0, sizeof out->value);
 	if (rc == 0) {
 		int v = result_check(ret, cap);
 		if (v == 0) {
+			// The common outcome: the task's value as it is (every field
+			// written, no clearing first).
 			out->status = 0;
 			out->value = ret;
-		} else if (v == -KNIT_ETOOBIG) {
+			return;
+		}
+		memset(&out->value, 0, sizeof out->value);
+		if (v == -KNIT_ETOOBIG) {
 			out->status = -KNIT_ETOOBIG;
 		} else {
 			out->status = -KNIT_ETASK;
@@ -586,6 +593,7 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 		}
 		return;
 	}
+	memset(&out->value, 0, sizeof out->value);
 	out->status = -KNIT_ETASK;
 	if (ret.type == KNIT_VALUE_ERROR) {
 		int v = result_check(ret, cap);

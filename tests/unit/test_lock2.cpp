@@ -503,6 +503,133 @@ void test_idle(void **state)
 	assert_int_equal(f->prod.refresh(), 0xFFFFFFFFu);
 }
 
+// The scalar fast path of stage() writes the same task line words as the
+// general encoder (codec_encode + the head), for every scalar type and the
+// values the codec normalises or must keep bit for bit.
+void test_scalar_stage_words(void **state)
+{
+	Fix *f = (Fix *)*state;
+	const double nan_payload = __builtin_nan("0x5a5");
+	const double vals_f[] = {0.0, -0.0, 1.5, __builtin_inf(), -__builtin_inf(), nan_payload};
+	const int64_t vals_i[] = {0, 1, -1, 2, INT64_MIN, INT64_MAX};
+	uint32_t seq = 1;
+	for (uint32_t type = KNIT_VALUE_NONE; type <= KNIT_VALUE_F64; type++) {
+		for (uint32_t k = 0; k < 6; k++, seq++) {
+			knit_value_t v{};
+			v.type = type;
+			v.i64 = vals_i[k];
+			v.f64 = vals_f[k];
+			v.code = 77; // ignored for scalars
+			FrameHead h = head_for(seq);
+			h.flags = seq & 0xFF;
+			h.status = -(int32_t)(seq % 3);
+			const int lane = f->prod.stage(h, v);
+			assert_true(lane >= 0);
+			TaskLine ref;
+			memset(&ref, 0xA5, sizeof ref);
+			assert_int_equal(codec_encode(v, nullptr, nullptr, &ref), 0);
+			ref.task = h.task;
+			ref.flags = h.flags;
+			ref.ticket = h.ticket;
+			ref.generation = h.generation;
+			ref.status = h.status;
+			ref.deadline = h.deadline_ns;
+			assert_memory_equal(f->lock + lock_task_offset((uint32_t)lane), &ref, sizeof ref);
+			f->prod.flush();
+			FrameHead got;
+			knit_value_t view;
+			assert_int_equal(f->cons.pending() & (1u << lane), 1u << lane);
+			assert_int_equal(f->cons.decode((uint32_t)lane, &got, &view), 0);
+			knit_value_t want{};
+			uint32_t slot;
+			assert_int_equal(codec_decode(ref, f->lock + lock_inline_offset((uint32_t)lane), f->arena, 0,
+			                              &want, &slot),
+			                 0);
+			assert_memory_equal(&view, &want, sizeof view);
+			f->cons.retire_taken();
+		}
+	}
+	assert_true(f->prod.idle());
+}
+
+uint64_t rng_step(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+// decode() with its inline scalar path against the reference: the head
+// checks and codec_decode() over the same words, for task lines close to a
+// scalar frame (every scalar type and its neighbours, stray where / vlen /
+// BOOL values, heads inside and outside the limits), each published by a
+// raw toggle of A as a hostile producer could.
+void test_scalar_decode_matches_codec(void **state)
+{
+	Fix *f = (Fix *)*state;
+	uint64_t rs = 0x9E3779B97F4A7C15ull;
+	uint32_t a = A(f);
+	for (uint32_t round = 0; round < 20000; round++) {
+		const uint32_t lane = (uint32_t)(rng_step(&rs) % 32);
+		const uint64_t r = rng_step(&rs);
+		TaskLine t;
+		memset(&t, 0, sizeof t);
+		t.task = (r & 1) ? (uint32_t)(rng_step(&rs) % 1200) : (uint32_t)(r >> 8) % 1000;
+		t.flags = (r & 2) ? (uint32_t)rng_step(&rs) : (uint32_t)(r >> 16) & 0xFFFF;
+		t.ticket = (r & 4) ? (uint32_t)rng_step(&rs) : (uint32_t)(r >> 20) & 0xFFFFF;
+		t.generation = (uint32_t)rng_step(&rs);
+		const int32_t statuses[] = {0, -1, -5, 1, -(int32_t)KNIT_ERROR_MAX_, -(int32_t)KNIT_ERROR_MAX_ + 1, INT32_MIN};
+		t.status = (r & 8) ? statuses[(r >> 24) % 7] : 0;
+		t.vtype = (r & 16) ? (uint32_t)(r >> 28) % 9 : (uint32_t)(r >> 28) % 4;
+		t.vcode = (r & 32) ? (int32_t)rng_step(&rs) : 0;
+		t.vlen = (r & 64) ? (uint32_t)(r >> 32) % 3 : 0;
+		const uint64_t scalars[] = {0, 1, 2, ~0ull, r};
+		t.scalar = scalars[(r >> 36) % 5];
+		t.deadline = rng_step(&rs);
+		t.where = (r & 128) ? (uint32_t)(r >> 40) % 4 : 0;
+		t.arena_slot = (r & 256) ? (uint32_t)(r >> 44) % 70 : 0;
+		t.arena_off = (r & 512) ? (uint32_t)rng_step(&rs) % 4096 : 0;
+		t.reserved = (uint32_t)(r >> 56);
+		memcpy(f->lock + lock_task_offset(lane), &t, sizeof t);
+		memset(f->lock + lock_inline_offset(lane), (r >> 48) & 1 ? 'x' : 0, kInlineBytes);
+		a ^= 1u << lane;
+		*word_at(f->lock, kLockOffA) = a;
+		assert_int_equal(f->cons.pending(), 1u << lane);
+
+		FrameHead h;
+		knit_value_t v;
+		const int rc = f->cons.decode(lane, &h, &v);
+
+		uint32_t fault = 0;
+		if (t.task >= f->limits.task_count)
+			fault |= kFaultTask;
+		if (t.ticket >= f->limits.ticket_count)
+			fault |= kFaultTicket;
+		if ((t.flags & ~f->limits.flags_mask) != 0)
+			fault |= kFaultFlags;
+		if (t.status > 0 || t.status <= -(int32_t)KNIT_ERROR_MAX_)
+			fault |= kFaultStatus;
+		knit_value_t want;
+		uint32_t slot;
+		if (codec_decode(t, f->lock + lock_inline_offset(lane), f->arena, 0, &want, &slot) != 0)
+			fault |= kFaultValue;
+		if (fault != 0)
+			memset(&want, 0, sizeof want);
+		assert_int_equal(rc, fault != 0 ? -KNIT_EPROTO : 0);
+		assert_int_equal(h.fault, fault);
+		assert_int_equal(h.task, t.task);
+		assert_int_equal(h.flags, t.flags);
+		assert_int_equal(h.ticket, t.ticket);
+		assert_int_equal(h.generation, t.generation);
+		assert_int_equal(h.status, t.status);
+		assert_int_equal(h.deadline_ns, t.deadline);
+		assert_memory_equal(&v, &want, sizeof v);
+		f->cons.retire_taken(); // frees an arena slot a frame may have named
+		assert_int_equal(B(f), a);
+	}
+}
+
 } // namespace
 
 int main(void)
@@ -521,6 +648,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reattach_used_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_decode_caller_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scalar_stage_words, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scalar_decode_matches_codec, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
