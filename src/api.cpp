@@ -25,12 +25,11 @@ namespace {
 
 struct EnqueueArgs {
 	uint32_t task;
-	const knit_value_t *arg;
-	void *user_data;
 	uint32_t flags; // CallFlag
 	uint32_t pin_lane;
 	bool abortable;
 	int64_t deadline_ns; // 0 = none
+	void *user_data;
 };
 
 int check_value(const knit_value_t &v, uint64_t cap)
@@ -42,16 +41,49 @@ int check_value(const knit_value_t &v, uint64_t cap)
 	return codec_check(v, cap);
 }
 
+// The caller's argument (NULL = KNIT_VALUE_NONE) as the call keeps it: only
+// the members its type gives meaning to, the others 0 (what a task on a
+// worker lane sees after the codec, and now an inline task too). Read
+// member by member: a caller usually builds the value with one store per
+// member, which a load of the same member is forwarded from, while a
+// whole-struct copy (16-byte loads across two stores) waits for those
+// stores to reach the cache.
+void value_take(const knit_value_t *src, knit_value_t *v)
+{
+	memset(v, 0, sizeof *v);
+	if (src == nullptr)
+		return;
+	const uint32_t type = src->type;
+	v->type = type;
+	switch (type) {
+	case KNIT_VALUE_NONE:
+		break;
+	case KNIT_VALUE_BOOL:
+	case KNIT_VALUE_I64:
+		v->i64 = src->i64;
+		break;
+	case KNIT_VALUE_F64:
+		v->f64 = src->f64;
+		break;
+	case KNIT_VALUE_ERROR:
+		v->code = src->code;
+		[[fallthrough]];
+	default: // BYTES, STRING; an unknown type is refused by check_value
+		v->data = src->data;
+		v->len = src->len;
+		break;
+	}
+}
+
 int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
-// Enqueue a validated call. On success *out_call (if non-null) is the record
-// (still holding kHoldUser) and *ticket its ticket.
-int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticket)
+// Enqueue a validated call with argument `arg_in` (may be NULL). On success
+// *out_call (if non-null) is the record (still holding kHoldUser) and
+// *ticket its ticket.
+int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **out_call, knit_ticket_t *ticket)
 {
 	knit_value_t arg;
-	memset(&arg, 0, sizeof arg);
-	if (a.arg != nullptr)
-		arg = *a.arg;
+	value_take(arg_in, &arg);
 	int rc = check_value(arg, p->cfg.max_payload_bytes);
 	if (rc != 0)
 		return rc;
@@ -61,19 +93,30 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	// Copy the bytes before anything else (the caller's buffer is theirs
 	// again when we return).
 	uint8_t *buf = nullptr;
-	if (codec_has_bytes(arg.type) && arg.len > 0) {
-		buf = static_cast<uint8_t *>(malloc(arg.len + 1));
-		if (buf == nullptr)
-			return -KNIT_ENOMEM;
-		memcpy(buf, arg.data, arg.len);
-		buf[arg.len] = 0;
-		arg.data = buf;
-	} else if (codec_has_bytes(arg.type)) {
-		arg.data = "";
+	if (codec_has_bytes(arg.type)) {
+		if (arg.len > 0) {
+			buf = static_cast<uint8_t *>(malloc(arg.len + 1));
+			if (buf == nullptr)
+				return -KNIT_ENOMEM;
+			memcpy(buf, arg.data, arg.len);
+			buf[arg.len] = 0;
+			arg.data = buf;
+		} else {
+			arg.data = "";
+		}
 	}
-	if (arg.type != KNIT_VALUE_ERROR)
-		arg.code = 0;
 
+	// Only a call with a deadline needs its record after a successful
+	// submit (deadline_track_locked below): any other, once queued, is
+	// left alone, so it does not take the enqueue hold and we need not
+	// take mu again to drop it. Without the hold, a queued call may be
+	// run, reaped, handed out and recycled as soon as dispatch_submit()
+	// has published it; that is safe because only the dispatcher's holder
+	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
+	// dispatch_submit() reads the record after publishing it only while
+	// it holds the dispatcher itself. A call that is refused or not queued
+	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
+	const bool keep = a.deadline_ns != 0;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
 		pthread_mutex_unlock(&p->mu);
@@ -81,7 +124,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 		return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
 	}
 	int err = 0;
-	Call *c = call_alloc_locked(p, a.abortable, &err);
+	knit_ticket_t t = 0;
+	Call *c = call_alloc_locked(p, a.abortable, keep, &t, &err);
 	if (c == nullptr) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
@@ -94,20 +138,6 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	c->user_data = a.user_data;
 	c->arg = arg;
 	c->arg_buf = buf;
-	// Only a call with a deadline needs its record after a successful
-	// submit (deadline_track_locked below): any other, once queued, is
-	// left alone, so it does not take the enqueue hold and we need not
-	// take mu again to drop it. Without the hold, a queued call may be
-	// run, reaped, handed out and recycled as soon as dispatch_submit()
-	// has published it; that is safe because only the dispatcher's holder
-	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
-	// dispatch_submit() reads the record after publishing it only while
-	// it holds the dispatcher itself. A call that is refused or not queued
-	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
-	const bool keep = a.deadline_ns != 0;
-	if (!keep)
-		c->holds &= ~kHoldEnqueue;
-	const knit_ticket_t t = ticket_of(c);
 	// Release (under mu, like the stop's store of closed; every write of
 	// outstanding is under mu, so a load + store is the increment): pairs
 	// with the acquire loads of outstanding in drained_ready() /
@@ -192,38 +222,44 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 		return -KNIT_ECLOSED; // inherited across fork: dead here
 	if (task >= p->ntasks)
 		return -KNIT_ENOTASK;
-	knit_call_options_t o;
-	memset(&o, 0, sizeof o);
+	// The options' members, 0 when absent (no options: no copy to make).
+	uint32_t oflags = 0, otimeout_ms = 0, olane = 0;
 	if (opts != nullptr) {
+		knit_call_options_t o;
 		if (opts->size == 0 || opts->size > sizeof o)
 			return -KNIT_EVERSION;
+		memset(&o, 0, sizeof o);
 		memcpy(&o, opts, opts->size);
+		const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
+		if ((o.flags & ~known) != 0)
+			return -KNIT_EINVAL;
+		oflags = o.flags;
+		otimeout_ms = o.timeout_ms;
+		olane = o.lane;
 	}
-	const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
-	if ((o.flags & ~known) != 0)
-		return -KNIT_EINVAL;
+	const TaskEntry &te = p->tasks[task];
 	EnqueueArgs a;
-	memset(&a, 0, sizeof a);
 	a.task = task;
-	a.arg = arg;
-	a.user_data = user_data;
 	a.flags = flags;
-	if (o.flags & KNIT_CALL_LANE) {
-		if (o.lane >= p->nworkers || p->steal.on) // no lanes to pin to when stealing
+	a.pin_lane = 0;
+	a.user_data = user_data;
+	if (oflags & KNIT_CALL_LANE) {
+		if (olane >= p->nworkers || p->steal.on) // no lanes to pin to when stealing
 			return -KNIT_EINVAL;
 		a.flags |= kCallPinned;
-		a.pin_lane = o.lane;
+		a.pin_lane = olane;
 	}
-	a.abortable = (o.flags & KNIT_CALL_ABORTABLE) || (p->tasks[task].flags & KNIT_TASK_ABORTABLE);
+	a.abortable = (oflags & KNIT_CALL_ABORTABLE) || (te.flags & KNIT_TASK_ABORTABLE);
+	a.deadline_ns = 0; // none
 	if (timeout_ns > 0)
-		a.deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0); // 0 = none
-	else if (o.flags & KNIT_CALL_NO_TIMEOUT)
+		a.deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0);
+	else if (oflags & KNIT_CALL_NO_TIMEOUT)
 		a.deadline_ns = 0;
-	else if (o.timeout_ms != 0)
-		a.deadline_ns = deadline_after_ms(o.timeout_ms);
-	else if (p->tasks[task].timeout_ms != 0)
-		a.deadline_ns = deadline_after_ms(p->tasks[task].timeout_ms);
-	return enqueue(p, a, out_call, ticket);
+	else if (otimeout_ms != 0)
+		a.deadline_ns = deadline_after_ms(otimeout_ms);
+	else if (te.timeout_ms != 0)
+		a.deadline_ns = deadline_after_ms(te.timeout_ms);
+	return enqueue(p, a, arg, out_call, ticket);
 }
 
 // ---- readiness predicates for host_wait ----------------------------------------------

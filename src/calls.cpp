@@ -54,7 +54,7 @@ void TicketTable::fini()
 	free_ = nullptr;
 }
 
-Call *TicketTable::alloc(int *err)
+Call *TicketTable::alloc(uint64_t *ticket, int *err)
 {
 	if (live_ >= max_live_) {
 		*err = -KNIT_EAGAIN;
@@ -105,24 +105,24 @@ Call *TicketTable::alloc(int *err)
 		next_new_++;
 	}
 	// gen is bumped at every allocation and starts at 1: ticket never 0;
-	// it never wraps (retired above at kGenLast).
+	// it never wraps (retired above at kGenLast). The ticket is made from
+	// the new generation in a register: a load of (index, gen) right after
+	// the 4-byte store of gen could not be forwarded from it and would
+	// wait for the store to reach the cache.
+	const uint32_t gen = c->gen + 1;
+	c->gen = gen;
+	*ticket = ticket_pack(gen, c->index);
 	// Reset what the record's life reads before it writes it, field by
-	// field: the enqueuer sets the call's own fields (task .. arg_buf)
-	// before the record is reachable, and a whole-record memset costs more
-	// than the call's other bookkeeping (rep stos on a 192-byte record).
-	c->gen++;
+	// field; a whole-record memset costs more than the call's other
+	// bookkeeping (rep stos on a 192-byte record). The call's own fields
+	// (task, flags, pin_lane, deadline_ns, user_data, arg, arg_buf) are
+	// not reset here: the enqueuer (the only allocator) sets every one of
+	// them before the record is reachable (call_alloc_locked, calls.h).
 	c->next = nullptr;
 	c->cq_next = nullptr;
 	c->pub = 0;
 	c->done = 0;
-	c->task = 0;
-	c->flags = 0;
-	c->pin_lane = 0;
 	c->abort_bit = -1;
-	c->deadline_ns = 0;
-	c->user_data = nullptr;
-	memset(&c->arg, 0, sizeof c->arg);
-	c->arg_buf = nullptr;
 	c->lane = kNoLane;
 	c->live = 1;
 	c->holds = 0;
@@ -275,9 +275,9 @@ int deadline_timer_open_locked(Pool *p)
 	return 0;
 }
 
-Call *call_alloc_locked(Pool *p, bool abortable, int *err)
+Call *call_alloc_locked(Pool *p, bool abortable, bool enqueue_hold, uint64_t *ticket, int *err)
 {
-	Call *c = p->tickets.alloc(err);
+	Call *c = p->tickets.alloc(ticket, err);
 	if (c == nullptr)
 		return nullptr;
 	if (abortable) {
@@ -289,7 +289,7 @@ Call *call_alloc_locked(Pool *p, bool abortable, int *err)
 			return nullptr;
 		}
 	}
-	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
+	c->holds = (enqueue_hold ? (uint32_t)kHoldEnqueue : 0u) | kHoldHostQueue | kHoldUser;
 	return c;
 }
 

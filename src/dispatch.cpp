@@ -311,12 +311,30 @@ void flush_staged(Pool *p)
 	p->wake_lanes |= flushed;
 }
 
+// flush_staged() after placing the one call c while nothing else was
+// staged (dispatch_place_new: every hold's earlier placing flushed before
+// it returned): only c's lane can have a staged frame.
+inline void flush_placed(Pool *p, const Call *c)
+{
+	if (p->steal.on) {
+		steal_flush(p);
+		return;
+	}
+	const uint32_t i = c->lane;
+	if (i >= p->nworkers)
+		return; // the inline lane: nothing to publish
+	Lane *l = &p->lanes[i];
+	l->req.flush(); // release store of A (P1 in lock2.h)
+	l->staged = 0;
+	p->wake_lanes |= 1ull << i;
+}
+
 // Wake the parked workers of `lanes`, and those of `room` that parked for
 // room (any thread), after a fence that follows our publish (A) or our
 // return of room (B): W1 (no lost wake) pairs with the worker's W2 fence
 // between its store of `parked` and its re-check in worker_park(): either
 // it sees our store or we see it parked.
-void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
+inline void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
 {
 	for (; lanes != 0; lanes &= lanes - 1)
 		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
@@ -899,7 +917,10 @@ int dispatch_submit(Pool *p, Call *c)
 {
 	bool placed_direct = false, queued = false;
 	if (dispatch_trylock(p)) {
-		dispatch_flush_backlog(p);
+		// Most holds find nothing waiting (no push begun, both private
+		// lists empty): dispatch_flush_backlog() would do nothing.
+		if (!backlog_queue_idle(p) || p->pb_head != nullptr || p->pin_waiting != 0)
+			dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
 			// A placed call keeps its host-queue hold until it ran
@@ -929,7 +950,9 @@ int dispatch_submit(Pool *p, Call *c)
 	}
 	if (!placed_direct && !queued)
 		return -KNIT_EAGAIN; // backlog full (max_pending)
-	if (queued)
+	// Only a call that went into the backlog can have raised its count (a
+	// call placed directly never counted in it).
+	if (queued && !placed_direct)
 		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 	return queued ? 1 : 0;
 }
@@ -1084,7 +1107,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 		rc = place(p, c);
 	}
 	if (rc == 0) {
-		flush_staged(p);
+		flush_placed(p, c);
 		return true;
 	}
 	if (rc != -KNIT_EAGAIN) {

@@ -251,10 +251,11 @@ public:
 	int init(uint32_t capacity);
 	// Free every chunk (records must hold no memory any more: see pool.cpp).
 	void fini();
-	// A free record (live = 1, gen bumped, fields reset), or nullptr with
-	// *err = -KNIT_EAGAIN (all capacity in use, or every index worn out)
-	// or -KNIT_ENOMEM.
-	Call *alloc(int *err);
+	// A free record (live = 1, gen bumped, its ticket in *ticket; every
+	// field reset but the call's own, task .. arg_buf, which the caller
+	// sets: call_alloc_locked), or nullptr with *err = -KNIT_EAGAIN (all
+	// capacity in use, or every index worn out) or -KNIT_ENOMEM.
+	Call *alloc(uint64_t *ticket, int *err);
 	// Back to the free list (live = 0). Caller frees its buffers first.
 	void free(Call *c);
 	// The record at index, or nullptr when index was never handed out. Safe
