@@ -657,6 +657,15 @@ inline void mu_counter_add_64(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c
 // unless a stop completed it meanwhile). Any host thread.
 int dispatch_submit(Pool *p, Call *c);
 
+// dispatch_submit() for calls[0 .. n-1] in order, with one dispatcher hold,
+// one publish per lane and one fence for the lot (while lanes have room):
+// returns k, calls[0 .. k-1] admitted (each placed, queued in the backlog,
+// or completed: a call no queue keeps any more has had its kHoldHostQueue
+// dropped here), calls[k .. n-1] refused (backlog full; untouched, the
+// caller undoes them unless a stop completed them meanwhile). Any host
+// thread.
+uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n);
+
 // Try to become the dispatcher (never blocks). Pairs with dispatch_unlock.
 bool dispatch_trylock(Pool *p);
 // Release the dispatcher, then re-check the backlog and take it again when
