@@ -71,6 +71,14 @@ KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
 KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 
+/* knit_request_t (an array element: frozen) */
+KNIT_SIZE(knit_request_t, 32);
+KNIT_AT(knit_request_t, task, 0);
+KNIT_AT(knit_request_t, reserved, 4);
+KNIT_AT(knit_request_t, arg, 8);
+KNIT_AT(knit_request_t, user_data, 16);
+KNIT_AT(knit_request_t, opts, 24);
+
 /* knit_call_options_t */
 KNIT_SIZE(knit_call_options_t, 16);
 KNIT_AT(knit_call_options_t, size, 0);

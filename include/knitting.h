@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define KNIT_VERSION_MAJOR 1
-#define KNIT_VERSION_MINOR 0
+#define KNIT_VERSION_MINOR 1
 #define KNIT_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
 #define KNIT_VERSION_NUMBER \
@@ -290,6 +290,17 @@ typedef struct knit_call_options {
 	uint32_t lane;       /* with KNIT_CALL_LANE */
 } knit_call_options_t;
 
+/* One call of a burst (knit_enqueue_many): an array element, so its size
+ * is frozen for the major version; it grows by meaning (opts, reserved),
+ * never by size. */
+typedef struct knit_request {
+	uint32_t task;       /* task id */
+	uint32_t reserved;   /* must be 0 (-KNIT_EINVAL otherwise) */
+	const knit_value_t *arg; /* NULL = KNIT_VALUE_NONE */
+	void *user_data;     /* comes back in the completion */
+	const knit_call_options_t *opts; /* NULL = the defaults */
+} knit_request_t;
+
 typedef struct knit_completion {
 	knit_ticket_t ticket;
 	void *user_data;     /* as given to knit_enqueue */
@@ -380,6 +391,15 @@ KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *
 KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 			     void *user_data, const knit_call_options_t *opts,
 			     knit_ticket_t *ticket) KNIT_NOEXCEPT;
+
+/* Enqueue a burst: reqs[0 .. n-1] in order, as knit_enqueue_ex would one by
+ * one, publishing to the workers once per burst. Thread-safe. Returns k,
+ * 0 < k <= n: reqs[0 .. k-1] were enqueued (tickets[0 .. k-1] filled when
+ * tickets is not NULL; each ends in exactly one completion), the rest were
+ * not (nothing of them kept; enqueue again from reqs[k] to learn why). A
+ * negative code when reqs[0] is refused: nothing enqueued. Since 1.1. */
+KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_t *reqs, uint32_t n,
+			       knit_ticket_t *tickets) KNIT_NOEXCEPT;
 
 /* Reap up to max completions. timeout_ns: 0 = poll, < 0 = wait until at
  * least one arrives (or the pool is stopped and drained). Returns the count. */

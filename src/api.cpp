@@ -9,6 +9,7 @@
 #include "src/common.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -25,12 +26,11 @@ namespace {
 
 struct EnqueueArgs {
 	uint32_t task;
-	const knit_value_t *arg;
-	void *user_data;
 	uint32_t flags; // CallFlag
 	uint32_t pin_lane;
 	bool abortable;
 	int64_t deadline_ns; // 0 = none
+	void *user_data;
 };
 
 int check_value(const knit_value_t &v, uint64_t cap)
@@ -42,46 +42,104 @@ int check_value(const knit_value_t &v, uint64_t cap)
 	return codec_check(v, cap);
 }
 
+// The caller's argument (NULL = KNIT_VALUE_NONE) as the call keeps it: only
+// the members its type gives meaning to, the others 0 (what a task on a
+// worker lane sees after the codec, and now an inline task too). Read
+// member by member: a caller usually builds the value with one store per
+// member, which a load of the same member is forwarded from, while a
+// whole-struct copy (16-byte loads across two stores) waits for those
+// stores to reach the cache.
+[[gnu::always_inline]] inline void value_take(const knit_value_t *src, knit_value_t *v)
+{
+	memset(v, 0, sizeof *v);
+	if (src == nullptr)
+		return;
+	const uint32_t type = src->type;
+	v->type = type;
+	switch (type) {
+	case KNIT_VALUE_NONE:
+		break;
+	case KNIT_VALUE_BOOL:
+	case KNIT_VALUE_I64:
+		v->i64 = src->i64;
+		break;
+	case KNIT_VALUE_F64:
+		v->f64 = src->f64;
+		break;
+	case KNIT_VALUE_ERROR:
+		v->code = src->code;
+		[[fallthrough]];
+	default: // BYTES, STRING; an unknown type is refused by check_value
+		v->data = src->data;
+		v->len = src->len;
+		break;
+	}
+}
+
 int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
-// Enqueue a validated call. On success *out_call (if non-null) is the record
-// (still holding kHoldUser) and *ticket its ticket.
-int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticket)
+int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED; }
+
+// A call's argument `arg_in` (may be NULL) checked and taken (value_take)
+// into *arg, its bytes copied into *buf (malloc'd; nullptr for a scalar):
+// 0, or the code the enqueue fails with (nothing kept). The caller's
+// buffer is theirs again when the enqueue returns.
+[[gnu::always_inline]] inline int take_arg(Pool *p, const knit_value_t *arg_in, knit_value_t *arg, uint8_t **buf)
 {
-	knit_value_t arg;
-	memset(&arg, 0, sizeof arg);
-	if (a.arg != nullptr)
-		arg = *a.arg;
-	int rc = check_value(arg, p->cfg.max_payload_bytes);
+	value_take(arg_in, arg);
+	*buf = nullptr;
+	int rc = check_value(*arg, p->cfg.max_payload_bytes);
 	if (rc != 0)
 		return rc;
 	if (knit_load_relaxed_32(&p->closed))
-		return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
-
-	// Copy the bytes before anything else (the caller's buffer is theirs
-	// again when we return).
-	uint8_t *buf = nullptr;
-	if (codec_has_bytes(arg.type) && arg.len > 0) {
-		buf = static_cast<uint8_t *>(malloc(arg.len + 1));
-		if (buf == nullptr)
-			return -KNIT_ENOMEM;
-		memcpy(buf, arg.data, arg.len);
-		buf[arg.len] = 0;
-		arg.data = buf;
-	} else if (codec_has_bytes(arg.type)) {
-		arg.data = "";
+		return closed_code(p);
+	if (codec_has_bytes(arg->type)) {
+		if (arg->len > 0) {
+			uint8_t *b = static_cast<uint8_t *>(malloc(arg->len + 1));
+			if (b == nullptr)
+				return -KNIT_ENOMEM;
+			memcpy(b, arg->data, arg->len);
+			b[arg->len] = 0;
+			arg->data = b;
+			*buf = b;
+		} else {
+			arg->data = "";
+		}
 	}
-	if (arg.type != KNIT_VALUE_ERROR)
-		arg.code = 0;
+	return 0;
+}
 
+// Enqueue a validated call with argument `arg_in` (may be NULL). On success
+// *out_call (if non-null) is the record (still holding kHoldUser) and
+// *ticket its ticket.
+int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **out_call, knit_ticket_t *ticket)
+{
+	knit_value_t arg;
+	uint8_t *buf;
+	int rc = take_arg(p, arg_in, &arg, &buf);
+	if (rc != 0)
+		return rc;
+
+	// Only a call with a deadline needs its record after a successful
+	// submit (deadline_track_locked below): any other, once queued, is
+	// left alone, so it does not take the enqueue hold and we need not
+	// take mu again to drop it. Without the hold, a queued call may be
+	// run, reaped, handed out and recycled as soon as dispatch_submit()
+	// has published it; that is safe because only the dispatcher's holder
+	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
+	// dispatch_submit() reads the record after publishing it only while
+	// it holds the dispatcher itself. A call that is refused or not queued
+	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
+	const bool keep = a.deadline_ns != 0;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
-		return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
+		return closed_code(p);
 	}
 	int err = 0;
-	Call *c = call_alloc_locked(p, a.abortable, &err);
+	knit_ticket_t t = 0;
+	Call *c = call_alloc_locked(p, a.abortable, keep, &t, &err);
 	if (c == nullptr) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
@@ -94,20 +152,6 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	c->user_data = a.user_data;
 	c->arg = arg;
 	c->arg_buf = buf;
-	// Only a call with a deadline needs its record after a successful
-	// submit (deadline_track_locked below): any other, once queued, is
-	// left alone, so it does not take the enqueue hold and we need not
-	// take mu again to drop it. Without the hold, a queued call may be
-	// run, reaped, handed out and recycled as soon as dispatch_submit()
-	// has published it; that is safe because only the dispatcher's holder
-	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
-	// dispatch_submit() reads the record after publishing it only while
-	// it holds the dispatcher itself. A call that is refused or not queued
-	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
-	const bool keep = a.deadline_ns != 0;
-	if (!keep)
-		c->holds &= ~kHoldEnqueue;
-	const knit_ticket_t t = ticket_of(c);
 	// Release (under mu, like the stop's store of closed; every write of
 	// outstanding is under mu, so a load + store is the increment): pairs
 	// with the acquire loads of outstanding in drained_ready() /
@@ -181,6 +225,55 @@ int enqueue(Pool *p, const EnqueueArgs &a, Call **out_call, knit_ticket_t *ticke
 	return 0;
 }
 
+// A call's task and options checked (no pool state touched) into *a: 0, or
+// the code the enqueue fails with.
+// (value_take, take_arg and call_args are always inline: each is every
+// call's, in knit_enqueue and in a burst, and a call to them costs as much
+// as their common case.)
+[[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
+					    uint32_t flags, void *user_data, int64_t timeout_ns, EnqueueArgs *a)
+{
+	if (task >= p->ntasks)
+		return -KNIT_ENOTASK;
+	// The options' members, 0 when absent (no options: no copy to make).
+	uint32_t oflags = 0, otimeout_ms = 0, olane = 0;
+	if (opts != nullptr) {
+		knit_call_options_t o;
+		if (opts->size == 0 || opts->size > sizeof o)
+			return -KNIT_EVERSION;
+		memset(&o, 0, sizeof o);
+		memcpy(&o, opts, opts->size);
+		const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
+		if ((o.flags & ~known) != 0)
+			return -KNIT_EINVAL;
+		oflags = o.flags;
+		otimeout_ms = o.timeout_ms;
+		olane = o.lane;
+	}
+	const TaskEntry &te = p->tasks[task];
+	a->task = task;
+	a->flags = flags;
+	a->pin_lane = 0;
+	a->user_data = user_data;
+	if (oflags & KNIT_CALL_LANE) {
+		if (olane >= p->nworkers || p->steal.on) // no lanes to pin to when stealing
+			return -KNIT_EINVAL;
+		a->flags |= kCallPinned;
+		a->pin_lane = olane;
+	}
+	a->abortable = (oflags & KNIT_CALL_ABORTABLE) || (te.flags & KNIT_TASK_ABORTABLE);
+	a->deadline_ns = 0; // none
+	if (timeout_ns > 0)
+		a->deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0);
+	else if (oflags & KNIT_CALL_NO_TIMEOUT)
+		a->deadline_ns = 0;
+	else if (otimeout_ms != 0)
+		a->deadline_ns = deadline_after_ms(otimeout_ms);
+	else if (te.timeout_ms != 0)
+		a->deadline_ns = deadline_after_ms(te.timeout_ms);
+	return 0;
+}
+
 int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *user_data,
 	       const knit_call_options_t *opts, uint32_t flags, Call **out_call, knit_ticket_t *ticket,
 	       int64_t timeout_ns)
@@ -190,40 +283,153 @@ int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *
 	Pool *p = &pool->p;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED; // inherited across fork: dead here
-	if (task >= p->ntasks)
-		return -KNIT_ENOTASK;
-	knit_call_options_t o;
-	memset(&o, 0, sizeof o);
-	if (opts != nullptr) {
-		if (opts->size == 0 || opts->size > sizeof o)
-			return -KNIT_EVERSION;
-		memcpy(&o, opts, opts->size);
-	}
-	const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
-	if ((o.flags & ~known) != 0)
-		return -KNIT_EINVAL;
 	EnqueueArgs a;
-	memset(&a, 0, sizeof a);
-	a.task = task;
-	a.arg = arg;
-	a.user_data = user_data;
-	a.flags = flags;
-	if (o.flags & KNIT_CALL_LANE) {
-		if (o.lane >= p->nworkers || p->steal.on) // no lanes to pin to when stealing
-			return -KNIT_EINVAL;
-		a.flags |= kCallPinned;
-		a.pin_lane = o.lane;
+	const int rc = call_args(p, task, opts, flags, user_data, timeout_ns, &a);
+	if (rc != 0)
+		return rc;
+	return enqueue(p, a, arg, out_call, ticket);
+}
+
+// ---- bursts (knit_enqueue_many) ---------------------------------------------------
+
+// Requests taken per hold of mu and of the dispatcher (the arrays below
+// live on the stack).
+constexpr uint32_t kBurst = 64;
+
+// Enqueue reqs[0 .. m-1] (m <= kBurst) as enqueue_ex() would one by one,
+// with one hold of mu for their records and one dispatcher hold
+// (dispatch_submit_many) for their placing: k > 0 when reqs[0 .. k-1] were
+// accepted (tickets filled), or the code that refused reqs[0] (nothing
+// kept). Every call before the first refused one is accepted; nothing
+// after it is.
+int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t *tickets)
+{
+	EnqueueArgs a[kBurst];
+	knit_value_t v[kBurst];
+	uint8_t *buf[kBurst];
+	Call *calls[kBurst];
+	knit_ticket_t t[kBurst];
+	// The checks and the argument copies, before any pool state: a request
+	// refused here ends the burst before it.
+	uint32_t np = 0;
+	for (; np < m; np++) {
+		const knit_request_t &r = reqs[np];
+		int rc = r.reserved != 0 ? -KNIT_EINVAL : call_args(p, r.task, r.opts, 0, r.user_data, 0, &a[np]);
+		if (rc == 0)
+			rc = take_arg(p, r.arg, &v[np], &buf[np]);
+		if (rc != 0) {
+			if (np == 0)
+				return rc;
+			break;
+		}
 	}
-	a.abortable = (o.flags & KNIT_CALL_ABORTABLE) || (p->tasks[task].flags & KNIT_TASK_ABORTABLE);
-	if (timeout_ns > 0)
-		a.deadline_ns = deadline_after(knit_now_ns(), timeout_ns, 0); // 0 = none
-	else if (o.flags & KNIT_CALL_NO_TIMEOUT)
-		a.deadline_ns = 0;
-	else if (o.timeout_ms != 0)
-		a.deadline_ns = deadline_after_ms(o.timeout_ms);
-	else if (p->tasks[task].timeout_ms != 0)
-		a.deadline_ns = deadline_after_ms(p->tasks[task].timeout_ms);
-	return enqueue(p, a, out_call, ticket);
+	// The records, under one hold of mu (enqueue() does the same per call).
+	uint32_t na = 0;
+	int err = 0;
+	bool any_keep = false;
+	pthread_mutex_lock(&p->mu);
+	if (knit_load_relaxed_32(&p->closed)) {
+		err = closed_code(p);
+	} else {
+		for (; na < np; na++) {
+			const bool keep = a[na].deadline_ns != 0; // as in enqueue()
+			Call *c = call_alloc_locked(p, a[na].abortable, keep, &t[na], &err);
+			if (c == nullptr)
+				break;
+			c->task = a[na].task;
+			c->flags = a[na].flags;
+			c->pin_lane = a[na].pin_lane;
+			c->deadline_ns = a[na].deadline_ns;
+			c->user_data = a[na].user_data;
+			c->arg = v[na];
+			c->arg_buf = buf[na];
+			calls[na] = c;
+			any_keep |= keep;
+		}
+	}
+	if (na != 0) {
+		// Release, as the per-call increment in enqueue() (pairs with the
+		// acquire loads of outstanding in drained_ready() /
+		// knit_complete()): a stop that set closed after us sees these
+		// calls outstanding.
+		knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + na);
+		mu_counter_add_64(&p->st_enqueued, na); // undone per call by call_undo_locked()
+	}
+	pthread_mutex_unlock(&p->mu);
+	for (uint32_t j = na; j < np; j++)
+		free(buf[j]); // never given to a record
+	if (na == 0)
+		return err;
+
+	// Placed, or queued in the backlog, in order: calls[0 .. k-1].
+	const uint32_t k = dispatch_submit_many(p, calls, na);
+	uint32_t acc = k;
+	bool deadline = false;
+	if (k < na || any_keep) {
+		bool drained = false, produced = false;
+		pthread_mutex_lock(&p->mu);
+		if (k < na) {
+			// Refused (backlog full): as in enqueue(), a call a stop
+			// completed meanwhile (cancel_all) has its completion, so it
+			// is accepted. cancel_all completes every live record in one
+			// hold of mu, so these are all completed or none is; only a
+			// knit_cancel of a ticket nobody was given yet could complete
+			// one and not an earlier one. The accepted calls must stay a
+			// prefix: one left uncompleted before a completed one is
+			// completed too (-KNIT_ECLOSED once closed, else
+			// -KNIT_ECANCELED), never undone.
+			for (uint32_t j = k; j < na; j++)
+				if (calls[j]->completed)
+					acc = j + 1;
+			knit_value_t none;
+			memset(&none, 0, sizeof none);
+			for (uint32_t j = k; j < acc; j++) {
+				Call *c = calls[j];
+				if (!c->completed)
+					produced |= call_complete_locked(
+						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED,
+						none, nullptr);
+			}
+			// The rest were never reachable by anyone else: undo them.
+			for (uint32_t j = acc; j < na; j++)
+				drained = call_undo_locked(p, calls[j]) == 1;
+		}
+		for (uint32_t j = 0; j < acc; j++) {
+			Call *c = calls[j];
+			uint32_t drop = j >= k ? (uint32_t)kHoldHostQueue : 0u; // no queue keeps it
+			if (a[j].deadline_ns != 0) {
+				if (!c->completed)
+					deadline_track_locked(p, c);
+				drop |= kHoldEnqueue;
+				deadline = true;
+			}
+			if (drop != 0)
+				call_unhold_locked(p, c, drop);
+		}
+		pthread_mutex_unlock(&p->mu);
+		// The undo took outstanding to 0: as in enqueue() (H1 in
+		// host_event() against the waiter's D1); or completions were
+		// made: their waiters re-evaluate, as after knit_cancel().
+		if (drained || produced)
+			host_event(p, true);
+	}
+	// A sleeping host may have planned to wake later than our deadlines.
+	if (deadline) {
+		// H1 (Dekker), as in enqueue(): pairs with the D1 fence in
+		// host_doorbell_sleep() between its increment of host_waiters and
+		// its read of earliest_deadline: either it plans with our
+		// deadlines or we see it waiting and bump the sequence it sleeps
+		// on.
+		knit_fence_seq_cst();
+		if (knit_load_relaxed_32(&p->host_waiters) != 0)
+			host_event(p, false);
+	}
+	if (acc == 0)
+		return -KNIT_EAGAIN; // backlog full (max_pending)
+	if (tickets != nullptr)
+		for (uint32_t j = 0; j < acc; j++)
+			tickets[j] = t[j];
+	return (int)acc;
 }
 
 // ---- readiness predicates for host_wait ----------------------------------------------
@@ -259,6 +465,27 @@ extern "C" KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const 
 					knit_ticket_t *ticket) KNIT_NOEXCEPT
 {
 	return enqueue_ex(pool, task, arg, user_data, opts, 0, nullptr, ticket, 0);
+}
+
+extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_t *reqs, uint32_t n,
+					  knit_ticket_t *tickets) KNIT_NOEXCEPT
+{
+	if (pool == nullptr || reqs == nullptr || n == 0 || n > (uint32_t)INT_MAX)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // inherited across fork: dead here
+	uint32_t done = 0;
+	while (done < n) {
+		const uint32_t m = n - done < kBurst ? n - done : kBurst;
+		const int k = enqueue_burst(p, reqs + done, m, tickets != nullptr ? tickets + done : nullptr);
+		if (k < 0)
+			return done != 0 ? (int)done : k;
+		done += (uint32_t)k;
+		if ((uint32_t)k < m)
+			break; // reqs[done] was refused: the caller learns why by retrying from it
+	}
+	return (int)done;
 }
 
 extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,

@@ -54,7 +54,7 @@ void TicketTable::fini()
 	free_ = nullptr;
 }
 
-Call *TicketTable::alloc(int *err)
+Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
 {
 	if (live_ >= max_live_) {
 		*err = -KNIT_EAGAIN;
@@ -70,17 +70,7 @@ Call *TicketTable::alloc(int *err)
 	}
 	if (c != nullptr) {
 		free_ = c->next;
-		// The next allocation resets and fills that record: after a burst
-		// of completions its lines are usually out of L1 (a stream keeps
-		// thousands of records in flight), and its enqueuer would stall on
-		// them. Fetch them (for writing) while this call is being placed.
-		if (free_ != nullptr) {
-			const char *nx = reinterpret_cast<const char *>(free_);
-			__builtin_prefetch(nx, 1);
-			__builtin_prefetch(nx + 64, 1);
-			__builtin_prefetch(nx + 128, 1);
-			__builtin_prefetch(nx + sizeof(Call) - 1, 1);
-		}
+		prefetch_next();
 	} else {
 		if (next_new_ >= capacity_) {
 			*err = -KNIT_EAGAIN;
@@ -104,38 +94,7 @@ Call *TicketTable::alloc(int *err)
 		c = &chunks_[ci][next_new_ % kTicketChunk];
 		next_new_++;
 	}
-	// gen is bumped at every allocation and starts at 1: ticket never 0;
-	// it never wraps (retired above at kGenLast).
-	// Reset what the record's life reads before it writes it, field by
-	// field: the enqueuer sets the call's own fields (task .. arg_buf)
-	// before the record is reachable, and a whole-record memset costs more
-	// than the call's other bookkeeping (rep stos on a 192-byte record).
-	c->gen++;
-	c->next = nullptr;
-	c->cq_next = nullptr;
-	c->pub = 0;
-	c->done = 0;
-	c->task = 0;
-	c->flags = 0;
-	c->pin_lane = 0;
-	c->abort_bit = -1;
-	c->deadline_ns = 0;
-	c->user_data = nullptr;
-	memset(&c->arg, 0, sizeof c->arg);
-	c->arg_buf = nullptr;
-	c->lane = kNoLane;
-	c->live = 1;
-	c->holds = 0;
-	c->completed = 0;
-	c->heap_pos = kNoHeap;
-	c->status = 0;
-	memset(&c->result, 0, sizeof c->result);
-	c->result.type = KNIT_VALUE_NONE;
-	c->result_buf = nullptr;
-	// A field added to Call needs its reset above.
-	static_assert(sizeof(Call) == 192 && offsetof(Call, result_buf) == 184, "Call changed: reset its new fields here");
-	live_++;
-	return c;
+	return take(c, ticket);
 }
 
 void TicketTable::free(Call *c)
@@ -275,22 +234,15 @@ int deadline_timer_open_locked(Pool *p)
 	return 0;
 }
 
-Call *call_alloc_locked(Pool *p, bool abortable, int *err)
+Call *call_alloc_abort_locked(Pool *p, Call *c, int *err)
 {
-	Call *c = p->tickets.alloc(err);
-	if (c == nullptr)
-		return nullptr;
-	if (abortable) {
-		c->abort_bit = abort_alloc_locked(p);
-		if (c->abort_bit < 0) {
-			c->holds = 0;
-			p->tickets.free(c);
-			*err = -KNIT_EAGAIN;
-			return nullptr;
-		}
-	}
-	c->holds = kHoldEnqueue | kHoldHostQueue | kHoldUser;
-	return c;
+	c->abort_bit = abort_alloc_locked(p);
+	if (c->abort_bit >= 0)
+		return c;
+	c->holds = 0;
+	p->tickets.free(c);
+	*err = -KNIT_EAGAIN;
+	return nullptr;
 }
 
 uint64_t call_undo_locked(Pool *p, Call *c)

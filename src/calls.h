@@ -25,10 +25,23 @@
 
 namespace knit::detail {
 
-// A new record (under mu) with every hold and, when `abortable`, an abort
-// bit: nullptr with *err = -KNIT_EAGAIN (no record or no abort bit free) or
-// -KNIT_ENOMEM. The caller fills the call's fields before it is reachable.
-Call *call_alloc_locked(Pool *p, bool abortable, int *err);
+// A new record (under mu) holding kHoldHostQueue and kHoldUser, and
+// kHoldEnqueue when `enqueue_hold`, and when `abortable` an abort bit; its
+// ticket in *ticket: nullptr with *err = -KNIT_EAGAIN (no record or no
+// abort bit free) or -KNIT_ENOMEM. The caller sets every one of the call's
+// own fields (task, flags, pin_lane, deadline_ns, user_data, arg, arg_buf:
+// the allocation leaves them as the record's last use left them) before
+// mu is released.
+// Inline: every enqueue's, and most calls want no abort bit.
+Call *call_alloc_abort_locked(Pool *p, Call *c, int *err); // its abort bit, or c freed
+inline Call *call_alloc_locked(Pool *p, bool abortable, bool enqueue_hold, uint64_t *ticket, int *err)
+{
+	Call *c = p->tickets.alloc(ticket, err);
+	if (c == nullptr)
+		return nullptr;
+	c->holds = (enqueue_hold ? (uint32_t)kHoldEnqueue : 0u) | kHoldHostQueue | kHoldUser;
+	return abortable ? call_alloc_abort_locked(p, c, err) : c;
+}
 // Take back a call nobody else could reach (under mu): its abort bit, its
 // argument copy, the record and its count in outstanding. Returns
 // outstanding before the decrement.

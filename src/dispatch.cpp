@@ -192,8 +192,9 @@ void steal_flush(Pool *p)
 // ---- placement ---------------------------------------------------------------------
 
 // Put c into lane l (holder only). 0, -KNIT_EAGAIN (no room now) or another
-// negative code (the call can never be published).
-int stage_call(Pool *p, Lane *l, Call *c)
+// negative code (the call can never be published). Always inline: it is
+// every placed call's (place), and a call to it cost as much as its checks.
+[[gnu::always_inline]] inline int stage_call(Pool *p, Lane *l, Call *c)
 {
 	if (l->inflight >= kLaneInflightMax || l->retired || (p->retiring >> l->index) & 1u || l->down)
 		return -KNIT_EAGAIN;
@@ -311,12 +312,30 @@ void flush_staged(Pool *p)
 	p->wake_lanes |= flushed;
 }
 
+// flush_staged() after placing the one call c while nothing else was
+// staged (dispatch_place_new: every hold's earlier placing flushed before
+// it returned): only c's lane can have a staged frame.
+inline void flush_placed(Pool *p, const Call *c)
+{
+	if (p->steal.on) {
+		steal_flush(p);
+		return;
+	}
+	const uint32_t i = c->lane;
+	if (i >= p->nworkers)
+		return; // the inline lane: nothing to publish
+	Lane *l = &p->lanes[i];
+	l->req.flush(); // release store of A (P1 in lock2.h)
+	l->staged = 0;
+	p->wake_lanes |= 1ull << i;
+}
+
 // Wake the parked workers of `lanes`, and those of `room` that parked for
 // room (any thread), after a fence that follows our publish (A) or our
 // return of room (B): W1 (no lost wake) pairs with the worker's W2 fence
 // between its store of `parked` and its re-check in worker_park(): either
 // it sees our store or we see it parked.
-void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
+inline void wake_lanes_after_fence(Pool *p, uint64_t lanes, uint64_t room)
 {
 	for (; lanes != 0; lanes &= lanes - 1)
 		lane_wake(p, &p->lanes[__builtin_ctzll(lanes)], false);
@@ -884,6 +903,28 @@ bool backlog_admit_held(Pool *p)
 	}
 	return backlog_admit(p);
 }
+
+// backlog_admit() for up to n calls at once (any thread): how many were
+// counted in, within max_pending (one RMW; a second gives back what did
+// not fit).
+uint32_t backlog_admit_many(Pool *p, uint32_t n)
+{
+	const uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, n);
+	const uint64_t max = p->cfg.max_pending;
+	if (old + n <= max)
+		return n;
+	const uint64_t fit = old < max ? max - old : 0;
+	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - (n - fit));
+	return (uint32_t)fit;
+}
+
+// backlog_admit_held() for up to n calls: placed calls' counts first.
+uint32_t backlog_admit_many_held(Pool *p, uint32_t n)
+{
+	const uint32_t take = p->backlog_placed < n ? (uint32_t)p->backlog_placed : n;
+	p->backlog_placed -= take;
+	return take == n ? n : take + backlog_admit_many(p, n - take);
+}
 } // namespace
 
 // No push into the multi-producer backlog queue has begun since it was
@@ -904,7 +945,10 @@ int dispatch_submit(Pool *p, Call *c)
 {
 	bool placed_direct = false, queued = false;
 	if (dispatch_trylock(p)) {
-		dispatch_flush_backlog(p);
+		// Most holds find nothing waiting (no push begun, both private
+		// lists empty): dispatch_flush_backlog() would do nothing.
+		if (!backlog_queue_idle(p) || p->pb_head != nullptr || p->pin_waiting != 0)
+			dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
 			// A placed call keeps its host-queue hold until it ran
@@ -934,9 +978,92 @@ int dispatch_submit(Pool *p, Call *c)
 	}
 	if (!placed_direct && !queued)
 		return -KNIT_EAGAIN; // backlog full (max_pending)
-	if (queued)
+	// Only a call that went into the backlog can have raised its count (a
+	// call placed directly never counted in it).
+	if (queued && !placed_direct)
 		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 	return queued ? 1 : 0;
+}
+
+uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
+{
+	uint32_t i = 0;
+	if (dispatch_trylock(p)) {
+		if (!backlog_queue_idle(p) || p->pb_head != nullptr || p->pin_waiting != 0)
+			dispatch_flush_backlog(p);
+		// Placed at once while no call like it waits, as dispatch_submit()
+		// (dispatch_place_new) does one by one, but published once per
+		// lane: only when a lane is full are its frames published and the
+		// workers woken early (they run while we stage the rest), and what
+		// they answered reaped for room. Each round places a call or ends
+		// the loop: bounded by n.
+		for (; i < n; i++) {
+			Call *c = calls[i];
+			if (!dispatch_backlog_clear_for(p, c))
+				break;
+			int rc = place(p, c);
+			if (rc == -KNIT_EAGAIN) {
+				flush_staged(p);
+				wake_published(p); // W1 (its fence) before the looks
+				uint32_t produced = 0;
+				for (uint32_t w = 0; w < p->nworkers; w++)
+					produced += reap_lane(p, &p->lanes[w]);
+				if (produced)
+					host_event(p, true);
+				rc = place(p, c);
+			}
+			if (rc == -KNIT_EAGAIN)
+				break; // the rest wait in the backlog
+			if (rc != 0) {
+				// Never publishable: completed, and no queue keeps it
+				// (the enqueuer's drop of kHoldHostQueue in enqueue()).
+				complete_now(p, c, rc == -KNIT_ECRASHED ? rc : -KNIT_EPROTO);
+				pthread_mutex_lock(&p->mu);
+				call_unhold_locked(p, c, kHoldHostQueue);
+				pthread_mutex_unlock(&p->mu);
+			}
+			// Placed: the lane (or the inline FIFO) keeps its hold.
+		}
+		flush_staged(p);
+		if (i < n) {
+			// The rest in order behind what waits, within max_pending.
+			const uint32_t admitted = backlog_admit_many_held(p, n - i);
+			for (uint32_t j = 0; j < admitted; j++)
+				dispatch_backlog_append(p, calls[i + j]);
+			i += admitted;
+			if (admitted != 0) {
+				// What fits now (reaping first when the lanes are full),
+				// as the next enqueue's flush of the backlog would.
+				place_private(p);
+				backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+			}
+		}
+		dispatch_unlock(p);
+		return i;
+	}
+	// Another thread holds the dispatcher: the wait-free backlog queue, as
+	// dispatch_submit(), with one fence and one try-lock for the lot.
+	const uint32_t admitted = backlog_admit_many(p, n);
+	if (admitted == 0)
+		return 0;
+	for (; i < admitted; i++) {
+		Call *c = calls[i];
+		cds_wfcq_node_init(&c->qnode);
+		// Release: pairs with the dispatcher's acquire load of pub after
+		// it dequeues the node (dispatch_flush_backlog).
+		knit_store_release_32(&c->pub, 1);
+		cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
+		// c may be placed, run and recycled from here on: not touched again.
+	}
+	// Pairs with the fence in dispatch_unlock() after the release: either
+	// the holder sees our nodes or our try-lock succeeds.
+	knit_fence_seq_cst();
+	if (dispatch_trylock(p)) {
+		dispatch_flush_backlog(p);
+		dispatch_unlock(p);
+	}
+	backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
+	return admitted;
 }
 
 bool dispatch_trylock(Pool *p)
@@ -1089,7 +1216,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 		rc = place(p, c);
 	}
 	if (rc == 0) {
-		flush_staged(p);
+		flush_placed(p, c);
 		return true;
 	}
 	if (rc != -KNIT_EAGAIN) {

@@ -36,7 +36,8 @@ import knitting as K  # noqa: E402
 from knitting import (KNIT_EINVAL, KNIT_ENOTASK, KNIT_ECLOSED, KNIT_ETIMEDOUT,  # noqa: E402
                       KNIT_ETASK, KNIT_EVERSION, KNIT_ENOTFOUND, KNIT_ERROR_MAX_, KNIT_MAX_WORKERS,
                       KNIT_CALL_LANE, KNIT_CANCEL_NOW, KNIT_STOP_DRAIN, KNIT_STOP_CANCEL,
-                      Value, TASK_FN, Task, PoolOptions, CallOptions, Completion, PoolStats, STRUCTS)
+                      Value, TASK_FN, Task, PoolOptions, CallOptions, Request, Completion, PoolStats,
+                      STRUCTS)
 (V_NONE, V_BOOL, V_I64, V_F64, V_BYTES, V_STRING, V_ERROR) = range(7)
 
 failures = 0
@@ -253,6 +254,38 @@ def run(lib, tl):
             check(out[k].status == 0 and out[k].result.i64 == 2 * i, f"call {i}: result")
             check(out[k].ticket == tickets[i], f"call {i}: ticket")
     check(len(seen) == N and all(x == 1 for x in seen.values()), f"{len(seen)} of {N} completed exactly once")
+
+    # the same through knit_enqueue_many: one burst, a refused request in it
+    M = 100
+    vals = (Value * M)(*[value_i64(i) for i in range(M)])
+    reqs = (Request * M)()
+    o = CallOptions(size=C.sizeof(CallOptions), flags=KNIT_CALL_LANE, lane=1)
+    for i in range(M):
+        reqs[i].task = ids["double"]
+        reqs[i].arg = C.pointer(vals[i])
+        reqs[i].user_data = i + 1
+        if i % 3 == 0:
+            reqs[i].opts = C.pointer(o)
+    reqs[70].reserved = 1
+    tk = (C.c_uint64 * M)()
+    k = lib.knit_enqueue_many(pool, reqs, M, tk)
+    check(k == 70, f"knit_enqueue_many: {k}, want 70 (request 70 is refused)")
+    check(lib.knit_enqueue_many(pool, C.cast(C.addressof(reqs[70]), C.POINTER(Request)), M - 70, None) == -KNIT_EINVAL,
+          "the refused request first: -KNIT_EINVAL")
+    check(len(set(tk[:70])) == 70 and 0 not in tk[:70] and all(t == 0 for t in tk[70:]), "burst tickets")
+    seen = {}
+    for _ in range(2000):
+        if len(seen) >= 70:
+            break
+        n = lib.knit_complete(pool, out, 16, 100 * 1000 * 1000)
+        check(n >= 0, f"knit_complete: {n}")
+        for k in range(max(n, 0)):
+            i = out[k].user_data - 1
+            seen[i] = seen.get(i, 0) + 1
+            check(out[k].status == 0 and out[k].result.i64 == 2 * i, f"burst call {i}: result")
+            check(out[k].ticket == tk[i], f"burst call {i}: ticket")
+    check(len(seen) == 70 and all(x == 1 for x in seen.values()), f"burst: {len(seen)} of 70 completed once")
+    N += 70
 
     st = PoolStats(size=C.sizeof(PoolStats))
     check(lib.knit_pool_stats(pool, C.byref(st), C.sizeof(st)) == 0, "stats")

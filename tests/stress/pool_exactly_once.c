@@ -6,7 +6,9 @@
  * Two host threads enqueue calls (2 million natively) with random payload
  * sizes (mostly small, some over the 512-byte inline area, a few large),
  * random per-call timeouts and random NOW cancels of their own recent
- * tickets; a third thread reaps. Every completion is counted per call (it
+ * tickets, one with knit_enqueue_ex, the other in bursts of random sizes
+ * with knit_enqueue_many (accepted in part when the backlog, kept small,
+ * is full; the rest enqueued again); a third thread reaps. Every completion is counted per call (it
  * must be the first for that call), its status must be one the call could
  * have (0; -KNIT_ETIMEDOUT only for a call with a timeout; -KNIT_ECANCELED
  * only for a call that was cancelled), and a status 0 result is checked
@@ -113,12 +115,63 @@ struct producer {
 	uint64_t seed;
 };
 
+/* A burst of knit_enqueue_many being built (producer 1). */
+#define BURST_MAX 100
+struct burst {
+	knit_request_t req[BURST_MAX];
+	knit_value_t arg[BURST_MAX];
+	knit_call_options_t opt[BURST_MAX];
+	knit_ticket_t t[BURST_MAX];
+	long idx[BURST_MAX];
+	int n;
+};
+
+/* Enqueue the burst, again from the first refused request while the backlog
+ * is full (bounded); 0, or -1 after a failure. Each accepted call goes into
+ * the recent tickets (*ri counts them). */
+static int burst_flush(struct producer *pr, struct burst *b, knit_ticket_t *recent, long *recent_idx, long *ri,
+		       int64_t end)
+{
+	int done = 0;
+	while (done < b->n) {
+		int k = knit_enqueue_many(pool, b->req + done, (uint32_t)(b->n - done), b->t + done);
+		if (k == -KNIT_EAGAIN) {
+			atomic_fetch_add(&eagain, 1);
+			if (now_ns() > end) {
+				FAIL("producer %d: backlog never drained", pr->id);
+				return -1;
+			}
+			sched_yield();
+			continue;
+		}
+		if (k <= 0 || k > b->n - done) {
+			FAIL("producer %d: knit_enqueue_many: %d (%s)", pr->id, k, knit_strerror(k));
+			return -1;
+		}
+		for (int j = done; j < done + k; j++) {
+			if (b->t[j] == 0)
+				FAIL("ticket 0");
+			recent[*ri % 64] = b->t[j];
+			recent_idx[*ri % 64] = b->idx[j];
+			(*ri)++;
+		}
+		atomic_fetch_add(&accepted, k);
+		done += k;
+	}
+	b->n = 0;
+	return 0;
+}
+
 static void *producer(void *p)
 {
 	struct producer *pr = p;
 	uint64_t rs = pr->seed;
 	knit_ticket_t recent[64] = { 0 };
 	long recent_idx[64] = { 0 };
+	long ri = 0; /* producer 1: accepted so far (its recent tickets) */
+	const int many = pr->id == 1;
+	struct burst *b = many ? calloc(1, sizeof *b) : NULL;
+	int burst_size = 1;
 	int64_t end = now_ns() + BOUND_NS;
 	for (long i = 0; i < ncalls; i++) {
 		long idx = pr->id * ncalls + i;
@@ -146,6 +199,37 @@ static void *producer(void *p)
 			fl |= F_TIMEOUT;
 		}
 		atomic_store(&calls[idx].flags, fl);
+		if (many) {
+			if (b->n == 0)
+				burst_size = 1 + (int)((r >> 44) % BURST_MAX);
+			const int j = b->n++;
+			b->arg[j] = v;
+			b->opt[j] = o;
+			memset(&b->req[j], 0, sizeof b->req[j]);
+			b->req[j].task = task;
+			b->req[j].arg = &b->arg[j];
+			b->req[j].user_data = (void *)(intptr_t)(idx + 1);
+			b->req[j].opts = (r >> 52) % 2 ? &b->opt[j] : (fl & F_TIMEOUT ? &b->opt[j] : NULL);
+			b->t[j] = 0;
+			b->idx[j] = idx;
+			if (b->n < burst_size && i + 1 < ncalls)
+				continue;
+			if (burst_flush(pr, b, recent, recent_idx, &ri, end) != 0)
+				goto out;
+			if ((r >> 24) % 4 == 0 && ri >= 64) {
+				int j2 = (int)((r >> 32) % 64);
+				long cidx = recent_idx[j2];
+				atomic_fetch_or(&calls[cidx].flags, F_CANCELLED);
+				int crc = knit_cancel(pool, recent[j2], KNIT_CANCEL_NOW);
+				if (crc == 0)
+					atomic_fetch_add(&cancels_ok, 1);
+				else if (crc == -KNIT_ENOTFOUND)
+					atomic_fetch_add(&cancels_notfound, 1);
+				else
+					FAIL("knit_cancel: %d", crc);
+			}
+			continue;
+		}
 		knit_ticket_t t = 0;
 		int rc;
 		while ((rc = knit_enqueue_ex(pool, task, &v, (void *)(intptr_t)(idx + 1), &o, &t)) == -KNIT_EAGAIN) {
@@ -181,6 +265,7 @@ static void *producer(void *p)
 		}
 	}
 out:
+	free(b);
 	atomic_fetch_add(&producers_done, 1);
 	return NULL;
 }
@@ -281,6 +366,7 @@ int main(void)
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
 	o.workers = 2;
+	o.max_pending = 2048; /* small: bursts are often accepted in part */
 	int rc = knit_pool_create(&o, tasks, 3, &pool);
 	if (rc != 0) {
 		printf("FAIL: knit_pool_create: %d\n", rc);

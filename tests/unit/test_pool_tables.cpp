@@ -18,6 +18,8 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
+static uint64_t tk_unused; // alloc()'s ticket, where a test does not look at it
+
 static void tickets_bound_and_generations(void **)
 {
 	TicketTable t;
@@ -26,8 +28,10 @@ static void tickets_bound_and_generations(void **)
 	uint64_t seen_first[600];
 	for (int i = 0; i < 600; i++) {
 		int err = 0;
-		c[i] = t.alloc(&err);
+		uint64_t tk = 0;
+		c[i] = t.alloc(&tk, &err);
 		assert_non_null(c[i]);
+		assert_true(tk == ticket_of(c[i])); // the ticket alloc() reports
 		assert_int_equal(c[i]->index, (uint32_t)i);
 		assert_int_equal(c[i]->live, 1);
 		assert_int_equal(c[i]->abort_bit, -1);
@@ -37,7 +41,7 @@ static void tickets_bound_and_generations(void **)
 		assert_true(t.lookup((uint32_t)i) == c[i]);
 	}
 	int err = 0;
-	assert_null(t.alloc(&err));
+	assert_null(t.alloc(&tk_unused, &err));
 	assert_int_equal(err, -KNIT_EAGAIN);
 	// Past the live bound: no record handed out there (indexes beyond it
 	// only replace worn-out records), and nothing at all past capacity().
@@ -49,13 +53,13 @@ static void tickets_bound_and_generations(void **)
 		for (int i = 0; i < 600; i++)
 			t.free(c[i]);
 		for (int i = 0; i < 600; i++) {
-			Call *d = t.alloc(&err);
+			Call *d = t.alloc(&tk_unused, &err);
 			assert_non_null(d);
 			assert_true(ticket_of(d) != seen_first[d->index]);
 			assert_true(d->gen >= 2);
 			c[i] = d;
 		}
-		assert_null(t.alloc(&err));
+		assert_null(t.alloc(&tk_unused, &err));
 	}
 	t.fini();
 }
@@ -66,7 +70,7 @@ static void tickets_lazy_chunks(void **)
 	assert_int_equal(t.init(1u << 20), 0);
 	assert_null(t.lookup(0));
 	int err = 0;
-	Call *c = t.alloc(&err);
+	Call *c = t.alloc(&tk_unused, &err);
 	assert_non_null(c);
 	assert_non_null(t.lookup(0));
 	assert_null(t.lookup(kTicketChunk)); // second chunk not allocated yet
@@ -81,7 +85,7 @@ static void tickets_unique_across_generation_wrap(void **)
 	TicketTable t;
 	assert_int_equal(t.init(4), 0);
 	int err = 0;
-	Call *c = t.alloc(&err);
+	Call *c = t.alloc(&tk_unused, &err);
 	assert_non_null(c);
 	const uint32_t idx = c->index;
 	uint64_t seen[16];
@@ -91,7 +95,7 @@ static void tickets_unique_across_generation_wrap(void **)
 	// Test hook: age the free record to just below the wrap point.
 	t.lookup(idx)->gen = 0xFFFFFFFDu;
 	for (int i = 0; i < 6; i++) {
-		c = t.alloc(&err);
+		c = t.alloc(&tk_unused, &err);
 		assert_non_null(c);
 		assert_true(c->gen != 0);
 		const uint64_t tk = ticket_of(c);
@@ -108,11 +112,11 @@ static void tickets_unique_across_generation_wrap(void **)
 	// The live bound is still the capacity.
 	Call *all[4];
 	for (int i = 0; i < 4; i++) {
-		all[i] = t.alloc(&err);
+		all[i] = t.alloc(&tk_unused, &err);
 		assert_non_null(all[i]);
 		assert_true(all[i]->index != idx);
 	}
-	assert_null(t.alloc(&err));
+	assert_null(t.alloc(&tk_unused, &err));
 	assert_int_equal(err, -KNIT_EAGAIN);
 	t.fini();
 }

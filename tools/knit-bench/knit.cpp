@@ -257,6 +257,50 @@ Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec,
 	return m;
 }
 
+// batch() through knit_enqueue_many: each rep's `size` calls go in as
+// bursts of what the pool accepts (the rest again after a yield, as
+// enqueue() does on -KNIT_EAGAIN), then are reaped.
+Meas batch_many(int size, int reps, uint32_t task, int64_t arg, const char *what)
+{
+	knit_pool_t *p = make_pool({});
+	std::vector<uint8_t> seen;
+	std::vector<knit_value_t> args((size_t)size, i64(arg));
+	std::vector<knit_request_t> reqs((size_t)size);
+	for (int i = 0; i < size; i++) {
+		memset(&reqs[(size_t)i], 0, sizeof reqs[(size_t)i]);
+		reqs[(size_t)i].task = task;
+		reqs[(size_t)i].arg = &args[(size_t)i];
+		reqs[(size_t)i].user_data = (void *)(uintptr_t)(i + 1);
+	}
+	auto burst = [&] {
+		for (int done = 0; done < size;) {
+			int k = knit_enqueue_many(p, reqs.data() + done, (uint32_t)(size - done), nullptr);
+			if (k == -KNIT_EAGAIN) {
+				sched_yield();
+				continue;
+			}
+			check(k > 0, "knit_enqueue_many: %d", k);
+			if (k <= 0)
+				return;
+			done += k;
+		}
+	};
+	burst(); // warm-up
+	reap_n(p, (uint64_t)size, seen, what);
+	Meas m;
+	Snap a = snap(p);
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+		burst();
+		reap_n(p, (uint64_t)size, seen, what);
+		m.ns += (double)(now_ns() - t0);
+		m.ops += size;
+	}
+	account(m, a, snap(p), (uint64_t)size * (uint64_t)reps, what);
+	knit_pool_destroy(p);
+	return m;
+}
+
 Meas stream(int n)
 {
 	knit_pool_t *p = make_pool({});
@@ -512,6 +556,10 @@ void register_knit()
 			   [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
 			   "batch of " + std::to_string(size) + " no-op calls, 1 worker" });
 	}
+	add_case({ "knit.batch1000.many", "batch1000", "knit",
+		   comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"), with({ kTput }),
+		   [] { return batch_many(1000, g_quick ? 2 : 400, kNop, 0, "batch many"); },
+		   "batch of 1000 no-op calls through knit_enqueue_many, 1 worker" });
 	add_case({ "knit.batch1000.work", "batch_work", "knit", "", with({ kTput }),
 		   [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
 		   "batch of 1000 small tasks (64 LCG rounds), 1 worker" });

@@ -68,7 +68,7 @@ KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
-KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 0, 0
+KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 1, 0
 KNIT_VERSION_NUMBER = (KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH
 
 # ---- the public structs ---------------------------------------------------------
@@ -107,6 +107,12 @@ class CallOptions(C.Structure):
                 ("lane", C.c_uint32)]
 
 
+class Request(C.Structure):
+    """One call of a knit_enqueue_many burst (since 1.1)."""
+    _fields_ = [("task", C.c_uint32), ("reserved", C.c_uint32), ("arg", C.POINTER(Value)),
+                ("user_data", C.c_void_p), ("opts", C.POINTER(CallOptions))]
+
+
 class Completion(C.Structure):
     _fields_ = [("ticket", C.c_uint64), ("user_data", C.c_void_p), ("status", C.c_int32),
                 ("task", C.c_uint32), ("result", Value), ("reserved", C.c_uint64 * 2)]
@@ -137,7 +143,8 @@ class TaskLibrary(C.Structure):
 
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
-           "knit_call_options_t": CallOptions, "knit_completion_t": Completion,
+           "knit_call_options_t": CallOptions, "knit_request_t": Request,
+           "knit_completion_t": Completion,
            "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
            "knit_task_library_t": TaskLibrary}
 
@@ -150,6 +157,7 @@ _SIGNATURES = {
     "knit_enqueue": (C.c_int, [_P, C.c_uint32, C.POINTER(Value), _P, C.POINTER(C.c_uint64)]),
     "knit_enqueue_ex": (C.c_int, [_P, C.c_uint32, C.POINTER(Value), _P, C.POINTER(CallOptions),
                                   C.POINTER(C.c_uint64)]),
+    "knit_enqueue_many": (C.c_int, [_P, C.POINTER(Request), C.c_uint32, C.POINTER(C.c_uint64)]),
     "knit_complete": (C.c_int, [_P, C.POINTER(Completion), C.c_uint, C.c_int64]),
     "knit_completion_release": (C.c_int, [_P, C.POINTER(Completion)]),
     "knit_completion_fd": (C.c_int, [_P]),
