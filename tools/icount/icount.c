@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // tools/icount/icount.c - the driver of tools/icount/icount.sh: NB batches of
-// BS no-op calls on a 1-worker pool through knit_enqueue, knit_complete and
-// knit_completion_release. Between the enqueues and the reap it waits, outside
+// BS no-op calls on a 1-worker pool through knit_enqueue (MODE "one", the
+// default) or one knit_enqueue_many per batch (MODE "many"), knit_complete
+// and knit_completion_release. Between the enqueues and the reap it waits, outside
 // those three entries, until the worker has run the batch (knit_pool_stats),
 // so that under callgrind the host's instructions per call in each entry do
 // not depend on how valgrind schedules the threads.
@@ -33,8 +34,10 @@ int main(int argc, char **argv)
 {
 	const int nb = argc > 1 ? atoi(argv[1]) : 2000;
 	const int bs = argc > 2 ? atoi(argv[2]) : 32;
-	if (nb <= 0 || bs <= 0 || bs > 32) {
-		fprintf(stderr, "usage: icount [batches] [batch size 1..32]\n");
+	const char *mode = argc > 3 ? argv[3] : "one";
+	const int many = strcmp(mode, "many") == 0;
+	if (nb <= 0 || bs <= 0 || bs > 32 || (!many && strcmp(mode, "one") != 0)) {
+		fprintf(stderr, "usage: icount [batches] [batch size 1..32] [one|many]\n");
 		return 2;
 	}
 	const knit_task_t tasks[] = {{"nop", t_nop, 0, 0}};
@@ -47,15 +50,21 @@ int main(int argc, char **argv)
 		return 2;
 	knit_completion_t c[32];
 	uint64_t ran = 0;
+	knit_value_t a[32];
+	knit_request_t rq[32];
+	memset(a, 0, sizeof a);
+	memset(rq, 0, sizeof rq);
 	for (int b = 0; b < nb; b++) {
 		for (int i = 0; i < bs; i++) {
-			knit_value_t a;
-			memset(&a, 0, sizeof a);
-			a.type = KNIT_VALUE_I64;
-			a.i64 = i;
-			if (knit_enqueue(p, 0, &a, (void *)(uintptr_t)(i + 1), NULL) != 0)
+			a[i].type = KNIT_VALUE_I64;
+			a[i].i64 = i;
+			rq[i].arg = &a[i];
+			rq[i].user_data = (void *)(uintptr_t)(i + 1);
+			if (!many && knit_enqueue(p, 0, &a[i], rq[i].user_data, NULL) != 0)
 				return 3;
 		}
+		if (many && knit_enqueue_many(p, rq, (uint32_t)bs, NULL) != bs)
+			return 3;
 		ran += (uint64_t)bs;
 		while (lane_calls(p) < ran)
 			usleep(50);
@@ -72,6 +81,6 @@ int main(int argc, char **argv)
 		}
 	}
 	knit_pool_destroy(p);
-	printf("icount: %d batches of %d\n", nb, bs);
+	printf("icount: %d batches of %d (%s)\n", nb, bs, mode);
 	return 0;
 }
