@@ -227,6 +227,13 @@ enum LineState : uint32_t {
 	                    // was lost while the line was idle; never claimed again
 	kLineLost = 4,      // the lane's worker was lost during a call on it: the
 	                    // call ends with Lane::line_lost_status; never claimed again
+	// Process pools whose worker dies and is respawned (S10/S11):
+	kLineDown = 5,      // the worker died; nobody is on the line; the reopen
+	                    // token: whoever CASes it to OPENING reopens (S11)
+	kLineLostOpen = 6,  // as LOST (the call ends with line_lost_status), and
+	                    // its caller turns it DOWN on its way out (S11)
+	kLineOpening = 7,   // the token's holder writes the new base and the open
+	                    // word, then stores IDLE
 };
 
 inline constexpr uint64_t kLineOffRequest = 0;
@@ -246,6 +253,7 @@ inline constexpr uint64_t kLineOffType = 12;
 inline constexpr uint64_t kLineOffScalar = 16;
 inline constexpr uint64_t kLineOffWhere = 24; // reply
 inline constexpr uint64_t kLineOffRqCode = 24; // request
+inline constexpr uint64_t kLineOffRqOpen = 28; // request: the open word (S11)
 inline constexpr uint64_t kLineOffRpCode = 28; // reply
 inline constexpr uint32_t kLineWhereInline = 0;
 inline constexpr uint32_t kLineWhereSpill = 1;
@@ -283,11 +291,14 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 
 // S3 (worker lane l's thread): is a request waiting on its line? Acquire:
 // pairs with the caller's release store of rq_seq (S2).
+bool line_adopt(Lane *l);
 inline bool line_pending(Lane *l)
 {
-	// No line: a respawned worker process's view of its lane (the line
-	// died with its predecessor, S10).
 	if (l->line == nullptr)
+		return false;
+	// A respawned worker process serves only once the host reopened its
+	// line for it (S11).
+	if (__builtin_expect(l->line_wait != 0, 0) && !line_adopt(l))
 		return false;
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
 	       l->line_served + 1;
@@ -308,9 +319,16 @@ bool line_serve(Lane *l);
 // cancel the call on every claimed line and ring its caller.
 void line_cancel_all(Pool *p);
 // S10: lane l's worker was lost (dispatcher holder, after storing
-// l->retired): a call on its line ends with `status`; the line is never
-// claimed again.
-void line_lost(Pool *p, Lane *l, int32_t status);
+// l->retired): a call on its line ends with `status`. reopen false: the
+// line is never claimed again. reopen true (a process pool respawning the
+// lane's worker, whose boot record carries `nonce`, != 0): the line goes
+// DOWN or LOST_OPEN, and is reopened for the new worker (S11) by this
+// call or by the lost call's caller on its way out.
+void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce);
+
+// S11 (worker, line_pending / line_serve): has the host opened the line
+// for us? Then adopt its base (line_served) and serve from now on.
+// (Declared above line_pending.)
 
 // Statistics (any thread, relaxed): line calls enqueued and completed.
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);
