@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // src/syncline.cpp - the synchronous call line (src/syncline.h has the
-// contract, the steps S1-S9 and the pairing table; tests/model/syncline.pml
+// contract, the steps S1-S11 and the pairing table; tests/model/syncline.pml
 // proves the protocol). The caller side (line_call: S1, S2, S6, S7), the
-// worker side (line_serve: S3-S5) and the stop's cancel (S8).
+// worker side (line_serve: S3-S5, line_adopt: S11), the stop's cancel (S8)
+// and a lost worker's line (line_lost, line_reopen: S10, S11).
 //
 // Shared words are read once each into locals; nothing read from the line
 // is trusted: the worker validates a request like the codec validates a

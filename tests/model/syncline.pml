@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/syncline.pml - the synchronous call line of a worker lane
- * (the contract: src/syncline.h, edges S1-S9; the park/wake half is W1-W4
+ * (the contract: src/syncline.h, edges S1-S11; the park/wake half is W1-W4
  * of src/wake.h, the host's sleep is the doorbell's D1-D4).
  *
  * One line, one worker, NC caller threads making CALLS calls each, and one
@@ -113,7 +113,7 @@
 /* check: mutant_no_loss_ring | spin: -DLOSS -DMUTANT_NO_LOSS_RING | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_lost_ignored | spin: -DLOSS -DMUTANT_LOST_IGNORED | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: reopen_one_caller_two_calls | spin: -DREOPEN -DNC=1 -DCALLS=2 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
-/* check: reopen_two_deaths | spin: -DREOPEN -DDEATHS=2 -DNC=1 -DCALLS=2 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: reopen_two_deaths | spin: -DREOPEN -DDEATHS=2 -DNC=1 -DCALLS=1 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
 /* check: mutant_reopen_early | spin: -DREOPEN -DMUTANT_REOPEN_EARLY | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
 /* check: mutant_serve_before_open | spin: -DREOPEN -DMUTANT_SERVE_BEFORE_OPEN | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
 /* check: mutant_token_early | spin: -DREOPEN -DMUTANT_TOKEN_EARLY -DDEATHS=2 -DNC=1 -DCALLS=2 | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
