@@ -661,18 +661,30 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 	// S10, acq_rel: clear a token our dead predecessor never had its line
 	// reopened with, BEFORE the step below: a reopen that takes it from
 	// now on finds 0 and puts the line back DOWN; one that took it is
-	// OPENING or done, and the step waits it out. (Stored before the step,
-	// the new nonce could open the line for the new worker while a claim
-	// of the old epoch slips in before the step: model, MUTANT_TOKEN_EARLY.)
+	// OPENING or done, and the step waits it out. (Stored before a step
+	// from DOWN / LOST_OPEN, the new nonce could open the line for the new
+	// worker while a claim of the old epoch slips in before the step:
+	// model, MUTANT_TOKEN_EARLY.)
 	if (reopen)
 		(void)knit_xchg_acq_rel_32(&l->line_token, 0);
-	uint32_t to = 0;
+	uint32_t to = 0, st = 0;
+	bool early = false; // the token is stored already
 	for (;;) {
-		const uint32_t st = state_settled(l);
+		st = state_settled(l);
 		// S10, acq_rel: against S1's claim CAS (a claim after this sees
 		// RETIRED / DOWN) and S6's release CAS (exactly one of the two
 		// wins); DOWN and LOST_OPEN (an earlier loss not reopened yet)
 		// stay as they are (or become RETIRED / LOST for good).
+		// From IDLE or CLAIMED no reopen can start before our CAS (only
+		// S10 makes DOWN / LOST_OPEN; the line leaves IDLE / CLAIMED
+		// otherwise only for good): the token may go first, so a
+		// LOST_OPEN caller finds it and reopens before it returns.
+		if (reopen && (st == kLineIdle || st == kLineClaimed) && !early) {
+			// acq_rel: pairs with line_reopen's exchange (published
+			// to it also by our CAS below, which its CAS reads after).
+			(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
+			early = true;
+		}
 		if (st == kLineIdle || st == kLineDown) {
 			to = reopen ? kLineDown : kLineRetired;
 		} else if (st == kLineClaimed || st == kLineLostOpen) {
@@ -696,11 +708,14 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 	}
 	if (!reopen)
 		return;
-	// S11: the token for the new worker, after the step (acq_rel: pairs
-	// with line_reopen's exchange; see there), then reopen if nobody is on
-	// the line (DOWN: ours, or a LOST_OPEN caller's that found no token
-	// yet). LOST_OPEN: its caller reopens on its way out.
-	(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
+	// S11: the token for the new worker, after a step from DOWN or
+	// LOST_OPEN (an earlier loss not reopened yet: a reopen may start
+	// any time; acq_rel: pairs with line_reopen's exchange, see there),
+	// then reopen if nobody is on the line (DOWN: ours, or a LOST_OPEN
+	// caller's that found no token yet). LOST_OPEN: its caller reopens on
+	// its way out.
+	if (st == kLineDown || st == kLineLostOpen)
+		(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
 	if (state_settled(l) == kLineDown)
 		line_reopen(l);
 }

@@ -70,9 +70,10 @@
  *   top or in its park, and the loser waits until it has: recovery runs
  *   after the reap); then, if no stop was requested yet (a respawn):
  *   token = 0 (xchg: a reopen for the dead worker not made is void); one
- *   step on the state: OPENING: wait; IDLE or DOWN -> DOWN, CLAIMED or
- *   LOST_OPEN -> LOST_OPEN (CLAIMED: then ring); then token = the new
- *   worker's nonce (xchg); spawn the new worker (served 0, waiting for
+ *   step on the state (wait out OPENING; from IDLE or CLAIMED the token =
+ *   the new worker's nonce first); CAS IDLE or DOWN -> DOWN, CLAIMED or
+ *   LOST_OPEN -> LOST_OPEN (CLAIMED: then ring); from DOWN or LOST_OPEN
+ *   the token after the step; spawn the new worker (served 0, waiting for
  *   open == its nonce); wait out OPENING; if the line is DOWN: REOPEN.
  *   Else (stopping): acknowledge for the dead worker, no respawn, the line
  *   goes RETIRED / LOST for good.
@@ -487,17 +488,29 @@ active proctype loser()
 		if :: respawn -> token = 0 :: else -> skip fi;
 #endif
 step:
+		line != OPENING; /* wait out a reopen half-way */
+		st = line;
+#ifndef MUTANT_TOKEN_EARLY
+		/* from IDLE / CLAIMED no reopen can start before our step: the
+		 * token may go first, so the LOST_OPEN caller finds it */
+		if
+		:: respawn && (st == IDLE || st == CLAIMED) -> token = g
+		:: else -> skip
+		fi;
+#endif
 		atomic {
-			st = line;
 			if
-			:: st == IDLE || st == DOWN -> line = (respawn -> DOWN : RETIRED); lgen++
-			:: st == CLAIMED || st == LOST_OPEN -> line = (respawn -> LOST_OPEN : LOST); lgen++
-			:: st == OPENING -> skip
-			:: else -> skip /* CANCELLED, RETIRED, LOST: for good */
+			:: line != st -> got = 0 /* moved: look again */
+			:: else -> got = 1;
+				if
+				:: st == IDLE || st == DOWN -> line = (respawn -> DOWN : RETIRED); lgen++
+				:: st == CLAIMED || st == LOST_OPEN -> line = (respawn -> LOST_OPEN : LOST); lgen++
+				:: else -> skip /* CANCELLED, RETIRED, LOST: for good */
+				fi
 			fi
 		}
 		if
-		:: st == OPENING -> goto step /* a reopen half-way: let it finish */
+		:: !got -> goto step
 		:: else -> skip
 		fi;
 #ifndef MUTANT_NO_LOSS_RING
@@ -511,7 +524,11 @@ step:
 		:: else -> break
 		fi;
 #ifndef MUTANT_TOKEN_EARLY
-		token = g;
+		/* after the step from DOWN / LOST_OPEN (an earlier loss's) */
+		if
+		:: st == DOWN || st == LOST_OPEN -> token = g
+		:: else -> skip
+		fi;
 #endif
 		run worker(g, 1);
 #ifdef MUTANT_REOPEN_EARLY
