@@ -209,14 +209,16 @@ void line_reopen(Lane *l)
 	if (knit_cas_acq_rel_32(&l->line_state, kLineDown, kLineOpening) != kLineDown)
 		return;
 	// S11, acq_rel: take the token. Pairs with S10's exchanges (the clear
-	// before its step, the store of the new nonce after it): the RMWs of
-	// the token are totally ordered, so either we take the new nonce, or
-	// the recovery's exchange comes after ours and it sees our OPENING
-	// (or the DOWN we put back) when it looks at the state.
+	// before its step, the store of the new nonce before a step from IDLE
+	// / CLAIMED or after one from DOWN / LOST_OPEN): the RMWs of the token
+	// are totally ordered, so either we take the new nonce, or the
+	// recovery's exchange comes after ours and it sees our OPENING (or
+	// the DOWN we put back) when it looks at the state.
 	const uint32_t nonce = knit_xchg_acq_rel_32(&l->line_token, 0);
 	if (nonce == 0) {
-		// The token is not there yet (the recovery stores it after its
-		// step, then looks for DOWN) or was taken: put the line back.
+		// The token is not there yet (after a step from DOWN /
+		// LOST_OPEN the recovery stores it, then looks for DOWN) or was
+		// taken: put the line back.
 		// Release: pairs with the recovery's acquire load of the state.
 		knit_store_release_32(&l->line_state, kLineDown);
 		return;

@@ -159,10 +159,15 @@
 //          predecessor is void from now on;
 //      (b) the step: wait out OPENING, then CAS IDLE or DOWN -> DOWN,
 //          CLAIMED or LOST_OPEN -> LOST_OPEN (CLAIMED: after storing
-//          line_lost_status, then host_event);
-//      (c) xchg(line_token, nonce) (acq_rel), the new worker's open word
-//          (its boot record's line_nonce, Lane::line_nonce); wait out
-//          OPENING; if DOWN: S11.
+//          line_lost_status, then host_event). From IDLE or CLAIMED the
+//          token goes first (xchg(line_token, nonce), acq_rel: no reopen
+//          can start before the CAS, only S10 makes DOWN / LOST_OPEN), so
+//          the LOST_OPEN caller always finds it and the line is open again
+//          when its knit_call returns;
+//      (c) from DOWN or LOST_OPEN (an earlier loss not reopened yet):
+//          xchg(line_token, nonce) (acq_rel) only now; nonce is the new
+//          worker's open word (its boot record's line_nonce,
+//          Lane::line_nonce). Then wait out OPENING; if DOWN: S11.
 //     The caller of a LOST_OPEN line completes with line_lost_status as
 //     for LOST, then, on its way out (before its S7 count drop): CAS
 //     LOST_OPEN -> DOWN (acq_rel), S11.
@@ -192,7 +197,8 @@
 //        by one exchange; a protocol error's RETIRED (S6), CANCELLED (S8)
 //        and LOST / RETIRED (a loss without a respawn) are never left, and
 //        S11 starts only from DOWN.
-//      - the token is stored after the step (c), and the step waits out a
+//      - from DOWN / LOST_OPEN the token is stored after the step (c), and
+//        the step waits out a
 //        reopen half-way: a reopen for the dead predecessor still in
 //        progress finishes before the step (its open word is then stale:
 //        the step takes the line down again, and the reopen after it
