@@ -1428,7 +1428,7 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 	// Relaxed: read by sleeping hosts' work_pending() only to skip the lane.
 	knit_store_relaxed_32(&l->retired, 1);
 	knit_store_relaxed_64(&p->retiring, p->retiring & ~(1ull << w));
-	line_lost(p, l, status); // a knit_call on its line ends with status too
+	line_lost(p, l, status, false, 0); // a knit_call on its line ends with status too
 	p->lanes_retired++;
 	l->inflight = 0;
 	knit_value_t none;

@@ -444,6 +444,10 @@ struct Lane {
 	                          // (written before S10's CAS publishes LOST)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
+	uint32_t line_nonce; // process pools: the open word given to the lane's
+	                     // last respawned worker (recovery only, relaxed)
+	uint32_t line_token; // the reopen token: that open word while a reopen
+	                     // for it is due, else 0 (xchg only: S10, S11)
 	bool down;                 // process worker killed, lane not recovered yet:
 	                           // place nothing (dispatcher-owned, src/proc.cpp)
 	// Process pools: the call each request-lock slot carries (record index,
@@ -467,6 +471,8 @@ struct Lane {
 	// The line (src/syncline.h), worker side.
 	uint32_t line_served;   // requests served
 	uint32_t line_fault;    // the last out-of-sequence request word counted
+	uint32_t line_wait;     // 0: serving; else the open word this respawned
+	                        // worker waits for before it serves (S11)
 	uint8_t *line_spill;    // a result too big for the reply block (handed
 	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
 

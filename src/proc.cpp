@@ -224,6 +224,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	b.lane = lane;
 	b.fd_status = status_w >= 0 ? kBootFdStatus : -1;
 	b.fd_ring = p->rings ? kBootFdRing : -1;
+	// A respawn waits for its line's open word (S11; recover_lane stored
+	// it, on this thread); the first workers serve theirs from the start.
+	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -530,10 +533,18 @@ uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
 void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 {
 	Lane *l = &p->lanes[lane];
-	// S10 (src/syncline.h): a knit_call on its line ends with `status` too,
-	// and the line is never claimed again (the new worker's view of it
-	// could not be trusted to agree with the caller's sequence).
-	line_lost(p, l, status);
+	// S10 (src/syncline.h): a knit_call on its line ends with `status` too.
+	// With a new worker to come (RUNNING) the line is reopened for it
+	// (S11): its boot record carries the open word it waits for, a nonce
+	// no earlier worker of the lane waited for (relaxed: only the
+	// dispatcher's holder and the monitor, this thread, use it).
+	const bool respawn = stop_word == kStopRunning;
+	uint32_t nonce = knit_load_relaxed_32(&l->line_nonce) + 1;
+	if (nonce == 0)
+		nonce = 1; // 0 means "open from the start" (first boot)
+	if (respawn)
+		knit_store_relaxed_32(&l->line_nonce, nonce);
+	line_lost(p, l, status, respawn, nonce);
 	knit_value_t none;
 	memset(&none, 0, sizeof none);
 	Call *again[kLanes];

@@ -73,7 +73,7 @@ inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
 // and a bridge eventfd per lane.
-inline constexpr uint32_t kBootVersion = 6;
+inline constexpr uint32_t kBootVersion = 7;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -111,7 +111,9 @@ struct ProcBoot {
 	// kBootFdRing when the worker rings through a ring page of its own,
 	// else -1 (the pool header's doorbell words, and the host's watchdog).
 	int32_t fd_ring;
-	uint32_t reserved;
+	// The line's open word this worker waits for before it serves its line
+	// (src/syncline.h S11), or 0: serve it from the start (first boot).
+	uint32_t line_nonce;
 	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
 	char shm_name[kShmNameMax];
 	PoolConfig cfg;

@@ -342,11 +342,12 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	Lane *l = &p->lanes[steal ? b.lane : 0];
 	l->cpu = cpu;
 	// Our line and its spill slot (the host's plan, pool.cpp): within the
-	// region, before the lane blocks. A respawned worker (no status fd)
-	// serves none: its lane's line died with its predecessor (S10, never
-	// claimed again), and a request still being published into it by a
-	// caller who lost to S10 must not run.
-	if (b.fd_status >= 0) {
+	// region, before the lane blocks. A respawned worker serves its line
+	// only once the host reopened it for it (src/syncline.h S11: the open
+	// word equals b.line_nonce; it adopts the host's base then), so a
+	// request still being published into it by a caller who lost to S10
+	// never runs.
+	{
 		const uint32_t awords = (p->cfg.abort_capacity + 31) / 32;
 		const uint64_t spill_off = line_spill_off(b.abort_off, awords);
 		const uint64_t sstride = line_spill_stride(p->cfg);
@@ -355,6 +356,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		l->line = base + line_area_off(b.nworkers) + (uint64_t)b.lane * kLineBytes;
 		l->line_spill_area = base + spill_off + (uint64_t)b.lane * sstride;
+		l->line_wait = b.line_nonce;
 	}
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;

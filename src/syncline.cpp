@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // src/syncline.cpp - the synchronous call line (src/syncline.h has the
-// contract, the steps S1-S9 and the pairing table; tests/model/syncline.pml
+// contract, the steps S1-S11 and the pairing table; tests/model/syncline.pml
 // proves the protocol). The caller side (line_call: S1, S2, S6, S7), the
-// worker side (line_serve: S3-S5) and the stop's cancel (S8).
+// worker side (line_serve: S3-S5, line_adopt: S11), the stop's cancel (S8)
+// and a lost worker's line (line_lost, line_reopen: S10, S11).
 //
 // Shared words are read once each into locals; nothing read from the line
 // is trusted: the worker validates a request like the codec validates a
@@ -164,9 +165,10 @@ bool line_any_idle(Pool *p)
 int32_t ended_status(Lane *l)
 {
 	// Acquire: pairs with S10's acq_rel CAS, which published
-	// line_lost_status before LOST.
-	if (knit_load_acquire_32(&l->line_state) == kLineLost)
-		return l->line_lost_status;
+	// line_lost_status before LOST / LOST_OPEN.
+	const uint32_t st = knit_load_acquire_32(&l->line_state);
+	if (st == kLineLost || st == kLineLostOpen)
+		return knit_load_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status));
 	// A process pool that failed cancelled it (pool_fail, after storing
 	// failed): its calls end as the ticketed ones do.
 	return proc_failed(l->pool) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
@@ -192,7 +194,51 @@ bool line_ready(const LineWait *w, bool *replied)
 	// Relaxed: a CANCELLED or LOST line is only a verdict (S8's or S10's
 	// CAS); line_call reads line_lost_status after its own acquire load.
 	const uint32_t st = knit_load_relaxed_32(&w->l->line_state);
-	return st == kLineCancelled || st == kLineLost;
+	return st == kLineCancelled || st == kLineLost || st == kLineLostOpen;
+}
+
+// S11: reopen lane l's line for its respawned worker, if nobody is on it
+// (DOWN) and its token is there. Any host thread: the recovery (S10, after
+// it stored the token) or the caller of a LOST_OPEN line on its way out.
+void line_reopen(Lane *l)
+{
+	// S11, acq_rel: one party at a time holds OPENING (the recovery's S10
+	// step waits it out). Pairs with the LOST_OPEN caller's CAS to DOWN
+	// (its S2 stores of the request block, a stale rq_seq included,
+	// happen before ours below) and with S10's CAS to DOWN.
+	if (knit_cas_acq_rel_32(&l->line_state, kLineDown, kLineOpening) != kLineDown)
+		return;
+	// S11, acq_rel: take the token. Pairs with S10's exchanges (the clear
+	// before its step, the store of the new nonce before a step from IDLE
+	// / CLAIMED or after one from DOWN / LOST_OPEN): the RMWs of the token
+	// are totally ordered, so either we take the new nonce, or the
+	// recovery's exchange comes after ours and it sees our OPENING (or
+	// the DOWN we put back) when it looks at the state.
+	const uint32_t nonce = knit_xchg_acq_rel_32(&l->line_token, 0);
+	if (nonce == 0) {
+		// The token is not there yet (after a step from DOWN /
+		// LOST_OPEN the recovery stores it, then looks for DOWN) or was
+		// taken: put the line back.
+		// Release: pairs with the recovery's acquire load of the state.
+		knit_store_release_32(&l->line_state, kLineDown);
+		return;
+	}
+	// Nobody claims the line from DOWN on: line_seq and the slots are ours.
+	// The base: the last request the host published (the host's sequence
+	// goes on; the new worker adopts it as line_served).
+	const uint32_t base = (uint32_t)knit_load_relaxed_64(&l->line_seq);
+	uint8_t *rq = l->line + kLineOffRequest;
+	uint8_t *rp = l->line + kLineOffReply;
+	// The new worker reads rp_seq as its base after the open word; rq_seq
+	// equal to it is "served" (not a request, not a fault).
+	knit_store_relaxed_32(line_word(rq, kLineOffSeq), base);
+	knit_store_relaxed_32(line_word(rp, kLineOffSeq), base);
+	// S11, release: pairs with the worker's acquire load of the open word
+	// (line_adopt): the base above is visible with it.
+	knit_store_release_32(line_word(rq, kLineOffRqOpen), nonce);
+	// S11, release: pairs with the next claim's CAS (S1/S9) and with
+	// S10's load of the state: the base and the open word happen before.
+	knit_store_release_32(&l->line_state, kLineIdle);
 }
 
 // The doorbell sleep's re-check (SleepRecheck, wake.h D1): after the
@@ -391,7 +437,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	wr32(rq, kLineOffType, v.type);
 	wr64(rq, kLineOffScalar, scalar_of(v));
 	wr32(rq, kLineOffRqCode, v.type == KNIT_VALUE_ERROR ? (uint32_t)v.code : 0);
-	wr32(rq, kLineOffRqCode + 4, 0);
+	// (+28, the open word, is S11's: a stale caller's S2 must not touch it.)
 	if (codec_has_bytes(v.type)) {
 		if (v.len != 0)
 			memcpy(rq + kLineHeadBytes, v.data, v.len);
@@ -414,6 +460,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	knit_value_t res;
 	memset(&res, 0, sizeof res);
 	uint8_t *buf = nullptr;
+	bool released = false; // our S6 CAS moved the line on (the line is not ours)
 	// Counted completed by the claim holder before the CAS: whichever way
 	// the CAS goes, this call completes now (S7).
 	knit_store_relaxed_64(&l->line_done, knit_load_relaxed_64(&l->line_done) + 1);
@@ -431,10 +478,20 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 			memset(&res, 0, sizeof res);
 			knit_add_relaxed_64(&p->st_late_drops, 1);
 			status = ended_status(l);
-		} else if (status == -KNIT_EPROTO) {
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		} else {
+			released = true;
+			if (status == -KNIT_EPROTO)
+				knit_add_relaxed_64(&p->st_proto_errors, 1);
 		}
 	}
+	// S11: the worker was lost during our call and a new one is being
+	// spawned (LOST_OPEN: only our claim's line can be in it, we are done
+	// with its slots and line_seq): hand the token over (DOWN) and reopen.
+	// Acq_rel: pairs with S10's CAS to LOST_OPEN and with line_reopen's
+	// CAS of whoever reopens: our S2 stores come before its base.
+	if (!released && knit_load_relaxed_32(&l->line_state) == kLineLostOpen &&
+	    knit_cas_acq_rel_32(&l->line_state, kLineLostOpen, kLineDown) == kLineLostOpen)
+		line_reopen(l);
 
 	// S7: the completion, as knit_call's (ticket 0: never a valid ticket).
 	KNIT_TRACE_TASK_COMPLETE(p, line_trace_id(l->index, s), status);
@@ -452,10 +509,28 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	return 0;
 }
 
+bool line_adopt(Lane *l)
+{
+	// S11, acquire: pairs with line_reopen's release store of the open
+	// word: the base (rp_seq) it wrote first is visible. Any other value
+	// (a predecessor's open word, or garbage): not open for us yet.
+	if (knit_load_acquire_32(line_word(l->line + kLineOffRequest, kLineOffRqOpen)) != l->line_wait)
+		return false;
+	// The base, not trusted: a wrong one only makes the line's requests
+	// out of sequence (counted faults, never served), as a garbled rq_seq.
+	const uint32_t base = knit_load_relaxed_32(line_word(l->line + kLineOffReply, kLineOffSeq));
+	l->line_served = base;
+	l->line_fault = base;
+	l->line_wait = 0;
+	return true;
+}
+
 bool line_serve(Lane *l)
 {
 	if (l->line == nullptr)
-		return false; // no line: a respawned worker process (line_pending)
+		return false;
+	if (l->line_wait != 0 && !line_adopt(l))
+		return false; // a respawned worker process: not open yet (S11)
 	Pool *p = l->pool;
 	uint8_t *rq = l->line + kLineOffRequest;
 	const uint32_t want = l->line_served + 1;
@@ -565,28 +640,86 @@ void line_cancel_all(Pool *p)
 		host_event(p, true);
 }
 
-void line_lost(Pool *p, Lane *l, int32_t status)
+namespace {
+// Wait out a reopen half-way (a host thread between OPENING and its store
+// of IDLE or DOWN, a few stores: bounded by that thread's progress) and
+// return the state after it. Acquire: pairs with line_reopen's release
+// stores of the state.
+uint32_t state_settled(Lane *l)
 {
-	l->line_lost_status = status; // published by the CAS to LOST below
+	for (uint32_t i = 1;; i++) {
+		const uint32_t st = knit_load_acquire_32(&l->line_state);
+		if (st != kLineOpening)
+			return st;
+		knit_cpu_relax();
+		if ((i & 63) == 0)
+			sched_yield();
+	}
+}
+} // namespace
+
+void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
+{
+	// S10, acq_rel: clear a token our dead predecessor never had its line
+	// reopened with, BEFORE the step below: a reopen that takes it from
+	// now on finds 0 and puts the line back DOWN; one that took it is
+	// OPENING or done, and the step waits it out. (Stored before a step
+	// from DOWN / LOST_OPEN, the new nonce could open the line for the new
+	// worker while a claim of the old epoch slips in before the step:
+	// model, MUTANT_TOKEN_EARLY.)
+	if (reopen)
+		(void)knit_xchg_acq_rel_32(&l->line_token, 0);
+	uint32_t to = 0, st = 0;
+	bool early = false; // the token is stored already
 	for (;;) {
-		const uint32_t st = knit_load_relaxed_32(&l->line_state);
+		st = state_settled(l);
 		// S10, acq_rel: against S1's claim CAS (a claim after this sees
-		// RETIRED) and S6's release CAS (exactly one of the two wins).
-		if (st == kLineIdle) {
-			if (knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineRetired) == kLineIdle)
-				return;
-		} else if (st == kLineClaimed) {
-			if (knit_cas_acq_rel_32(&l->line_state, kLineClaimed, kLineLost) == kLineClaimed) {
-				// H1/H2: ring the caller asleep on the doorbell (its
-				// D1 re-check sees LOST, or we see it waiting).
-				host_event(p, true);
-				return;
-			}
+		// RETIRED / DOWN) and S6's release CAS (exactly one of the two
+		// wins); DOWN and LOST_OPEN (an earlier loss not reopened yet)
+		// stay as they are (or become RETIRED / LOST for good).
+		// From IDLE or CLAIMED no reopen can start before our CAS (only
+		// S10 makes DOWN / LOST_OPEN; the line leaves IDLE / CLAIMED
+		// otherwise only for good): the token may go first, so a
+		// LOST_OPEN caller finds it and reopens before it returns.
+		if (reopen && (st == kLineIdle || st == kLineClaimed) && !early) {
+			// acq_rel: pairs with line_reopen's exchange (published
+			// to it also by our CAS below, which its CAS reads after).
+			(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
+			early = true;
+		}
+		if (st == kLineIdle || st == kLineDown) {
+			to = reopen ? kLineDown : kLineRetired;
+		} else if (st == kLineClaimed || st == kLineLostOpen) {
+			to = reopen ? kLineLostOpen : kLineLost;
+			if (st == kLineClaimed) // published by the CAS (ended_status)
+				knit_store_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status),
+						      (uint32_t)status);
 		} else {
 			return; // CANCELLED, RETIRED, LOST: never claimed again
 		}
-		knit_cpu_relax();
+		if (knit_cas_acq_rel_32(&l->line_state, st, to) != st) {
+			knit_cpu_relax();
+			continue;
+		}
+		if (st == kLineClaimed) {
+			// H1/H2: ring the caller asleep on the doorbell (its D1
+			// re-check sees LOST, or we see it waiting).
+			host_event(p, true);
+		}
+		break;
 	}
+	if (!reopen)
+		return;
+	// S11: the token for the new worker, after a step from DOWN or
+	// LOST_OPEN (an earlier loss not reopened yet: a reopen may start
+	// any time; acq_rel: pairs with line_reopen's exchange, see there),
+	// then reopen if nobody is on the line (DOWN: ours, or a LOST_OPEN
+	// caller's that found no token yet). LOST_OPEN: its caller reopens on
+	// its way out.
+	if (st == kLineDown || st == kLineLostOpen)
+		(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
+	if (state_settled(l) == kLineDown)
+		line_reopen(l);
 }
 
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)

@@ -46,7 +46,9 @@
 //                 +0  u32 rq_seq   release store (S2), after the fields below
 //                 +4  u32 task     +8  u32 lane (echo check)  +12 u32 value type
 //                 +16 u64 scalar / payload length  +24 i32 error code (ERROR)
-//                 +28 u32 reserved (0)
+//                 +28 u32 rq_open  the open word: host only, S11 (a
+//                                  respawned worker serves once it
+//                                  equals its boot nonce)
 //                 +32 kLinePayload payload bytes (bytes, string + NUL, error text)
 //     128   128  reply block   worker              claim holder: acquire load of rp_seq (S6)
 //                 +0  u32 rp_seq   release store (S5), after the fields below
@@ -149,6 +151,70 @@
 //     against the CAS of S10 decides, as against S8's. The lost worker may
 //     still serve the request later (a thread cannot be killed); the reply
 //     lands in a slot nobody reads again, its spill is freed at destroy.
+//     That is all for a thread pool (S10 there is a protocol-error
+//     retirement: the line's words cannot be trusted again). A process
+//     pool's recovery that respawns the worker (recover_lane, reopen) goes
+//     to the reopenable states instead, in three steps:
+//      (a) xchg(line_token, 0) (acq_rel): a reopen due for the dead
+//          predecessor is void from now on;
+//      (b) the step: wait out OPENING, then CAS IDLE or DOWN -> DOWN,
+//          CLAIMED or LOST_OPEN -> LOST_OPEN (CLAIMED: after storing
+//          line_lost_status, then host_event). From IDLE or CLAIMED the
+//          token goes first (xchg(line_token, nonce), acq_rel: no reopen
+//          can start before the CAS, only S10 makes DOWN / LOST_OPEN), so
+//          the LOST_OPEN caller always finds it and the line is open again
+//          when its knit_call returns;
+//      (c) from DOWN or LOST_OPEN (an earlier loss not reopened yet):
+//          xchg(line_token, nonce) (acq_rel) only now; nonce is the new
+//          worker's open word (its boot record's line_nonce,
+//          Lane::line_nonce). Then wait out OPENING; if DOWN: S11.
+//     The caller of a LOST_OPEN line completes with line_lost_status as
+//     for LOST, then, on its way out (before its S7 count drop): CAS
+//     LOST_OPEN -> DOWN (acq_rel), S11.
+//  S11 reopen (process pools; any host thread: the recovery or that
+//     caller): CAS DOWN -> OPENING (acq_rel; one party at a time), then
+//     n = xchg(line_token, 0) (acq_rel). n == 0 (the recovery has not
+//     stored the token yet, or it was taken): store_release(DOWN) and stop
+//     (the recovery's (c) sees that DOWN and reopens). Else base = the
+//     low 32 bits of line_seq (the host's sequence goes on: it stays a
+//     monotonic stats counter); rq_seq = rp_seq = base; store_release
+//     (rq_open, n); store_release(line_state, IDLE). The respawned worker,
+//     at each S3 look: load_acquire(rq_open) == its nonce -> line_served =
+//     rp_seq (the base), and it serves from then on; before that it serves
+//     nothing and counts nothing.
+//     Why it is safe (model: -DREOPEN and its mutants):
+//      - hazard 1, a stale request: a caller that claimed before the loss
+//        may store rq_seq (S2) after the recovery, after the new worker
+//        started. The line is reopened only from DOWN, and a line with a
+//        caller on it reaches DOWN only by that caller's CAS on its way
+//        out, after its S2 (program order; the reopener's CAS reads from
+//        it). So the base covers the stale request: rq_seq == base is
+//        "served" for the new worker, never run (MUTANT_REOPEN_EARLY: the
+//        recovery reopens without waiting for the caller: a call ends
+//        twice or hangs; MUTANT_SERVE_BEFORE_OPEN: the worker takes a base
+//        before the open word and runs the stale request).
+//      - one reopen per loss, never over a retirement: the token is taken
+//        by one exchange; a protocol error's RETIRED (S6), CANCELLED (S8)
+//        and LOST / RETIRED (a loss without a respawn) are never left, and
+//        S11 starts only from DOWN.
+//      - from DOWN / LOST_OPEN the token is stored after the step (c), and
+//        the step waits out a
+//        reopen half-way: a reopen for the dead predecessor still in
+//        progress finishes before the step (its open word is then stale:
+//        the step takes the line down again, and the reopen after it
+//        writes the new one); a reopen that starts after the step sees
+//        the new nonce, or 0 and leaves the reopen to (c). Stored before
+//        the step (MUTANT_TOKEN_EARLY), a late reopen for the predecessor
+//        could open the line with the new nonce, a claim of the old epoch
+//        slip in before the step, and the new worker run it.
+//      - the worker trusts nothing it reads: a garbled open word or base
+//        only makes the line's requests out of sequence (counted faults,
+//        never served: the caller waits for a stop or the next loss, as
+//        for a garbled rq_seq); the host reads nothing new from the region.
+//      - stop and a second loss: S8 still flips CLAIMED only; a stop after
+//        a reopen finds an IDLE line (S1 sees closed). A second loss
+//        before the first reopen voids the old token in (a); its caller (if
+//        any) then takes the new one.
 //
 // Process workers: a worker process cannot hand over malloc'd memory, so a
 // result too big for the reply block goes to the lane's spill slot in the
@@ -157,8 +223,8 @@
 // caller copies it out after S6 (and NUL-terminates its copy: the bytes may
 // change under it) before its release CAS, as it reads the reply block.
 // The worker's death is S10, from the monitor's recovery (recover_lane,
-// src/proc.cpp) under the dispatcher: the line of a lane whose worker died
-// is never claimed again (its respawned worker serves ticketed calls only).
+// src/proc.cpp) under the dispatcher, and the line is reopened for the
+// respawned worker (S11).
 //
 // Exactly once: only the caller completes a line call (the canceller and
 // the loss only flip the state), and the CAS of S6 against the CAS of S8 or
@@ -187,6 +253,15 @@
 //                                          new holder's only after it)       of IDLE)
 //  S7 line_outstanding reached 0, then     add(line_outstanding, -1);        stop's closed
 //     look at closed                       seq_cst fence; load closed        store + fence
+//  S10 process pools: void the token,      xchg line_token (acq_rel); CAS    S11's xchg;
+//      step, give the token                state; xchg line_token (acq_rel); S11's stores
+//                                          load_acquire state (wait OPENING) of the state
+//  S10' LOST_OPEN caller's way out         CAS LOST_OPEN -> DOWN (acq_rel)   S11's CAS
+//  S11 reopen                              CAS DOWN -> OPENING; xchg token;  S10, S10';
+//                                          rq/rp_seq = base; store_release   the worker's
+//                                          (rq_open); store_release(IDLE)    load_acquire
+//                                                                            (rq_open); S1
+//  S11' worker adopts the base             load_acquire(rq_open); rp_seq     S11
 //
 // Where it plugs in (one call into this room each; the rooms' own logic
 // stays where it is):
@@ -227,6 +302,13 @@ enum LineState : uint32_t {
 	                    // was lost while the line was idle; never claimed again
 	kLineLost = 4,      // the lane's worker was lost during a call on it: the
 	                    // call ends with Lane::line_lost_status; never claimed again
+	// Process pools whose worker dies and is respawned (S10/S11):
+	kLineDown = 5,      // the worker died; nobody is on the line; the reopen
+	                    // token: whoever CASes it to OPENING reopens (S11)
+	kLineLostOpen = 6,  // as LOST (the call ends with line_lost_status), and
+	                    // its caller turns it DOWN on its way out (S11)
+	kLineOpening = 7,   // the token's holder writes the new base and the open
+	                    // word, then stores IDLE
 };
 
 inline constexpr uint64_t kLineOffRequest = 0;
@@ -246,6 +328,7 @@ inline constexpr uint64_t kLineOffType = 12;
 inline constexpr uint64_t kLineOffScalar = 16;
 inline constexpr uint64_t kLineOffWhere = 24; // reply
 inline constexpr uint64_t kLineOffRqCode = 24; // request
+inline constexpr uint64_t kLineOffRqOpen = 28; // request: the open word (S11)
 inline constexpr uint64_t kLineOffRpCode = 28; // reply
 inline constexpr uint32_t kLineWhereInline = 0;
 inline constexpr uint32_t kLineWhereSpill = 1;
@@ -283,11 +366,14 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 
 // S3 (worker lane l's thread): is a request waiting on its line? Acquire:
 // pairs with the caller's release store of rq_seq (S2).
+bool line_adopt(Lane *l);
 inline bool line_pending(Lane *l)
 {
-	// No line: a respawned worker process's view of its lane (the line
-	// died with its predecessor, S10).
 	if (l->line == nullptr)
+		return false;
+	// A respawned worker process serves only once the host reopened its
+	// line for it (S11).
+	if (__builtin_expect(l->line_wait != 0, 0) && !line_adopt(l))
 		return false;
 	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
 	       l->line_served + 1;
@@ -308,9 +394,16 @@ bool line_serve(Lane *l);
 // cancel the call on every claimed line and ring its caller.
 void line_cancel_all(Pool *p);
 // S10: lane l's worker was lost (dispatcher holder, after storing
-// l->retired): a call on its line ends with `status`; the line is never
-// claimed again.
-void line_lost(Pool *p, Lane *l, int32_t status);
+// l->retired): a call on its line ends with `status`. reopen false: the
+// line is never claimed again. reopen true (a process pool respawning the
+// lane's worker, whose boot record carries `nonce`, != 0): the line goes
+// DOWN or LOST_OPEN, and is reopened for the new worker (S11) by this
+// call or by the lost call's caller on its way out.
+void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce);
+
+// S11 (worker, line_pending / line_serve): has the host opened the line
+// for us? Then adopt its base (line_served) and serve from now on.
+// (Declared above line_pending.)
 
 // Statistics (any thread, relaxed): line calls enqueued and completed.
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);

@@ -5,8 +5,9 @@
  * (stats.sync_calls counts it) with every value type, a result too big for
  * the reply block comes back through the lane's spill slot intact, a worker
  * that dies during a line call ends that call with -KNIT_ECRASHED and the
- * pool serves on (respawned), and a pool out of respawns ends it the same
- * way and refuses further calls.
+ * pool serves on (respawned, over the line again: the host reopens it for
+ * the new worker), and a pool out of respawns ends it the same way and
+ * refuses further calls.
  */
 #include "api/kt.h"
 
@@ -126,6 +127,7 @@ KT(proc_line, crash_ends_only_its_call)
 	c = line_call(p, "pid", kt_none());
 	cr_assert_eq(c.status, 0);
 	cr_assert_neq(c.result.i64, pid0, "respawned");
+	cr_assert_eq(sync_calls(p) - s0, 7, "the respawned worker's line took the next six");
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.crashes, 1);
@@ -166,8 +168,9 @@ KT(proc_line, the_other_line_serves_on)
 }
 
 /* The respawned worker of a lane whose worker served a line request must
- * not serve that request again (its line is never used after the death):
- * the lane's calls count is the calls the host made, one each. */
+ * not serve that request again (the reopened line starts after the host's
+ * last request): the lane's calls count is the calls the host made, one
+ * each, and the line takes the calls after the respawn. */
 KT(proc_line, respawned_worker_does_not_rerun_a_line_request)
 {
 	knit_pool_t *p = line_pool(1, 0);
@@ -184,8 +187,53 @@ KT(proc_line, respawned_worker_does_not_rerun_a_line_request)
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.respawns, 1);
-	cr_assert_eq(s.sync_calls, 1, "the dead worker's line is not used again");
+	cr_assert_eq(s.sync_calls, 4, "the line reopened for the respawned worker");
 	cr_assert_eq(s.lane[0].calls, 4, "pid once and three echoes (the exit never returned), got %llu",
 		     (unsigned long long)s.lane[0].calls);
 	kt_destroy(p);
+}
+
+/* A 1-worker pool whose worker dies again and again, during a line call
+ * and during a ticketed one: after each respawn the line is reopened and
+ * takes every knit_call (sync_calls rises by exactly their number), each
+ * call ends in exactly one completion with its own value, and nothing ran
+ * twice (the lane's calls count is the calls that returned a result). */
+KT(proc_line, line_reopens_after_each_respawn)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	const uint32_t rounds = 4, per = 10;
+	uint64_t ran = 0;
+	knit_pool_stats_t s;
+	for (uint32_t r = 0; r < rounds; r++) {
+		knit_completion_t c;
+		if (r % 2 == 0) {
+			c = line_call(p, "exit", kt_none()); /* dies on the line */
+		} else {
+			c = kt_proc_call(p, "exit", kt_none()); /* dies on a ticketed call */
+		}
+		cr_assert_eq(c.status, -KNIT_ECRASHED, "round %u: %s", r, knit_strerror(c.status));
+		const uint64_t s0 = sync_calls(p);
+		for (uint32_t i = 0; i < per; i++) {
+			const int64_t v = (int64_t)(r * 1000 + i);
+			c = line_call(p, "echo", kt_i64(v));
+			cr_assert_eq(c.status, 0, "round %u call %u: %s", r, i, knit_strerror(c.status));
+			cr_assert_eq(c.result.i64, v);
+			knit_completion_release(p, &c);
+			ran++;
+		}
+		cr_assert_eq(sync_calls(p) - s0, per, "round %u: every call after the respawn took the line (%llu)",
+			     r, (unsigned long long)(sync_calls(p) - s0));
+		kt_stats(p, &s);
+		cr_assert_eq(s.respawns, r + 1);
+	}
+	kt_stats(p, &s);
+	cr_assert_eq(s.crashes, rounds);
+	cr_assert_eq(s.pending, 0);
+	cr_assert_eq(s.proto_errors, 0);
+	cr_assert_eq(s.enqueued, s.completed, "one completion per call: %llu enqueued, %llu completed",
+		     (unsigned long long)s.enqueued, (unsigned long long)s.completed);
+	cr_assert_eq(s.lane[0].calls, ran, "nothing ran twice: %llu runs for %llu calls",
+		     (unsigned long long)s.lane[0].calls, (unsigned long long)ran);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/syncline.pml - the synchronous call line of a worker lane
- * (the contract: src/syncline.h, edges S1-S9; the park/wake half is W1-W4
+ * (the contract: src/syncline.h, edges S1-S11; the park/wake half is W1-W4
  * of src/wake.h, the host's sleep is the doorbell's D1-D4).
  *
  * One line, one worker, NC caller threads making CALLS calls each, and one
@@ -63,6 +63,42 @@
  *   MUTANT_NO_CANCEL_RING     the canceller does not ring the doorbell
  *   MUTANT_NO_LOSS_RING       (with LOSS) the loss does not ring the doorbell
  *   MUTANT_LOST_IGNORED       (with LOSS) a waiting caller looks only for CANCELLED
+ *
+ * Reopen (-DREOPEN, implies LOSS; S10/S11: a process worker dies and is
+ * respawned DEATHS times, and the line is reopened for each new worker):
+ *   Loser, per death: the worker process dies (it stops at its next loop
+ *   top or in its park, and the loser waits until it has: recovery runs
+ *   after the reap); then, if no stop was requested yet (a respawn):
+ *   token = 0 (xchg: a reopen for the dead worker not made is void); one
+ *   step on the state (wait out OPENING; from IDLE or CLAIMED the token =
+ *   the new worker's nonce first); CAS IDLE or DOWN -> DOWN, CLAIMED or
+ *   LOST_OPEN -> LOST_OPEN (CLAIMED: then ring); from DOWN or LOST_OPEN
+ *   the token after the step; spawn the new worker (served 0, waiting for
+ *   open == its nonce); wait out OPENING; if the line is DOWN: REOPEN.
+ *   Else (stopping): acknowledge for the dead worker, no respawn, the line
+ *   goes RETIRED / LOST for good.
+ *   Caller: LOST_OPEN ends a wait as LOST does; on its way out of a call
+ *   that did not release the line: CAS LOST_OPEN -> DOWN, then REOPEN.
+ *   REOPEN (either party): CAS DOWN -> OPENING (one at a time); n = xchg
+ *   (token, 0); n == 0: line = DOWN (the recovery reopens after its store
+ *   of the token); else base = hseq; rq_seq = rp_seq = base; rq_open = n;
+ *   line = IDLE.
+ *   New worker: until rq_open == its nonce it serves nothing; then
+ *   served = rp_seq (the base) and it serves as before.
+ *   Ghost: lgen, the line's epoch, bumped by each recovery's state step; a
+ *   claim copies it into its request (rq_g); worker g serves only requests
+ *   of epoch g (a request of an earlier epoch is a call that already ended
+ *   with the loss's status: running it is hazard 1).
+ * Reopen mutants (each must fail):
+ *   MUTANT_REOPEN_EARLY       the recovery reopens a LOST_OPEN line at once,
+ *                             without waiting for its caller
+ *   MUTANT_SERVE_BEFORE_OPEN  the new worker adopts rp_seq at boot and serves
+ *                             without waiting for the open word
+ *   MUTANT_TOKEN_EARLY        the recovery stores the new token before its
+ *                             state step (and clears nothing): a reopen
+ *                             half-way for the dead worker opens the line
+ *                             for the new one, and a claim of the old epoch
+ *                             slips in before the step (needs two deaths)
  */
 
 /* check: safety | cc: -DSAFETY | pan: -m20000 */
@@ -77,6 +113,11 @@
 /* check: loss_one_caller_two_calls | spin: -DLOSS -DNC=1 -DCALLS=2 | cc: -DSAFETY -O2 | pan: -m20000 */
 /* check: mutant_no_loss_ring | spin: -DLOSS -DMUTANT_NO_LOSS_RING | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_lost_ignored | spin: -DLOSS -DMUTANT_LOST_IGNORED | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: reopen_one_caller_two_calls | spin: -DREOPEN -DNC=1 -DCALLS=2 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: reopen_two_deaths | spin: -DREOPEN -DDEATHS=2 -DNC=1 -DCALLS=1 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: mutant_reopen_early | spin: -DREOPEN -DMUTANT_REOPEN_EARLY | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_serve_before_open | spin: -DREOPEN -DMUTANT_SERVE_BEFORE_OPEN | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_token_early | spin: -DREOPEN -DMUTANT_TOKEN_EARLY -DDEATHS=2 -DNC=1 -DCALLS=2 | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
 
 #ifndef NC
 #define NC 2
@@ -90,6 +131,18 @@
 #define CANCELLED 2
 #define RETIRED 3
 #define LOST 4
+#define DOWN 5
+#define LOST_OPEN 6
+#define OPENING 7
+
+#ifdef REOPEN
+#ifndef LOSS
+#define LOSS
+#endif
+#ifndef DEATHS
+#define DEATHS 1
+#endif
+#endif
 
 #define RUNNING 0
 #define REQUESTED 1
@@ -115,6 +168,17 @@ byte stop = RUNNING;
 bit closed = 0;
 byte outstanding = 0;
 bit dead = 0; /* LOSS: the worker died (it stops at its next loop top) */
+#ifdef REOPEN
+byte kills = 0;   /* workers killed: worker g is dead once kills > g */
+byte stopped = 0; /* workers that stopped (died or acknowledged) */
+byte rq_open = 0; /* request block: the open word (host writes, S11) */
+byte token = 0;   /* Lane::line_token: the open word of a reopen due */
+byte lgen = 0;    /* ghost: the line's epoch (recoveries' state steps) */
+byte rq_g = 0;    /* ghost: the epoch of the claim that wrote the request */
+#define DEAD (kills > g)
+#else
+#define DEAD dead
+#endif
 
 /* ghosts */
 byte made = 0;      /* calls that went onto the line */
@@ -126,15 +190,29 @@ bit cancel_mode = 0;
 #ifdef MUTANT_LOST_IGNORED
 #define LINE_ENDED (line == CANCELLED)
 #else
-#define LINE_ENDED (line == CANCELLED || line == LOST)
+#define LINE_ENDED (line == CANCELLED || line == LOST || line == LOST_OPEN)
 #endif
 #ifdef MUTANT_NO_LINE_RECHECK
 #define LINE_PENDING false
 #else
-#define LINE_PENDING (rq_seq != served)
+#define LINE_PENDING (!waiting && rq_seq != served)
 #endif
+/* S11, worker: the open word for us (acquire), then adopt the base */
+#define ADOPT if :: waiting && rq_open == g -> served = rp_seq; waiting = 0 :: else -> skip fi
+/* S11, host: take the token, write the base and the open word, then IDLE */
+#define REOPEN_LINE \
+	atomic { if :: line == DOWN -> line = OPENING; got = 1 :: else -> got = 0 fi }; \
+	if \
+	:: got -> \
+		d_step { n = token; token = 0 }; \
+		if \
+		:: n == 0 -> line = DOWN \
+		:: else -> rq_seq = hseq; rp_seq = hseq; rq_open = n; line = IDLE \
+		fi \
+	:: else -> skip \
+	fi
 
-active proctype worker()
+proctype worker(byte g; bit waiting)
 {
 	byte served = 0, s, v;
 #ifdef NOFENCE_REPLY
@@ -146,20 +224,29 @@ active proctype worker()
 #define R_DRAIN_MAYBE skip
 #endif
 
+#ifdef MUTANT_SERVE_BEFORE_OPEN
+	if :: waiting -> served = rp_seq; waiting = 0 :: else -> skip fi;
+#endif
 top:
 	R_DRAIN_MAYBE;
 	if
-	:: dead -> goto gone /* LOSS: a dead worker does nothing more */
+	:: DEAD -> goto gone /* LOSS: a dead worker does nothing more */
 	:: else -> skip
 	fi;
+#ifdef REOPEN
+	ADOPT;
+#endif
 	if
 	:: stop == REQUESTED -> goto ack /* the line is not served after a stop */
 	:: true -> skip
 	fi;
 	if
-	:: rq_seq == served + 1 ->
+	:: !waiting && rq_seq == served + 1 ->
 		/* S3: acquire load of rq_seq saw the request; read it */
 		v = rq_val;
+#ifdef REOPEN
+		assert(rq_g == g); /* never a request of an earlier epoch */
+#endif
 		/* run the task (echo); write the reply, then publish (S5) */
 		rp_val = v;
 		served++;
@@ -187,6 +274,9 @@ top:
 	s = wseq;
 	R_DRAIN; /* the announcement's fence (a locked instruction) drains it */
 	parked = 1;
+#ifdef REOPEN
+	ADOPT;
+#endif
 	if
 	:: LINE_PENDING -> parked = 0; goto top
 	:: else -> skip
@@ -201,20 +291,23 @@ top:
 		:: else -> skip
 		fi
 	}
-	wsleeping == 0;
+	wsleeping == 0 || DEAD;
 	parked = 0; /* (the waker already cleared it, or the compare failed) */
 	goto top;
 ack:
 	R_DRAIN;
 	stop = ACKNOWLEDGED;
 gone:
+#ifdef REOPEN
+	stopped++;
+#endif
 	skip
 }
 
 proctype caller(byte me)
 {
-	byte k = 0, s, d, v, r;
-	bit got, p;
+	byte k = 0, s, d, v, r, cg, n;
+	bit got, p, rel;
 #ifdef NOFENCE_PUBLISH
 	bit hb = 0;
 #endif
@@ -235,9 +328,13 @@ next:
 	atomic {
 		if
 		:: line == IDLE -> line = CLAIMED; got = 1
+#ifdef REOPEN
+			; cg = lgen
+#endif
 		:: else -> got = 0
 		fi
 	}
+	rel = 0;
 	if
 	:: !got -> outstanding--; k++; goto next /* fall back: the slow path's business */
 	:: else -> skip
@@ -250,6 +347,9 @@ next:
 #endif
 	/* S2: write the request, publish its sequence */
 	rq_val = v;
+#ifdef REOPEN
+	rq_g = cg;
+#endif
 	hseq++;
 	s = hseq;
 	made++;
@@ -300,7 +400,7 @@ reply:
 	atomic { if :: line == CLAIMED -> line = IDLE; got = 1 :: else -> got = 0 fi }
 #endif
 	if
-	:: got -> assert(r == v) /* its own reply, nobody else's */
+	:: got -> assert(r == v); rel = 1 /* its own reply, nobody else's */
 	:: else -> skip          /* cancelled or lost meanwhile: ECLOSED or the
 	                            loss's status, the reply is dropped */
 	fi;
@@ -308,6 +408,18 @@ reply:
 cancelled:
 	skip;
 complete:
+#ifdef REOPEN
+	/* S11: on the way out of a call whose line was lost with a respawn */
+	if
+	:: !rel ->
+		atomic { if :: line == LOST_OPEN -> line = DOWN; got = 1 :: else -> got = 0 fi };
+		if
+		:: got -> REOPEN_LINE
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+#endif
 	completed++;
 	assert(completed <= made);
 	outstanding--;
@@ -342,13 +454,92 @@ active proctype stopper()
 	fi;
 	stop = REQUESTED;
 	LANE_WAKE;
+#ifdef REOPEN
+	stop == ACKNOWLEDGED; /* the worker's, or the recovery's on its behalf */
+#else
 	stop == ACKNOWLEDGED || dead; /* a dead worker is acknowledged for (host) */
+#endif
 	/* every call made completed exactly once, or (CANCEL) is still
 	 * completing in a caller that will return ECLOSED */
 	assert(cancel_mode || completed == made)
 }
 
-#ifdef LOSS
+#ifdef REOPEN
+active proctype loser()
+{
+	byte st, g, n;
+	bit got, respawn;
+	do
+	:: kills < DEATHS ->
+		/* the current worker dies; recovery runs after the reap */
+		kills++;
+		g = kills;
+		d_step { if :: parked == 1 -> parked = 0; wsleeping = 0 :: else -> skip fi }
+		stopped == kills;
+		atomic {
+			if
+			:: stop == RUNNING -> respawn = 1
+			:: else -> respawn = 0; stop = ACKNOWLEDGED /* on its behalf */
+			fi
+		}
+#ifdef MUTANT_TOKEN_EARLY
+		if :: respawn -> token = g :: else -> skip fi;
+#else
+		if :: respawn -> token = 0 :: else -> skip fi;
+#endif
+step:
+		line != OPENING; /* wait out a reopen half-way */
+		st = line;
+#ifndef MUTANT_TOKEN_EARLY
+		/* from IDLE / CLAIMED no reopen can start before our step: the
+		 * token may go first, so the LOST_OPEN caller finds it */
+		if
+		:: respawn && (st == IDLE || st == CLAIMED) -> token = g
+		:: else -> skip
+		fi;
+#endif
+		atomic {
+			if
+			:: line != st -> got = 0 /* moved: look again */
+			:: else -> got = 1;
+				if
+				:: st == IDLE || st == DOWN -> line = (respawn -> DOWN : RETIRED); lgen++
+				:: st == CLAIMED || st == LOST_OPEN -> line = (respawn -> LOST_OPEN : LOST); lgen++
+				:: else -> skip /* CANCELLED, RETIRED, LOST: for good */
+				fi
+			fi
+		}
+		if
+		:: !got -> goto step
+		:: else -> skip
+		fi;
+#ifndef MUTANT_NO_LOSS_RING
+		if
+		:: st == CLAIMED -> d_step { db_seq++; WAKE_HOSTS; skip }
+		:: else -> skip
+		fi;
+#endif
+		if
+		:: respawn -> skip
+		:: else -> break
+		fi;
+#ifndef MUTANT_TOKEN_EARLY
+		/* after the step from DOWN / LOST_OPEN (an earlier loss's) */
+		if
+		:: st == DOWN || st == LOST_OPEN -> token = g
+		:: else -> skip
+		fi;
+#endif
+		run worker(g, 1);
+#ifdef MUTANT_REOPEN_EARLY
+		atomic { if :: line == LOST_OPEN -> line = DOWN :: else -> skip fi };
+#endif
+		line != OPENING; /* wait out a reopen half-way */
+		REOPEN_LINE
+	:: else -> break
+	od
+}
+#elif defined(LOSS)
 active proctype loser()
 {
 	bit rang = 0;
@@ -378,6 +569,7 @@ init
 {
 	byte i = 0;
 	atomic {
+		run worker(0, 0);
 		do
 		:: i < NC -> run caller(i); i++
 		:: else -> break
