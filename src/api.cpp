@@ -109,6 +109,47 @@ int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSE
 	return 0;
 }
 
+// A freshly allocated record (under mu) takes its call's fields.
+[[gnu::always_inline]] inline void call_fill(Call *c, const EnqueueArgs &a, const knit_value_t &arg, uint8_t *buf)
+{
+	c->task = a.task;
+	c->flags = a.flags;
+	c->pin_lane = a.pin_lane;
+	c->deadline_ns = a.deadline_ns;
+	c->user_data = a.user_data;
+	c->arg = arg;
+	c->arg_buf = buf;
+}
+
+// n calls counted in (under mu, before any of them can complete; undone
+// per call in call_undo_locked() when one is refused).
+[[gnu::always_inline]] inline void count_enqueued_locked(Pool *p, uint64_t n)
+{
+	// Release (under mu, like the stop's store of closed; every write of
+	// outstanding is under mu, so a load + store is the increment): pairs
+	// with the acquire loads of outstanding in drained_ready() /
+	// knit_complete(): a stop that set closed after us sees these calls
+	// outstanding.
+	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + n);
+	mu_counter_add_64(&p->st_enqueued, n);
+}
+
+// After tracking a deadline (mu released): a sleeping host may have planned
+// to wake later than it.
+void deadline_tracked(Pool *p)
+{
+	// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep() between
+	// its increment of host_waiters and its read of earliest_deadline
+	// (next_wake): either it plans with our deadline or we see it waiting
+	// and bump the sequence it sleeps on. The unlock before us is only a
+	// release, so without this fence our load of host_waiters could pass
+	// the store of earliest_deadline (tests/model/host_event.pml, run
+	// nofence_enqueue).
+	knit_fence_seq_cst();
+	if (knit_load_relaxed_32(&p->host_waiters) != 0)
+		host_event(p, false);
+}
+
 // Enqueue a validated call with argument `arg_in` (may be NULL). On success
 // *out_call (if non-null) is the record (still holding kHoldUser) and
 // *ticket its ticket.
@@ -145,22 +186,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 		free(buf);
 		return err;
 	}
-	c->task = a.task;
-	c->flags = a.flags;
-	c->pin_lane = a.pin_lane;
-	c->deadline_ns = a.deadline_ns;
-	c->user_data = a.user_data;
-	c->arg = arg;
-	c->arg_buf = buf;
-	// Release (under mu, like the stop's store of closed; every write of
-	// outstanding is under mu, so a load + store is the increment): pairs
-	// with the acquire loads of outstanding in drained_ready() /
-	// knit_complete(): a stop that set closed after us sees this call
-	// outstanding.
-	knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + 1);
-	// Counted here, under mu and before the call can complete (undone in
-	// call_undo_locked() when it is refused).
-	mu_counter_add_64(&p->st_enqueued, 1);
+	call_fill(c, a, arg, buf);
+	count_enqueued_locked(p, 1);
 	pthread_mutex_unlock(&p->mu);
 
 	const int admitted = dispatch_submit(p, c);
@@ -207,19 +234,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 		*out_call = c; // kHoldUser keeps it ours
 	call_unhold_locked(p, c, drop);
 	pthread_mutex_unlock(&p->mu);
-	// A sleeping host may have planned to wake later than our deadline.
-	if (a.deadline_ns != 0) {
-		// H1 (Dekker): pairs with the D1 fence in host_doorbell_sleep()
-		// between its increment of host_waiters and its read of
-		// earliest_deadline (next_wake): either it plans with our deadline or we see it
-		// waiting and bump the sequence it sleeps on. The unlock above is
-		// only a release, so without this fence our load of host_waiters
-		// could pass the store of earliest_deadline (tests/model/
-		// host_event.pml, run nofence_enqueue).
-		knit_fence_seq_cst();
-		if (knit_load_relaxed_32(&p->host_waiters) != 0)
-			host_event(p, false);
-	}
+	if (a.deadline_ns != 0)
+		deadline_tracked(p);
 	if (ticket != nullptr)
 		*ticket = t;
 	return 0;
@@ -336,25 +352,13 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			Call *c = call_alloc_locked(p, a[na].abortable, keep, &t[na], &err);
 			if (c == nullptr)
 				break;
-			c->task = a[na].task;
-			c->flags = a[na].flags;
-			c->pin_lane = a[na].pin_lane;
-			c->deadline_ns = a[na].deadline_ns;
-			c->user_data = a[na].user_data;
-			c->arg = v[na];
-			c->arg_buf = buf[na];
+			call_fill(c, a[na], v[na], buf[na]);
 			calls[na] = c;
 			any_keep |= keep;
 		}
 	}
-	if (na != 0) {
-		// Release, as the per-call increment in enqueue() (pairs with the
-		// acquire loads of outstanding in drained_ready() /
-		// knit_complete()): a stop that set closed after us sees these
-		// calls outstanding.
-		knit_store_release_64(&p->outstanding, knit_load_relaxed_64(&p->outstanding) + na);
-		mu_counter_add_64(&p->st_enqueued, na); // undone per call by call_undo_locked()
-	}
+	if (na != 0)
+		count_enqueued_locked(p, na);
 	pthread_mutex_unlock(&p->mu);
 	for (uint32_t j = na; j < np; j++)
 		free(buf[j]); // never given to a record
@@ -413,17 +417,8 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 		if (drained || produced)
 			host_event(p, true);
 	}
-	// A sleeping host may have planned to wake later than our deadlines.
-	if (deadline) {
-		// H1 (Dekker), as in enqueue(): pairs with the D1 fence in
-		// host_doorbell_sleep() between its increment of host_waiters and
-		// its read of earliest_deadline: either it plans with our
-		// deadlines or we see it waiting and bump the sequence it sleeps
-		// on.
-		knit_fence_seq_cst();
-		if (knit_load_relaxed_32(&p->host_waiters) != 0)
-			host_event(p, false);
-	}
+	if (deadline)
+		deadline_tracked(p);
 	if (acc == 0)
 		return -KNIT_EAGAIN; // backlog full (max_pending)
 	if (tickets != nullptr)

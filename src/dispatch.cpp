@@ -883,28 +883,7 @@ void backlog_hw_update(Pool *p, uint64_t now_count)
 namespace {
 // Count one more call in the backlog, within max_pending (any thread):
 // false, and nothing counted, when it is full.
-bool backlog_admit(Pool *p)
-{
-	const uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, 1);
-	if (old < p->cfg.max_pending)
-		return true;
-	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)-1);
-	return false;
-}
-
-// backlog_admit() for the dispatcher's holder: a call placed in this hold
-// is still counted (backlog_placed), so the new call takes its count over,
-// with no RMW: the count stays what it was, which was within max_pending.
-bool backlog_admit_held(Pool *p)
-{
-	if (p->backlog_placed != 0) {
-		p->backlog_placed--;
-		return true;
-	}
-	return backlog_admit(p);
-}
-
-// backlog_admit() for up to n calls at once (any thread): how many were
+// Count up to n calls into the backlog at once (any thread): how many were
 // counted in, within max_pending (one RMW; a second gives back what did
 // not fit).
 uint32_t backlog_admit_many(Pool *p, uint32_t n)
@@ -918,12 +897,53 @@ uint32_t backlog_admit_many(Pool *p, uint32_t n)
 	return (uint32_t)fit;
 }
 
-// backlog_admit_held() for up to n calls: placed calls' counts first.
+// backlog_admit_many() for the dispatcher's holder: a call placed in this
+// hold is still counted (backlog_placed), so a new call takes its count
+// over, with no RMW: the count stays what it was, which was within
+// max_pending. Placed calls' counts first.
 uint32_t backlog_admit_many_held(Pool *p, uint32_t n)
 {
 	const uint32_t take = p->backlog_placed < n ? (uint32_t)p->backlog_placed : n;
 	p->backlog_placed -= take;
 	return take == n ? n : take + backlog_admit_many(p, n - take);
+}
+
+bool backlog_admit(Pool *p) { return backlog_admit_many(p, 1) != 0; }
+bool backlog_admit_held(Pool *p) { return backlog_admit_many_held(p, 1) != 0; }
+
+// Push c into the multi-producer backlog queue (a thread that does not
+// hold the dispatcher, after backlog_admit). c may be placed, run and
+// recycled by the holder from here on: not touched again.
+void backlog_push(Pool *p, Call *c)
+{
+	cds_wfcq_node_init(&c->qnode);
+	// Release: pairs with the dispatcher's acquire load of pub after it
+	// dequeues the node (dispatch_flush_backlog).
+	knit_store_release_32(&c->pub, 1);
+	cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
+}
+
+// After one or more backlog_push(): pairs with the fence in
+// dispatch_unlock() after the release: either the holder sees our nodes or
+// our try-lock succeeds (and we place them).
+void backlog_pushed(Pool *p)
+{
+	knit_fence_seq_cst();
+	if (dispatch_trylock(p)) {
+		dispatch_flush_backlog(p);
+		dispatch_unlock(p);
+	}
+}
+
+// The lanes are full: take the results the workers already published
+// (their slots come back), ringing host waiters for what that completed.
+void reap_for_room(Pool *p)
+{
+	uint32_t produced = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		produced += reap_lane(p, &p->lanes[i]);
+	if (produced)
+		host_event(p, true);
 }
 } // namespace
 
@@ -963,18 +983,8 @@ int dispatch_submit(Pool *p, Call *c)
 		dispatch_unlock(p);
 	} else if (backlog_admit(p)) {
 		queued = true;
-		cds_wfcq_node_init(&c->qnode);
-		// Release: pairs with the dispatcher's acquire load of pub after
-		// it dequeues the node (dispatch_flush_backlog).
-		knit_store_release_32(&c->pub, 1);
-		cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
-		// Pairs with the fence in dispatch_unlock() after the release:
-		// either the holder sees our node or our try-lock succeeds.
-		knit_fence_seq_cst();
-		if (dispatch_trylock(p)) {
-			dispatch_flush_backlog(p);
-			dispatch_unlock(p);
-		}
+		backlog_push(p, c);
+		backlog_pushed(p);
 	}
 	if (!placed_direct && !queued)
 		return -KNIT_EAGAIN; // backlog full (max_pending)
@@ -1005,11 +1015,7 @@ uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
 			if (rc == -KNIT_EAGAIN) {
 				flush_staged(p);
 				wake_published(p); // W1 (its fence) before the looks
-				uint32_t produced = 0;
-				for (uint32_t w = 0; w < p->nworkers; w++)
-					produced += reap_lane(p, &p->lanes[w]);
-				if (produced)
-					host_event(p, true);
+				reap_for_room(p);
 				rc = place(p, c);
 			}
 			if (rc == -KNIT_EAGAIN)
@@ -1046,22 +1052,9 @@ uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
 	const uint32_t admitted = backlog_admit_many(p, n);
 	if (admitted == 0)
 		return 0;
-	for (; i < admitted; i++) {
-		Call *c = calls[i];
-		cds_wfcq_node_init(&c->qnode);
-		// Release: pairs with the dispatcher's acquire load of pub after
-		// it dequeues the node (dispatch_flush_backlog).
-		knit_store_release_32(&c->pub, 1);
-		cds_wfcq_enqueue(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail, &c->qnode);
-		// c may be placed, run and recycled from here on: not touched again.
-	}
-	// Pairs with the fence in dispatch_unlock() after the release: either
-	// the holder sees our nodes or our try-lock succeeds.
-	knit_fence_seq_cst();
-	if (dispatch_trylock(p)) {
-		dispatch_flush_backlog(p);
-		dispatch_unlock(p);
-	}
+	for (; i < admitted; i++)
+		backlog_push(p, calls[i]);
+	backlog_pushed(p);
 	backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 	return admitted;
 }
@@ -1207,12 +1200,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 {
 	int rc = place(p, c);
 	if (rc == -KNIT_EAGAIN) {
-		// Lanes full: reaping may give room back.
-		uint32_t produced = 0;
-		for (uint32_t i = 0; i < p->nworkers; i++)
-			produced += reap_lane(p, &p->lanes[i]);
-		if (produced)
-			host_event(p, true);
+		reap_for_room(p); // lanes full: reaping may give room back
 		rc = place(p, c);
 	}
 	if (rc == 0) {

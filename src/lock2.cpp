@@ -9,14 +9,6 @@
 namespace knit::detail
 {
 
-static inline uint32_t lane_bit(uint32_t lane)
-{
-	return 1u << lane;
-}
-static inline uint32_t highest_lane(uint32_t mask)
-{
-	return 31u - (uint32_t)__builtin_clz(mask);
-}
 
 static bool arena_shared_ok(const ArenaShared &a)
 {
@@ -121,7 +113,7 @@ int LockProducer::pick_lane()
 		if (free == 0)
 			return -KNIT_EAGAIN;
 		// The lanes the consumer gave back since the last refresh are the
-		// next frames' lines: ask for all of them now (prefetch_next then
+		// next frames' lines: ask for all of them now (prefetch_ahead then
 		// only keeps ahead), so each has several calls' time to arrive.
 		if (steal_ctl_ == nullptr)
 			for (uint32_t m = free; m != 0; m &= m - 1)
@@ -136,46 +128,6 @@ int LockProducer::pick_lane()
 	const uint32_t lane = highest_lane(below != 0 ? below : free);
 	ring_ = (lane + kLanes - 1) % kLanes;
 	return (int)lane;
-}
-
-void LockProducer::prefetch_next()
-{
-	// The consumer read a free lane's task line when it took the lane's
-	// last frame, so our next store there must first take the line back
-	// from its cache: start that now, while the caller still has other work,
-	// instead of in the drain of the next publish's fence. The lane
-	// pick_lane() will pick next (lanes topology): nobody reads it until we
-	// publish it again. A hint; steal's ring order is left alone.
-	// Two lanes ahead: one call's time is about one cache-line round trip,
-	// too short for a line the consumer may still hold.
-	const uint32_t free = free_cached();
-	if (free != 0 && steal_ctl_ == nullptr) {
-		const uint32_t next = highest_lane(free);
-		knit_prefetch_write(lock_ + lock_task_offset(next));
-		const uint32_t rest = free & ~lane_bit(next);
-		if (rest != 0)
-			knit_prefetch_write(lock_ + lock_task_offset(highest_lane(rest)));
-		// The cached free set is nearly used up: the refresh that follows
-		// loads B, which the consumer wrote last. Start that read now.
-		if ((rest & (rest - 1)) == 0)
-			__builtin_prefetch(b_);
-	}
-}
-
-// The lane is ours (free as of an acquire load of B, not staged): plain
-// stores straight into its task line, published by the release store of A in
-// flush() (P1). No private copy first: copying a line just written field by
-// field reloads those fields before the stores have left the store buffer
-// (a store-forwarding stall on every frame). Should encoding fail halfway,
-// the words left behind belong to a lane nobody reads until it is published.
-void LockProducer::write_head(const FrameHead &head, TaskLine *line)
-{
-	line->task = head.task;
-	line->flags = head.flags;
-	line->ticket = head.ticket;
-	line->generation = head.generation;
-	line->status = head.status;
-	line->deadline = head.deadline_ns;
 }
 
 // stage() without its inline scalar fast path (lock2.h).
@@ -198,7 +150,8 @@ int LockProducer::stage_slow(const FrameHead &head, const knit_value_t &value)
 	// Our own stores just made (same widths: forwarded, not re-fetched).
 	note_arena((uint32_t)lane, line->where == kWhereArena ? line->arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
-	prefetch_next();
+	if (steal_ctl_ == nullptr)
+		prefetch_ahead(free_cached());
 	return lane;
 }
 

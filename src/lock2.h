@@ -61,6 +61,10 @@
 namespace knit::detail
 {
 
+inline uint32_t lane_bit(uint32_t lane) { return 1u << lane; }
+// The highest lane of a non-empty mask (the lanes topology's pick order).
+inline uint32_t highest_lane(uint32_t mask) { return 31u - (uint32_t)__builtin_clz(mask); }
+
 // The header of a frame: everything but the value. Travels in the task line.
 struct FrameHead {
 	uint32_t task;        // request: task index; response: echoed
@@ -214,9 +218,45 @@ class LockProducer
 	{
 		return reinterpret_cast<TaskLine *>(lock_ + lock_task_offset(lane));
 	}
-	void write_head(const FrameHead &head, TaskLine *line);
-	// Start fetching the task line of the lane pick_lane() picks next.
-	void prefetch_next();
+	// The lane is ours (free as of an acquire load of B, not staged): plain
+	// stores straight into its task line, published by the release store of
+	// A in flush() (P1). No private copy first: copying a line just written
+	// field by field reloads those fields before the stores have left the
+	// store buffer (a store-forwarding stall on every frame). Should
+	// encoding fail halfway, the words left behind belong to a lane nobody
+	// reads until it is published.
+	void write_head(const FrameHead &head, TaskLine *line)
+	{
+		line->task = head.task;
+		line->flags = head.flags;
+		line->ticket = head.ticket;
+		line->generation = head.generation;
+		line->status = head.status;
+		line->deadline = head.deadline_ns;
+	}
+	// Lanes topology, after a stage: start fetching the task lines of the
+	// lanes pick_lane() picks next from `free` (the cached free set). The
+	// consumer read a free lane's task line when it took the lane's last
+	// frame, so our next store there must first take the line back from
+	// its cache: start that now, while the caller still has other work,
+	// instead of in the drain of the next publish's fence. Nobody reads the
+	// lane until we publish it again. A hint; steal's ring order is left
+	// alone. Two lanes ahead: one call's time is about one cache-line round
+	// trip, too short for a line the consumer may still hold.
+	void prefetch_ahead(uint32_t free) const
+	{
+		if (free == 0)
+			return;
+		const uint32_t next = highest_lane(free);
+		knit_prefetch_write(lock_ + lock_task_offset(next));
+		const uint32_t rest = free & ~lane_bit(next);
+		if (rest != 0)
+			knit_prefetch_write(lock_ + lock_task_offset(highest_lane(rest)));
+		// The cached free set is nearly used up: the refresh that follows
+		// loads B, which the consumer wrote last. Start that read now.
+		if ((rest & (rest - 1)) == 0)
+			__builtin_prefetch(b_);
+	}
 
 	uint8_t *lock_ = nullptr;
 	uint32_t *a_ = nullptr;
@@ -400,7 +440,7 @@ class LockConsumer
 	const uint32_t free = free_cached();
 	if (type > KNIT_VALUE_F64 || free == 0 || steal_ctl_ != nullptr || lock_ == nullptr)
 		return stage_slow(head, value);
-	const uint32_t lane = 31u - (uint32_t)__builtin_clz(free);
+	const uint32_t lane = highest_lane(free);
 	uint64_t scalar;
 	if (type == KNIT_VALUE_F64)
 		memcpy(&scalar, &value.f64, sizeof scalar);
@@ -409,35 +449,20 @@ class LockConsumer
 	else
 		scalar = type == KNIT_VALUE_I64 ? (uint64_t)value.i64 : 0;
 	// Plain stores into the free lane's line, published by flush()'s
-	// release store of A (P1); see write_head() in lock2.cpp.
+	// release store of A (P1), as write_head() says.
 	TaskLine *line = task_line(lane);
-	line->task = head.task;
-	line->flags = head.flags;
-	line->ticket = head.ticket;
-	line->generation = head.generation;
-	line->status = head.status;
+	write_head(head, line);
 	line->vtype = type;
 	line->vcode = 0;
 	line->vlen = 0;
 	line->scalar = scalar;
-	line->deadline = head.deadline_ns;
 	line->where = kWhereNone;
 	line->arena_slot = 0;
 	line->arena_off = 0;
 	line->reserved = 0;
 	lane_arena_[lane] = 0xFF; // note_arena(): no arena allocation
-	const uint32_t rest = free & ~(1u << lane);
-	staged_ |= 1u << lane;
-	// prefetch_next() (see there), with the free set already at hand.
-	if (rest != 0) {
-		const uint32_t next = 31u - (uint32_t)__builtin_clz(rest);
-		knit_prefetch_write(lock_ + lock_task_offset(next));
-		const uint32_t after = rest & ~(1u << next);
-		if (after != 0)
-			knit_prefetch_write(lock_ + lock_task_offset(31u - (uint32_t)__builtin_clz(after)));
-		if ((after & (after - 1)) == 0)
-			__builtin_prefetch(b_);
-	}
+	staged_ |= lane_bit(lane);
+	prefetch_ahead(free & ~lane_bit(lane)); // the free set after this stage
 	return (int)lane;
 }
 

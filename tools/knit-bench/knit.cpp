@@ -247,20 +247,18 @@ void phases(Meas &m, double enq)
 	m.extra["reap_ns"] = (m.ns - enq) / m.ops;
 }
 
-Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec, const char *what)
+// `reps` timed batches on a warmed-up pool p: submit() enqueues `size`
+// calls whose user_data is index + 1, then they are reaped and checked;
+// the pool is destroyed after.
+Meas timed_batches(knit_pool_t *p, int size, int reps, const std::function<void()> &submit,
+		   std::vector<uint8_t> &seen, const char *what)
 {
-	knit_pool_t *p = make_pool(spec);
-	std::vector<uint8_t> seen;
-	for (int i = 0; i < std::min(size, 1000); i++) // warm-up
-		enqueue(p, task, arg, (uint64_t)i);
-	reap_n(p, (uint64_t)std::min(size, 1000), seen, what);
 	Meas m;
 	Snap a = snap(p);
 	double enq = 0;
 	for (int r = 0; r < reps; r++) {
 		uint64_t t0 = now_ns();
-		for (int i = 0; i < size; i++)
-			enqueue(p, task, arg, (uint64_t)i);
+		submit();
 		enq += (double)(now_ns() - t0);
 		reap_n(p, (uint64_t)size, seen, what);
 		m.ns += (double)(now_ns() - t0);
@@ -270,6 +268,19 @@ Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec,
 	account(m, a, snap(p), (uint64_t)size * (uint64_t)reps, what);
 	knit_pool_destroy(p);
 	return m;
+}
+
+Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec, const char *what)
+{
+	knit_pool_t *p = make_pool(spec);
+	std::vector<uint8_t> seen;
+	for (int i = 0; i < std::min(size, 1000); i++) // warm-up
+		enqueue(p, task, arg, (uint64_t)i);
+	reap_n(p, (uint64_t)std::min(size, 1000), seen, what);
+	return timed_batches(p, size, reps, [&] {
+		for (int i = 0; i < size; i++)
+			enqueue(p, task, arg, (uint64_t)i);
+	}, seen, what);
 }
 
 // batch() through knit_enqueue_many: each rep's `size` calls go in as
@@ -302,21 +313,7 @@ Meas batch_many(int size, int reps, uint32_t task, int64_t arg, const char *what
 	};
 	burst(); // warm-up
 	reap_n(p, (uint64_t)size, seen, what);
-	Meas m;
-	Snap a = snap(p);
-	double enq = 0;
-	for (int r = 0; r < reps; r++) {
-		uint64_t t0 = now_ns();
-		burst();
-		enq += (double)(now_ns() - t0);
-		reap_n(p, (uint64_t)size, seen, what);
-		m.ns += (double)(now_ns() - t0);
-		m.ops += size;
-	}
-	phases(m, enq);
-	account(m, a, snap(p), (uint64_t)size * (uint64_t)reps, what);
-	knit_pool_destroy(p);
-	return m;
+	return timed_batches(p, size, reps, burst, seen, what);
 }
 
 Meas stream(int n)
