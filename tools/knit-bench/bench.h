@@ -177,6 +177,11 @@ struct Case {
 void add_case(Case c);
 std::vector<Case> &cases();
 
+// The comparison a case alternates with when its first choice may be left
+// out of this build: `preferred` when that case is registered, else
+// `fallback`. Only for cases registered after the peers.
+std::string comparison(const std::string &preferred, const std::string &fallback);
+
 // Peers left out of this build and why (printed in the header).
 std::vector<std::string> &left_out();
 
@@ -184,6 +189,9 @@ std::vector<std::string> &left_out();
 void register_floors();
 void register_peers();
 void register_knit();
+// The protocol floors (lock2_echo.cpp): registered after the peers, whose
+// cases they alternate with.
+void register_protocol_floors();
 
 } // namespace kb
 

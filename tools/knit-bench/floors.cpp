@@ -4,7 +4,8 @@
 // wakes per round trip), one futex wake answered by a spinning thread, one
 // wake of a thread parked as long as a cold call's gap, FUTEX_WAKE with no
 // waiter, clock_gettime, thread create + join, and the two 1 MiB copies a
-// bytes echo cannot avoid.
+// bytes echo cannot avoid. The floors of libknitting's own protocol (the
+// lock2 echo) are in lock2_echo.cpp.
 #include "tools/knit-bench/bench.h"
 
 #include <cstring>

@@ -538,16 +538,6 @@ const MetricSpec kEnqPhase{ "enqueue_ns", "ns", Better::Lower, false };
 const MetricSpec kReapPhase{ "reap_ns", "ns", Better::Lower, false };
 MetricSpec per_call(const char *n) { return { std::string(n) + "/call", "/call", Better::Lower, false }; }
 
-// The comparison a case without a floor alternates with: the peer its
-// target names when that peer was built, else the SPSC echo ceiling.
-std::string comparison(const std::string &preferred, const std::string &fallback)
-{
-	for (auto &c : cases())
-		if (c.name == preferred)
-			return preferred;
-	return fallback;
-}
-
 } // namespace
 
 void register_knit()

@@ -2,7 +2,7 @@
 // tools/knit-bench/main.cpp - knit-bench: libknitting against its floors and
 // its peers, side by side in one run.
 //
-//   knit-bench [--passes N] [--case NAME] [--json FILE] [--plot FILE.png]
+//   knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png]
 //              [--quick] [--list]
 //
 // Method: the host is pinned to one CPU, workers and peer threads to
@@ -55,6 +55,15 @@ std::vector<Case> &cases()
 	return v;
 }
 void add_case(Case c) { cases().push_back(std::move(c)); }
+// knit.cpp: a case without a floor alternates with the peer its target
+// names when that peer was built, else with the SPSC echo ceiling.
+std::string comparison(const std::string &preferred, const std::string &fallback)
+{
+	for (auto &c : cases())
+		if (c.name == preferred)
+			return preferred;
+	return fallback;
+}
 std::vector<std::string> &left_out()
 {
 	static std::vector<std::string> v;
@@ -166,7 +175,7 @@ std::string read_model()
 
 void usage()
 {
-	fprintf(stderr, "usage: knit-bench [--passes N] [--case NAME] [--json FILE] [--plot FILE.png] [--quick] [--list]\n");
+	fprintf(stderr, "usage: knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png] [--quick] [--list]\n");
 }
 
 } // namespace
@@ -178,7 +187,8 @@ int main(int argc, char **argv)
 {
 	int passes = 3;
 	bool passes_set = false, list = false;
-	std::string only, json, plot;
+	std::vector<std::string> only; // --case, repeatable
+	std::string json, plot;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
 		auto next = [&]() -> std::string {
@@ -191,7 +201,7 @@ int main(int argc, char **argv)
 		if (a == "--passes")
 			passes = atoi(next().c_str()), passes_set = true;
 		else if (a == "--case")
-			only = next();
+			only.push_back(next());
 		else if (a == "--json")
 			json = next();
 		else if (a == "--plot")
@@ -229,6 +239,7 @@ int main(int argc, char **argv)
 
 	register_floors();
 	register_peers();
+	register_protocol_floors();
 	register_knit();
 	if (list) {
 		for (auto &c : cases())
@@ -239,14 +250,23 @@ int main(int argc, char **argv)
 	for (auto &c : cases())
 		by_name[c.name] = &c;
 	std::vector<CaseResult> results;
-	// --case NAME: that case if one has the name, else every case it prefixes.
-	const bool exact = by_name.count(only) != 0;
-	for (auto &c : cases())
-		if (only.empty() || c.name == only || (!exact && c.name.rfind(only, 0) == 0))
+	// --case NAME: that case if one has the name, else every case it
+	// prefixes; repeated, every case any of them selects (in --list order).
+	for (auto &o : only) {
+		bool any = false;
+		for (auto &c : cases())
+			any = any || c.name == o || c.name.rfind(o, 0) == 0;
+		if (!any) {
+			fprintf(stderr, "knit-bench: no case matches '%s' (see --list)\n", o.c_str());
+			return 2;
+		}
+	}
+	for (auto &c : cases()) {
+		bool sel = only.empty();
+		for (auto &o : only)
+			sel = sel || c.name == o || (by_name.count(o) == 0 && c.name.rfind(o, 0) == 0);
+		if (sel)
 			results.push_back({ &c, {} });
-	if (results.empty()) {
-		fprintf(stderr, "knit-bench: no case matches '%s' (see --list)\n", only.c_str());
-		return 2;
 	}
 
 	utsname u;
@@ -351,7 +371,12 @@ int main(int argc, char **argv)
 				row.floor_value = median(fv);
 				row.ratio = median(row.per_pass_ratio);
 			}
-			if (ms.compared && c.kind == "knit") {
+			// The best peer of the same group: for libknitting's cases,
+			// and for a floor that alternates with a peer (the lock2
+			// echo: the protocol's ceiling beside what users pick).
+			const Case *cmp = c.floor.empty() || !by_name.count(c.floor) ? nullptr : by_name[c.floor];
+			const bool vs_peers = c.kind == "knit" || (c.kind == "floor" && cmp && cmp->kind == "peer");
+			if (ms.compared && vs_peers) {
 				for (auto &o : results) {
 					if (o.c->kind != "peer" || o.c->group != c.group)
 						continue;
