@@ -111,7 +111,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6384);
+KNIT_SIZE(knit_pool_stats_t, 6392);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -133,6 +133,7 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
+KNIT_AT(knit_pool_stats_t, backlogged, 6384); /* 1.1 */
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 24);

@@ -371,6 +371,10 @@ typedef struct knit_pool_stats {
 	uint64_t respawns;           /* workers started again after a crash or a
 					hard-timeout kill */
 	uint64_t hard_kills;         /* workers killed for the hard timeout */
+	/* 1.1: after the process fields (a shorter struct omits it). */
+	uint64_t backlogged;         /* calls that waited in the backlog for a
+					free slot (a call put back after its worker
+					process died counts again) */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

@@ -109,6 +109,23 @@ int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSE
 	return 0;
 }
 
+// No record (or abort bit) for a new call (mu released): every record is
+// taken by a call not yet handed out. A host that only enqueues and retries
+// must still see those calls complete: the usual passes run in enqueues
+// that succeed and in knit_complete, and this one has neither. So take in
+// what the workers answered and move the backlog into the slots that frees
+// (an abort bit also comes back only when a pass takes in its late
+// result). Never blocks: another thread holding the dispatcher is running
+// such a pass already. No inline-lane task runs here (a refused enqueue
+// does not run the caller's tasks).
+void refused_pass(Pool *p)
+{
+	if (dispatch_trylock(p)) {
+		dispatch_pass(p, false);
+		dispatch_unlock(p);
+	}
+}
+
 // A freshly allocated record (under mu) takes its call's fields.
 [[gnu::always_inline]] inline void call_fill(Call *c, const EnqueueArgs &a, const knit_value_t &arg, uint8_t *buf)
 {
@@ -184,6 +201,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	if (c == nullptr) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
+		if (err == -KNIT_EAGAIN)
+			refused_pass(p);
 		return err;
 	}
 	call_fill(c, a, arg, buf);
@@ -362,8 +381,11 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 	pthread_mutex_unlock(&p->mu);
 	for (uint32_t j = na; j < np; j++)
 		free(buf[j]); // never given to a record
-	if (na == 0)
+	if (na == 0) {
+		if (err == -KNIT_EAGAIN)
+			refused_pass(p); // as in enqueue()
 		return err;
+	}
 
 	// Placed, or queued in the backlog, in order: calls[0 .. k-1].
 	const uint32_t k = dispatch_submit_many(p, calls, na);

@@ -603,6 +603,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	s.arena_committed_bytes = arena_committed_bytes(p);
 	proc_stats(p, &s.spawns, &s.crashes, &s.respawns, &s.hard_kills);
+	s.backlogged = knit_load_relaxed_64(&p->st_backlogged);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];

@@ -612,6 +612,7 @@ struct alignas(128) Pool {
 	// written under mu only: mu_counter_add_64).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
+	uint64_t st_backlogged; // dispatcher holder writes (relaxed stores), stats read
 };
 
 // The earliest deadline of any call in the heap, 0 = none (any thread;

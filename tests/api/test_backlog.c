@@ -58,6 +58,10 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	cr_expect_eq(s.pending, (uint64_t)n + workers);
 	cr_expect_eq(s.backlog, max_pending, "backlog %llu", (unsigned long long)s.backlog);
 	cr_expect_eq(s.backlog_high_water, max_pending);
+	/* Exactly the calls past the lanes' free slots waited there; the
+	 * refused ones left no count. */
+	cr_expect_eq(s.backlogged, max_pending, "backlogged %llu", (unsigned long long)s.backlogged);
+	const uint64_t backlogged = s.backlogged;
 	kt_gate_open();
 	int total = n + (int)workers;
 	knit_completion_t *out = calloc((size_t)total, sizeof *out);
@@ -80,6 +84,12 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	free(out);
 	out = calloc((size_t)n2, sizeof *out);
 	cr_expect_eq(kt_reap(pool, out, n2), n2);
+	/* Whether the second fill's calls found a slot at once depends on
+	 * how fast the workers answer; none is counted twice. */
+	kt_stats(pool, &s);
+	cr_expect(s.backlogged >= backlogged && s.backlogged <= backlogged + (uint64_t)n2,
+		  "backlogged %llu after %llu and %d more calls", (unsigned long long)s.backlogged,
+		  (unsigned long long)backlogged, n2);
 	free(out);
 	free(seen);
 	kt_destroy(pool);
@@ -218,4 +228,83 @@ Test(backlog, refilled_during_a_long_batch)
 		cr_expect_eq(out[i].status, 0);
 	}
 	kt_destroy(pool);
+}
+
+/* A host that only enqueues and retries on -KNIT_EAGAIN, without reaping:
+ * once max_pending + 32 calls per lane are enqueued and not yet handed out
+ * (completed calls keep their records until knit_complete returns them),
+ * every enqueue is refused. Those refusals must still move the backlog into
+ * the lanes and take in the workers' results, so that every accepted call
+ * completes while the host keeps trying (here, no knit_complete at all
+ * until pending is 0), and then comes out of knit_complete exactly once.
+ * Bounded: 200000 refused enqueues at most (well under a second), never a clock.
+ * burst: the retries go through knit_enqueue_many. */
+static int retry_one(knit_pool_t *pool, uint32_t echo, bool burst)
+{
+	knit_value_t v = kt_i64(-1);
+	if (!burst)
+		return knit_enqueue(pool, echo, &v, NULL, NULL);
+	knit_request_t r;
+	memset(&r, 0, sizeof r);
+	r.task = echo;
+	r.arg = &v;
+	int k = knit_enqueue_many(pool, &r, 1, NULL);
+	return k == 1 ? 0 : k;
+}
+
+static void refusals_keep_the_backlog_moving(bool burst)
+{
+	enum { kMaxPending = 64 };
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.max_pending = kMaxPending;
+	knit_pool_t *pool = kt_pool(&o);
+	uint32_t echo = kt_id(pool, "echo");
+	int rc, n = fill(pool, echo, 0, 100000, &rc);
+	cr_assert_eq(rc, -KNIT_EAGAIN, "after %d calls: %d", n, rc);
+	cr_assert_leq(n, 32 + kMaxPending, "accepted %d: more than the lane's slots and the backlog", n);
+	knit_pool_stats_t s;
+	int tries = 0;
+	for (;; tries++) {
+		kt_stats(pool, &s);
+		if (s.pending == 0 || tries == 200000)
+			break;
+		rc = retry_one(pool, echo, burst);
+		if (rc == 0) {
+			n++;
+			continue; /* room again: keep enqueuing, as such a host would */
+		}
+		cr_assert_eq(rc, -KNIT_EAGAIN);
+		sched_yield();
+	}
+	cr_assert_eq(s.pending, 0, "after %d refused enqueues, %llu calls still pending (backlog %llu)", tries,
+		     (unsigned long long)s.pending, (unsigned long long)s.backlog);
+	cr_expect_eq(s.backlog, 0);
+	/* Every record now holds a completion waiting to be handed out. */
+	cr_expect_eq(retry_one(pool, echo, burst), -KNIT_EAGAIN);
+	knit_completion_t *out = calloc((size_t)n, sizeof *out);
+	char *seen = calloc((size_t)n + 1, 1);
+	cr_assert_eq(kt_reap(pool, out, n), n);
+	for (int i = 0; i < n; i++) {
+		intptr_t k = (intptr_t)out[i].user_data;
+		cr_expect_eq(out[i].status, 0);
+		if (k == 0)
+			continue; /* the retries' own calls */
+		cr_assert(k >= 1 && k <= n);
+		cr_expect_eq(seen[k]++, 0);
+	}
+	cr_expect_eq(kt_quiet(pool, 50), 0);
+	free(out);
+	free(seen);
+	kt_destroy(pool);
+}
+
+KT(backlog, refusals_keep_the_backlog_moving)
+{
+	refusals_keep_the_backlog_moving(false);
+}
+
+KT(backlog, burst_refusals_keep_the_backlog_moving)
+{
+	refusals_keep_the_backlog_moving(true);
 }

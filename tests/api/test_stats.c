@@ -43,6 +43,16 @@ KT(stats, short_size_fills_prefix_only)
 	cr_assert_eq(knit_pool_stats(pool, &s, n), 0);
 	for (size_t i = n; i < sizeof s; i++)
 		cr_assert_eq(b[i], 0xAB, "byte %zu past size written", i);
+	/* A libknitting 1.0 caller's structure ends with hard_kills: it gets
+	 * everything but backlogged (1.1), which stays untouched. */
+	memset(&s, 0xAB, sizeof s);
+	n = offsetof(knit_pool_stats_t, backlogged);
+	cr_assert_eq(n, 6384, "the 1.0 structure's size");
+	s.size = (uint32_t)n;
+	cr_assert_eq(knit_pool_stats(pool, &s, n), 0);
+	cr_expect_eq(s.hard_kills, 0);
+	for (size_t i = n; i < sizeof s; i++)
+		cr_assert_eq(b[i], 0xAB, "byte %zu past size written", i);
 	kt_destroy(pool);
 }
 

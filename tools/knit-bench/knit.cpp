@@ -100,7 +100,12 @@ Snap snap(knit_pool_t *p)
 	Snap x;
 	memset(&x.s, 0, sizeof x.s);
 	x.s.size = sizeof x.s;
-	knit_pool_stats(p, &x.s, sizeof x.s);
+	if (knit_pool_stats(p, &x.s, sizeof x.s) == -KNIT_EVERSION) {
+		// A 1.0 library (an A/B against an older build): its structure
+		// ends before backlogged, which then reads 0.
+		x.s.size = (uint32_t)offsetof(knit_pool_stats_t, backlogged);
+		knit_pool_stats(p, &x.s, x.s.size);
+	}
 	x.cs = ctx_switches();
 	return x;
 }
@@ -124,6 +129,9 @@ void account(Meas &m, const Snap &a, const Snap &b, uint64_t calls, const char *
 	// workers plus the workers' rings of a sleeping host.
 	m.counts["futex_wakes"] += wakes + (double)(b.s.doorbell_wakes - a.s.doorbell_wakes);
 	m.counts["ctxsw"] += b.cs - a.cs;
+	// Calls that found no free slot and waited in the backlog (placed on a
+	// second look): the host's extra work when it outruns the workers.
+	m.counts["backlogged"] += (double)(b.s.backlogged - a.s.backlogged);
 	check(b.s.enqueued - a.s.enqueued == calls, "%s: enqueued %llu, expected %llu", what,
 	      (unsigned long long)(b.s.enqueued - a.s.enqueued), (unsigned long long)calls);
 	check(b.s.completed - a.s.completed == calls, "%s: completed %llu, expected %llu", what,
@@ -543,7 +551,8 @@ MetricSpec per_call(const char *n) { return { std::string(n) + "/call", "/call",
 void register_knit()
 {
 	const std::vector<MetricSpec> lat_counts = { per_call("futex_wakes"), per_call("wakes_sent"), per_call("parks"),
-		                                     per_call("doorbell_arms"), per_call("doorbell_wakes"), per_call("ctxsw") };
+		                                     per_call("doorbell_arms"), per_call("doorbell_wakes"), per_call("ctxsw"),
+		                                     per_call("backlogged") };
 	auto with = [&](std::vector<MetricSpec> v) {
 		v.insert(v.end(), lat_counts.begin(), lat_counts.end());
 		return v;

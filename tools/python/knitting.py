@@ -132,7 +132,7 @@ class PoolStats(C.Structure):
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
                     "late_drops", "arena_committed_bytes", "sync_calls")] + [
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
-        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills")]
+        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")]
 
 
 class TaskLibrary(C.Structure):
