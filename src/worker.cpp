@@ -15,7 +15,8 @@
 //      frames that ran; the clock is read after every second task for
 //      that), then the doorbell is rung if the host armed it; when the host
 //      is streaming (this pass's take found frames published during the
-//      last batch), wait up to kGatherNs before the next take (gather());
+//      last batch, fewer than kGatherTakeMax), wait up to kGatherNs before
+//      the next take (gather());
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
@@ -385,8 +386,13 @@ void run_batch(Lane *l)
 // Not for a round trip (the take after its batch finds nothing), nor under
 // stealing (the submit lock's A is every worker's). kGatherNs is a few host
 // enqueues' worth (~0.3 us each here): several frames per load of A, short
-// beside a batch's or a stream's run time.
+// beside a batch's or a stream's run time. Nor when the take before the
+// batch found kGatherTakeMax frames or more: the host then publishes faster
+// than we run (or in bunches, from its backlog), the take after the batch
+// finds frames without a wait, and a wait would only keep the lane full
+// (the host, finding it full, queues what it enqueues in its backlog).
 constexpr int64_t kGatherNs = 1000;
+constexpr uint32_t kGatherTakeMax = 8;
 void gather(Lane *l)
 {
 	const int64_t end = knit_now_ns() + kGatherNs;
@@ -518,7 +524,9 @@ void *worker_main(void *arg)
 			break;
 		}
 		bool progressed = take_requests(l);
-		const bool streaming = progressed && after_batch && !p->steal.on;
+		// Streaming: frames published while the last batch ran, but fewer
+		// than kGatherTakeMax (gather()).
+		const bool streaming = progressed && after_batch && !p->steal.on && w->held_count < kGatherTakeMax;
 		after_batch = false;
 		// The line between batches: a sync call waits for at most one.
 		if (line_serve(l))
