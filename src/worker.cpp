@@ -10,13 +10,14 @@
 //   2. retry results that did not fit the return arena earlier (FIFO);
 //   3. run at most kWorkerBatch tasks in order: a frame whose deadline has
 //      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
-//      staged and published with one store of A per batch (or earlier when
-//      the batch runs past kResultFlushNs, together with the retire of the
-//      frames that ran; the clock is read after every second task for
-//      that), then the doorbell is rung if the host armed it; when the host
-//      is streaming (this pass's take found frames published during the
-//      last batch, fewer than kGatherTakeMax), wait up to kGatherNs before
-//      the next take (gather());
+//      staged and published with one store of A per batch (or earlier,
+//      after every kResultFlushTasks tasks or when the batch runs past
+//      kResultFlushNs, together with the retire of the frames that ran;
+//      the clock is read after every second task for that), then the
+//      doorbell is rung if the host armed it; when the host is streaming
+//      (this pass's take found frames published during the last batch,
+//      fewer than kGatherTakeMax), wait up to kGatherNs before the next
+//      take (gather());
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
@@ -348,10 +349,17 @@ void run_batch(Lane *l)
 		// (which first stamped the finished result, then published after
 		// the next task), at half the reads; for short tasks, which never
 		// reach kResultFlushNs, a clock read costs as much as a task.
+		// A batch of short tasks publishes after every kResultFlushTasks
+		// tasks too (an even count: looked at where the clock is, so no
+		// task pays for the look), with the same retire (C3) and publish
+		// (P1 of the return lock) as the time's: the host, which reaps
+		// when its lane is full, then finds results there and refills
+		// the lane while the rest of the batch runs, instead of queueing
+		// what it enqueues meanwhile in its backlog.
 		group_n++;
 		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
-			if (group_t0 != 0 && t - group_t0 >= kResultFlushNs) {
+			if (group_n >= kResultFlushTasks || (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest
 				// of a long batch runs, not after all of it (which made
