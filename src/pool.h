@@ -93,7 +93,8 @@ struct Lane;
 // ---- constants ------------------------------------------------------------------
 inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
 inline constexpr uint32_t kWorkerBatch = 32;         // tasks run per worker pass (results are
-                                                      // published early, kResultFlushNs)
+                                                      // published early, kResultFlushTasks
+                                                      // and kResultFlushNs)
 inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
 inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
 inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
@@ -104,6 +105,7 @@ inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort i
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
 inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (wake.h)
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
+inline constexpr uint32_t kResultFlushTasks = 16;    // ... or after this many tasks (even)
 
 // now + timeout_ns (timeout_ns >= 0) as an absolute CLOCK_MONOTONIC
 // deadline, or `none` when the sum would not fit an int64_t: a deadline past

@@ -10,12 +10,14 @@
 //   2. retry results that did not fit the return arena earlier (FIFO);
 //   3. run at most kWorkerBatch tasks in order: a frame whose deadline has
 //      passed is skipped (status -KNIT_ETIMEDOUT, never run); results are
-//      staged and published with one store of A per batch (or earlier when
-//      the batch runs past kResultFlushNs, together with the retire of the
-//      frames that ran; the clock is read after every second task for
-//      that), then the doorbell is rung if the host armed it; when the host
-//      is streaming (this pass's take found frames published during the
-//      last batch), wait up to kGatherNs before the next take (gather());
+//      staged and published with one store of A per batch (or earlier,
+//      after every kResultFlushTasks tasks or when the batch runs past
+//      kResultFlushNs, together with the retire of the frames that ran;
+//      the clock is read after every second task for that), then the
+//      doorbell is rung if the host armed it; when the host is streaming
+//      (this pass's take found frames published during the last batch,
+//      fewer than kGatherTakeMax), wait up to kGatherNs before the next
+//      take (gather());
 //   4. nothing to do: spin up to spin_us (clock read every 64 rounds; only
 //      with one of the process's online-CPUs-minus-one spin slots), then
 //      park with the no-lost-wake handshake of src/wake.h (worker_park: read
@@ -347,10 +349,17 @@ void run_batch(Lane *l)
 		// (which first stamped the finished result, then published after
 		// the next task), at half the reads; for short tasks, which never
 		// reach kResultFlushNs, a clock read costs as much as a task.
+		// A batch of short tasks publishes after every kResultFlushTasks
+		// tasks too (an even count: looked at where the clock is, so no
+		// task pays for the look), with the same retire (C3) and publish
+		// (P1 of the return lock) as the time's: the host, which reaps
+		// when its lane is full, then finds results there and refills
+		// the lane while the rest of the batch runs, instead of queueing
+		// what it enqueues meanwhile in its backlog.
 		group_n++;
 		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
-			if (group_t0 != 0 && t - group_t0 >= kResultFlushNs) {
+			if (group_n >= kResultFlushTasks || (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest
 				// of a long batch runs, not after all of it (which made
@@ -385,8 +394,13 @@ void run_batch(Lane *l)
 // Not for a round trip (the take after its batch finds nothing), nor under
 // stealing (the submit lock's A is every worker's). kGatherNs is a few host
 // enqueues' worth (~0.3 us each here): several frames per load of A, short
-// beside a batch's or a stream's run time.
+// beside a batch's or a stream's run time. Nor when the take before the
+// batch found kGatherTakeMax frames or more: the host then publishes faster
+// than we run (or in bunches, from its backlog), the take after the batch
+// finds frames without a wait, and a wait would only keep the lane full
+// (the host, finding it full, queues what it enqueues in its backlog).
 constexpr int64_t kGatherNs = 1000;
+constexpr uint32_t kGatherTakeMax = 8;
 void gather(Lane *l)
 {
 	const int64_t end = knit_now_ns() + kGatherNs;
@@ -518,7 +532,9 @@ void *worker_main(void *arg)
 			break;
 		}
 		bool progressed = take_requests(l);
-		const bool streaming = progressed && after_batch && !p->steal.on;
+		// Streaming: frames published while the last batch ran, but fewer
+		// than kGatherTakeMax (gather()).
+		const bool streaming = progressed && after_batch && !p->steal.on && w->held_count < kGatherTakeMax;
 		after_batch = false;
 		// The line between batches: a sync call waits for at most one.
 		if (line_serve(l))
