@@ -230,6 +230,57 @@ Test(backlog, refilled_during_a_long_batch)
 	kt_destroy(pool);
 }
 
+/*
+ * A batch of short tasks hands its results back every 16 tasks
+ * (kResultFlushTasks), not only when the batch ends: a task that blocks
+ * late in a batch holds back only the results of the tasks after the last
+ * such publish. One worker: #0 runs alone (a batch of its own) while
+ * #1..#30 (echo) and #31 (block, the gate closed) fill the lane's other 31
+ * slots; the worker then takes #1..#31 as one batch (the lane's order is
+ * FIFO here: each frame took the next lower lane) and stalls on #31. #0
+ * and #1..#16 must come back while #31 still blocks. Before, nothing of
+ * the batch came back until #31 returned (the time-based early publish
+ * needs 50 us of tasks; 16 echoes take a few).
+ */
+Test(backlog, long_batch_hands_back_every_16_tasks)
+{
+	kt_gate_close();
+	knit_pool_t *pool = kt_pool_lanes(1);
+	uint32_t echo = kt_id(pool, "echo");
+	const int total = 32;
+	knit_ticket_t first = kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
+	cr_assert(kt_wait_started(1));
+	for (int i = 1; i <= 30; i++)
+		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
+	kt_enq(pool, kt_id(pool, "block"), kt_i64(31), (void *)(intptr_t)32);
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_assert_eq(s.backlog, 0, "backlog %llu: the lane holds all 32", (unsigned long long)s.backlog);
+	cr_assert_eq(knit_cancel(pool, first, KNIT_CANCEL_SIGNAL), 0);
+	knit_completion_t out[32];
+	cr_assert_eq(kt_reap(pool, out, 17), 17);
+	static char seen[33];
+	for (int i = 0; i < 17; i++) {
+		intptr_t k = (intptr_t)out[i].user_data;
+		cr_expect_eq(out[i].status, 0);
+		cr_assert(k >= 1 && k <= 31, "#%d came back while #31 blocks", (int)k - 1);
+		cr_expect_eq(seen[k]++, 0);
+	}
+	/* #31 still blocks, so it and whatever ran after the last publish are
+	 * still pending. */
+	kt_stats(pool, &s);
+	cr_expect(s.pending >= 1 && s.pending <= 15, "pending %llu while #31 blocks", (unsigned long long)s.pending);
+	kt_gate_open();
+	cr_assert_eq(kt_reap(pool, out + 17, total - 17), total - 17);
+	for (int i = 17; i < total; i++) {
+		intptr_t k = (intptr_t)out[i].user_data;
+		cr_assert(k >= 1 && k <= total);
+		cr_expect_eq(seen[k]++, 0);
+		cr_expect_eq(out[i].status, 0);
+	}
+	kt_destroy(pool);
+}
+
 /* A host that only enqueues and retries on -KNIT_EAGAIN, without reaping:
  * once max_pending + 32 calls per lane are enqueued and not yet handed out
  * (completed calls keep their records until knit_complete returns them),
