@@ -304,12 +304,7 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 		// readiness check: status and result are visible with it.
 		knit_store_release_32(&c->done, 1);
 	} else {
-		c->cq_next = nullptr;
-		if (p->cq_tail)
-			p->cq_tail->cq_next = c;
-		else
-			p->cq_head = c;
-		p->cq_tail = c;
+		cq_append_locked(p, c);
 	}
 	if (batch != nullptr) {
 		// Counted by complete_batch_end_locked(), before mu is released.

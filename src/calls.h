@@ -62,6 +62,16 @@ struct CompleteBatch {
 // wait for complete_batch_end_locked().
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
 			  CompleteBatch *batch = nullptr);
+// Append a completed call to the completion queue (under mu).
+inline void cq_append_locked(Pool *p, Call *c)
+{
+	c->cq_next = nullptr;
+	if (p->cq_tail)
+		p->cq_tail->cq_next = c;
+	else
+		p->cq_head = c;
+	p->cq_tail = c;
+}
 // call_complete_locked() for a batch (a reap), inline: the common
 // completion -- a queued call, live, not completed yet, no deadline in the
 // heap, no abort bit -- is a few stores; any other goes to
@@ -76,12 +86,7 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 	c->status = status;
 	c->result = result;
 	c->result_buf = result_buf;
-	c->cq_next = nullptr;
-	if (p->cq_tail)
-		p->cq_tail->cq_next = c;
-	else
-		p->cq_head = c;
-	p->cq_tail = c;
+	cq_append_locked(p, c);
 	// Counted by complete_batch_end_locked(), before mu is released.
 	batch->queued++;
 	batch->done++;

@@ -1136,9 +1136,7 @@ void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
 
 void dispatch_backlog_append(Pool *p, Call *c)
 {
-	// Every call that waits passes here once (the holder only: a plain
-	// add, a relaxed store for knit_pool_stats' concurrent load).
-	knit_store_relaxed_64(&p->st_backlogged, p->st_backlogged + 1);
+	counter_bump(&p->st_backlogged); // every call that waits passes here once
 	c->next = nullptr;
 	Call **head, **tail;
 	backlog_list(p, c, &head, &tail);
@@ -1162,7 +1160,7 @@ void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n)
 		if (*tail == nullptr)
 			*tail = c;
 	}
-	knit_store_relaxed_64(&p->st_backlogged, p->st_backlogged + n);
+	counter_add(&p->st_backlogged, n);
 	// place_queue takes every call it removes out of the count again.
 	backlog_hw_update(p, knit_fetch_add_relaxed_64(&p->backlog_count, n) + n);
 }

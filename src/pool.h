@@ -614,7 +614,7 @@ struct alignas(128) Pool {
 	// written under mu only: mu_counter_add_64).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
-	uint64_t st_backlogged; // dispatcher holder writes (relaxed stores), stats read
+	uint64_t st_backlogged; // the dispatcher holder's (counter_add), stats read
 };
 
 // The earliest deadline of any call in the heap, 0 = none (any thread;
@@ -650,8 +650,10 @@ inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
 {
 	return reinterpret_cast<uint64_t *>(ext + kBlock) + which;
 }
-// Bump a single-writer counter (the worker's own): relaxed load + store.
-inline void counter_bump(uint64_t *c) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + 1); }
+// Add to a single-writer counter (the worker's own; the dispatcher
+// holder's): relaxed load + store, read concurrently with relaxed loads.
+inline void counter_add(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d); }
+inline void counter_bump(uint64_t *c) { counter_add(c, 1); }
 // Change a counter that is only ever written under the pool's mu (outside
 // mu it is only read): mu orders the writers, so a relaxed load + store does
 // what a locked read-modify-write would, without draining the store buffer
