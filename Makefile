@@ -332,11 +332,19 @@ abi-check: $(LIB_LINK)
 abi-baseline: $(LIB_LINK)
 	abidw $(ABIDW_FLAGS) $(LIB_SO) > $(ABI_BASELINE)
 
-# man-check: every exported function has a page; every page is mandoc-clean.
+# man-check: every exported function has a page; every page is mandoc-clean
+# and its footer names $(VERSION); the tools' --version print $(VERSION).
+# man-version: write $(VERSION) into every page's footer (after a version
+# bump in include/knitting.h; man-check fails until then).
+# (MAN_TOOLS: the tools this build makes; knit-trace adds itself below.)
+MAN_TOOLS :=
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
-	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
+	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO) $(MAN_TOOLS)
 	$(Q)$(call SUMMARY,0,$(SP)man)
+man-version:
+	$(Q)find man -type f -name '*.[1-8]' -exec sed -i \
+		's/^\(\.TH [^ ]* [^ ]* [^ ]* \)"libknitting [^"]*"/\1"libknitting $(VERSION)"/' {} +
 
 # check-install: make install into a stage, build and run consumers from it
 # (pkg-config shared and static, CMake find_package), make uninstall.
@@ -409,6 +417,8 @@ HAVE_KT := $(if $(and $(HAVE_CLANG),$(BPFTOOL)),1)
 ifeq ($(HAVE_KT),1)
 TOOLS += $(KT_BIN)
 tools: $(KT_BIN)
+MAN_TOOLS += $(KT_BIN)
+man-check: $(KT_BIN)
 endif
 $(KT_OUT)/knit-trace.bpf.o: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX)
 	@mkdir -p $(dir $@)
@@ -424,10 +434,12 @@ $(KT_OUT)/bpf-arches.ok: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit
 $(KT_OUT)/knit-trace.skel.h: $(KT_OUT)/knit-trace.bpf.o
 	@$(if $(Q),echo "  SKEL  $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name knit_trace_bpf > $@
-$(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h
+$(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h \
+		include/knitting.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $@")
-	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
+	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace -DKT_VERSION='"$(VERSION)"' \
+		$(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
 		$< -o $@ -lbpf -lelf -lz
 
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
@@ -531,5 +543,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: abi-baseline all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
+.PHONY: abi-baseline all tools deps deps-bench bench check demo install uninstall clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:
