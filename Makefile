@@ -170,8 +170,13 @@ TOOLS :=
 tools: $(TOOLS)
 
 # ---- dependencies ---------------------------------------------------------------
+# tools/deps.sh lists what each set holds: --demo for `make demo` (and a
+# plain `make`), the whole test toolchain for `make check`, --bench for
+# `make bench`.
 deps:
 	$(Q)sh tools/deps.sh
+deps-demo:
+	$(Q)sh tools/deps.sh --demo
 
 # ---- tests ----------------------------------------------------------------------
 RES ?= $(B)/results
@@ -485,13 +490,20 @@ check-sanitizers:
 		check-unit check-api || st=1; \
 	$(call SUMMARY,$$st,thread-unit thread-stress address-unit address-api) && exit $$st
 
+# The packages first, then (one make, so -j cannot start a build before
+# they are there) everything `make` builds - build/pkgconfig/knitting.pc
+# among it - and every suite.
 check: deps
 	$(Q)rm -rf $(RES) && mkdir -p $(RES)
-	$(Q)st=0; $(MAKE) --no-print-directory -k $(CHECK_SUITES) KNIT_SUMMARY=0 || st=$$?; \
+	$(Q)st=0; $(MAKE) --no-print-directory -k all $(CHECK_SUITES) KNIT_SUMMARY=0 || st=$$?; \
 		tests/summary.sh $(RES) $$st
 
 # ---- demo --------------------------------------------------------------------------
-demo: deps $(B)/tests/examples/demo
+# The demo's packages only (tools/deps.sh --demo: no root when they are
+# there), then the library, the uninstalled knitting.pc the README's compile
+# lines use, and the demo.
+demo: deps-demo
+	$(Q)$(MAKE) --no-print-directory $(B)/tests/examples/demo $(LIB_PC)
 	$(Q)$(B)/tests/examples/demo
 
 # ---- install -----------------------------------------------------------------------
@@ -543,5 +555,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: abi-baseline all tools deps deps-bench bench check demo install uninstall clean abi-check man-check man-version FORCE $(CHECK_SUITES)
+.PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:
