@@ -8,6 +8,7 @@
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
 #        check-fuzz | check-ffi | check-install | abi-check | man-check
+#   make man-version     write the version of include/knitting.h into the man footers
 #   make SANITIZE=thread|address check    everything under a sanitizer
 #   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
 #   V=1                  show commands
@@ -258,9 +259,18 @@ $(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
 	@$(if $(Q),echo "  CC    $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
 
-check-examples: $(EXAMPLE_BINS)
+# The snippets: every ```c block of README.md and the EXAMPLES program of
+# every page of sections 3 and 7 (a page without one fails, but the private
+# knit__worker_main(3)), extracted into $(B)/examples/, compiled through the
+# uninstalled knitting.pc as the README says, and run (tests/examples/snippets.sh).
+MAN_NO_EXAMPLES := man/man3/knit__worker_main.3
+SNIPPET_SRCS := README.md $(filter-out $(MAN_NO_EXAMPLES),$(sort $(shell find man/man3 man/man7 -type f -name '*.[37]')))
+check-examples: $(EXAMPLE_BINS) $(LIB_PC) $(KW_BIN)
 	$(Q)$(RUN) --clear $(SP)examples
 	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) $(SP)examples $$(basename $$t) -- $$t; done
+	$(Q)for s in $(SNIPPET_SRCS); do \
+		$(RUN) $(SP)examples snippets-$$(basename $$s) -- tests/examples/snippets.sh $(B)/examples $(B)/pkgconfig $$s; \
+	done
 	$(Q)$(call SUMMARY,0,$(SP)examples)
 
 # model: every tests/model/*.pml checked exhaustively by spin.
@@ -511,7 +521,7 @@ demo: deps-demo
 # the unversioned link is what -lknitting finds at build time. The CMake package
 # files find the prefix relative to their own place, so a staged install
 # (DESTDIR) is usable with CMAKE_PREFIX_PATH pointing at the stage.
-MAN_PAGES := $(sort $(wildcard man/man3/*.3 man/man7/*.7 man/man8/*.8))
+MAN_PAGES := $(sort $(wildcard man/man1/*.1 man/man3/*.3 man/man7/*.7 man/man8/*.8))
 CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
 CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
 CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
@@ -536,8 +546,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	install -m 755 $(KW_BIN) $(DESTDIR)$(libexecdir)/knitting/knit-worker
 	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
 		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
-	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
-	for f in $(MAN_PAGES); do s=$${f##*.}; \
+	for f in $(MAN_PAGES); do s=$${f##*.}; install -d $(DESTDIR)$(mandir)/man$$s && \
 		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
 
 # Removes exactly the files install put and the one directory that is ours

@@ -66,7 +66,7 @@ for p in "${pages[@]}"; do
 	if [ -n "$out" ]; then echo "FAIL: mandoc -Tlint $p:"; echo "$out"; fail=1; fi
 	# An 80-column terminal shows every line whole (examples included:
 	# mandoc does not wrap .EX blocks, so a long code line spills over).
-	wide=$(mandoc -Tascii -Owidth=80 "$p" | col -b | awk 'length > 80' || true)
+	wide=$(mandoc -Tascii -Owidth=80 "$p" | col -bx | awk 'length > 80' || true)
 	if [ -n "$wide" ]; then echo "FAIL: $p renders lines wider than 80 columns:"; echo "$wide"; fail=1; fi
 done
 for t in "${tools[@]}"; do
