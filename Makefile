@@ -8,6 +8,7 @@
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
 #        check-fuzz | check-ffi | check-install | abi-check | man-check
+#   make man-version     write the version of include/knitting.h into the man footers
 #   make SANITIZE=thread|address check    everything under a sanitizer
 #   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
 #   V=1                  show commands
@@ -170,8 +171,13 @@ TOOLS :=
 tools: $(TOOLS)
 
 # ---- dependencies ---------------------------------------------------------------
+# tools/deps.sh lists what each set holds: --demo for `make demo` (and a
+# plain `make`), the whole test toolchain for `make check`, --bench for
+# `make bench`.
 deps:
 	$(Q)sh tools/deps.sh
+deps-demo:
+	$(Q)sh tools/deps.sh --demo
 
 # ---- tests ----------------------------------------------------------------------
 RES ?= $(B)/results
@@ -253,9 +259,18 @@ $(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
 	@$(if $(Q),echo "  CC    $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
 
-check-examples: $(EXAMPLE_BINS)
+# The snippets: every ```c block of README.md and the EXAMPLES program of
+# every page of sections 3 and 7 (a page without one fails, but the private
+# knit__worker_main(3)), extracted into $(B)/examples/, compiled through the
+# uninstalled knitting.pc as the README says, and run (tests/examples/snippets.sh).
+MAN_NO_EXAMPLES := man/man3/knit__worker_main.3
+SNIPPET_SRCS := README.md $(filter-out $(MAN_NO_EXAMPLES),$(sort $(shell find man/man3 man/man7 -type f -name '*.[37]')))
+check-examples: $(EXAMPLE_BINS) $(LIB_PC) $(KW_BIN)
 	$(Q)$(RUN) --clear $(SP)examples
 	$(Q)for t in $(EXAMPLE_BINS); do $(RUN) $(SP)examples $$(basename $$t) -- $$t; done
+	$(Q)for s in $(SNIPPET_SRCS); do \
+		$(RUN) $(SP)examples snippets-$$(basename $$s) -- tests/examples/snippets.sh $(B)/examples $(B)/pkgconfig $$s; \
+	done
 	$(Q)$(call SUMMARY,0,$(SP)examples)
 
 # model: every tests/model/*.pml checked exhaustively by spin.
@@ -332,11 +347,19 @@ abi-check: $(LIB_LINK)
 abi-baseline: $(LIB_LINK)
 	abidw $(ABIDW_FLAGS) $(LIB_SO) > $(ABI_BASELINE)
 
-# man-check: every exported function has a page; every page is mandoc-clean.
+# man-check: every exported function has a page; every page is mandoc-clean
+# and its footer names $(VERSION); the tools' --version print $(VERSION).
+# man-version: write $(VERSION) into every page's footer (after a version
+# bump in include/knitting.h; man-check fails until then).
+# (MAN_TOOLS: the tools this build makes; knit-trace adds itself below.)
+MAN_TOOLS :=
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
-	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO)
+	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO) $(MAN_TOOLS)
 	$(Q)$(call SUMMARY,0,$(SP)man)
+man-version:
+	$(Q)find man -type f -name '*.[1-8]' -exec sed -i \
+		's/^\(\.TH [^ ]* [^ ]* [^ ]* \)"libknitting [^"]*"/\1"libknitting $(VERSION)"/' {} +
 
 # check-install: make install into a stage, build and run consumers from it
 # (pkg-config shared and static, CMake find_package), make uninstall.
@@ -409,6 +432,8 @@ HAVE_KT := $(if $(and $(HAVE_CLANG),$(BPFTOOL)),1)
 ifeq ($(HAVE_KT),1)
 TOOLS += $(KT_BIN)
 tools: $(KT_BIN)
+MAN_TOOLS += $(KT_BIN)
+man-check: $(KT_BIN)
 endif
 $(KT_OUT)/knit-trace.bpf.o: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX)
 	@mkdir -p $(dir $@)
@@ -424,10 +449,12 @@ $(KT_OUT)/bpf-arches.ok: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit
 $(KT_OUT)/knit-trace.skel.h: $(KT_OUT)/knit-trace.bpf.o
 	@$(if $(Q),echo "  SKEL  $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name knit_trace_bpf > $@
-$(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h
+$(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h \
+		include/knitting.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $@")
-	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
+	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace -DKT_VERSION='"$(VERSION)"' \
+		$(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
 		$< -o $@ -lbpf -lelf -lz
 
 # check-trace: knit-trace against a probe fixture (exact known counts) and a
@@ -473,13 +500,20 @@ check-sanitizers:
 		check-unit check-api || st=1; \
 	$(call SUMMARY,$$st,thread-unit thread-stress address-unit address-api) && exit $$st
 
+# The packages first, then (one make, so -j cannot start a build before
+# they are there) everything `make` builds - build/pkgconfig/knitting.pc
+# among it - and every suite.
 check: deps
 	$(Q)rm -rf $(RES) && mkdir -p $(RES)
-	$(Q)st=0; $(MAKE) --no-print-directory -k $(CHECK_SUITES) KNIT_SUMMARY=0 || st=$$?; \
+	$(Q)st=0; $(MAKE) --no-print-directory -k all $(CHECK_SUITES) KNIT_SUMMARY=0 || st=$$?; \
 		tests/summary.sh $(RES) $$st
 
 # ---- demo --------------------------------------------------------------------------
-demo: deps $(B)/tests/examples/demo
+# The demo's packages only (tools/deps.sh --demo: no root when they are
+# there), then the library, the uninstalled knitting.pc the README's compile
+# lines use, and the demo.
+demo: deps-demo
+	$(Q)$(MAKE) --no-print-directory $(B)/tests/examples/demo $(LIB_PC)
 	$(Q)$(B)/tests/examples/demo
 
 # ---- install -----------------------------------------------------------------------
@@ -487,7 +521,7 @@ demo: deps $(B)/tests/examples/demo
 # the unversioned link is what -lknitting finds at build time. The CMake package
 # files find the prefix relative to their own place, so a staged install
 # (DESTDIR) is usable with CMAKE_PREFIX_PATH pointing at the stage.
-MAN_PAGES := $(sort $(wildcard man/man3/*.3 man/man7/*.7 man/man8/*.8))
+MAN_PAGES := $(sort $(wildcard man/man1/*.1 man/man3/*.3 man/man7/*.7 man/man8/*.8))
 CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
 CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
 CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
@@ -512,8 +546,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	install -m 755 $(KW_BIN) $(DESTDIR)$(libexecdir)/knitting/knit-worker
 	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
 		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
-	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
-	for f in $(MAN_PAGES); do s=$${f##*.}; \
+	for f in $(MAN_PAGES); do s=$${f##*.}; install -d $(DESTDIR)$(mandir)/man$$s && \
 		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
 
 # Removes exactly the files install put and the one directory that is ours
@@ -531,5 +564,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: abi-baseline all tools deps deps-bench bench check demo install uninstall clean abi-check man-check FORCE $(CHECK_SUITES)
+.PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:

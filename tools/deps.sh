@@ -1,26 +1,39 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Install the Debian packages libknitting builds and tests with (with
-# --bench: the ones `make bench` needs), only when something is missing. Idempotent; on a machine that has everything it runs
-# one dpkg-query and exits (well under a second).
+# tools/deps.sh [--demo | --bench] - install the Debian packages one make
+# target needs, only when something is missing:
+#   --demo   `make demo` and a plain `make` of the library: a C/C++ compiler,
+#            make, pkg-config, liburcu and the USDT probe header
+#   (none)   `make check`: the above and every test suite's tools (cmocka,
+#            Criterion, clang/bpftool for knit-trace, qemu-user and cross
+#            compilers, spin, abigail-tools, mandoc, cmake, python3, gnuplot)
+#   --bench  `make bench`: the --demo set and the peers knit-bench measures
+#            libknitting against (knit-bench builds without them and says
+#            which it left out), and gnuplot for its plot
+# Idempotent; on a machine that has everything it runs one dpkg-query and
+# exits (well under a second), and so needs no root then.
 set -eu
 
-PKGS="g++ make pkg-config liburcu-dev libcmocka-dev libcriterion-dev
-libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev systemtap-sdt-dev
+DEMO_PKGS="g++ make pkg-config liburcu-dev systemtap-sdt-dev"
+CHECK_PKGS="$DEMO_PKGS libcmocka-dev libcriterion-dev
+libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev
 python3 cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
 abigail-tools dpkg-dev spin gnuplot-nox"
+BENCH_PKGS="$DEMO_PKGS libtbb-dev libboost-dev libconcurrentqueue-dev libatomic-queue-dev gnuplot-nox"
 
-# `make bench` only (tools/deps.sh --bench): the peers knit-bench measures
-# libknitting against. knit-bench builds without them and says which it left out.
-BENCH_PKGS="libtbb-dev libboost-dev libconcurrentqueue-dev libatomic-queue-dev gnuplot-nox"
-if [ "${1:-}" = "--bench" ]; then
-	PKGS=$BENCH_PKGS
-fi
+case "${1:-}" in
+"") PKGS=$CHECK_PKGS ;;
+--demo) PKGS=$DEMO_PKGS ;;
+--bench) PKGS=$BENCH_PKGS ;;
+*) echo "usage: $0 [--demo | --bench]" >&2; exit 2 ;;
+esac
 
+# One dpkg-query for the whole list; a package it does not know is missing.
+# shellcheck disable=SC2086
+installed=" $(dpkg-query -W -f='${db:Status-Status}:${Package} ' $PKGS 2>/dev/null || true) "
 missing=""
 for p in $PKGS; do
-	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$st" = "installed" ] || missing="$missing $p"
+	case $installed in *" installed:$p "*) ;; *) missing="$missing $p" ;; esac
 done
 [ -z "$missing" ] && exit 0
 

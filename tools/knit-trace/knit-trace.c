@@ -126,7 +126,7 @@ static const char *const event_name[KT_NR_EVENTS] = {
 
 /* ---- command line -------------------------------------------------------- */
 
-const char *argp_program_version = "knit-trace 0.1";
+const char *argp_program_version = "knit-trace " KT_VERSION; /* -DKT_VERSION: the Makefile, from knitting.h */
 static const char argp_program_doc[] =
 	"Show how long libknitting's parked workers take to wake, per pool and lane.\n"
 	"\n"
