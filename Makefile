@@ -161,19 +161,34 @@ $(LIB_TEST_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The installed static library: the same objects as the .so, but proc.cpp
-# with the absolute worker path. The test archive above is a separate file so
-# white-box tests never depend on what is shipped.
+# The installed static library: the code of the .so (proc.cpp with the
+# absolute worker path) in one relocatable object whose only global symbols
+# are the map's exports, so that a program linking it keeps its own operator
+# new/delete and C++ runtime and meets none of the library's internals: the
+# library's references to them stay inside the object. Its COMDAT groups
+# are dissolved (-R .group): were the program's copy of a group kept (the
+# SDT probes' .stapsdt.base is one both may have), the object's localized
+# references would point into a discarded section. The LTO sections are
+# stripped: only the compiler that wrote them can read them. The test
+# archive above is a separate file so white-box tests never depend on what
+# is shipped.
 LIB_A_OBJS := $(filter-out $(B)/obj/src/proc.o,$(LIB_OBJS)) $(B)/obj/src/proc-static.o
+LIB_A_GLOBALS := $(B)/obj/libknitting.globals
 $(B)/obj/src/proc-static.o: src/proc.cpp $(B)/install-abs.stamp
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $@")
 	$(Q)$(CXX) $(CPPFLAGS_ALL) -DKNIT_WORKER_REL='"$(KW_REL)"' -DKNIT_WORKER_ABS='"$(KW_ABS)"' \
 		$(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
-$(LIB_A): $(LIB_A_OBJS)
+$(LIB_A_GLOBALS): abi/libknitting.map
 	@mkdir -p $(dir $@)
-	$(Q)rm -f $@ && ar rcs $@ $^
-	$(if $(LTO),$(Q)objcopy --wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*' $@)
+	$(Q)sed -n 's/^[[:space:]]*\(knit_[A-Za-z0-9_]*\);.*/\1/p' $< > $@ && test -s $@
+$(LIB_A): $(LIB_A_OBJS) $(LIB_A_GLOBALS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AR    $@")
+	$(Q)$(LD) -r -o $(B)/obj/libknitting-a.o $(LIB_A_OBJS)
+	$(Q)objcopy --keep-global-symbols=$(LIB_A_GLOBALS) -R .group \
+		$(if $(LTO),--wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*') $(B)/obj/libknitting-a.o
+	$(Q)rm -f $@ && ar rcs $@ $(B)/obj/libknitting-a.o
 
 # An uninstalled knitting.pc: lets a consumer build against this checkout with
 # PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,

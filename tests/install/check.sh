@@ -5,9 +5,11 @@
 # `make install DESTDIR=stage prefix=/usr`, then, using only the stage:
 # a C program built with pkg-config (shared), the same with the static library,
 # a process pool whose library finds the installed knit-worker by itself,
-# and a CMake project using find_package(knitting)
+# C++ programs linked with the static library (their own C++ runtime and
+# operator new stay theirs), and a CMake project using find_package(knitting)
 # (shared and static targets). Each makes one real knit_call and checks the
-# answer. Then the same install with a
+# answer. The static archive's global symbols (the map's exports only) are
+# checked. Then the same install with a
 # multiarch libdir (prefix=/usr libdir=/usr/lib/<triplet>, as Debian does):
 # the files in their arch-qualified places and a process pool from there.
 # And a real install into a scratch prefix (no DESTDIR) from which a program linked with libknitting.a
@@ -64,6 +66,17 @@ export PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/lib/pkgconfig
 unset PKG_CONFIG_PATH
 export LD_LIBRARY_PATH=$stage/usr/lib
 
+echo "== libknitting.a: only the map's exports are global"
+map=$here/../../abi/libknitting.map
+want=$(sed -n 's/^[[:space:]]*\(knit_[A-Za-z0-9_]*\);.*/\1/p' "$map" | sort)
+[ -n "$want" ] || fail "no exports read from $map"
+have=$(nm -g --defined-only "$stage/usr/lib/libknitting.a" | awk 'NF == 3 { print $3 }' | sort)
+[ -n "$have" ] || fail "nm found no global symbols in libknitting.a"
+if [ "$have" != "$want" ]; then
+	diff <(echo "$want") <(echo "$have") | head -20 >&2
+	fail "libknitting.a's global symbols are not the map's exports ($(echo "$have" | wc -l) global, $(echo "$want" | wc -l) exports)"
+fi
+
 echo "== pkg-config, shared"
 flags=$(pkg-config --cflags --libs knitting)
 echo "cc consumer.c $flags"
@@ -84,17 +97,27 @@ cc -std=gnu11 -Wall -Werror "$here/consumer.c" $sflags -o "$tmp/pc_static"
 ! readelf -d "$tmp/pc_static" | grep -q 'NEEDED.*libknitting' || fail "pc_static still needs libknitting.so"
 LD_LIBRARY_PATH= "$tmp/pc_static"
 
+echo "== C++ programs and the static library"
+for v in plain own-new; do
+	d=; [ $v = own-new ] && d=-DCXX_STATIC_OWN_NEW
+	echo "c++ $d cxx_static.cpp $sflags"
+	c++ -std=c++17 -Wall -Werror $d "$here/cxx_static.cpp" $sflags -o "$tmp/cxx_static-$v" ||
+		fail "cxx_static.cpp ($v) does not build with libknitting.a"
+	LD_LIBRARY_PATH= "$tmp/cxx_static-$v" || fail "cxx_static ($v)"
+done
+
 echo "== cmake find_package(knitting)"
 cmake -S "$here" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$stage/usr" -DCMAKE_BUILD_TYPE=Release \
 	>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake configure"; }
 cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake build"; }
 readelf -d "$tmp/cmake/consumer_shared" | grep -q "NEEDED.*\\[$so\\]" ||
 	fail "consumer_shared does not load $so"
-for t in consumer_static; do
+for t in consumer_static cxx_static_own_new; do
 	! readelf -d "$tmp/cmake/$t" | grep -q 'NEEDED.*libknitting' || fail "$t still needs libknitting.so"
 done
 "$tmp/cmake/consumer_shared"
 LD_LIBRARY_PATH= "$tmp/cmake/consumer_static"
+LD_LIBRARY_PATH= "$tmp/cmake/cxx_static_own_new"
 
 # uninstall_ok STAGE ARGS...: make uninstall leaves nothing of ours.
 uninstall_ok() {
@@ -154,4 +177,4 @@ $make --no-print-directory uninstall prefix="$pfx" >"$tmp/uninstall.log" 2>&1 ||
 	{ cat "$tmp/uninstall.log"; fail "make uninstall prefix=$pfx"; }
 left=$(cd "$pfx" && find . ! -type d)
 [ -z "$left" ] || fail "make uninstall prefix=$pfx left: $left"
-echo "install (/usr/lib, /$ma, $pfx), 7 consumers, uninstall: ok"
+echo "install (/usr/lib, /$ma, $pfx), 10 consumers, uninstall: ok"
