@@ -541,7 +541,7 @@ CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
 install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
 		$(DESTDIR)$(cmakedir)
-	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
+	install -m 644 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
 	ln -sfn libknitting.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sfn $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(libdir)/libknitting.a
@@ -562,6 +562,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	for s in 3 7 8; do install -d $(DESTDIR)$(mandir)/man$$s; done
 	for f in $(MAN_PAGES); do s=$${f##*.}; \
 		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
+	@$(if $(DESTDIR),,echo "Installed $(SONAME) in $(libdir): run ldconfig (as root) so that programs find it.")
 
 # Removes exactly the files install put and the directories that are ours
 # alone ($(cmakedir), $(pkglibexecdir)); shared directories such as $(libdir)

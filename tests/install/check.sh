@@ -8,11 +8,12 @@
 # C++ programs linked with the static library (their own C++ runtime and
 # operator new stay theirs), and a CMake project using find_package(knitting)
 # (shared and static targets). Each makes one real knit_call and checks the
-# answer. The static archive's global symbols (the map's exports only) are
-# checked. Then the same install with a
+# answer. The files' modes, the .pc's fields and the static archive's global
+# symbols (the map's exports only) are checked. Then the same install with a
 # multiarch libdir (prefix=/usr libdir=/usr/lib/<triplet>, as Debian does):
 # the files in their arch-qualified places and a process pool from there.
-# And a real install into a scratch prefix (no DESTDIR) from which a program linked with libknitting.a
+# And a real install into a scratch prefix (no DESTDIR, so `make install`
+# prints its ldconfig hint) from which a program linked with libknitting.a
 # runs a process pool through the worker path compiled into the archive.
 # After each, `make uninstall` must leave no file or symlink behind.
 # LIB is the built shared library: without it there is nothing to test, which
@@ -56,6 +57,12 @@ files_ok() {
 	[ "$(readlink "$st/$ld/libknitting.so")" = "$so" ] || fail "libknitting.so link"
 	soname=$(readelf -d "$st/$ld/$real" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 	[ "$soname" = "$so" ] || fail "SONAME is '$soname'"
+	# A shared library is not a program (lintian: shlib-with-executable-bit).
+	for f in $ld/$real:644 $ld/libknitting.a:644 usr/include/knitting.h:644 \
+		$ld/pkgconfig/knitting.pc:644 $ld/knitting/knit-worker:755; do
+		m=$(stat -c %a "$st/${f%:*}")
+		[ "$m" = "${f##*:}" ] || fail "/${f%:*} is mode $m, want ${f##*:}"
+	done
 	# The worker path a program linked with libknitting.a uses, compiled in.
 	grep -qaF "/$ld/knitting/knit-worker" "$st/$ld/libknitting.a" ||
 		fail "libknitting.a does not carry the install path /$ld/knitting/knit-worker"
@@ -65,6 +72,13 @@ files_ok "$stage" usr/lib
 export PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/lib/pkgconfig
 unset PKG_CONFIG_PATH
 export LD_LIBRARY_PATH=$stage/usr/lib
+
+echo "== knitting.pc"
+pkg-config --validate knitting || fail "pkg-config --validate knitting"
+for v in Name Description URL Version Libs Libs.private Cflags; do
+	grep -Eq "^$v: *[^ ]" "$stage/usr/lib/pkgconfig/knitting.pc" || fail "knitting.pc has no $v: field"
+done
+[ "$(pkg-config --modversion knitting)" = "$major.$minor.$patch" ] || fail "knitting.pc Version"
 
 echo "== libknitting.a: only the map's exports are global"
 map=$here/../../abi/libknitting.map
@@ -160,6 +174,7 @@ pfx=$tmp/prefix
 echo "== make install prefix=$pfx (no DESTDIR)"
 $make --no-print-directory install prefix="$pfx" >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; fail "make install prefix=$pfx"; }
+grep -q 'run ldconfig' "$tmp/install.log" || fail "make install without DESTDIR gave no ldconfig hint"
 [ -x "$pfx/lib/knitting/knit-worker" ] || fail "no $pfx/lib/knitting/knit-worker"
 unset PKG_CONFIG_SYSROOT_DIR LD_LIBRARY_PATH
 export PKG_CONFIG_LIBDIR=$pfx/lib/pkgconfig
