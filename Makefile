@@ -36,10 +36,13 @@ includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
 bindir ?= $(prefix)/bin
 sbindir ?= $(prefix)/sbin
-# knit-worker: the library looks for it at ../libexec/knitting/ relative to
-# its own file, so keep libexecdir = $(libdir)/../libexec unless the
-# application sets worker_path or KNIT_WORKER_PATH.
-libexecdir ?= $(prefix)/libexec
+# knit-worker, the process pools' helper, is architecture-dependent: by
+# default it goes under $(libdir), so a multiarch libdir (/usr/lib/<triplet>)
+# makes it arch-qualified and the library's package can be Multi-Arch: same.
+# Its place is compiled into the library (see KW_REL below); an application
+# can still name another one with worker_path or KNIT_WORKER_PATH.
+libexecdir ?= $(libdir)
+pkglibexecdir ?= $(libexecdir)/knitting
 cmakedir ?= $(libdir)/cmake/knitting
 DESTDIR ?=
 
@@ -112,7 +115,28 @@ LIB_TEST_A := $(B)/lib/libknitting-test.a
 LIB_A := $(B)/lib/libknitting.a
 LIB_PC := $(B)/pkgconfig/knitting.pc
 KW_BIN := $(B)/libexec/knitting/knit-worker
-DEPFILES := $(LIB_OBJS:.o=.d)
+DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc-static.d
+
+# Where the library looks for the installed knit-worker (src/proc.cpp,
+# default_worker_path), from the install variables: KW_REL, relative to the
+# library's own directory, goes into the shared library (its install may be
+# staged under DESTDIR or moved); KW_ABS, the absolute path, only into
+# libknitting.a (a program linked with it has no library file to start
+# from). KW_RPATH: how the installed worker finds the library, then the
+# build tree's. Each value also sits in a stamp file that changes only when
+# the value does, so `make install prefix=... libdir=...` after a plain
+# `make` rebuilds exactly what carries a different path.
+KW_REL := $(shell realpath -m --relative-to=$(libdir) $(pkglibexecdir))/knit-worker
+KW_ABS := $(pkglibexecdir)/knit-worker
+KW_RPATH := $$ORIGIN/$(shell realpath -m --relative-to=$(pkglibexecdir) $(libdir)):$$ORIGIN/../../lib
+$(B)/install-rel.stamp: FORCE
+	@mkdir -p $(dir $@)
+	$(Q)v='$(KW_REL) $(KW_RPATH)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
+$(B)/install-abs.stamp: FORCE
+	@mkdir -p $(dir $@)
+	$(Q)v='$(KW_REL) $(KW_ABS)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
+$(B)/obj/src/proc.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
+$(B)/obj/src/proc.o: $(B)/install-rel.stamp
 
 all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) $(KW_BIN) tools
 
@@ -138,12 +162,34 @@ $(LIB_TEST_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The installed static library: the same objects as the .so. The test archive
-# above is a separate file so white-box tests never depend on what is shipped.
-$(LIB_A): $(LIB_OBJS)
+# The installed static library: the code of the .so (proc.cpp with the
+# absolute worker path) in one relocatable object whose only global symbols
+# are the map's exports, so that a program linking it keeps its own operator
+# new/delete and C++ runtime and meets none of the library's internals: the
+# library's references to them stay inside the object. Its COMDAT groups
+# are dissolved (-R .group): were the program's copy of a group kept (the
+# SDT probes' .stapsdt.base is one both may have), the object's localized
+# references would point into a discarded section. The LTO sections are
+# stripped: only the compiler that wrote them can read them. The test
+# archive above is a separate file so white-box tests never depend on what
+# is shipped.
+LIB_A_OBJS := $(filter-out $(B)/obj/src/proc.o,$(LIB_OBJS)) $(B)/obj/src/proc-static.o
+LIB_A_GLOBALS := $(B)/obj/libknitting.globals
+$(B)/obj/src/proc-static.o: src/proc.cpp $(B)/install-abs.stamp
 	@mkdir -p $(dir $@)
-	$(Q)rm -f $@ && ar rcs $@ $^
-	$(if $(LTO),$(Q)objcopy --wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*' $@)
+	@$(if $(Q),echo "  CXX   $@")
+	$(Q)$(CXX) $(CPPFLAGS_ALL) -DKNIT_WORKER_REL='"$(KW_REL)"' -DKNIT_WORKER_ABS='"$(KW_ABS)"' \
+		$(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+$(LIB_A_GLOBALS): abi/libknitting.map
+	@mkdir -p $(dir $@)
+	$(Q)sed -n 's/^[[:space:]]*\(knit_[A-Za-z0-9_]*\);.*/\1/p' $< > $@ && test -s $@
+$(LIB_A): $(LIB_A_OBJS) $(LIB_A_GLOBALS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AR    $@")
+	$(Q)$(LD) -r -o $(B)/obj/libknitting-a.o $(LIB_A_OBJS)
+	$(Q)objcopy --keep-global-symbols=$(LIB_A_GLOBALS) -R .group \
+		$(if $(LTO),--wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*') $(B)/obj/libknitting-a.o
+	$(Q)rm -f $@ && ar rcs $@ $(B)/obj/libknitting-a.o
 
 # An uninstalled knitting.pc: lets a consumer build against this checkout with
 # PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,
@@ -156,15 +202,16 @@ $(LIB_PC): abi/knitting.pc.in Makefile
 
 -include $(DEPFILES)
 
-# ---- knit-worker: a process pool's worker (libexec) --------------------------------
-# Where the library looks for it by default (../libexec/knitting/ beside its
-# own directory), in the build tree as installed. $ORIGIN: it finds the
-# library next to it in both places, without LD_LIBRARY_PATH.
-$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK)
+# ---- knit-worker: a process pool's worker ----------------------------------------
+# In the build tree at ../libexec/knitting/ beside build/lib, where the
+# library looks after its install place (KW_REL). $ORIGIN (KW_RPATH): it
+# finds the library from its own place, installed and in the build tree,
+# without LD_LIBRARY_PATH.
+$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK) $(B)/install-rel.stamp
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $@")
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) $< -o $@ -L$(B)/lib \
-		-Wl,-rpath,'$$ORIGIN/../../lib' -lknitting
+		-Wl,-rpath,'$(KW_RPATH)' -lknitting
 
 # ---- tools ----------------------------------------------------------------------
 TOOLS :=
@@ -528,7 +575,7 @@ CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
 install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
 		$(DESTDIR)$(cmakedir)
-	install -m 755 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
+	install -m 644 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
 	ln -sfn libknitting.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sfn $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(libdir)/libknitting.a
@@ -542,21 +589,23 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 		abi/knittingConfig.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|' \
 		abi/knittingConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
-	install -d $(DESTDIR)$(libexecdir)/knitting
-	install -m 755 $(KW_BIN) $(DESTDIR)$(libexecdir)/knitting/knit-worker
+	install -d $(DESTDIR)$(pkglibexecdir)
+	install -m 755 $(KW_BIN) $(DESTDIR)$(pkglibexecdir)/knit-worker
 	if [ -x $(KT_BIN) ]; then install -d $(DESTDIR)$(sbindir) && \
 		install -m 755 $(KT_BIN) $(DESTDIR)$(sbindir)/knit-trace; fi
 	for f in $(MAN_PAGES); do s=$${f##*.}; install -d $(DESTDIR)$(mandir)/man$$s && \
 		cp -P $$f $(DESTDIR)$(mandir)/man$$s/; done
+	@$(if $(DESTDIR),,echo "Installed $(SONAME) in $(libdir): run ldconfig (as root) so that programs find it.")
 
-# Removes exactly the files install put and the one directory that is ours
-# alone (lib/cmake/knitting); shared directories such as $(libdir) stay.
+# Removes exactly the files install put and the directories that are ours
+# alone ($(cmakedir), $(pkglibexecdir)); shared directories such as $(libdir)
+# stay.
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
 		libknitting.so libknitting.a pkgconfig/knitting.pc)
 	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(sbindir)/knit-trace
-	rm -f $(DESTDIR)$(libexecdir)/knitting/knit-worker
-	if [ -d $(DESTDIR)$(libexecdir)/knitting ]; then rmdir $(DESTDIR)$(libexecdir)/knitting; fi
+	rm -f $(DESTDIR)$(pkglibexecdir)/knit-worker
+	if [ -d $(DESTDIR)$(pkglibexecdir) ]; then rmdir $(DESTDIR)$(pkglibexecdir); fi
 	rm -f $(DESTDIR)$(cmakedir)/knittingConfig.cmake $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake
 	if [ -d $(DESTDIR)$(cmakedir) ]; then rmdir $(DESTDIR)$(cmakedir); fi
 	rm -f $(foreach f,$(MAN_PAGES),$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(f)))/$(notdir $(f)))

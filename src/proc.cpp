@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <new>
 #include <poll.h>
 #include <pthread.h>
@@ -102,21 +103,76 @@ char *dup_str(const char *s)
 	return d;
 }
 
-// The default knit-worker: ../libexec/knitting/knit-worker relative to the
-// file this library was loaded from (the build tree and an install alike).
+// The install's place of knit-worker, compiled in by the Makefile from its
+// install variables: KNIT_WORKER_REL is $(pkglibexecdir)/knit-worker
+// relative to $(libdir); KNIT_WORKER_ABS is its absolute path, given only to
+// the objects of the installed libknitting.a (empty in the shared library).
+#ifndef KNIT_WORKER_REL
+#define KNIT_WORKER_REL "knitting/knit-worker"
+#endif
+#ifndef KNIT_WORKER_ABS
+#define KNIT_WORKER_ABS ""
+#endif
+
+// The default knit-worker (malloc'd; null only when out of memory): the first
+// executable file of
+//  1. KNIT_WORKER_REL from the directory of the library file, its links
+//     resolved: an installed library finds its own worker, in place, staged
+//     (DESTDIR) or moved with its libdir alike;
+//  2. ../libexec/knitting/knit-worker from there: the build tree;
+//  3. KNIT_WORKER_ABS: a program linked with libknitting.a has no library
+//     file to start from, only the install path.
+// With none, the first candidate, so the caller names what is missing.
 char *default_worker_path()
 {
+	static const char kBuildRel[] = "../libexec/knitting/knit-worker";
+	static const char kInstalled[] = KNIT_WORKER_ABS;
 	Dl_info info;
-	if (dladdr(reinterpret_cast<void *>(&task_table_hash), &info) == 0 || info.dli_fname == nullptr)
-		return nullptr;
-	const char *slash = strrchr(info.dli_fname, '/');
-	const size_t dir = slash ? (size_t)(slash - info.dli_fname) : 1;
-	static const char kRel[] = "/../libexec/knitting/knit-worker";
-	char *out = static_cast<char *>(malloc(dir + sizeof kRel));
-	if (out == nullptr)
-		return nullptr;
-	memcpy(out, slash ? info.dli_fname : ".", dir);
-	memcpy(out + dir, kRel, sizeof kRel);
+	struct link_map *lm = nullptr;
+	char *file = nullptr;
+	// The main program's link map has an empty name: linked from the archive.
+	if (dladdr1(reinterpret_cast<void *>(&task_table_hash), &info, reinterpret_cast<void **>(&lm),
+		    RTLD_DL_LINKMAP) != 0 &&
+	    lm != nullptr && lm->l_name != nullptr && lm->l_name[0] != 0) {
+		file = realpath(lm->l_name, nullptr);
+		if (file == nullptr && (file = dup_str(lm->l_name)) == nullptr)
+			return nullptr;
+	}
+	const char *cand[3];
+	char *owned[2] = {nullptr, nullptr};
+	size_t n = 0;
+	if (file != nullptr) {
+		const char *slash = strrchr(file, '/');
+		const size_t dir = slash ? (size_t)(slash - file) : 1;
+		const char *rel[2] = {KNIT_WORKER_REL, kBuildRel};
+		for (int i = 0; i < 2; i++) {
+			const size_t len = strlen(rel[i]);
+			char *out = static_cast<char *>(malloc(dir + 1 + len + 1));
+			if (out == nullptr)
+				break;
+			memcpy(out, slash ? file : ".", dir);
+			out[dir] = '/';
+			memcpy(out + dir + 1, rel[i], len + 1);
+			cand[n++] = owned[i] = out;
+		}
+		free(file);
+		if (n < 2) {
+			free(owned[0]);
+			return nullptr;
+		}
+	}
+	if (kInstalled[0] != 0 || n == 0)
+		cand[n++] = kInstalled;
+	size_t pick = 0;
+	for (size_t i = 0; i < n; i++)
+		if (access(cand[i], X_OK) == 0) {
+			pick = i;
+			break;
+		}
+	char *out = pick < 2 && owned[pick] != nullptr ? owned[pick] : dup_str(cand[pick]);
+	for (int i = 0; i < 2; i++)
+		if (owned[i] != out)
+			free(owned[i]);
 	return out;
 }
 
