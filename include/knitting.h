@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define KNIT_VERSION_MAJOR 1
-#define KNIT_VERSION_MINOR 1
+#define KNIT_VERSION_MINOR 2
 #define KNIT_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
 #define KNIT_VERSION_NUMBER \
@@ -69,7 +69,11 @@ enum knit_error {
 	KNIT_EVERSION = 13,  /* a struct's size field is not one this library knows */
 	KNIT_ENOTFOUND = 14, /* no such ticket (already completed or never issued) */
 	KNIT_EBUSY = 15,     /* the object is in use; reserved, no function returns it yet */
-	KNIT_ERROR_MAX_ = 16
+	KNIT_ENOENT = 16,    /* 1.2: a file the pool was told to use (task library,
+				knit-worker, worker_prefix program) does not exist */
+	KNIT_EACCES = 17,    /* 1.2: such a file exists but may not be used (not
+				executable, not readable, not a regular file) */
+	KNIT_ERROR_MAX_ = 18
 };
 
 /*
@@ -452,6 +456,11 @@ KNIT_API uint32_t knit_version(void) KNIT_NOEXCEPT;
 /* A static, human-readable description of a code (positive or negative);
  * never NULL. */
 KNIT_API const char *knit_strerror(int code) KNIT_NOEXCEPT;
+
+/* Why the calling thread's last knit_pool_create (or knit_pool_stats)
+ * failed, naming the cause and the value: "" when it succeeded; never NULL.
+ * No other function sets or clears it. See knit_last_error(3). Since 1.2. */
+KNIT_API const char *knit_last_error(void) KNIT_NOEXCEPT;
 
 #ifdef __cplusplus
 }

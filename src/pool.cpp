@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "src/error.h"
 #include "src/pool.h"
 #include "src/syncline.h"
 #include "src/proc.h"
@@ -86,20 +87,23 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 	size_t bytes = 0;
 	for (size_t i = 0; i < ntasks; i++) {
 		const knit_task_t &t = tasks[i];
-		if (t.name == nullptr || t.name[0] == '\0' || t.fn == nullptr)
-			return -KNIT_EINVAL;
+		if (t.name == nullptr || t.name[0] == '\0')
+			return error_set(-KNIT_EINVAL, "task %zu has %s name", i, t.name == nullptr ? "a NULL" : "an empty");
+		if (t.fn == nullptr)
+			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has a NULL fn", i, t.name);
 		if ((t.flags & ~(uint32_t)KNIT_TASK_ABORTABLE) != 0)
-			return -KNIT_EINVAL;
+			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has unknown flags 0x%x", i, t.name, t.flags);
 		// Reserved members must be zero, so a program that sets one a
 		// later release defines is refused here, not silently ignored.
 		if (t.reserved[0] != 0 || t.reserved[1] != 0)
-			return -KNIT_EINVAL;
+			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has a reserved member that is not 0", i,
+					 t.name);
 		bytes += strlen(t.name) + 1;
 	}
 	p->tasks = static_cast<TaskEntry *>(calloc(ntasks, sizeof(TaskEntry)));
 	p->names = static_cast<char *>(malloc(bytes));
 	if (p->tasks == nullptr || p->names == nullptr)
-		return -KNIT_ENOMEM;
+		return error_set(-KNIT_ENOMEM, "out of memory for the task table (%zu tasks)", ntasks);
 	char *w = p->names;
 	for (size_t i = 0; i < ntasks; i++) {
 		size_t n = strlen(tasks[i].name) + 1;
@@ -116,7 +120,7 @@ int build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks)
 	qsort(p->tasks, ntasks, sizeof(TaskEntry), cmp_task);
 	for (size_t i = 1; i < ntasks; i++)
 		if (strcmp(p->tasks[i - 1].name, p->tasks[i].name) == 0)
-			return -KNIT_EINVAL;
+			return error_set(-KNIT_EINVAL, "two tasks are named \"%.200s\"", p->tasks[i].name);
 	p->ntasks = (uint32_t)ntasks;
 	return 0;
 }
@@ -266,26 +270,35 @@ int32_t worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
 // the kernel refuses every CPU; the kernel silently drops the CPUs the
 // process may not use from a wider set, so the set is read back and must be
 // exactly what was asked. 0, -KNIT_EINVAL (a CPU the process may not use;
-// the thread, if started, is left for the caller to stop) or -KNIT_ESYSTEM.
+// the thread, if started, is left for the caller to stop) or -KNIT_ESYSTEM,
+// the message recorded (src/error.h).
 int start_worker(Pool *p, Lane *l)
 {
-	if (!p->cfg.place)
-		return pthread_create(&l->thread, nullptr, worker_main, l) == 0 ? 0 : -KNIT_ESYSTEM;
+	if (!p->cfg.place) {
+		const int e = pthread_create(&l->thread, nullptr, worker_main, l);
+		return e == 0 ? 0 : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
+	}
 	cpu_set_t want, got;
 	l->cpu = worker_cpus(p->cfg, l->index, &want);
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
-		return -KNIT_ESYSTEM;
+		return error_set(-KNIT_ESYSTEM, "cannot start worker thread %u: pthread_attr_init", l->index);
 	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
 	if (e == 0)
 		e = pthread_create(&l->thread, &attr, worker_main, l);
 	pthread_attr_destroy(&attr);
+	if (e == EINVAL)
+		return error_set(-KNIT_EINVAL, "cpu_mask: no CPU of worker %u's set is one the process may use",
+				 l->index);
 	if (e != 0)
-		return e == EINVAL ? -KNIT_EINVAL : -KNIT_ESYSTEM;
+		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
 	l->started = true;
 	if (pthread_getaffinity_np(l->thread, sizeof got, &got) != 0)
-		return -KNIT_ESYSTEM;
-	return CPU_EQUAL(&want, &got) ? 0 : -KNIT_EINVAL;
+		return error_set(-KNIT_ESYSTEM, "cannot read worker thread %u's CPU affinity back", l->index);
+	return CPU_EQUAL(&want, &got)
+		       ? 0
+		       : error_set(-KNIT_EINVAL, "cpu_mask: a CPU of worker %u's set is one the process may not use",
+				   l->index);
 }
 
 // Start every worker thread with all async signals blocked (signals belong
@@ -376,11 +389,14 @@ int32_t knit::detail::pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_se
 	return worker_cpus(cfg, i, set);
 }
 
-extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
-					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
+namespace {
+
+// knit_pool_create's body: every failure returns its code with the
+// calling thread's message recorded (src/error.h).
+int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_t ntasks, knit_pool_t **out)
 {
 	if (out == nullptr)
-		return -KNIT_EINVAL;
+		return error_set(-KNIT_EINVAL, "out is NULL");
 	*out = nullptr;
 	PoolConfig cfg;
 	int rc = options_resolve(opts, &cfg);
@@ -388,21 +404,25 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		return rc;
 	// Thread pools take function pointers, process pools a task library
 	// (options_resolve checked it is named) and no table here.
-	if (cfg.processes ? tasks != nullptr || ntasks != 0
-			  : tasks == nullptr || ntasks == 0 || ntasks > 65535)
-		return -KNIT_EINVAL;
+	if (cfg.processes && (tasks != nullptr || ntasks != 0))
+		return error_set(-KNIT_EINVAL, "process workers take their tasks from task_library: tasks must be "
+					       "NULL and ntasks 0 (they are %s and %zu)",
+				 tasks != nullptr ? "set" : "NULL", ntasks);
+	if (!cfg.processes && (tasks == nullptr || ntasks == 0 || ntasks > 65535))
+		return error_set(-KNIT_EINVAL, "thread workers need a task table: tasks is %s, ntasks %zu (1..65535)",
+				 tasks != nullptr ? "set" : "NULL", ntasks);
 	// options_resolve read only opts->size bytes; so do we.
 	knit_pool_options_t popts;
 	memset(&popts, 0, sizeof popts);
 	if (cfg.processes)
 		memcpy(&popts, opts, opts->size);
 	pthread_once(&g_atfork_once, register_atfork);
-	if (g_atfork_rc != 0)
-		return -KNIT_ENOMEM; // pthread_atfork fails only for want of memory
+	if (g_atfork_rc != 0) // pthread_atfork fails only for want of memory
+		return error_set(-KNIT_ENOMEM, "out of memory for the fork handler (pthread_atfork)");
 
 	void *mem = nullptr;
 	if (posix_memalign(&mem, alignof(knit_pool), sizeof(knit_pool)) != 0)
-		return -KNIT_ENOMEM;
+		return error_set(-KNIT_ENOMEM, "out of memory for the pool (%zu bytes)", sizeof(knit_pool));
 	memset(mem, 0, sizeof(knit_pool));
 	knit_pool *kp = new (mem) knit_pool();
 	Pool *p = &kp->p;
@@ -416,11 +436,10 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	__cds_wfcq_init(&p->bq_head, &p->bq_tail);
 
 	if (cfg.processes) {
-		char err[160];
 		void *dl = nullptr;
-		rc = proc_load_tasks(p, popts.task_library, &dl, err, sizeof err);
-		if (rc == 0)
-			rc = proc_host_new(p, dl); // owns dl from here on
+		rc = proc_load_tasks(p, popts.task_library, &dl); // records its message
+		if (rc == 0 && (rc = proc_host_new(p, dl)) != 0) // owns dl from here on
+			error_set(rc, "out of memory for the process pool's host state");
 	} else {
 		rc = build_tasks(p, tasks, ntasks);
 	}
@@ -446,7 +465,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;
 	if (p->tickets.init((uint32_t)cap) != 0 || p->heap.init((uint32_t)cap) != 0) {
 		pool_free(kp);
-		return -KNIT_ENOMEM;
+		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records", (unsigned long long)cap);
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
@@ -458,7 +477,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	p->lanes = static_cast<Lane *>(lanes_mem);
 	if (p->abort_in_use == nullptr || p->lanes == nullptr) {
 		pool_free(kp);
-		return -KNIT_ENOMEM;
+		return error_set(-KNIT_ENOMEM, "out of memory for %u lanes", p->nlanes);
 	}
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		new (&p->lanes[i]) Lane();
@@ -476,7 +495,12 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 				   "knitting", &p->region);
 	if (rc != 0) {
 		pool_free(kp);
-		return rc;
+		return error_set(rc, "cannot create the pool's shared memory (%llu bytes%s): %s",
+				 (unsigned long long)plan.total,
+				 cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0 ? ", a named shm object"
+				 : cfg.processes							  ? ", a memfd"
+													  : "",
+				 knit_strerror(rc));
 	}
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
@@ -494,18 +518,19 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		rc = attach_lane(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
 		if (rc != 0) {
 			pool_free(kp);
-			return rc;
+			return error_set(rc, "cannot attach lane %u: %s", i, knit_strerror(rc));
 		}
 	}
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
 		rc = steal_attach(p, base + plan.steal_off, arena_capacity(cfg));
 		if (rc != 0) {
 			pool_free(kp);
-			return rc;
+			return error_set(rc, "cannot attach the steal area: %s", knit_strerror(rc));
 		}
 	}
 
 	if (cfg.processes) {
+		// Both record their message (src/proc.h).
 		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
 				  plan.steal_off);
 		if (rc == 0)
@@ -517,7 +542,7 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 		*out = kp;
 		return 0;
 	}
-	rc = start_workers(p);
+	rc = start_workers(p); // records its message
 	if (rc != 0) {
 		// Stop the workers already running (they see REQUESTED and leave).
 		request_worker_stop(p);
@@ -527,6 +552,22 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	}
 	*out = kp;
 	return 0;
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks,
+					 size_t ntasks, knit_pool_t **out) KNIT_NOEXCEPT
+{
+	// The library sets no errno (libknitting(7)): the failure paths' system
+	// calls may, so the caller's value is put back.
+	const int saved_errno = errno;
+	error_clear();
+	const int rc = pool_create(opts, tasks, ntasks, out);
+	if (rc != 0 && !error_recorded()) // a path without its own message: the code's text at least
+		error_set(rc, "%s", knit_strerror(rc));
+	errno = saved_errno;
+	return rc;
 }
 
 extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
@@ -569,19 +610,24 @@ extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *n
 
 extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT
 {
+	error_clear(); // a recording entry (src/error.h)
 	if (pool == nullptr || stats == nullptr)
-		return -KNIT_EINVAL;
+		return error_set(-KNIT_EINVAL, "%s is NULL", pool == nullptr ? "pool" : "stats");
 	if (size < offsetof(knit_pool_stats_t, lane) || size > sizeof(knit_pool_stats_t))
-		return -KNIT_EVERSION;
+		return error_set(-KNIT_EVERSION, "size %zu is not a knit_pool_stats_t size this library knows (%zu..%zu)",
+				 size, offsetof(knit_pool_stats_t, lane), sizeof(knit_pool_stats_t));
 	// The size field is checked like every other size field of the ABI, and
 	// must agree with the argument (the caller's idea of the struct).
 	if (stats->size < offsetof(knit_pool_stats_t, lane) || stats->size > sizeof(knit_pool_stats_t))
-		return -KNIT_EVERSION;
+		return error_set(-KNIT_EVERSION,
+				 "stats->size %u is not a knit_pool_stats_t size this library knows (%zu..%zu; set it "
+				 "to the size argument)",
+				 stats->size, offsetof(knit_pool_stats_t, lane), sizeof(knit_pool_stats_t));
 	if (stats->size != size)
-		return -KNIT_EINVAL;
+		return error_set(-KNIT_EINVAL, "stats->size %u differs from the size argument %zu", stats->size, size);
 	Pool *p = &pool->p;
-	if (pool_forked(p))
-		return -KNIT_ECLOSED; // its counters are the parent's
+	if (pool_forked(p)) // its counters are the parent's
+		return error_set(-KNIT_ECLOSED, "the pool was created before a fork: this process is the child");
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
 	s.size = (uint32_t)size;

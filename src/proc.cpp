@@ -19,12 +19,14 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "src/calls.h"
+#include "src/error.h"
 #include "src/proc.h"
 #include "src/syncline.h"
 #include "src/wake.h"
@@ -56,10 +58,11 @@ struct ProcHost {
 	ProcBoot boot;        // the template (lane and fd_status set per spawn)
 	pthread_t monitor;
 	bool monitor_started;
-	pthread_mutex_t m;    // boot_done / boot_rc handoff to knit_pool_create
+	pthread_mutex_t m;    // boot_done / boot_rc / boot_msg handoff to knit_pool_create
 	pthread_cond_t cv;
 	bool boot_done;
 	int boot_rc;
+	char boot_msg[kErrorMax]; // why boot_rc is not 0 (the monitor writes it before boot_done)
 	uint32_t shutdown;    // atomic: the monitor leaves (destroy)
 	uint32_t failed;      // atomic: out of respawns
 	// Per worker lane (the monitor thread only, after boot).
@@ -85,13 +88,6 @@ uint64_t fnv(uint64_t h, const void *d, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001B3ull;
 	return h;
-}
-
-void copy_msg(char *err, size_t errlen, const char *a, const char *b)
-{
-	if (errlen == 0)
-		return;
-	snprintf(err, errlen, "%s%s", a, b ? b : "");
 }
 
 char *dup_str(const char *s)
@@ -272,8 +268,11 @@ void janitor_done(ProcHost *h)
 }
 
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
-// status pipe, or -1 (a respawn). 0 or -KNIT_ESYSTEM.
-int spawn_worker(Pool *p, uint32_t lane, int status_w)
+// status pipe, or -1 (a respawn). 0, -KNIT_ESYSTEM, or (nothing to run: the
+// prefix program or the worker not found, not executable) -KNIT_ENOENT,
+// -KNIT_EACCES, -KNIT_EINVAL. why: kErrorMax bytes for the message of a
+// failure, or null.
+int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 {
 	ProcHost *h = p->proc;
 	ProcBoot b = h->boot;
@@ -307,9 +306,10 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 		      p->rings ? p->lanes[lane].ring_fd : -1};
 	int tmp[4] = {-1, -1, -1, -1};
 	int rc = 0;
+	int err = 0; // the errno of a failure, for the message
 	for (int i = 0; i < 4 && rc == 0; i++)
 		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdRing + 1)) < 0)
-			rc = -KNIT_ESYSTEM;
+			rc = -KNIT_ESYSTEM, err = errno;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	bool fa_ok = false, attr_ok = false;
@@ -317,7 +317,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 		fa_ok = posix_spawn_file_actions_init(&fa) == 0;
 		attr_ok = posix_spawnattr_init(&attr) == 0;
 		if (!fa_ok || !attr_ok)
-			rc = -KNIT_ESYSTEM;
+			rc = -KNIT_ESYSTEM, err = ENOMEM;
 	}
 	if (rc == 0) {
 		int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -351,9 +351,15 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 							    h->inherit_env ? environ : empty_env)
 					    : posix_spawn(&pid, h->worker_path, &fa, &attr, argv,
 							  h->inherit_env ? environ : empty_env);
-		if (e == ENOENT || e == EACCES || e == ENOEXEC || e == ENOTDIR || e == ELOOP) {
-			// Nothing to run (a prefix program not found or not
-			// executable): an argument error, as a bad worker path.
+		err = e;
+		if (e == ENOENT || e == ENOTDIR) {
+			// Nothing to run: the prefix program (or, had it gone
+			// since proc_prepare looked, the worker) is not there,
+			// may not be executed, or is no executable format.
+			rc = -KNIT_ENOENT;
+		} else if (e == EACCES) {
+			rc = -KNIT_EACCES;
+		} else if (e == ENOEXEC || e == ELOOP) {
 			rc = -KNIT_EINVAL;
 		} else if (e != 0) {
 			rc = -KNIT_ESYSTEM;
@@ -363,6 +369,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 			// as not allowed with process pools).
 			const int fd = sys_pidfd_open(pid);
 			if (fd < 0) {
+				err = errno;
 				kill(pid, SIGKILL);
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
@@ -379,6 +386,17 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w)
 	for (int i = 0; i < 4; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
+	if (rc != 0 && why != nullptr) {
+		char text[128];
+		const char *etext = strerror_r(err, text, sizeof text);
+		if (rc == -KNIT_ESYSTEM)
+			snprintf(why, kErrorMax, "cannot spawn worker %u: %s", lane, etext);
+		else if (h->nprefix != 0)
+			snprintf(why, kErrorMax, "worker_prefix program \"%s\" (run for worker %u): %s", h->prefix[0], lane,
+				 etext);
+		else
+			snprintf(why, kErrorMax, "knit-worker \"%s\" (run for worker %u): %s", h->worker_path, lane, etext);
+	}
 	return rc;
 }
 
@@ -397,26 +415,58 @@ void kill_all(ProcHost *h, uint32_t n)
 	}
 }
 
+// The message of worker i's end before its verdict (EOF on its status
+// pipe): how it exited when it did so within a moment (it closed the pipe
+// by exiting, as a program that is not knit-worker does), else that it
+// closed the pipe. into: kErrorMax bytes.
+void boot_silent_end(ProcHost *h, uint32_t i, char *into)
+{
+	struct pollfd f = {h->pidfd[i], POLLIN, 0};
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	// P_PIDFD (3); WNOWAIT: kill_all reaps it after.
+	const bool ended = h->pidfd[i] >= 0 && poll(&f, 1, 1000) == 1 &&
+			   syscall(SYS_waitid, 3, h->pidfd[i], &si, WEXITED | WNOWAIT, nullptr) == 0;
+	const char *hint = h->nprefix != 0 ? "" : " (is it a knit-worker?)";
+	if (!ended)
+		snprintf(into, kErrorMax, "worker %u (\"%s\") closed its boot status pipe before reporting ready%s", i,
+			 h->worker_path, hint);
+	else if (si.si_code == CLD_EXITED)
+		snprintf(into, kErrorMax, "worker %u (\"%s\") exited with status %d before reporting ready%s", i,
+			 h->worker_path, si.si_status, hint);
+	else
+		snprintf(into, kErrorMax, "worker %u (\"%s\") was killed by signal %d before reporting ready", i,
+			 h->worker_path, si.si_status);
+}
+
 // Spawn every worker and read each one's boot status until "ok" (or an
-// error, EOF, or kBootTimeoutNs). 0 or the create-time code.
-int boot_all(Pool *p)
+// error, EOF, or kBootTimeoutNs). 0 or the create-time code, its message
+// in why (kErrorMax bytes): a worker's own words (untrusted: sanitised,
+// bounded) when it refused to start.
+int boot_all(Pool *p, char *why)
 {
 	ProcHost *h = p->proc;
 	const uint32_t n = p->nworkers;
 	int rd[KNIT_MAX_WORKERS];
-	char msg[KNIT_MAX_WORKERS][160];
+	// A verdict line: "ok\n" or "err CODE MESSAGE\n" (src/proc_worker.cpp,
+	// boot_fail, writes less than this).
+	char msg[KNIT_MAX_WORKERS][kBootVerdictMax];
 	uint32_t got[KNIT_MAX_WORKERS];
 	bool open_[KNIT_MAX_WORKERS];
 	int rc = 0;
+	why[0] = 0;
 	for (uint32_t i = 0; i < n; i++)
 		rd[i] = -1, got[i] = 0, open_[i] = false;
 	for (uint32_t i = 0; i < n && rc == 0; i++) {
 		int pfd[2];
 		if (pipe2(pfd, O_CLOEXEC) != 0) {
+			char text[128];
+			snprintf(why, kErrorMax, "cannot make worker %u's boot status pipe: %s", i,
+				 strerror_r(errno, text, sizeof text));
 			rc = -KNIT_ESYSTEM;
 			break;
 		}
-		rc = spawn_worker(p, i, pfd[1]);
+		rc = spawn_worker(p, i, pfd[1], why);
 		close(pfd[1]);
 		rd[i] = pfd[0];
 		open_[i] = true;
@@ -436,11 +486,16 @@ int boot_all(Pool *p)
 			break;
 		const int64_t left = deadline - knit_now_ns();
 		if (left <= 0) {
+			snprintf(why, kErrorMax, "worker %u (\"%s\") did not report ready within %lld s", map[0],
+				 h->worker_path, (long long)(kBootTimeoutNs / 1000000000));
 			rc = -KNIT_ECRASHED; // a worker stayed silent
 			break;
 		}
 		const int r = poll(fds, m, (int)(left / 1000000 + 1));
 		if (r < 0 && errno != EINTR) {
+			char text[128];
+			snprintf(why, kErrorMax, "cannot wait for the workers' boot: poll: %s",
+				 strerror_r(errno, text, sizeof text));
 			rc = -KNIT_ESYSTEM;
 			break;
 		}
@@ -461,18 +516,31 @@ int boot_all(Pool *p)
 			msg[i][got[i]] = 0;
 			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0)
 				continue;
-			int code = 0;
-			if (got[i] > 4 && memcmp(msg[i], "err ", 4) == 0)
-				code = atoi(msg[i] + 4);
-			// The worker printed its message on stderr; keep the codes
-			// it may send to the documented ones.
-			if (got[i] == 0)
+			if (got[i] == 0) {
+				boot_silent_end(h, i, why);
 				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
-			else
-				rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL ||
-						     code == KNIT_ESYSTEM
-					     ? -code
-					     : -KNIT_EPROTO;
+				break;
+			}
+			// "err CODE MESSAGE": the worker's words, from a process we
+			// do not trust: printable ASCII only, bounded. Its code is
+			// kept to the documented ones.
+			char text[kBootVerdictMax];
+			int code = 0;
+			const char *words = msg[i];
+			if (got[i] > 4 && memcmp(msg[i], "err ", 4) == 0) {
+				char *end = nullptr;
+				const long c = strtol(msg[i] + 4, &end, 10);
+				code = c > 0 && c < KNIT_ERROR_MAX_ ? (int)c : 0;
+				words = *end == ' ' ? end + 1 : end;
+				error_sanitize(text, sizeof text, words, got[i] - (size_t)(words - msg[i]));
+				snprintf(why, kErrorMax, "worker %u failed its boot: %s", i, text);
+			} else {
+				error_sanitize(text, sizeof text, msg[i], got[i]);
+				snprintf(why, kErrorMax, "worker %u sent a malformed boot verdict: \"%s\"", i, text);
+			}
+			rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL || code == KNIT_ESYSTEM
+				     ? -code
+				     : -KNIT_EPROTO;
 			break;
 		}
 	}
@@ -740,7 +808,7 @@ void on_death(Pool *p, uint32_t i)
 			if (p->steal.on)
 				steal_revive(p->steal.ctl, i);
 		}
-		if (!budget || spawn_worker(p, i, -1) != 0)
+		if (!budget || spawn_worker(p, i, -1, nullptr) != 0)
 			pool_fail(p);
 	}
 	host_event(p, true); // the -KNIT_ECRASHED completions
@@ -750,7 +818,7 @@ void *monitor_main(void *arg)
 {
 	Pool *p = static_cast<Pool *>(arg);
 	ProcHost *h = p->proc;
-	const int rc = boot_all(p);
+	const int rc = boot_all(p, h->boot_msg);
 	// Every worker mapped the named object (ready comes after the map):
 	// without respawns nobody opens the name again, so it goes now.
 	if (rc == 0 && h->shm_linked && h->respawn_max == 0) {
@@ -858,27 +926,91 @@ uint64_t task_table_hash(const TaskEntry *t, uint32_t n)
 	return h;
 }
 
-int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t errlen)
+namespace {
+
+// Whether `path` names a regular file we may read (exec: execute): 0, or
+// -KNIT_ENOENT / -KNIT_EACCES / -KNIT_EINVAL with the message recorded,
+// which names `what`, the path and, for a relative path, the working
+// directory it was resolved against.
+int proc_file_check(const char *what, const char *path, bool exec)
+{
+	struct stat st;
+	const bool found = stat(path, &st) == 0;
+	const int e = found ? 0 : errno;
+	if (!found || !S_ISREG(st.st_mode) || access(path, exec ? X_OK : R_OK) != 0) {
+		const int code = found || e == EACCES		? -KNIT_EACCES
+				 : e == ENOENT || e == ENOTDIR ? -KNIT_ENOENT
+							       : -KNIT_EINVAL;
+		const int why = !found ? e : !S_ISREG(st.st_mode) ? 0 : errno;
+		const char *not_what = !found			? ""
+				       : !S_ISREG(st.st_mode) ? ": not a regular file"
+				       : exec		       ? ": not executable"
+							       : ": not readable";
+		if (path[0] != '/') {
+			char cwd[PATH_MAX];
+			if (getcwd(cwd, sizeof cwd) == nullptr)
+				strcpy(cwd, "(unknown)");
+			return error_set_errno(code, why, "relative %s path \"%s\" resolved against cwd \"%s\"%s", what,
+					       path, cwd, not_what);
+		}
+		return error_set_errno(code, why, "%s \"%s\"%s", what, path, not_what);
+	}
+	return 0;
+}
+
+} // namespace
+
+int proc_load_tasks(Pool *p, const char *path, void **handle)
 {
 	*handle = nullptr;
+	// A path with a slash names a file (relative ones from the working
+	// directory): whether it is there and readable is ours to say. A bare
+	// name is searched in the library path by dlopen.
+	const bool bare = strchr(path, '/') == nullptr;
+	if (!bare) {
+		const int rc = proc_file_check("task library", path, false);
+		if (rc != 0)
+			return rc;
+	}
 	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (dl == nullptr) {
-		copy_msg(err, errlen, "cannot load the task library: ", dlerror());
-		return -KNIT_EINVAL;
+		const char *why = dlerror();
+		if (why == nullptr)
+			why = "unknown error";
+		if (!bare)
+			return error_set(-KNIT_EINVAL, "task library \"%s\": dlopen: %s", path, why);
+		// glibc's message for a name not found in the search path:
+		// "NAME: cannot open shared object file: <strerror(ENOENT)>";
+		// one that starts with another name is a dependency's.
+		char buf[128];
+		const char *enoent = strerror_r(ENOENT, buf, sizeof buf);
+		const size_t n = strlen(path), w = strlen(why), m = strlen(enoent);
+		const bool ours = strncmp(why, path, n) == 0 && why[n] == ':' && w >= m &&
+				  strcmp(why + w - m, enoent) == 0;
+		return error_set(ours ? -KNIT_ENOENT : -KNIT_EINVAL,
+				 "task library \"%s\": dlopen: %s (a name without a slash is searched in the library "
+				 "path, not in the working directory)",
+				 path, why);
 	}
 	const knit_task_library_t *lib = static_cast<const knit_task_library_t *>(dlsym(dl, KNIT_TASK_LIBRARY_SYMBOL));
 	int rc = 0;
 	if (lib == nullptr) {
-		copy_msg(err, errlen, "the task library has no symbol " KNIT_TASK_LIBRARY_SYMBOL, nullptr);
-		rc = -KNIT_EINVAL;
-	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION ||
-		   lib->tasks == nullptr || lib->ntasks == 0 || lib->ntasks > 65535) {
-		copy_msg(err, errlen, "the task library's " KNIT_TASK_LIBRARY_SYMBOL " is malformed", nullptr);
-		rc = -KNIT_EINVAL;
+		rc = error_set(-KNIT_EINVAL, "task library \"%s\" has no symbol " KNIT_TASK_LIBRARY_SYMBOL, path);
+	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION) {
+		rc = error_set(-KNIT_EINVAL,
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u and version %u (this "
+			       "library knows size %zu, version %d)",
+			       path, lib->size, lib->version, sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION);
+	} else if (lib->tasks == nullptr || lib->ntasks == 0 || lib->ntasks > 65535) {
+		rc = error_set(-KNIT_EINVAL, "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has %s tasks and ntasks %zu (1..65535)",
+			       path, lib->tasks == nullptr ? "NULL" : "its", lib->ntasks);
 	} else {
 		rc = pool_build_tasks(p, lib->tasks, lib->ntasks);
-		if (rc != 0)
-			copy_msg(err, errlen, "the task library's table is invalid", nullptr);
+		if (rc != 0) {
+			char why[kErrorMax];
+			snprintf(why, sizeof why, "%s", knit_last_error());
+			error_set(rc, "task library \"%s\": its task table is invalid: %s", path, why);
+		}
 	}
 	if (rc != 0) {
 		dlclose(dl);
@@ -984,14 +1116,24 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 							  : opts->respawn_max;
 	h->lib_path = dup_str(opts->task_library);
 	const char *env = getenv("KNIT_WORKER_PATH");
-	if (opts->worker_path != nullptr)
+	const char *from; // where the worker path came from, for the message
+	if (opts->worker_path != nullptr) {
 		h->worker_path = dup_str(opts->worker_path);
-	else if (env != nullptr && env[0] != 0)
+		from = "the worker_path option";
+	} else if (env != nullptr && env[0] != 0) {
 		h->worker_path = dup_str(env);
-	else
+		from = "KNIT_WORKER_PATH";
+	} else {
 		h->worker_path = default_worker_path();
-	if (h->lib_path == nullptr || h->worker_path == nullptr)
-		return -KNIT_ENOMEM;
+		from = "the default beside libknitting";
+	}
+	if (h->lib_path == nullptr)
+		return error_set(-KNIT_ENOMEM, "out of memory for the task library path");
+	if (h->worker_path == nullptr)
+		return error_set(-KNIT_ENOMEM, "%s", opts->worker_path != nullptr || (env != nullptr && env[0] != 0)
+							    ? "out of memory for the knit-worker path"
+							    : "cannot make the default knit-worker path (set worker_path "
+							      "or KNIT_WORKER_PATH)");
 	// options_resolve checked the prefix: 1..kPrefixMax words.
 	if (opts->worker_prefix != nullptr) {
 		uint32_t n = 0;
@@ -999,25 +1141,28 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 			n++;
 		h->prefix = static_cast<char **>(calloc(n, sizeof(char *)));
 		if (h->prefix == nullptr)
-			return -KNIT_ENOMEM;
+			return error_set(-KNIT_ENOMEM, "out of memory for worker_prefix");
 		h->nprefix = n;
 		for (uint32_t i = 0; i < n; i++)
 			if ((h->prefix[i] = dup_str(opts->worker_prefix[i])) == nullptr)
-				return -KNIT_ENOMEM;
+				return error_set(-KNIT_ENOMEM, "out of memory for worker_prefix");
 	}
-	// Not an executable file: a clear argument error now, not a spawn
-	// failure later.
-	if (access(h->worker_path, X_OK) != 0)
-		return -KNIT_EINVAL;
+	// Not an executable file: a clear error now, not a spawn failure later.
+	if (const int rc = proc_file_check("knit-worker", h->worker_path, true); rc != 0) {
+		char why[kErrorMax];
+		snprintf(why, sizeof why, "%s", knit_last_error());
+		return error_set(rc, "%s (from %s; set worker_path or KNIT_WORKER_PATH)", why, from);
+	}
 	if (h->shm_linked && spawn_janitor(h) != 0)
-		return -KNIT_ESYSTEM;
+		return error_set(-KNIT_ESYSTEM, "cannot spawn the janitor of the named shared memory (\"%s\" "
+						"--knit-janitor)", h->worker_path);
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (h->ctl < 0)
-		return -KNIT_ESYSTEM;
+		return error_set_errno(-KNIT_ESYSTEM, -h->ctl, "cannot make the monitor's eventfd");
 	// One bridge per lane, handed to that lane's worker alone (proc.h).
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		if ((h->bridge[i] = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-			return -KNIT_ESYSTEM;
+			return error_set_errno(-KNIT_ESYSTEM, -h->bridge[i], "cannot make worker %u's bridge eventfd", i);
 	h->efd_flag = word_at(p->region.base, kPoolOffEfdFlag);
 	// Ring pages (wake.h, "process pools"): one memfd per worker, mapped
 	// here and handed to that worker alone, so no worker can write another
@@ -1032,7 +1177,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
 			if (rc != 0)
-				return rc;
+				return error_set(rc, "cannot make worker %u's ring page (a memfd): %s", i, knit_strerror(rc));
 			Lane *l = &p->lanes[i];
 			l->ring_armed = word_at(h->ring[i].base, kRingOffArmed);
 			l->ring_seq = word_at(h->ring[i].base, kRingOffSeq);
@@ -1084,7 +1229,7 @@ int proc_start(Pool *p)
 	const int e = pthread_create(&h->monitor, nullptr, monitor_main, p);
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (e != 0)
-		return -KNIT_ESYSTEM;
+		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start the process pool's monitor thread");
 	h->monitor_started = true;
 	pthread_setname_np(h->monitor, "knit-monitor");
 	pthread_mutex_lock(&h->m);
@@ -1095,6 +1240,7 @@ int proc_start(Pool *p)
 	if (rc != 0) {
 		pthread_join(h->monitor, nullptr); // it killed and reaped every child
 		h->monitor_started = false;
+		error_set(rc, "%s", h->boot_msg);
 	}
 	return rc;
 }

@@ -67,6 +67,10 @@ inline constexpr uint32_t kRespawnDefault = 5;
 // knit_pool_destroy for a worker to exit after its stop (then SIGKILL).
 inline constexpr int64_t kBootTimeoutNs = 10ll * 1000 * 1000 * 1000;
 inline constexpr int64_t kExitGraceNs = 1000ll * 1000 * 1000;
+// The longest boot verdict line a worker writes on its status pipe, its
+// newline included ("ok", or "err CODE MESSAGE": the host reads no more
+// and hands MESSAGE to knit_last_error(), sanitised).
+inline constexpr size_t kBootVerdictMax = 512;
 
 // The boot record: the host hex-encodes it into the worker's argv. The
 // same library build is on both sides (the version and the sizes say so).
@@ -135,9 +139,11 @@ uint64_t task_table_hash(const TaskEntry *t, uint32_t n);
 
 // Load the task library at `path` (dlopen) and build p's task table from it
 // (names copied and sorted as for thread pools). *handle gets the dlopen
-// handle. 0 or -KNIT_EINVAL (cannot load, no or bad knit_task_library, bad
-// table), -KNIT_ENOMEM. `err` (errlen bytes) gets a message either way.
-int proc_load_tasks(Pool *p, const char *path, void **handle, char *err, size_t errlen);
+// handle. 0, -KNIT_ENOENT (no such file; a bare name: not found in the
+// library path), -KNIT_EACCES (not a readable regular file), -KNIT_EINVAL
+// (cannot load, no or bad knit_task_library, bad table), -KNIT_ENOMEM;
+// the message recorded (src/error.h) on failure.
+int proc_load_tasks(Pool *p, const char *path, void **handle);
 
 // knit_pool_create, right after proc_load_tasks: the host state (p->proc),
 // which owns the library handle from now on (pool_free -> proc_shutdown
@@ -153,16 +159,19 @@ int proc_region_create_named(Pool *p, uint64_t size);
 uint64_t proc_start_time(int pid);
 
 // knit_pool_create, after the region and lanes are built: resolve the
-// worker path, make the eventfds, fill the boot record. 0, -KNIT_EINVAL
-// (the worker path is not an executable), -KNIT_ENOMEM, -KNIT_ESYSTEM.
+// worker path, make the eventfds, fill the boot record. 0, -KNIT_ENOENT (no
+// knit-worker there), -KNIT_EACCES (not an executable regular file),
+// -KNIT_ENOMEM, -KNIT_ESYSTEM; the message recorded (src/error.h).
 int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
 		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off);
 // Then start the monitor thread, which spawns every worker, and wait
 // until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
-// -KNIT_EINVAL (a worker could not be placed on its cpu_mask CPUs),
-// -KNIT_EPROTO (a worker refused to start: its message is on the host's
-// stderr), -KNIT_ECRASHED (a worker died or stayed silent before ready).
-// On failure every child is gone.
+// -KNIT_ENOENT / -KNIT_EACCES (the worker_prefix program not found, not
+// executable), -KNIT_EINVAL (a worker could not be placed on its cpu_mask
+// CPUs), -KNIT_EPROTO (a worker refused to start), -KNIT_ECRASHED (a worker
+// died or stayed silent before ready). The message recorded (src/error.h)
+// carries a refusing worker's own, sanitised. On failure every child is
+// gone.
 int proc_start(Pool *p);
 
 // knit_pool_destroy, after knit_stop: stop the monitor, which waits for

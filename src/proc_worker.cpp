@@ -49,17 +49,22 @@ namespace {
 int g_status_fd = -1;
 
 // Refuse to start: the message on stderr (inherited from the host) and, on
-// a first boot, "err CODE message" on the status pipe.
+// a first boot, "err CODE message" on the status pipe, one line of less
+// than kBootVerdictMax bytes (the host hands the message to the caller of
+// knit_pool_create: knit_last_error()).
 int boot_fail(int code, const char *fmt, ...)
 {
-	char msg[160];
+	char msg[kBootVerdictMax - 16];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	for (char *c = msg; *c != 0; c++) // one line
+		if (*c == '\n')
+			*c = ' ';
 	fprintf(stderr, "knit-worker: %s\n", msg);
 	if (g_status_fd >= 0) {
-		char line[200];
+		char line[kBootVerdictMax];
 		const int n = snprintf(line, sizeof line, "err %d %s\n", code, msg);
 		if (n > 0)
 			(void)!write(g_status_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
@@ -263,11 +268,9 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->epfd = -1;
 	p->region.fd = -1;
 	void *dl = nullptr;
-	char err[160];
-	err[0] = 0;
-	int rc = proc_load_tasks(p, argv[3], &dl, err, sizeof err);
+	int rc = proc_load_tasks(p, argv[3], &dl);
 	if (rc != 0)
-		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s", err);
+		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s", knit_last_error());
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO, "the task library's table differs from the host's (%s)", argv[3]);
 	if (b.shm_name[0] != 0) {

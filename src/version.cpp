@@ -25,6 +25,8 @@ const char *const error_text[KNIT_ERROR_MAX_] = {
 	"unknown struct size (version mismatch)",
 	"no such ticket",
 	"busy",
+	"no such file",
+	"permission denied",
 };
 } // namespace
 

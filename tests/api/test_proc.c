@@ -251,10 +251,10 @@ KT(proc, bad_options)
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a task library with threads");
 	kt_proc_opts(&o, 1);
 	o.task_library = KT_BUILD_DIR "/tests/lib/no-such-library.so";
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "missing library");
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "missing library");
 	kt_proc_opts(&o, 1);
 	o.worker_path = KT_BUILD_DIR "/no-such-knit-worker";
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "missing worker");
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "missing worker");
 	cr_assert_null(p);
 	/* An older caller's struct (no worker_kind): a thread pool as before. */
 	kt_opts(&o, 1);

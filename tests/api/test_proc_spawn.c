@@ -294,9 +294,11 @@ KT(spawn, bad_prefix)
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "more than 64 words");
 	int fds_children = kt_count_children();
 	o.worker_prefix = missing;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "not in $PATH");
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "not in $PATH");
+	cr_assert(strstr(knit_last_error(), "worker_prefix program \"no-such-knit-wrapper\"") != NULL, "%s",
+		  knit_last_error());
 	o.worker_prefix = missing_abs;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no such file");
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "no such file");
 	cr_assert_eq(kt_count_children(), fds_children);
 	cr_assert_null(p);
 	/* Thread pools take no prefix. */
@@ -461,6 +463,6 @@ KT(spawn, named_shm_failed_create_leaves_no_name)
 	o.proc_flags = KNIT_PROC_NAMED_SHM;
 	o.worker_prefix = missing;
 	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL);
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT);
 	cr_assert_eq(shm_names(getpid()), 0);
 }

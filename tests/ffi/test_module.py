@@ -142,6 +142,16 @@ def run(lib, tl):
     raises(TypeError, lambda: knitting.Pool({"x": len}, lib=lib, wrokers=2), "a misspelt option")
     raises(knitting.KnitError, lambda: knitting.Pool({"x": len}, lib=lib, workers=knitting.KNIT_MAX_WORKERS + 1),
            "too many workers", -knitting.KNIT_EINVAL)
+    # A failed create says why: the code and knit_last_error()'s words.
+    try:
+        knitting.Pool({}, lib=lib, worker_kind=knitting.KNIT_WORKERS_PROCESSES,
+                      task_library="/nonexistent/kt-tasks.so")
+        check(False, "a missing task library raised nothing")
+    except knitting.KnitError as e:
+        check(e.code == -knitting.KNIT_ENOENT and 'task library "/nonexistent/kt-tasks.so"' in e.detail
+              and e.detail in str(e), f"a missing task library: {e!r} (detail {e.detail!r})")
+    knitting.Pool({"x": len}, lib=lib, workers=1).close()
+    check(knitting.last_error(lib) == "", f"cleared by a successful create: {knitting.last_error(lib)!r}")
 
     # The example, as a user runs it.
     env = dict(os.environ, KNITTING_LIB=lib._name, PYTHONPATH=os.path.join(ROOT, "tools", "python"))

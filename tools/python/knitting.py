@@ -11,7 +11,8 @@ Two layers:
 * ``Pool``: a small Pythonic wrapper over the same calls. Values convert
   both ways (None, bool, int, float, bytes, str); a task error raises
   ``TaskError``; any other failure raises ``KnitError`` carrying the negative
-  code and knit_strerror's text.
+  code and knit_strerror's text, and for a failed pool creation the
+  library's reason (knit_last_error, 1.2; ``.detail``, "" with 1.1).
 
 What a ctypes user trips on (each one learned the hard way):
 
@@ -46,7 +47,7 @@ import ctypes as C
 import ctypes.util
 import os
 
-__all__ = ["load", "Pool", "KnitError", "TaskError", "Value", "Task", "TaskLibrary", "PoolOptions",
+__all__ = ["load", "last_error", "Pool", "KnitError", "TaskError", "Value", "Task", "TaskLibrary", "PoolOptions",
            "CallOptions", "Completion", "LaneStats", "PoolStats", "TASK_FN", "STRUCTS"]
 
 # ---- constants (include/knitting.h) ------------------------------------------
@@ -54,7 +55,8 @@ __all__ = ["load", "Pool", "KnitError", "TaskError", "Value", "Task", "TaskLibra
 (KNIT_OK, KNIT_EINVAL, KNIT_ENOMEM, KNIT_EAGAIN, KNIT_ENOTASK, KNIT_ETOOBIG,
  KNIT_ECLOSED, KNIT_ETIMEDOUT, KNIT_ECANCELED, KNIT_ECRASHED, KNIT_EPROTO,
  KNIT_ETASK, KNIT_ESYSTEM, KNIT_EVERSION, KNIT_ENOTFOUND, KNIT_EBUSY,
- KNIT_ERROR_MAX_) = range(17)
+ KNIT_ENOENT, KNIT_EACCES,
+ KNIT_ERROR_MAX_) = range(19)
 (KNIT_VALUE_NONE, KNIT_VALUE_BOOL, KNIT_VALUE_I64, KNIT_VALUE_F64, KNIT_VALUE_BYTES,
  KNIT_VALUE_STRING, KNIT_VALUE_ERROR) = range(7)
 KNIT_TASK_ABORTABLE = 1
@@ -68,8 +70,11 @@ KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
-KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 1, 0
+KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 2, 0
 KNIT_VERSION_NUMBER = (KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH
+# The oldest library the module runs on: it binds 1.2's knit_last_error
+# only where the library has it (_OPTIONAL), and needs nothing else newer.
+_NEEDS_MINOR = 1
 
 # ---- the public structs ---------------------------------------------------------
 
@@ -176,6 +181,10 @@ _SIGNATURES = {
     "knit_version": (C.c_uint32, []),
     "knit_strerror": (C.c_char_p, [C.c_int]),
 }
+# Functions a library older than this module may lack (bound when present).
+_OPTIONAL = {
+    "knit_last_error": (C.c_char_p, []),  # 1.2
+}
 
 _lib = None
 
@@ -199,22 +208,36 @@ def load(path=None):
     for name, (res, args) in _SIGNATURES.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
+    for name, (res, args) in _OPTIONAL.items():
+        f = getattr(lib, name, None)  # None: an older library (see last_error)
+        if f is not None:
+            f.restype, f.argtypes = res, args
     v = lib.knit_version()
-    if (v >> 16) != KNIT_VERSION_MAJOR or v < KNIT_VERSION_NUMBER:
-        raise KnitError(-KNIT_EVERSION, "%s is version %d.%d.%d; this module needs %d.%d.%d or a newer %d.x"
+    if (v >> 16) != KNIT_VERSION_MAJOR or v < (KNIT_VERSION_MAJOR << 16 | _NEEDS_MINOR << 8):
+        raise KnitError(-KNIT_EVERSION, "%s is version %d.%d.%d; this module needs %d.%d.0 or a newer %d.x"
                         % (path, v >> 16, (v >> 8) & 0xFF, v & 0xFF, KNIT_VERSION_MAJOR,
-                           KNIT_VERSION_MINOR, KNIT_VERSION_PATCH, KNIT_VERSION_MAJOR))
+                           _NEEDS_MINOR, KNIT_VERSION_MAJOR))
     _lib = lib
     return lib
 
 
-class KnitError(Exception):
-    """A libknitting call failed: .code is the negative KNIT_E* code."""
+def last_error(lib=None):
+    """knit_last_error(): why this thread's last knit_pool_create (or
+    knit_pool_stats) failed, "" after a success; "" too with a library older
+    than 1.2, which has no such function."""
+    lib = lib or _lib
+    f = getattr(lib, "knit_last_error", None) if lib is not None else None
+    return f().decode(errors="replace") if f is not None else ""
 
-    def __init__(self, code, what=""):
-        self.code = code
+
+class KnitError(Exception):
+    """A libknitting call failed: .code is the negative KNIT_E* code;
+    .detail the library's message of the cause (knit_last_error), or ""."""
+
+    def __init__(self, code, what="", detail=""):
+        self.code, self.detail = code, detail
         text = _lib.knit_strerror(code).decode() if _lib is not None else "error %d" % code
-        super().__init__("%s%s (%d)" % (what + ": " if what else "", text, code))
+        super().__init__("%s%s (%d)%s" % (what + ": " if what else "", text, code, ": " + detail if detail else ""))
 
 
 class TaskError(KnitError):
@@ -363,8 +386,10 @@ class Pool:
                 v = C.cast(v, C.POINTER(C.c_char_p))
             setattr(opts, k, v)
         pool = C.c_void_p()
-        _check(self._lib.knit_pool_create(C.byref(opts), arr, len(entries), C.byref(pool)),
-               "knit_pool_create")
+        rc = self._lib.knit_pool_create(C.byref(opts), arr, len(entries), C.byref(pool))
+        if rc < 0:
+            # Read on this thread, before anything else can call the library.
+            raise KnitError(rc, "knit_pool_create", last_error(self._lib))
         self._pool = pool
         self._ids = {n: self._lib.knit_pool_task_id(pool, n.encode()) for n in tasks}
 
