@@ -69,6 +69,19 @@ static std::atomic<long> allocations{0};
 
 using namespace std::chrono_literals;
 
+// Without exceptions nothing throws, so the throwing members are absent.
+template <class R, class = void> struct has_value_member : std::false_type {};
+template <class R> struct has_value_member<R, std::void_t<decltype(std::declval<R &>().value())>> : std::true_type {};
+static_assert(has_value_member<knit::result<int>>::value == (KNIT_HPP_EXCEPTIONS == 1), "result::value()");
+static_assert(has_value_member<knit::result<void>>::value == (KNIT_HPP_EXCEPTIONS == 1), "result<void>::value()");
+static_assert(std::is_constructible_v<knit::pool, const knit_pool_options_t &> == (KNIT_HPP_EXCEPTIONS == 1),
+	      "the throwing pool constructor");
+static_assert(!std::is_copy_constructible_v<knit::pool> && std::is_nothrow_move_constructible_v<knit::pool> &&
+		      std::is_nothrow_move_assignable_v<knit::pool>,
+	      "pool: movable, not copyable");
+static_assert(!std::is_copy_constructible_v<knit::completion> && std::is_nothrow_move_constructible_v<knit::completion>,
+	      "completion: movable, not copyable");
+
 // A function object that counts its copies, moves and destructions.
 struct counted {
 	static std::atomic<int> copies, moves, live;
