@@ -7,7 +7,7 @@
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
-#        check-fuzz | check-ffi | check-install | abi-check | man-check
+#        check-fuzz | check-ffi | check-cxx | check-install | abi-check | man-check
 #   make man-version     write the version of include/knitting.h into the man footers
 #   make SANITIZE=thread|address check    everything under a sanitizer
 #   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
@@ -298,13 +298,19 @@ check-stress: $(STRESS_BINS)
 	$(Q)for t in $(STRESS_BINS); do $(RUN) $(SP)stress $$(basename $$t) -- $$t; done
 	$(Q)$(call SUMMARY,0,$(SP)stress)
 
-# examples: programs against the shared library; demo.c is `make demo`.
-EXAMPLE_SRCS := $(sort $(wildcard tests/examples/*.c))
-EXAMPLE_BINS := $(patsubst tests/examples/%.c,$(B)/tests/examples/%,$(EXAMPLE_SRCS))
+# examples: programs against the shared library; demo.c is `make demo`; the
+# .cpp ones use knitting.hpp (C++17).
+EXAMPLE_SRCS := $(sort $(wildcard tests/examples/*.c tests/examples/*.cpp))
+EXAMPLE_BINS := $(patsubst tests/examples/%,$(B)/tests/examples/%,$(basename $(EXAMPLE_SRCS)))
 $(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $@")
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
+$(B)/tests/examples/%: tests/examples/%.cpp $(LIB_LINK) include/knitting.hpp include/knitting.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX   $@")
+	$(Q)$(CXX) -std=c++17 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $< -o $@ \
+		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
 
 # The snippets: every ```c block of README.md and the EXAMPLES program of
 # every page of sections 3 and 7 (a page without one fails, but the private
@@ -319,6 +325,32 @@ check-examples: $(EXAMPLE_BINS) $(LIB_PC) $(KW_BIN)
 		$(RUN) $(SP)examples snippets-$$(basename $$s) -- tests/examples/snippets.sh $(B)/examples $(B)/pkgconfig $$s; \
 	done
 	$(Q)$(call SUMMARY,0,$(SP)examples)
+
+# cxx: tests/cxx/test_*.cpp, programs over include/knitting.hpp and the shared
+# library, each built eight ways: g++ and clang++, C++17 and C++20, with and
+# without exceptions, always with -Wall -Wextra -Werror -pedantic (that the
+# header compiles cleanly is part of what is checked). The build name says
+# how: test_hpp-gcc-17-exc, test_hpp-clang-20-noexc ...
+CLANGXX ?= clang++
+CXXT_SRCS := $(sort $(wildcard tests/cxx/test_*.cpp))
+CXXT_VARIANTS := $(foreach c,gcc clang,$(foreach s,17 20,$(foreach e,exc noexc,$(c)-$(s)-$(e))))
+CXXT_BINS := $(foreach t,$(CXXT_SRCS:tests/cxx/%.cpp=%),$(foreach v,$(CXXT_VARIANTS),$(B)/tests/cxx/$(t)-$(v)))
+# $(call CXXT_RULE,COMPILER-NAME,COMPILER,STD,EXC)
+define CXXT_RULE
+$(B)/tests/cxx/%-$(1)-$(3)-$(4): tests/cxx/%.cpp include/knitting.hpp include/knitting.h $(LIB_LINK) $(KW_BIN) $(API_TASKLIBS)
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  CXX   $$@")
+	$$(Q)$(2) -std=c++$(3) $(if $(filter noexc,$(4)),-fno-exceptions) $$(OPT) -g -Wall -Wextra -Werror -pedantic \
+		$$(CPPFLAGS_ALL) $(if $(filter gcc,$(1)),$$(CXXFLAGS)) $$(LDFLAGS) -DKT_BUILD_DIR='"$$(abspath $$(B))"' $$< -o $$@ \
+		-L$$(B)/lib -Wl,-rpath,$$(abspath $$(B)/lib) -lknitting -lpthread
+endef
+$(foreach s,17 20,$(foreach e,exc noexc,$(eval $(call CXXT_RULE,gcc,$(CXX),$(s),$(e))) \
+	$(eval $(call CXXT_RULE,clang,$(CLANGXX),$(s),$(e)))))
+
+check-cxx: $(CXXT_BINS)
+	$(Q)$(RUN) --clear $(SP)cxx
+	$(Q)for t in $(CXXT_BINS); do $(RUN) $(SP)cxx $$(basename $$t) -- $$t; done
+	$(Q)$(call SUMMARY,0,$(SP)cxx)
 
 # model: every tests/model/*.pml checked exhaustively by spin.
 MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
@@ -417,6 +449,7 @@ check-install: $(LIB_LINK) $(LIB_A)
 
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
 	check-cross check-ffi abi-check man-check check-install check-sanitizers
+CHECK_SUITES += check-cxx
 
 # ---- knit-bench: libknitting against its floors and peers (tools/knit-bench) -----
 # A C++ tool: it may link libstdc++ and the peers. Peers are compiled in only
@@ -580,6 +613,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 	ln -sfn $(SONAME) $(DESTDIR)$(libdir)/libknitting.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(libdir)/libknitting.a
 	install -m 644 include/knitting.h $(DESTDIR)$(includedir)/knitting.h
+	install -m 644 include/knitting.hpp $(DESTDIR)$(includedir)/knitting.hpp
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' \
 		-e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
 		abi/knitting.pc.in > $(DESTDIR)$(libdir)/pkgconfig/knitting.pc
@@ -603,7 +637,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
 		libknitting.so libknitting.a pkgconfig/knitting.pc)
-	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(sbindir)/knit-trace
+	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(includedir)/knitting.hpp $(DESTDIR)$(sbindir)/knit-trace
 	rm -f $(DESTDIR)$(pkglibexecdir)/knit-worker
 	if [ -d $(DESTDIR)$(pkglibexecdir) ]; then rmdir $(DESTDIR)$(pkglibexecdir); fi
 	rm -f $(DESTDIR)$(cmakedir)/knittingConfig.cmake $(DESTDIR)$(cmakedir)/knittingConfigVersion.cmake

@@ -36,5 +36,24 @@ if command -v clang >/dev/null 2>&1; then
 	clang -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c "$hdr" || { echo "FAIL: clang C99"; fail=1; }
 	clang++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ "$hdr" || { echo "FAIL: clang C++11"; fail=1; }
 fi
+# knitting.hpp, the C++ binding: on its own, C++17 and C++20, with and
+# without exceptions, g++ and (when there) clang++, every warning an error.
+hpp=include/knitting.hpp
+[ -s "$hpp" ] || { echo "FAIL: $hpp is missing or empty"; exit 1; }
+grep -q 'class pool' "$hpp" || { echo "FAIL: $hpp declares no knit::pool"; exit 1; }
+hppcc="g++"
+command -v clang++ >/dev/null 2>&1 && hppcc="g++ clang++"
+nhpp=0
+for cxx in $hppcc; do
+	for std in c++17 c++20; do
+		for exc in -fexceptions -fno-exceptions; do
+			nhpp=$((nhpp + 1))
+			if ! $cxx -std=$std $exc -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ "$hpp"; then
+				echo "FAIL: $hpp as $std $exc ($cxx)"; fail=1
+			fi
+		done
+	done
+done
+[ $fail -eq 0 ] && echo "knitting.hpp ok: $nhpp builds ($hppcc; C++17/20; with and without exceptions)"
 [ $fail -eq 0 ] && echo "header ok: C99/C11/C17/gnu11, C++11/17/20 (gcc, clang); $ndecl functions noexcept under C++"
 exit $fail

@@ -8,7 +8,9 @@
 # knitting.pc), and run it in OUTDIR; every program must exit 0.
 #
 # A block whose first line is a comment naming a file ("/* tasks.c ...")
-# is that file; the others are SOURCE-N.c. A block without a main() is a
+# is that file; the others are SOURCE-N.c. C++ blocks (```cpp in Markdown;
+# in a man page, a block that includes <knitting.hpp>) become NAME.cpp and
+# are compiled as C++17 with c++. A block without a main() is a
 # task library: it is built first, as libNAME.so in OUTDIR, so that the
 # programs of the same SOURCE load it as "./libNAME.so".
 # Fails when SOURCE is missing or yields no block, when a block does not
@@ -27,6 +29,7 @@ case $src in
 *.md)
 	awk -v dir="$dir" -v stem="${base%.*}" '
 		/^```c[ \t]*$/ { inb = 1; n++; f = sprintf("%s/%s-%d.c", dir, stem, n); first = 1; next }
+		/^```cpp[ \t]*$/ { inb = 1; n++; f = sprintf("%s/%s-%d.cpp", dir, stem, n); first = 1; next }
 		/^```/ && inb { inb = 0; close(f); print f; next }
 		inb {
 			if (first && match($0, /^\/\* [A-Za-z0-9_-]+\.c/)) {
@@ -52,27 +55,41 @@ case $src in
 	;;
 *) echo "FAIL: $src is neither Markdown nor a man page"; exit 1 ;;
 esac
+# A man page block that includes knitting.hpp is C++.
+while read -r f; do
+	case $f in *.c) if grep -q '^#include <knitting.hpp>' "$f"; then mv "$f" "${f%.c}.cpp"; f=${f%.c}.cpp; fi ;; esac
+	echo "$f"
+done <"$dir/blocks" >"$dir/blocks.lang"
+mv "$dir/blocks.lang" "$dir/blocks"
 mapfile -t blocks <"$dir/blocks"
 [ ${#blocks[@]} -gt 0 ] || { echo "FAIL: $src has no C example block"; exit 1; }
 
 # shellcheck disable=SC2046
 pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@" knitting; }
 cflags="-std=gnu11 -Wall -Wextra -Werror -pthread"
+cxxflags="-std=c++17 -Wall -Wextra -Werror -pthread"
+# cc or c++ and its flags for a block, by its name.
+compile() {
+	case $1 in
+	*.cpp) c++ $cxxflags "$@" ;;
+	*) cc $cflags "$@" ;;
+	esac
+}
 fail=0
 progs=()
 for f in "${blocks[@]}"; do
-	n=$(basename "$f" .c)
+	n=$(basename "${f%.c*}")
 	if grep -q '^int main(' "$f"; then progs+=("$f"); continue; fi
 	# shellcheck disable=SC2086
-	if ! cc $cflags -shared -fPIC "$f" -o "$dir/lib$n.so" $(pc --cflags --libs) 2>"$dir/$n.err"; then
-		echo "FAIL: $src: task library $n.c does not compile:"; cat "$dir/$n.err"; fail=1
+	if ! compile "$f" -shared -fPIC -o "$dir/lib$n.so" $(pc --cflags --libs) 2>"$dir/$n.err"; then
+		echo "FAIL: $src: task library $(basename "$f") does not compile:"; cat "$dir/$n.err"; fail=1
 	fi
 done
 for f in "${progs[@]}"; do
-	n=$(basename "$f" .c)
+	n=$(basename "${f%.c*}")
 	# shellcheck disable=SC2086
-	if ! cc $cflags "$f" -o "$dir/$n" $(pc --cflags --libs) 2>"$dir/$n.err"; then
-		echo "FAIL: $src: $n.c does not compile:"; cat "$dir/$n.err"; fail=1; continue
+	if ! compile "$f" -o "$dir/$n" $(pc --cflags --libs) 2>"$dir/$n.err"; then
+		echo "FAIL: $src: $(basename "$f") does not compile:"; cat "$dir/$n.err"; fail=1; continue
 	fi
 	st=0
 	(cd "$dir" && timeout 60 "./$n") >"$dir/$n.out" 2>&1 || st=$?

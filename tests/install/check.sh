@@ -144,6 +144,24 @@ uninstall_ok() {
 	left=$(cd "$st" && find . -type d -name knitting)
 	[ -z "$left" ] || fail "make uninstall $* left: $left"
 }
+
+# C++: knitting.hpp is installed beside knitting.h; a consumer builds with
+# only pkg-config's flags, and with find_package(knitting).
+check_cxx() {
+	[ -f "$stage/usr/include/knitting.hpp" ] || fail "make install did not install /usr/include/knitting.hpp"
+	echo "== C++ (knitting.hpp), pkg-config"
+	echo "c++ consumer.cpp $flags"
+	c++ -std=c++17 -Wall -Wextra -Werror -pedantic "$here/cxx/consumer.cpp" $flags -o "$tmp/pc_cxx"
+	readelf -d "$tmp/pc_cxx" | grep -q "NEEDED.*\\[$so\\]" || fail "pc_cxx does not load $so"
+	"$tmp/pc_cxx"
+	echo "== C++ (knitting.hpp), cmake find_package(knitting)"
+	cmake -S "$here/cxx" -B "$tmp/cmake-cxx" -DCMAKE_PREFIX_PATH="$stage/usr" -DCMAKE_BUILD_TYPE=Release \
+		>"$tmp/cmake-cxx.log" 2>&1 || { cat "$tmp/cmake-cxx.log"; fail "cmake configure (C++)"; }
+	cmake --build "$tmp/cmake-cxx" >>"$tmp/cmake-cxx.log" 2>&1 || { cat "$tmp/cmake-cxx.log"; fail "cmake build (C++)"; }
+	"$tmp/cmake-cxx/cxx_consumer"
+}
+check_cxx
+
 echo "== uninstall"
 uninstall_ok "$stage" prefix=/usr
 
