@@ -881,26 +881,42 @@ void backlog_hw_update(Pool *p, uint64_t now_count)
 }
 
 namespace {
-// Count one more call in the backlog, within max_pending (any thread):
-// false, and nothing counted, when it is full.
 // Count up to n calls into the backlog at once (any thread): how many were
 // counted in, within max_pending (one RMW; a second gives back what did
-// not fit).
+// not fit), and the high-water mark raised to what this admission brought
+// the count to.
+//
+// The bound: between another producer's two RMWs the count holds that
+// producer's excess, calls it will give back, so the count a producer adds
+// to (old) is never below what is admitted, and fit = max - old (at most)
+// keeps what is admitted within max_pending. Such an excess can only make
+// an admission take less than the room there is, never more.
+//
+// The mark is old + fit (at most max_pending), from this RMW's own result:
+// a reload of backlog_count after the admission could read another
+// producer's excess before its give-back, more than was ever admitted.
+// Every rise of the admitted count is one admission (or a requeue, which
+// records its own), so the mark still reaches the most ever admitted.
 uint32_t backlog_admit_many(Pool *p, uint32_t n)
 {
 	const uint64_t old = knit_fetch_add_relaxed_64(&p->backlog_count, n);
 	const uint64_t max = p->cfg.max_pending;
-	if (old + n <= max)
+	if (old + n <= max) {
+		backlog_hw_update(p, old + n);
 		return n;
+	}
 	const uint64_t fit = old < max ? max - old : 0;
 	knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - (n - fit));
+	if (fit != 0)
+		backlog_hw_update(p, old + fit);
 	return (uint32_t)fit;
 }
 
 // backlog_admit_many() for the dispatcher's holder: a call placed in this
 // hold is still counted (backlog_placed), so a new call takes its count
 // over, with no RMW: the count stays what it was, which was within
-// max_pending. Placed calls' counts first.
+// max_pending (and no higher than the mark already is). Placed calls'
+// counts first.
 uint32_t backlog_admit_many_held(Pool *p, uint32_t n)
 {
 	const uint32_t take = p->backlog_placed < n ? (uint32_t)p->backlog_placed : n;
@@ -988,10 +1004,6 @@ int dispatch_submit(Pool *p, Call *c)
 	}
 	if (!placed_direct && !queued)
 		return -KNIT_EAGAIN; // backlog full (max_pending)
-	// Only a call that went into the backlog can have raised its count (a
-	// call placed directly never counted in it).
-	if (queued && !placed_direct)
-		backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 	return queued ? 1 : 0;
 }
 
@@ -1041,7 +1053,6 @@ uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
 				// What fits now (reaping first when the lanes are full),
 				// as the next enqueue's flush of the backlog would.
 				place_private(p);
-				backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 			}
 		}
 		dispatch_unlock(p);
@@ -1055,7 +1066,6 @@ uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
 	for (; i < admitted; i++)
 		backlog_push(p, calls[i]);
 	backlog_pushed(p);
-	backlog_hw_update(p, knit_load_relaxed_64(&p->backlog_count));
 	return admitted;
 }
 
