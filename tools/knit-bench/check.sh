@@ -21,9 +21,11 @@ for opt in --passes --case --json --plot --plot-from --quick --list --version; d
 	grep -q -- "$opt" "$tmp/help" && ok "--help describes $opt" || bad "--help does not describe $opt"
 done
 
-for args in "--passes abc" "--passes 0" "--passes 3x" "--passes -1" "--passes" "--bogus" "stray"; do
+# With --list after it: a knit-bench that took the bad value would list the
+# cases and exit 0, not run the whole bench.
+for args in "--passes abc" "--passes 0" "--passes 3x" "--passes -1" "--bogus" "stray" "--passes"; do
 	# shellcheck disable=SC2086 # word splitting wanted
-	"$kb" $args >"$tmp/out" 2>"$tmp/err"
+	"$kb" $args --list >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ $rc = 2 ] && grep -q '^knit-bench: ' "$tmp/err" && [ ! -s "$tmp/out" ]; then
 		ok "'$args' is a usage error (2): $(head -1 "$tmp/err")"

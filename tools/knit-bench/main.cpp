@@ -326,9 +326,10 @@ int main(int argc, char **argv)
 			help();
 			return 0;
 		case 'V':
-			printf("knit-bench (libknitting %s, built against %d.%d.%d, commit %s)\n",
-			       version_string(knit_version()).c_str(), KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR,
-			       KNIT_VERSION_PATCH, KB_COMMIT);
+			// First line: the version it was built as (knitting.h), as
+			// every tool of libknitting prints it.
+			printf("knit-bench %d.%d.%d\nlibknitting %s loaded, commit %s\n", KNIT_VERSION_MAJOR,
+			       KNIT_VERSION_MINOR, KNIT_VERSION_PATCH, version_string(knit_version()).c_str(), KB_COMMIT);
 			return 0;
 		case ':':
 			usage_error("%s needs a value", arg_name);
