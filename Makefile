@@ -455,9 +455,12 @@ CHECK_SUITES += check-cxx
 # A C++ tool: it may link libstdc++ and the peers. Peers are compiled in only
 # when their headers are there (__has_include); oneTBB also needs its library,
 # probed here only when knit-bench is built. `make check` runs the --quick
-# smoke test (counts, never times); `make bench` installs the peers, builds
+# smoke test (counts, never times) with knit-bench's options, --json metadata
+# and --plot checked (tools/knit-bench/check.sh); `make bench` installs the peers, builds
 # and runs the full comparison (under 5 minutes on 2 CPUs).
 KB_BIN := $(B)/tools/knit-bench
+MAN_TOOLS += $(KB_BIN)
+man-check: $(KB_BIN)
 KB_SRCS := $(sort $(wildcard tools/knit-bench/*.cpp))
 KB_HAVE_TBB = $(shell test -e /usr/include/oneapi/tbb/task_arena.h && \
 	echo 'int main(){}' | $(CXX) -x c++ - -ltbb -o /dev/null 2>/dev/null && echo 1)
@@ -469,10 +472,16 @@ $(B)/tools/knit-bench.flags: FORCE
 # classes, which the shared library hides: they come from the archive the
 # white-box tests link, after -lknitting, so only the lock2 / codec / arena /
 # region objects are pulled in and every knit_* call still binds to the .so.
-$(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) $(LIB_TEST_A) include/knitting.h $(B)/tools/knit-bench.flags
+# The commit knit-bench reports in its --json (rewritten only when it changes).
+$(B)/tools/knit-bench-commit.h: FORCE
+	@mkdir -p $(dir $@)
+	$(Q)c=$$(git describe --always --dirty 2>/dev/null || echo unknown); \
+		printf '#define KB_COMMIT "%s"\n' "$$c" | cmp -s - $@ || printf '#define KB_COMMIT "%s"\n' "$$c" > $@
+$(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) $(LIB_TEST_A) include/knitting.h $(B)/tools/knit-bench.flags \
+		$(B)/tools/knit-bench-commit.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $@")
-	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
+	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -I$(B)/tools $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
 		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $(LIB_TEST_A) $$(cat $(B)/tools/knit-bench.flags) -lpthread
 # The process-pool cases' task library, beside knit-bench.
 KB_TASKS := $(B)/tools/knit-bench-tasks.so
@@ -489,7 +498,7 @@ bench: deps-bench
 	$(Q)$(KB_BIN) --json $(KB_OUT)/knit-bench.json --plot $(KB_OUT)/knit-bench.png
 check-bench: $(KB_BIN)
 	$(Q)$(RUN) --clear $(SP)bench
-	$(Q)$(RUN) $(SP)bench quick -- $(KB_BIN) --quick
+	$(Q)$(RUN) $(SP)bench tool -- tools/knit-bench/check.sh $(KB_BIN)
 	$(Q)$(call SUMMARY,0,$(SP)bench)
 CHECK_SUITES += check-bench
 FORCE:
@@ -543,7 +552,9 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 # and with --lane 0; a process pool (knit-worker processes, followed by
 # knit-trace -p HOST) whole and with --lane 0, one whose worker is killed
 # and respawned mid-trace, and one traced only once its workers run (found
-# by knit-trace among the host's children); and knit-trace as a non-root uid
+# by knit-trace among the host's children); the text report of some of them
+# (banner, the pool's kind, synchronous and ticketed calls, worker process
+# deaths by cause); and knit-trace as a non-root uid
 # by capability (setpriv).
 # Needs root; skips only where the kernel refuses BPF.
 $(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
@@ -566,6 +577,10 @@ check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LI
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
 	$(Q)$(RUN) $(SP)trace pool-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --arg proc-late
+	$(Q)for t in lanes steal inline proc-steal proc-respawn; do \
+		$(RUN) $(SP)trace text-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --text --arg $$t; \
+	done
+	$(Q)$(RUN) $(SP)trace text-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --text --arg proc-late
 	$(Q)$(RUN) $(SP)trace caps -- tests/trace/caps.sh $(KT_BIN) $(abspath $(LIB_SO))
 	$(Q)$(call SUMMARY,0,$(SP)trace)
 CHECK_SUITES += check-trace

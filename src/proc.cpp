@@ -400,15 +400,27 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	return rc;
 }
 
-// Kill (SIGKILL) and reap every child still there.
-void kill_all(ProcHost *h, uint32_t n)
+// How a reaped worker that the host did not kill ended, as a
+// knit_trace_exit_cause: STOPPED when it exited 0 and `asked` (it was told
+// to stop), else the signal or the exit.
+knit_trace_exit_cause exit_cause(const siginfo_t &si, bool asked)
 {
+	if (si.si_code != CLD_EXITED)
+		return KNIT_TRACE_EXIT_SIGNAL;
+	return asked && si.si_status == 0 ? KNIT_TRACE_EXIT_STOPPED : KNIT_TRACE_EXIT_STATUS;
+}
+
+// Kill (SIGKILL) and reap every child still there.
+void kill_all(Pool *p, uint32_t n)
+{
+	ProcHost *h = p->proc;
 	for (uint32_t i = 0; i < n; i++) {
 		if (h->pidfd[i] < 0)
 			continue;
 		sys_pidfd_kill(h->pidfd[i], SIGKILL);
 		siginfo_t si;
 		reap(h->pidfd[i], h->pid[i], &si);
+		KNIT_TRACE_PROC_WORKER_EXIT(p, i, KNIT_TRACE_EXIT_KILLED, si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
 		h->pid[i] = 0;
@@ -548,7 +560,7 @@ int boot_all(Pool *p, char *why)
 		if (rd[i] >= 0)
 			close(rd[i]);
 	if (rc != 0)
-		kill_all(h, n);
+		kill_all(p, n);
 	return rc;
 }
 
@@ -789,6 +801,12 @@ void on_death(Pool *p, uint32_t i)
 	const bool clean = !proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
+	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
+				    proto    ? KNIT_TRACE_EXIT_PROTO
+				    : killed ? KNIT_TRACE_EXIT_KILLED
+				    : clean  ? KNIT_TRACE_EXIT_STOPPED
+					     : exit_cause(si, false),
+				    si.si_status);
 	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
 	if (!ending && !budget)
 		mark_failed(p); // before the lane's calls complete: a caller that
@@ -902,10 +920,13 @@ void *monitor_main(void *arg)
 			continue;
 		const int64_t left = end - knit_now_ns();
 		struct pollfd f = {h->pidfd[i], POLLIN, 0};
-		if (left <= 0 || poll(&f, 1, (int)(left / 1000000 + 1)) <= 0)
+		const bool late = left <= 0 || poll(&f, 1, (int)(left / 1000000 + 1)) <= 0;
+		if (late)
 			sys_pidfd_kill(h->pidfd[i], SIGKILL);
 		siginfo_t si;
 		reap(h->pidfd[i], h->pid[i], &si);
+		KNIT_TRACE_PROC_WORKER_EXIT(p, i, late ? KNIT_TRACE_EXIT_KILLED : exit_cause(si, true),
+					    si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
 		h->pid[i] = 0;
@@ -1258,7 +1279,7 @@ void proc_shutdown(Pool *p)
 		pthread_join(h->monitor, nullptr);
 		h->monitor_started = false;
 	}
-	kill_all(h, KNIT_MAX_WORKERS); // nothing left unless the monitor never ran
+	kill_all(p, KNIT_MAX_WORKERS); // nothing left unless the monitor never ran
 	if (h->shm_linked) {
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;

@@ -290,6 +290,7 @@
 #include "knitting.h"
 #include "src/layout.h"
 #include "src/pool.h"
+#include "src/trace.h"
 
 namespace knit::detail {
 
@@ -354,6 +355,7 @@ inline uint64_t line_spill_stride(const PoolConfig &cfg) { return align_up(cfg.m
 // line call's enqueue, start, done and complete like any call's. Its
 // task_enqueue names the lane (steal topology: the pool-level pseudo-lane,
 // as for every call of a steal pool).
+static_assert(kTicketIndexMax == KNIT_TRACE_LINE_ID_BASE, "line ids: trace ABI (src/trace.h)");
 inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s << 32) | (kTicketIndexMax + lane); }
 
 // knit_call's fast path: 0 with *out filled, -KNIT_ECLOSED (the pool closed

@@ -25,6 +25,14 @@
 //   ticket    u64  the call's knit_ticket_t
 //   status    s32  0 or a negative KNIT_E* code
 //   host_pool u64  in a worker process: the host's knit_pool_t pointer
+//   cause     u32  enum knit_trace_exit_cause
+//   code      s32  the signal number or exit status the worker ended with
+//
+// A knit_call served on a lane's synchronous line has no ticket: its
+// task_enqueue, task_start, task_done and task_complete carry a line id
+// instead, whose low 32 bits are KNIT_TRACE_LINE_ID_BASE + the lane (no
+// ticket's low half reaches that base), so a tracer tells synchronous
+// calls from ticketed ones and knows the line's lane from the id alone.
 //
 // A worker process (knit-worker, process pools) fires the same probes from
 // its own copy of the library, but its `pool` is the address of its own
@@ -63,6 +71,22 @@ enum knit_trace_wake_reason {
 	KNIT_TRACE_WAKE_STOP = 3      // woken to acknowledge a stop request
 };
 
+// The low half of a synchronous-line call's id is this + its lane
+// (src/syncline.h asserts it is the first value no ticket index reaches).
+#define KNIT_TRACE_LINE_ID_BASE 0xFFFFFF00u
+
+// How a worker process ended (proc_worker_exit's cause argument). The
+// causes the pool counts as crashes (knit_pool_stats `crashes`) are
+// SIGNAL, STATUS and PROTO, when they happen while the pool runs.
+enum knit_trace_exit_cause {
+	KNIT_TRACE_EXIT_STOPPED = 0, // exited 0 after the host asked it to stop
+	KNIT_TRACE_EXIT_SIGNAL = 1,  // died of a signal the pool did not send (code: the signal)
+	KNIT_TRACE_EXIT_STATUS = 2,  // exited unasked or with a failure status (code: the status)
+	KNIT_TRACE_EXIT_KILLED = 3,  // killed by the host: the hard timeout, no exit
+				     // within the grace at destroy, or a failed create
+	KNIT_TRACE_EXIT_PROTO = 4    // killed by the host for a protocol error
+};
+
 #if defined(KNIT_NO_TRACE)
 
 #define KNIT_TRACE_NOP1_(a) ((void)sizeof(a))
@@ -88,6 +112,9 @@ enum knit_trace_wake_reason {
 #define KNIT_TRACE_STOP_ACK(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
 #define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool) \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(host_pool))
+#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code) \
+	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(cause), \
+	 KNIT_TRACE_NOP1_(code))
 
 #else
 
@@ -177,6 +204,15 @@ enum knit_trace_wake_reason {
 #define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool)                      \
 	DTRACE_PROBE3(knitting, proc_worker_start, KNIT_TRACE_POOL_(pool),       \
 		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(host_pool))
+
+// The host reaped the worker process of lane `lane` of its pool `pool`;
+// `cause` is a knit_trace_exit_cause, `code` the signal or exit status.
+// Fires once per reaped worker, in the host (summed over the lanes, ==
+// pool stats `spawns` once every worker was reaped).
+#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code)                     \
+	DTRACE_PROBE4(knitting, proc_worker_exit, KNIT_TRACE_POOL_(pool),        \
+		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U32_(cause),             \
+		      KNIT_TRACE_S32_(code))
 
 #endif // KNIT_NO_TRACE
 

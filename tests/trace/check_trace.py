@@ -14,7 +14,13 @@ Exact equalities (the probes fire exactly where the counters count):
             task_start == task_done == calls, doorbell_ring == doorbell_rings,
             stop_request == stop_ack == 1 (worker lanes);
   per pool  doorbell_arm == doorbell_arms, doorbell_wake == doorbell_wakes,
-            task_complete == completed, task_enqueue == enqueued.
+            task_complete == completed, task_enqueue == enqueued;
+  synchronous-line calls (knit_call's fast path) apart: sync_enqueue (on
+            the line's lane, in every topology) and sync_complete ==
+            sync_calls, task_complete - sync_complete == completed -
+            sync_calls; per lane sync_enqueue == the calls it ran during
+            the program's knit_calls;
+  kind      "threads" or "processes", as the pool's.
 Pairing (the tool attached before the pool existed, so nothing is half seen):
   every ring is followed by its worker's wake probe (or came after the worker
   already took it), and is either seen going on a CPU or found its worker
@@ -23,8 +29,8 @@ Pairing (the tool attached before the pool existed, so nothing is half seen):
 Attribution: knit-trace reports only lanes the pool has (no row for the
 shared submit queue of a steal pool); a call counts on the lane that ran it.
 task_enqueue counts per lane where calls are placed on a lane's own queue
-(lanes topology, inline lane) and at pool level where they go to the shared
-submit queue (steal).
+(lanes topology, inline lane, every synchronous-line call) and at pool
+level where they go to the shared submit queue (steal's ticketed calls).
 Latencies: 0 < min <= p50 <= p99 <= max <= the traced run's length, and
 the histogram buckets add up to the count.
 
@@ -32,7 +38,9 @@ Process pools (STATS has "processes"): the workers' probes fire in the
 knit-worker processes, so every check above holds only if knit-trace
 followed them and reported their events under the host's pool and lanes.
 Also: proc_worker_start per lane == 1 + the workers killed on that lane,
-summed == spawns. "late": the workers were running, idle, before knit-trace
+summed == spawns; every worker process is reaped once, by cause
+(proc_worker_exit): signal + exit + protocol deaths == crashes, each killed
+worker one SIGKILL death on its lane, every last worker stopped when asked. "late": the workers were running, idle, before knit-trace
 attached (and the STATS counters are those since): no proc_worker_start,
 and knit-trace found the workers itself. A worker killed (SIGKILL) while parked leaves one park
 without its wake: per killed worker one park duration sample less, and a ring
@@ -144,11 +152,54 @@ def main():
         eq(hist_count(lat, "queue"), ls["calls"], f"lane {n} queue wait samples")
         eq(hist_count(lat, "service"), ls["calls"], f"lane {n} service time samples")
         eq(hist_count(lat, "call"), ls["calls"], f"lane {n} call latency samples")
-        eq(g("task_enqueue"), 0 if steal and n < stats["workers"] else ls["calls"],
-           f"lane {n} enqueues on its own queue")
+        # Synchronous-line calls (knit_call's fast path) are placed on
+        # their lane's line in every topology; under steal the ticketed
+        # calls go to the shared submit queue instead.
+        # The program's knit_calls took its lanes' lines when sync_calls
+        # counted them all (the inline topology takes none).
+        if stats["sync_calls"] == stats["knit_calls"]:
+            eq(g("sync_enqueue"), ls["knit_calls"], f"lane {n} synchronous-line calls")
+        elif stats["sync_calls"] == 0:
+            eq(g("sync_enqueue"), 0, f"lane {n} synchronous-line calls (none)")
+        else:
+            print(f"skip: lane {n} synchronous-line calls: {stats['sync_calls']} of the "
+                  f"{stats['knit_calls']} knit_calls took a line, which lanes is unknown")
+        eq(g("task_enqueue"), g("sync_enqueue") if steal and n < stats["workers"] else ls["calls"],
+           f"lane {n} enqueues on its own queue (its line's included)")
 
     pl = pool["pool_level"]["counts"]
     tot = pool["totals"]["counts"]
+    eq(pool.get("kind"), "processes" if stats.get("processes") else "threads", "pool kind")
+    if stats.get("processes") and only is None:
+        # Every worker process the pool started, it reaped (the pool was
+        # destroyed before the program's end): by cause, crashes apart.
+        ends = sum(tot.get(k, 0) for k in ("proc_exit_stopped", "proc_died_signal",
+                                           "proc_died_status", "proc_killed",
+                                           "proc_killed_protocol", "proc_exit_other"))
+        started = stats["workers"] if stats.get("late") else stats["spawns"]
+        eq(ends, started, "worker processes reaped (every cause)")
+        eq(tot.get("proc_died_signal", 0) + tot.get("proc_died_status", 0) +
+           tot.get("proc_killed_protocol", 0), stats["crashes"],
+           "worker process deaths (signal + exit + protocol) == pool crashes")
+        killed = sum(ls.get("killed", 0) for ls in stats["lanes"])
+        eq(tot.get("proc_died_signal", 0), killed, "worker processes killed by a signal")
+        eq(pool["totals"].get("death_signals"), [9] if killed else [],
+           "the signals they died of (SIGKILL)")
+        eq(tot.get("proc_exit_stopped", 0), stats["workers"],
+           "worker processes that stopped when asked")
+        for ls in stats["lanes"]:
+            if ls["lane"] < stats["workers"]:
+                lc = lanes.get(ls["lane"], zero)["counts"]
+                eq(lc.get("proc_died_signal", 0), ls.get("killed", 0),
+                   f"lane {ls['lane']} worker processes killed by a signal")
+    if only is None:
+        eq(tot.get("sync_enqueue", 0), stats["sync_calls"],
+           "synchronous-line calls placed == sync_calls")
+        eq(pl.get("sync_complete", 0), stats["sync_calls"],
+           "synchronous-line calls completed == sync_calls")
+        eq(pl.get("task_complete", 0) - pl.get("sync_complete", 0),
+           stats["completed"] - stats["sync_calls"],
+           "ticketed calls completed == completed - sync_calls")
     if stats.get("processes") and only is None:
         eq(tot.get("proc_worker_start", 0), stats["spawns"],
            "worker processes started == pool spawns")
@@ -162,8 +213,8 @@ def main():
     else:
         eq(pl.get("task_complete", 0), by_lane[only]["calls"],
            f"pool calls completed (lane {only}'s only)")
-    eq(pl.get("task_enqueue", 0), stats["enqueued"] if steal else 0,
-       "pool-level enqueues (the shared submit queue)")
+    eq(pl.get("task_enqueue", 0), stats["enqueued"] - stats["sync_calls"] if steal else 0,
+       "pool-level enqueues (the shared submit queue: the ticketed calls)")
     if only is None and "cold_calls" in stats:
         check(total_cold_rings >= stats["cold_calls"],
               f"every cold call rang a worker ({total_cold_rings} rings >= "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib] [--late] [--arg ARG]... [--lane N]
+# tests/trace/run.sh KNIT_TRACE PROGRAM [--lib] [--late] [--text] [--arg ARG]... [--lane N]
 #
 # End-to-end test of knit-trace(8): start PROGRAM (trace_fixture or
 # trace_pool; it waits for a go file; each --arg is passed after the go file,
@@ -13,7 +13,10 @@
 # knit-trace says it is attached, let the
 # program run to its end (knit-trace reports when the process exits), then
 # check_trace.py compares knit-trace's counts with the program's own STATS
-# line and checks the latencies.
+# line and checks the latencies. With --text: the text report instead of
+# --json, and check_text.py checks its banner and summary line against the
+# same STATS line. Either way it prints (measures, never asserts) how long
+# knit-trace took to exit after the process did.
 #
 # Needs root. Nothing to mount: USDT probes attach through the uprobe PMU in
 # sysfs and the scheduler programs are tp_btf, neither needs tracefs or a
@@ -21,14 +24,15 @@
 # unavailable: not root, no kernel BTF, the bpf() syscall refused, or the
 # tool could not be built for that reason.
 set -u
-[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib] [--late] [--arg ARG]... [--lane N]" >&2; exit 1; }
-tool=$1 prog=$2 mode= late=
+[ $# -ge 2 ] || { echo "usage: $0 KNIT_TRACE PROGRAM [--lib] [--late] [--text] [--arg ARG]... [--lane N]" >&2; exit 1; }
+tool=$1 prog=$2 mode= late= text=
 shift 2
 pargs=() lane=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) mode=--lib; shift ;;
 	--late) late=1; shift ;;
+	--text) text=1; shift ;;
 	--arg) [ $# -ge 2 ] || { echo "FAIL: --arg needs a value"; exit 1; }; pargs+=("$2"); shift 2 ;;
 	--lane) [ $# -ge 2 ] || { echo "FAIL: --lane needs a value"; exit 1; }; lane=(--lane "$2"); shift 2 ;;
 	*) echo "FAIL: unknown argument $1"; exit 1 ;;
@@ -73,7 +77,8 @@ for _ in $(seq 300); do
 	kill -0 "$ppid" 2>/dev/null || break
 	sleep 0.1
 done
-args=(-p "$ppid" --json "${lane[@]}")
+args=(-p "$ppid" "${lane[@]}")
+[ -z "$text" ] && args+=(--json)
 [ "$mode" = --lib ] && args+=(-l "$(readlink -f "$prog")")
 echo "run: $tool ${args[*]}"
 "$tool" "${args[@]}" >"$tmp/trace.json" 2>"$tmp/trace.err" &
@@ -99,6 +104,7 @@ touch "$tmp/go"
 wait "$ppid"
 prc=$?
 ppid=
+t_exit=$(date +%s%N)
 cat "$tmp/prog.err"
 [ $prc = 0 ] || { echo "FAIL: $prog exited with $prc"; exit 1; }
 
@@ -108,10 +114,16 @@ if kill -0 "$tpid" 2>/dev/null; then echo "FAIL: knit-trace did not exit after t
 wait "$tpid"
 trc=$?
 tpid=
+echo "measured: knit-trace exited $(( ($(date +%s%N) - t_exit) / 1000000 )) ms after the process"
 cat "$tmp/trace.err"
 [ $trc = 0 ] || { echo "FAIL: knit-trace exited with $trc"; exit 1; }
 
 # Nothing to compare is a failure, not a pass.
 [ -s "$tmp/trace.json" ] || { echo "FAIL: knit-trace wrote no report"; exit 1; }
 grep -q '^STATS ' "$tmp/prog.out" || { echo "FAIL: $prog printed no STATS line"; exit 1; }
-python3 "$here/check_trace.py" "$tmp/trace.json" "$tmp/prog.out" "${lane[@]}"
+if [ -n "$text" ]; then
+	cat "$tmp/trace.json"
+	python3 "$here/check_text.py" "$tmp/trace.json" "$tmp/trace.err" "$tmp/prog.out"
+else
+	python3 "$here/check_trace.py" "$tmp/trace.json" "$tmp/prog.out" "${lane[@]}"
+fi

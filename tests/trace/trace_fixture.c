@@ -10,7 +10,8 @@
  *
  * Waits (bounded) until GOFILE exists, so the tracer can attach first. Every
  * call is cold: the host rings a worker only after it announced it parked
- * and is asleep in the kernel (or about to be).
+ * and is asleep in the kernel (or about to be). Each lane's last call
+ * carries a synchronous-line id, as a knit_call served on the lane's line.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -34,7 +35,7 @@ struct lane {
 	_Atomic uint32_t stop;
 	_Atomic uint64_t ticket; /* the call to run */
 	_Atomic uint32_t tid;
-	uint64_t parks, wakes_sent, wakes_received, calls, doorbell_rings;
+	uint64_t parks, wakes_sent, wakes_received, calls, doorbell_rings, sync_calls;
 	pthread_t thread;
 };
 
@@ -42,7 +43,7 @@ static struct fixture_pool {
 	struct lane lane[LANES];
 	_Atomic uint32_t done_word; /* host's doorbell: bumped per finished call */
 	_Atomic uint64_t done_ticket;
-	uint64_t doorbell_arms, doorbell_wakes, completed, enqueued;
+	uint64_t doorbell_arms, doorbell_wakes, completed, enqueued, sync_calls;
 } P;
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t val)
@@ -103,7 +104,7 @@ static int wait_parked(struct lane *l)
 int main(int argc, char **argv)
 {
 	struct timespec ms = { 0, 1000000 };
-	uint64_t ticket = 0;
+	uint64_t ticket = 0, id;
 	long calls = 20;
 	int i;
 
@@ -135,9 +136,17 @@ int main(int argc, char **argv)
 		}
 		atomic_store(&l->parked, 0);
 		ticket++;
+		/* Each lane's last call stands for a knit_call on its synchronous
+		 * line: a line id instead of a ticket (src/trace.h). */
+		id = ticket;
+		if (c >= (calls - 1) * LANES) {
+			id = (ticket << 32) | (KNIT_TRACE_LINE_ID_BASE + lane);
+			l->sync_calls++;
+			P.sync_calls++;
+		}
 		P.enqueued++;
-		KNIT_TRACE_TASK_ENQUEUE(&P, lane, ticket);
-		atomic_store(&l->ticket, ticket);
+		KNIT_TRACE_TASK_ENQUEUE(&P, lane, id);
+		atomic_store(&l->ticket, id);
 		seen = atomic_load(&P.done_word);
 		atomic_fetch_add(&l->word, 1);
 		l->wakes_sent++;
@@ -146,14 +155,14 @@ int main(int argc, char **argv)
 
 		P.doorbell_arms++;
 		KNIT_TRACE_DOORBELL_ARM(&P);
-		while (atomic_load(&P.done_ticket) != ticket) {
+		while (atomic_load(&P.done_ticket) != id) {
 			futex(&P.done_word, FUTEX_WAIT, seen);
 			seen = atomic_load(&P.done_word);
 		}
 		P.doorbell_wakes++;
 		KNIT_TRACE_DOORBELL_WAKE(&P);
 		P.completed++;
-		KNIT_TRACE_TASK_COMPLETE(&P, ticket, (ticket & 1) ? -11 : 0);
+		KNIT_TRACE_TASK_COMPLETE(&P, id, (ticket & 1) ? -11 : 0);
 	}
 	for (i = 0; i < LANES; i++) {
 		struct lane *l = &P.lane[i];
@@ -172,16 +181,20 @@ int main(int argc, char **argv)
 	}
 
 	printf("STATS {\"pool\":\"%p\",\"workers\":%d,\"enqueued\":%llu,\"completed\":%llu,"
-	       "\"doorbell_arms\":%llu,\"doorbell_wakes\":%llu,\"lanes\":[",
+	       "\"doorbell_arms\":%llu,\"doorbell_wakes\":%llu,\"sync_calls\":%llu,"
+	       "\"knit_calls\":%llu,\"lanes\":[",
 	       (void *)&P, LANES, (unsigned long long)P.enqueued, (unsigned long long)P.completed,
-	       (unsigned long long)P.doorbell_arms, (unsigned long long)P.doorbell_wakes);
+	       (unsigned long long)P.doorbell_arms, (unsigned long long)P.doorbell_wakes,
+	       (unsigned long long)P.sync_calls, (unsigned long long)P.sync_calls);
 	for (i = 0; i < LANES; i++) {
 		struct lane *l = &P.lane[i];
 		printf("%s{\"lane\":%d,\"parks\":%llu,\"wakes_sent\":%llu,\"wakes_received\":%llu,"
-		       "\"watchdog_expiries\":0,\"calls\":%llu,\"doorbell_rings\":%llu}",
+		       "\"watchdog_expiries\":0,\"calls\":%llu,\"doorbell_rings\":%llu,"
+		       "\"knit_calls\":%llu}",
 		       i ? "," : "", i, (unsigned long long)l->parks,
 		       (unsigned long long)l->wakes_sent, (unsigned long long)l->wakes_received,
-		       (unsigned long long)l->calls, (unsigned long long)l->doorbell_rings);
+		       (unsigned long long)l->calls, (unsigned long long)l->doorbell_rings,
+		       (unsigned long long)l->sync_calls);
 	}
 	printf("]}\n");
 	return 0;

@@ -23,7 +23,8 @@
  * (each once the target worker - under steal, every worker - has parked again
  * since the previous call),
  * HOT_CALLS hot calls (a burst enqueued at once, so workers find the next call
- * without parking, plus a few knit_call round trips), stops the pool with
+ * without parking, plus a few knit_call round trips: "knit_calls", and per
+ * lane the calls it ran meanwhile), stops the pool with
  * drain and prints the pool's own statistics as one "STATS {json}" line,
  * which tests/trace/check_trace.py compares with what knit-trace saw.
  *
@@ -327,6 +328,10 @@ int main(int argc, char **argv)
 				rc = 1;
 		got += n;
 	}
+	knit_pool_stats_t before_sync;
+	uint64_t sync_lane[WORKERS + 1] = { 0 };
+	if (!rc && get_stats(pool, &before_sync))
+		rc = 1;
 	for (long c = 0; c < sync_calls && !rc; c++) {
 		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 7 };
 		knit_completion_t done;
@@ -340,6 +345,13 @@ int main(int argc, char **argv)
 		rc = check_completion(pool, &done, 7 + delta) ? 1 : 0;
 	}
 
+	/* The knit_calls' lanes: the calls each lane ran during them (nothing
+	 * else runs then). */
+	if (!rc && get_stats(pool, &st))
+		rc = 1;
+	for (unsigned l = 0; !rc && l < st.lanes && l <= WORKERS; l++)
+		sync_lane[l] = st.lane[l].calls - before_sync.lane[l].calls;
+
 	err = knit_stop(pool, KNIT_STOP_DRAIN, 10LL * 1000 * 1000 * 1000);
 	if (err) {
 		fprintf(stderr, "FAIL: knit_stop: %s\n", knit_strerror(err));
@@ -351,12 +363,13 @@ int main(int argc, char **argv)
 	} else {
 		printf("STATS {\"pool\":\"%p\",\"topology\":\"%s\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
 		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
-		       "\"doorbell_wakes\":%llu,",
+		       "\"doorbell_wakes\":%llu,\"knit_calls\":%ld,\"sync_calls\":%llu,",
 		       (void *)pool, topo, st.workers, cold, hot + sync_calls,
 		       (unsigned long long)(st.enqueued - base.enqueued),
 		       (unsigned long long)(st.completed - base.completed),
 		       (unsigned long long)(st.doorbell_arms - base.doorbell_arms),
-		       (unsigned long long)(st.doorbell_wakes - base.doorbell_wakes));
+		       (unsigned long long)(st.doorbell_wakes - base.doorbell_wakes), sync_calls,
+		       (unsigned long long)(st.sync_calls - base.sync_calls));
 		if (procs)
 			printf("\"processes\":true,\"late\":%s,\"spawns\":%llu,\"crashes\":%llu,"
 			       "\"respawns\":%llu,", late ? "true" : "false",
@@ -376,13 +389,14 @@ int main(int argc, char **argv)
 			d.doorbell_rings -= b->doorbell_rings;
 			printf("%s{\"lane\":%u,\"parks\":%llu,\"wakes_sent\":%llu,"
 			       "\"wakes_received\":%llu,\"watchdog_expiries\":%llu,\"calls\":%llu,"
-			       "\"doorbell_rings\":%llu,\"killed\":%d}",
+			       "\"doorbell_rings\":%llu,\"killed\":%d,\"knit_calls\":%llu}",
 			       l ? "," : "", l, (unsigned long long)ls->parks,
 			       (unsigned long long)ls->wakes_sent,
 			       (unsigned long long)ls->wakes_received,
 			       (unsigned long long)ls->watchdog_expiries,
 			       (unsigned long long)ls->calls, (unsigned long long)ls->doorbell_rings,
-			       l == 0 ? killed0 : 0);
+			       l == 0 ? killed0 : 0,
+			       (unsigned long long)(l <= WORKERS ? sync_lane[l] : 0));
 		}
 		printf("]}\n");
 	}

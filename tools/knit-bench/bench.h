@@ -193,6 +193,23 @@ void register_knit();
 // cases they alternate with.
 void register_protocol_floors();
 
+// The picture (plot.cpp): one row per libknitting case and metric, as the
+// table and the --json file have it.
+struct PlotRow {
+	std::string cs, metric, unit, floor_name, peer_name;
+	double value = 0, ratio = 0, peer_ratio = 0; // NAN where there is none
+	bool lower_better = true;
+};
+struct PlotInfo {
+	std::string title;  // two lines: what, and on what machine
+	std::string source; // where the rows came from, for messages
+};
+// Draw `rows` into the PNG `png` through gnuplot (its output captured).
+// 0, or -1 with the reason printed on stderr.
+int write_plot(const std::string &png, const std::vector<PlotRow> &rows, const PlotInfo &info);
+// --plot-from: the same picture from a saved --json file.
+int plot_from_json(const std::string &json, const std::string &png);
+
 } // namespace kb
 
 #endif

@@ -4,6 +4,9 @@
 //
 //   knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png]
 //              [--quick] [--list]
+//   knit-bench --plot-from FILE.json --plot FILE.png
+//
+// Usage and output: knit-bench(1) (man/man1/knit-bench.1).
 //
 // Method: the host is pinned to one CPU, workers and peer threads to
 // another (libknitting through its own placement option). Each pass runs
@@ -25,7 +28,26 @@
 #include <set>
 #include <sstream>
 
+#include <getopt.h>
 #include <sys/utsname.h>
+
+#include <knitting.h>
+
+// The commit knit-bench was built from (`git describe --always --dirty`),
+// written by the Makefile; "unknown" outside a git checkout.
+#if __has_include("knit-bench-commit.h")
+#include "knit-bench-commit.h"
+#endif
+#ifndef KB_COMMIT
+#define KB_COMMIT "unknown"
+#endif
+#if defined(__clang__)
+#define KB_COMPILER __VERSION__ // "Clang 14.0.6 ..."
+#elif defined(__GNUC__)
+#define KB_COMPILER "gcc " __VERSION__
+#else
+#define KB_COMPILER __VERSION__
+#endif
 
 namespace kb {
 
@@ -173,9 +195,76 @@ std::string read_model()
 	return "unknown";
 }
 
-void usage()
+const char kUsage[] =
+	"usage: knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png] [--quick]\n"
+	"       knit-bench --list\n"
+	"       knit-bench --plot-from FILE.json --plot FILE.png\n";
+
+void help()
 {
-	fprintf(stderr, "usage: knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png] [--quick] [--list]\n");
+	printf("%s", kUsage);
+	printf("\nlibknitting against its floors (the least its protocol can cost) and its peers\n"
+	       "(other libraries doing the same job), side by side in one run.\n\n"
+	       "  -p, --passes N          passes over every case, 1..1000 (default 3; 1 with --quick);\n"
+	       "                          figures are medians over the passes\n"
+	       "  -c, --case NAME         run only the case NAME, or every case NAME prefixes;\n"
+	       "                          repeatable; a libknitting case brings the peers of its\n"
+	       "                          scenario along (its best-peer comparison)\n"
+	       "  -j, --json FILE         write every result, with the run's metadata, as JSON\n"
+	       "  -P, --plot FILE.png     draw libknitting's time per call relative to its floor\n"
+	       "                          and to the best peer, per case (needs gnuplot)\n"
+	       "  -F, --plot-from FILE.json\n"
+	       "                          draw --plot from a saved --json file; runs nothing\n"
+	       "  -q, --quick             the smoke test: tiny sizes, one pass, every count checked;\n"
+	       "                          the times mean nothing\n"
+	       "  -l, --list              list the cases and exit\n"
+	       "  -h, --help              this text\n"
+	       "  -V, --version           knit-bench's and the loaded libknitting's version\n\n"
+	       "Exit status: 0 done, 1 a count check or the plot failed, 2 a usage error.\n"
+	       "See knit-bench(1).\n");
+}
+
+[[noreturn]] void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "knit-bench: ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%sTry 'knit-bench --help' for more.\n", kUsage);
+	exit(2);
+}
+
+// A whole decimal number in [lo, hi], nothing else: "3" yes, "abc",
+// "3x", "-1", "" no.
+unsigned long parse_count(const char *opt, const char *s, unsigned long lo, unsigned long hi)
+{
+	char *end = nullptr;
+	errno = 0;
+	if (*s == '\0' || *s == '-' || *s == '+' || *s == ' ')
+		usage_error("%s wants a number from %lu to %lu, not '%s'", opt, lo, hi, s);
+	const unsigned long v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		usage_error("%s wants a number from %lu to %lu, not '%s'", opt, lo, hi, s);
+	return v;
+}
+
+std::string version_string(uint32_t v)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+	return b;
+}
+
+// Now, as ISO 8601 in UTC.
+std::string utc_now()
+{
+	char b[32];
+	time_t t = time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return b;
 }
 
 } // namespace
@@ -188,36 +277,79 @@ int main(int argc, char **argv)
 	int passes = 3;
 	bool passes_set = false, list = false;
 	std::vector<std::string> only; // --case, repeatable
-	std::string json, plot;
-	for (int i = 1; i < argc; i++) {
-		std::string a = argv[i];
-		auto next = [&]() -> std::string {
-			if (i + 1 >= argc) {
-				usage();
-				exit(2);
-			}
-			return argv[++i];
-		};
-		if (a == "--passes")
-			passes = atoi(next().c_str()), passes_set = true;
-		else if (a == "--case")
-			only.push_back(next());
-		else if (a == "--json")
-			json = next();
-		else if (a == "--plot")
-			plot = next();
-		else if (a == "--quick")
+	std::string json, plot, plot_from;
+	static const option longopts[] = {
+		{ "passes", required_argument, nullptr, 'p' },
+		{ "case", required_argument, nullptr, 'c' },
+		{ "json", required_argument, nullptr, 'j' },
+		{ "plot", required_argument, nullptr, 'P' },
+		{ "plot-from", required_argument, nullptr, 'F' },
+		{ "quick", no_argument, nullptr, 'q' },
+		{ "list", no_argument, nullptr, 'l' },
+		{ "help", no_argument, nullptr, 'h' },
+		{ "version", no_argument, nullptr, 'V' },
+		{ nullptr, 0, nullptr, 0 },
+	};
+	opterr = 0; // our messages, not getopt's
+	for (;;) {
+		const int prev = optind;
+		const int o = getopt_long(argc, argv, ":p:c:j:P:F:qlhV", longopts, nullptr);
+		if (o == -1)
+			break;
+		const char *arg_name = prev < argc ? argv[prev] : "";
+		switch (o) {
+		case 'p':
+			passes = (int)parse_count("--passes", optarg, 1, 1000);
+			passes_set = true;
+			break;
+		case 'c':
+			if (!*optarg)
+				usage_error("--case wants a case name (see --list)");
+			only.push_back(optarg);
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'P':
+			plot = optarg;
+			break;
+		case 'F':
+			plot_from = optarg;
+			break;
+		case 'q':
 			g_quick = true;
-		else if (a == "--list")
+			break;
+		case 'l':
 			list = true;
-		else {
-			usage();
-			return 2;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case 'V':
+			// First line: the version it was built as (knitting.h), as
+			// every tool of libknitting prints it.
+			printf("knit-bench %d.%d.%d\nlibknitting %s loaded, commit %s\n", KNIT_VERSION_MAJOR,
+			       KNIT_VERSION_MINOR, KNIT_VERSION_PATCH, version_string(knit_version()).c_str(), KB_COMMIT);
+			return 0;
+		case ':':
+			usage_error("%s needs a value", arg_name);
+		default:
+			usage_error("unknown option '%s'", arg_name);
 		}
 	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (!plot_from.empty()) {
+		if (plot.empty())
+			usage_error("--plot-from FILE.json needs --plot FILE.png (where to draw it)");
+		if (!only.empty() || !json.empty() || g_quick || passes_set || list)
+			usage_error("--plot-from runs nothing: it takes only --plot");
+		if (plot_from_json(plot_from, plot) != 0)
+			return 1;
+		printf("wrote %s\n", plot.c_str());
+		return 0;
+	}
 	if (g_quick && !passes_set)
-		passes = 1;
-	if (passes < 1)
 		passes = 1;
 
 	// Placement: host on the first CPU we may use, workers on the second.
@@ -261,13 +393,25 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	std::set<std::string> picked, brought;
 	for (auto &c : cases()) {
 		bool sel = only.empty();
 		for (auto &o : only)
 			sel = sel || c.name == o || (by_name.count(o) == 0 && c.name.rfind(o, 0) == 0);
 		if (sel)
-			results.push_back({ &c, {} });
+			picked.insert(c.name);
 	}
+	// A libknitting case is judged against the best peer of its scenario:
+	// those peers run too (the floor runs alternated with it anyway).
+	if (!only.empty())
+		for (auto &c : cases())
+			if (c.kind == "knit" && picked.count(c.name))
+				for (auto &o : cases())
+					if (o.kind == "peer" && o.group == c.group && !picked.count(o.name))
+						brought.insert(o.name);
+	for (auto &c : cases())
+		if (picked.count(c.name) || brought.count(c.name))
+			results.push_back({ &c, {} });
 
 	utsname u;
 	uname(&u);
@@ -279,6 +423,13 @@ int main(int argc, char **argv)
 		printf("placement: only one usable CPU: nothing pinned, host and workers share it\n");
 	for (auto &l : left_out())
 		printf("peer left out: %s\n", l.c_str());
+	for (auto &b : brought)
+		printf("also running %s: a peer of a selected case's scenario\n", b.c_str());
+	const std::string lib_version = version_string(knit_version()), date = utc_now();
+	const double probe_ns = mode_probe();
+	printf("libknitting %s (commit %s), built with %s, %s\n", lib_version.c_str(), KB_COMMIT, KB_COMPILER, date.c_str());
+	printf("mode probe: %.0f ns (%s mode: slow above %.0f ns)\n", probe_ns, probe_ns > kSlowModeNs ? "slow" : "fast",
+	       kSlowModeNs);
 	printf("passes: %d%s\n\n", passes, g_quick ? " (quick: counts only, the times mean nothing)" : "");
 
 	const uint64_t t_start = now_ns();
@@ -447,9 +598,14 @@ int main(int argc, char **argv)
 
 	if (!json.empty()) {
 		std::ofstream f(json);
-		f << "{\n  \"machine\": {\"cpus\": " << g_place.ncpu_online << ", \"model\": " << json_str(model)
+		f << "{\n  \"library_version\": " << json_str(lib_version)
+		  << ",\n  \"library_header_version\": " << json_str(version_string(KNIT_VERSION_NUMBER))
+		  << ",\n  \"commit\": " << json_str(KB_COMMIT) << ",\n  \"compiler\": " << json_str(KB_COMPILER)
+		  << ",\n  \"date\": " << json_str(date) << ",\n  \"seconds\": " << json_num(secs)
+		  << ",\n  \"machine\": {\"cpus\": " << g_place.ncpu_online << ", \"model\": " << json_str(model)
 		  << ", \"kernel\": " << json_str(u.release) << ", \"host_cpu\": " << g_place.host
-		  << ", \"worker_cpu\": " << g_place.worker << "},\n  \"passes\": " << passes
+		  << ", \"worker_cpu\": " << g_place.worker << ", \"mode_probe_ns\": " << json_num(probe_ns)
+		  << ", \"slow_mode_above_ns\": " << json_num(kSlowModeNs) << "},\n  \"passes\": " << passes
 		  << ",\n  \"quick\": " << (g_quick ? "true" : "false") << ",\n  \"left_out\": [";
 		for (size_t i = 0; i < left_out().size(); i++)
 			f << (i ? ", " : "") << json_str(left_out()[i]);
@@ -483,55 +639,32 @@ int main(int argc, char **argv)
 		printf("wrote %s\n", json.c_str());
 	}
 
+	int rc = 0;
 	if (!plot.empty()) {
-		// Latency (p50) on the left, throughput on the right, one bar per case.
-		std::string dir = plot + ".d";
-		std::string cmd = "mkdir -p '" + dir + "'";
-		if (system(cmd.c_str()) != 0)
-			fprintf(stderr, "knit-bench: cannot create %s\n", dir.c_str());
-		std::ofstream lat(dir + "/latency.dat"), tp(dir + "/throughput.dat");
-		int nl = 0, nt = 0;
-		// Bars grouped by what they compare: a case next to its floor and peers.
-		const std::vector<std::string> order = { "hot", "wake1", "cold", "first", "bytes", "create", "sys",
-			                                 "batch1000", "batch1", "batch32", "batch10000", "batch_work", "stream" };
-		auto rank = [&](const std::string &cs) {
-			const Case *c = by_name[cs];
-			auto it = std::find(order.begin(), order.end(), c->group);
-			int kind = c->kind == "floor" ? 0 : c->kind == "peer" ? 1 : 2;
-			return (int)(it - order.begin()) * 3 + kind;
-		};
-		std::vector<Row> prow = rows;
-		std::stable_sort(prow.begin(), prow.end(), [&](const Row &a, const Row &b) { return rank(a.cs) < rank(b.cs); });
-		for (auto &row : prow) {
-			if (!std::isfinite(row.value))
-				continue;
-			std::string label = row.cs;
-			int colour = row.cs.rfind("knit.", 0) == 0 ? 1 : row.cs.rfind("floor.", 0) == 0 ? 2 : 3;
-			if (row.metric == "p50" && row.unit == "ns")
-				lat << nl++ << " " << json_str(label) << " " << row.value / 1000.0 << " " << colour << "\n";
-			else if (row.metric == "tput")
-				tp << nt++ << " " << json_str(label) << " " << row.value / 1e6 << " " << colour << "\n";
+		std::vector<PlotRow> prow;
+		for (auto &r : rows) {
+			PlotRow p;
+			p.cs = r.cs;
+			p.metric = r.metric;
+			p.unit = r.unit;
+			p.floor_name = r.floor_name;
+			p.peer_name = r.peer_name;
+			p.value = r.value;
+			p.ratio = r.ratio;
+			p.peer_ratio = r.peer_ratio;
+			p.lower_better = r.better == Better::Lower;
+			prow.push_back(p);
 		}
-		lat.close();
-		tp.close();
-		std::ofstream g(dir + "/plot.gp");
-		g << "set terminal pngcairo noenhanced size 1800,900 font ',9'\nset output '" << plot << "'\n"
-		  << "set multiplot layout 1,2 title 'knit-bench: " << model << ", " << g_place.ncpu_online
-		  << " CPUs, kernel " << u.release << " (" << passes << " passes, medians)'\n"
-		  << "set style fill solid 0.8\nset boxwidth 0.7\nset grid ytics\nset xtics rotate by 60 right\n"
-		  << "set palette defined (1 '#d62728', 2 '#7f7f7f', 3 '#1f77b4')\nset cbrange [1:3]\nunset colorbox\n"
-		  << "set bmargin 16\nset logscale y\n"
-		  << "set title 'round trip p50 (us, log; red libknitting, grey floors, blue peers)'\n"
-		  << "plot '" << dir << "/latency.dat' using 1:3:4:xtic(2) with boxes palette notitle\n"
-		  << "set title 'throughput (M calls/s, log)'\n"
-		  << "plot '" << dir << "/throughput.dat' using 1:3:4:xtic(2) with boxes palette notitle\n"
-		  << "unset multiplot\n";
-		g.close();
-		cmd = "gnuplot '" + dir + "/plot.gp'";
-		if (system(cmd.c_str()) != 0)
-			fprintf(stderr, "knit-bench: gnuplot failed (is gnuplot installed?)\n");
-		else
+		PlotInfo info;
+		info.source = "this run";
+		info.title = "libknitting " + lib_version + (std::string(KB_COMMIT) == "unknown" ? "" : " (" KB_COMMIT ")") +
+			     " against its floors and best peers\n" + model + ", " + std::to_string(g_place.ncpu_online) +
+			     " CPUs, " + std::to_string(passes) + (passes == 1 ? " pass" : " passes") + ", medians, " + date +
+			     (g_quick ? " (--quick: the times mean nothing)" : "");
+		if (write_plot(plot, prow, info) == 0)
 			printf("wrote %s\n", plot.c_str());
+		else
+			rc = 1;
 	}
 
 	if (g_check_failures) {
@@ -540,5 +673,5 @@ int main(int argc, char **argv)
 	}
 	if (g_quick)
 		printf("knit-bench --quick: every count checked out\n");
-	return 0;
+	return rc;
 }

@@ -198,21 +198,36 @@ static __always_inline bool wanted(__u64 *pool, __u32 lane)
 	return true;
 }
 
-static __always_inline void count(__u64 pool, __u32 lane, __u32 ev)
+static __always_inline struct kt_counts *counts_of(__u64 pool, __u32 lane)
 {
 	struct kt_lane_key key = { .pool = pool, .lane = lane };
 	struct kt_counts *c;
 
-	if (ev >= KT_NR_EVENTS)
-		return;
 	c = bpf_map_lookup_elem(&counts, &key);
 	if (!c) {
 		bpf_map_update_elem(&counts, &key, &zero_counts, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&counts, &key);
-		if (!c)
-			return;
 	}
-	__sync_fetch_and_add(&c->ev[ev], 1);
+	return c;
+}
+
+static __always_inline void count(__u64 pool, __u32 lane, __u32 ev)
+{
+	struct kt_counts *c;
+
+	if (ev >= KT_NR_EVENTS)
+		return;
+	c = counts_of(pool, lane);
+	if (c)
+		__sync_fetch_and_add(&c->ev[ev], 1);
+}
+
+/* The lane of a synchronous-line call's id, or KT_LANE_POOL for a ticket. */
+static __always_inline __u32 line_lane(__u64 id)
+{
+	__u32 lo = (__u32)id;
+
+	return lo >= KT_LINE_ID_BASE ? lo - KT_LINE_ID_BASE : KT_LANE_POOL;
 }
 
 /* floor(log2(v)) for v > 0; 0 for v == 0. */
@@ -424,13 +439,20 @@ int BPF_USDT(task_enqueue, __u64 pool, __u32 lane, __u64 ticket)
 {
 	struct call_key ck = { .pool = pool, .ticket = ticket };
 	struct call_val cv = { .enq_ts = bpf_ktime_get_ns(), .lane = lane };
+	__u32 line = line_lane(ticket);
 
+	/* A synchronous-line call names the shared pseudo-lane in a steal pool
+	 * (as every call there does), but it is on its line's lane. */
+	if (line != KT_LANE_POOL)
+		lane = cv.lane = line;
 	if (!wanted(&pool, lane))
 		return 0;
 	ck.pool = pool;
 	/* A steal pool's shared queue is not a lane: its enqueues count at pool
 	 * level; task_start gives the call its lane (cv.lane until then). */
 	count(pool, lane == KT_LANE_SHARED ? KT_LANE_POOL : lane, KT_EV_TASK_ENQUEUE);
+	if (line != KT_LANE_POOL)
+		count(pool, lane, KT_EV_SYNC_ENQUEUE);
 	bpf_map_update_elem(&calls, &ck, &cv, BPF_ANY);
 	return 0;
 }
@@ -498,6 +520,8 @@ int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 		return 0;
 	}
 	count(pool, KT_LANE_POOL, KT_EV_TASK_COMPLETE);
+	if (line_lane(ticket) != KT_LANE_POOL)
+		count(pool, KT_LANE_POOL, KT_EV_SYNC_COMPLETE);
 	if (cv) {
 		/* Completed without ever starting (cancelled, expired) while in
 		 * the shared queue: a pool-level sample. */
@@ -563,6 +587,32 @@ int BPF_USDT(proc_worker_start, __u64 view, __u32 lane, __u64 host_pool)
 		return 0;
 	count(host_pool, lane, KT_EV_PROC_START);
 	bpf_map_update_elem(&lanetid, &lk, &tid, BPF_ANY);
+	return 0;
+}
+
+/* The host reaped a worker process: count its end by cause. */
+SEC("usdt")
+int BPF_USDT(proc_worker_exit, __u64 pool, __u32 lane, __u32 cause, __s32 code)
+{
+	struct kt_counts *c;
+	__u32 ev;
+
+	if (!wanted(&pool, lane))
+		return 0;
+	switch (cause) {
+	case KT_EXIT_STOPPED: ev = KT_EV_PROC_STOPPED; break;
+	case KT_EXIT_SIGNAL: ev = KT_EV_PROC_SIGNAL; break;
+	case KT_EXIT_STATUS: ev = KT_EV_PROC_STATUS; break;
+	case KT_EXIT_KILLED: ev = KT_EV_PROC_KILLED; break;
+	case KT_EXIT_PROTO: ev = KT_EV_PROC_PROTO; break;
+	default: ev = KT_EV_PROC_OTHER; break;
+	}
+	c = counts_of(pool, lane);
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->ev[ev], 1);
+	if (ev == KT_EV_PROC_SIGNAL && code >= 1 && code <= 64)
+		__sync_fetch_and_or(&c->signals, 1ULL << (code - 1));
 	return 0;
 }
 

@@ -17,6 +17,7 @@
  * the traced process exited), 1 on any error, with one line on stderr that
  * says what is wrong and what to do, 64 (argp) on a usage error.
  */
+#define _GNU_SOURCE /* sigabbrev_np */
 #include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,11 @@ _Static_assert(KT_REASON_RUNG == KNIT_TRACE_WAKE_RUNG, "reason codes drifted fro
 _Static_assert(KT_REASON_WATCHDOG == KNIT_TRACE_WAKE_WATCHDOG, "reason codes drifted");
 _Static_assert(KT_REASON_SPURIOUS == KNIT_TRACE_WAKE_SPURIOUS, "reason codes drifted");
 _Static_assert(KT_REASON_STOP == KNIT_TRACE_WAKE_STOP, "reason codes drifted");
+_Static_assert(KT_EXIT_STOPPED == KNIT_TRACE_EXIT_STOPPED && KT_EXIT_SIGNAL == KNIT_TRACE_EXIT_SIGNAL &&
+		       KT_EXIT_STATUS == KNIT_TRACE_EXIT_STATUS && KT_EXIT_KILLED == KNIT_TRACE_EXIT_KILLED &&
+		       KT_EXIT_PROTO == KNIT_TRACE_EXIT_PROTO,
+	       "exit causes drifted from src/trace.h");
+_Static_assert(KT_LINE_ID_BASE == KNIT_TRACE_LINE_ID_BASE, "line ids drifted from src/trace.h");
 
 #define PROVIDER "knitting"
 #define BTF_PATH "/sys/kernel/btf/vmlinux"
@@ -122,6 +128,14 @@ static const char *const event_name[KT_NR_EVENTS] = {
 	[KT_EV_STOP_REQUEST] = "stop_request",
 	[KT_EV_STOP_ACK] = "stop_ack",
 	[KT_EV_PROC_START] = "proc_worker_start",
+	[KT_EV_SYNC_ENQUEUE] = "sync_enqueue",
+	[KT_EV_SYNC_COMPLETE] = "sync_complete",
+	[KT_EV_PROC_STOPPED] = "proc_exit_stopped",
+	[KT_EV_PROC_SIGNAL] = "proc_died_signal",
+	[KT_EV_PROC_STATUS] = "proc_died_status",
+	[KT_EV_PROC_KILLED] = "proc_killed",
+	[KT_EV_PROC_PROTO] = "proc_killed_protocol",
+	[KT_EV_PROC_OTHER] = "proc_exit_other",
 };
 
 /* ---- command line -------------------------------------------------------- */
@@ -372,7 +386,7 @@ static const struct probe_ent probe_table[] = {
 	PROBE(worker_park),  PROBE(worker_wake),   PROBE(host_ring),     PROBE(doorbell_arm),
 	PROBE(doorbell_ring), PROBE(doorbell_wake), PROBE(task_enqueue), PROBE(task_start),
 	PROBE(task_done),    PROBE(task_complete), PROBE(stop_request), PROBE(stop_ack),
-	PROBE(proc_worker_start),
+	PROBE(proc_worker_start), PROBE(proc_worker_exit),
 };
 #define NPROBES (sizeof(probe_table) / sizeof(probe_table[0]))
 
@@ -637,6 +651,20 @@ static int host_children(pid_t host, pid_t *out, int max)
 /* Worker processes of the traced host that we know of (procs entries). */
 #define MAX_FOLLOWED 1024
 static pid_t followed[MAX_FOLLOWED];
+/* The pools of the worker processes found running (follow_workers): process
+ * pools even when none of their workers started or ended while we traced. */
+#define MAX_PROC_POOLS 64
+static __u64 proc_pools[MAX_PROC_POOLS];
+static int nproc_pools;
+
+static void note_proc_pool(__u64 pool)
+{
+	for (int i = 0; i < nproc_pools; i++)
+		if (proc_pools[i] == pool)
+			return;
+	if (nproc_pools < MAX_PROC_POOLS)
+		proc_pools[nproc_pools++] = pool;
+}
 static int nfollowed;
 
 /* Find the host's worker processes (called every ~100 ms: workers are
@@ -697,6 +725,7 @@ static void follow_workers(struct knit_trace_bpf *skel)
 					    BPF_NOEXIST);
 		}
 		followed[nfollowed++] = kids[k];
+		note_proc_pool(pv.host_pool);
 		if (env.verbose)
 			fprintf(stderr, "knit-trace: following worker process %d (pool 0x%llx)\n",
 				(int)kids[k], pv.host_pool);
@@ -911,6 +940,131 @@ static void print_summary_row(__u64 pool, const char *lane, int view, const stru
 	       prec, hist_quantile(h, 0.99) / d, prec, h->max_ns / d);
 }
 
+/* The counts of pool recs[first].pool, summed over its lanes and pool level. */
+static void pool_totals(size_t first, struct kt_counts *tot)
+{
+	memset(tot, 0, sizeof(*tot));
+	for (size_t j = first; j < nrecs && recs[j].pool == recs[first].pool; j++) {
+		for (int k = 0; k < KT_NR_EVENTS; k++)
+			tot->ev[k] += recs[j].counts.ev[k];
+		tot->signals |= recs[j].counts.signals;
+	}
+}
+
+/* What kind of pool the counts show: "processes" when a worker process of
+ * it started, ended or was found running; "threads" when its workers' own
+ * probes fired with none of that; "unknown" when only the host's probes
+ * fired (a process pool traced with --no-follow, or an idle pool). */
+static const char *pool_kind(__u64 pool, const struct kt_counts *tot)
+{
+	const __u64 *e = tot->ev;
+
+	for (int i = 0; i < nproc_pools; i++)
+		if (proc_pools[i] == pool)
+			return "processes";
+	for (int k = KT_EV_PROC_STOPPED; k <= KT_EV_PROC_OTHER; k++)
+		if (e[k])
+			return "processes";
+	if (e[KT_EV_PROC_START])
+		return "processes";
+	if (e[KT_EV_WORKER_PARK] || e[KT_EV_WAKE_RUNG] || e[KT_EV_WAKE_WATCHDOG] ||
+	    e[KT_EV_WAKE_SPURIOUS] || e[KT_EV_WAKE_STOP] || e[KT_EV_TASK_START] || e[KT_EV_STOP_ACK])
+		return "threads";
+	return "unknown";
+}
+
+/* "1 call", "2 calls": n and the singular or the plural. */
+static const char *plural(__u64 n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The signals of a signal mask as "SIGKILL, SIGSEGV" into buf. */
+static const char *signal_names(__u64 mask, char *buf, size_t n)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int sig = 1; sig <= 64 && at < n; sig++) {
+		const char *abbrev;
+
+		if (!(mask & (1ULL << (sig - 1))))
+			continue;
+		abbrev = sigabbrev_np(sig);
+		at += (size_t)snprintf(buf + at, n - at, "%s%s%s", at ? ", " : "",
+				       abbrev ? "SIG" : "signal ", abbrev ? abbrev : "");
+		if (!abbrev && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%d", sig);
+	}
+	return buf;
+}
+
+/* One line per pool: its kind, its calls (synchronous and ticketed apart),
+ * the doorbell, and for a process pool its workers' starts and ends. */
+static void print_pool_line(size_t first)
+{
+	const __u64 pool = recs[first].pool;
+	struct kt_counts tot;
+	const __u64 *pl = NULL;
+	const char *kind;
+
+	pool_totals(first, &tot);
+	for (size_t j = first; j < nrecs && recs[j].pool == pool; j++)
+		if (recs[j].lane == KT_LANE_POOL)
+			pl = recs[j].counts.ev;
+	kind = pool_kind(pool, &tot);
+	printf("pool 0x%llx%s", pool,
+	       !strcmp(kind, "threads")     ? " (thread pool)"
+	       : !strcmp(kind, "processes") ? " (process pool)"
+					    : "");
+	{
+		const __u64 done = tot.ev[KT_EV_TASK_COMPLETE], sync = tot.ev[KT_EV_SYNC_COMPLETE];
+		const __u64 shared = pl ? pl[KT_EV_TASK_ENQUEUE] : 0;
+
+		printf(": %llu %s completed (%llu synchronous, %llu ticketed", done,
+		       plural(done, "call", "calls"), sync, done - sync);
+		if (shared) /* steal: the ticketed calls' enqueues at pool level */
+			printf("; %llu %s through the shared submit queue", shared,
+			       plural(shared, "call", "calls"));
+		printf("), %llu doorbell %s, %llu doorbell %s", tot.ev[KT_EV_DOORBELL_ARM],
+		       plural(tot.ev[KT_EV_DOORBELL_ARM], "arm", "arms"), tot.ev[KT_EV_DOORBELL_WAKE],
+		       plural(tot.ev[KT_EV_DOORBELL_WAKE], "wake", "wakes"));
+	}
+	if (!strcmp(kind, "processes")) {
+		const __u64 *e = tot.ev;
+		const __u64 started = e[KT_EV_PROC_START];
+		const __u64 died = e[KT_EV_PROC_SIGNAL] + e[KT_EV_PROC_STATUS] + e[KT_EV_PROC_PROTO];
+		char sigs[256];
+		const char *sep = "";
+
+		printf("; %llu worker %s started, %llu died", started,
+		       plural(started, "process", "processes"), died);
+		if (died) {
+			printf(" (");
+			if (e[KT_EV_PROC_SIGNAL]) {
+				printf("%llu killed by %s", e[KT_EV_PROC_SIGNAL],
+				       signal_names(tot.signals, sigs, sizeof(sigs)));
+				sep = ", ";
+			}
+			if (e[KT_EV_PROC_STATUS]) {
+				printf("%s%llu exited on %s own", sep, e[KT_EV_PROC_STATUS],
+				       plural(e[KT_EV_PROC_STATUS], "its", "their"));
+				sep = ", ";
+			}
+			if (e[KT_EV_PROC_PROTO])
+				printf("%s%llu killed for a protocol error", sep, e[KT_EV_PROC_PROTO]);
+			printf(")");
+		}
+		if (e[KT_EV_PROC_KILLED])
+			printf(", %llu killed by the pool", e[KT_EV_PROC_KILLED]);
+		if (e[KT_EV_PROC_OTHER])
+			printf(", %llu ended for a reason this knit-trace does not know",
+			       e[KT_EV_PROC_OTHER]);
+		printf(", %llu stopped when asked", e[KT_EV_PROC_STOPPED]);
+	}
+	printf("\n");
+}
+
 static void print_text(void)
 {
 	char lb[16];
@@ -988,8 +1142,11 @@ static void print_text(void)
 	}
 
 	/* Probe counts. */
-	printf("\n%-16s %-5s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n", "POOL", "LANE",
-	       "PARK", "RUNG", "WDOG", "SPUR", "STOPW", "RING", "RUNNING", "DBRING", "ENQ",
+	/* ENQ: every call placed on the lane; SYNC: of those, the knit_calls
+	 * served on its synchronous line (under steal, ENQ holds only those:
+	 * the ticketed calls go through the shared submit queue). */
+	printf("\n%-16s %-5s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n", "POOL", "LANE",
+	       "PARK", "RUNG", "WDOG", "SPUR", "STOPW", "RING", "RUNNING", "DBRING", "ENQ", "SYNC",
 	       "DONE", "FAIL", "STOPACK");
 	for (size_t i = 0; i < nrecs; i++) {
 		const __u64 *e = recs[i].counts.ev;
@@ -998,35 +1155,17 @@ static void print_text(void)
 			continue;
 		printf("0x%-14llx %-5u %7llu %7llu %7llu %7llu"
 		       " %7llu %7llu %7llu %7llu %7llu %7llu"
-		       " %7llu %7llu\n",
+		       " %7llu %7llu %7llu\n",
 		       recs[i].pool, recs[i].lane, e[KT_EV_WORKER_PARK], e[KT_EV_WAKE_RUNG],
 		       e[KT_EV_WAKE_WATCHDOG], e[KT_EV_WAKE_SPURIOUS], e[KT_EV_WAKE_STOP],
 		       e[KT_EV_HOST_RING], e[KT_EV_RING_RUNNING], e[KT_EV_DOORBELL_RING],
-		       e[KT_EV_TASK_ENQUEUE], e[KT_EV_TASK_DONE], e[KT_EV_TASK_FAILED],
-		       e[KT_EV_STOP_ACK]);
+		       e[KT_EV_TASK_ENQUEUE], e[KT_EV_SYNC_ENQUEUE], e[KT_EV_TASK_DONE],
+		       e[KT_EV_TASK_FAILED], e[KT_EV_STOP_ACK]);
 	}
 	for (size_t i = 0; i < nrecs; i++) {
-		const __u64 *e = recs[i].counts.ev;
-
-		if (!recs[i].have_counts || recs[i].lane != KT_LANE_POOL)
+		if (i && recs[i - 1].pool == recs[i].pool)
 			continue;
-		printf("pool 0x%llx: %llu doorbell arms, %llu"
-		       " doorbell wakes, %llu calls completed",
-		       recs[i].pool, e[KT_EV_DOORBELL_ARM], e[KT_EV_DOORBELL_WAKE],
-		       e[KT_EV_TASK_COMPLETE]);
-		if (e[KT_EV_TASK_ENQUEUE]) /* steal: ENQ per lane stays 0 */
-			printf(", %llu calls enqueued to the shared submit queue",
-			       e[KT_EV_TASK_ENQUEUE]);
-		{
-			__u64 started = 0;
-
-			for (size_t j = 0; j < nrecs; j++)
-				if (recs[j].pool == recs[i].pool)
-					started += recs[j].counts.ev[KT_EV_PROC_START];
-			if (started) /* process pools: spawns seen, respawns included */
-				printf(", %llu worker processes started", started);
-		}
-		printf("\n");
+		print_pool_line(i);
 	}
 }
 
@@ -1065,14 +1204,22 @@ static void json_latency(const struct lane_rec *r)
 	printf("}");
 }
 
-static void json_counts(const __u64 *e)
+static void json_counts(const struct kt_counts *c)
 {
+	const __u64 *e = c->ev;
+
 	printf("\"counts\":{");
 	for (int k = 0; k < KT_NR_EVENTS; k++)
 		printf("\"%s\":%llu,", event_name[k], e[k]);
-	printf("\"worker_wake\":%llu}",
+	printf("\"worker_wake\":%llu},\"death_signals\":[",
 	       e[KT_EV_WAKE_RUNG] + e[KT_EV_WAKE_WATCHDOG] + e[KT_EV_WAKE_SPURIOUS] +
 		       e[KT_EV_WAKE_STOP] + e[KT_EV_WAKE_OTHER]);
+	for (int sig = 1, first = 1; sig <= 64; sig++)
+		if (c->signals & (1ULL << (sig - 1))) {
+			printf("%s%d", first ? "" : ",", sig);
+			first = 0;
+		}
+	printf("]");
 }
 
 static void print_json(const char *lib, double secs)
@@ -1098,15 +1245,14 @@ static void print_json(const char *lib, double secs)
 
 		while (end < nrecs && recs[end].pool == recs[i].pool)
 			end++;
-		memset(&tot, 0, sizeof(tot));
-		printf("%s{\"pool\":\"0x%llx\",\"lanes\":[", i ? "," : "", recs[i].pool);
+		pool_totals(i, &tot);
+		printf("%s{\"pool\":\"0x%llx\",\"kind\":\"%s\",\"lanes\":[", i ? "," : "",
+		       recs[i].pool, pool_kind(recs[i].pool, &tot));
 		for (size_t j = i; j < end; j++) {
-			for (int k = 0; k < KT_NR_EVENTS; k++)
-				tot.ev[k] += recs[j].counts.ev[k];
 			if (recs[j].lane == KT_LANE_POOL)
 				continue;
 			printf("%s{\"lane\":%u,", first ? "" : ",", recs[j].lane);
-			json_counts(recs[j].counts.ev);
+			json_counts(&recs[j].counts);
 			printf(",");
 			json_latency(&recs[j]);
 			printf("}");
@@ -1120,12 +1266,12 @@ static void print_json(const char *lib, double secs)
 			for (size_t j = i; j < end; j++)
 				if (recs[j].lane == KT_LANE_POOL)
 					pr = &recs[j];
-			json_counts(pr->counts.ev);
+			json_counts(&pr->counts);
 			printf(",");
 			json_latency(pr);
 		}
 		printf("},\"totals\":{");
-		json_counts(tot.ev);
+		json_counts(&tot);
 		printf(",\"latency\":{");
 		first = true;
 		for (int v = 0; v < KT_NR_VIEWS; v++) {
@@ -1145,6 +1291,58 @@ static void print_json(const char *lib, double secs)
 		i = end;
 	}
 	printf("]}\n");
+}
+
+/* ---- detaching ----------------------------------------------------------- */
+
+/*
+ * Removing a uprobe waits in the kernel for a grace period, under a mutex
+ * all uprobe perf events share: about 0.1 s per probe location, one after
+ * the other even from several threads, so the two dozen places our probes
+ * sit in cost seconds after the report. Whoever drops the last reference to
+ * a perf event pays for it. So every probe is disabled here (it stops
+ * firing at once) and a child holding the same perf events, its stdio on
+ * /dev/null and in a session of its own, waits for our exit and then exits
+ * itself: the removals happen in it, and we return as soon as the report
+ * is out. Where the child cannot be made, the removal is ours.
+ */
+static void detach_all(void)
+{
+	int pfd[2];
+
+	if (!nlinks)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	if (pipe(pfd) == 0) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int null = open("/dev/null", O_RDWR);
+			char c;
+
+			close(pfd[1]);
+			if (null >= 0) {
+				dup2(null, 0);
+				dup2(null, 1);
+				dup2(null, 2);
+				if (null > 2)
+					close(null);
+			}
+			setsid();
+			/* EOF: the parent exited (its write end went with it). */
+			while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
+				;
+			_exit(0);
+		}
+		close(pfd[0]);
+		if (pid < 0)
+			close(pfd[1]);
+		/* Else the write end stays open until we exit. */
+	}
+	for (int i = 0; i < nlinks; i++)
+		bpf_link__destroy(links[i]); /* disables, then closes our reference */
+	nlinks = 0;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -1413,12 +1611,15 @@ int main(int argc, char **argv)
 
 	signal(SIGINT, sig_handler);
 	signal(SIGTERM, sig_handler);
-	if (follow)
-		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d and its worker "
-				"processes)", attached, lib, (int)env.pid);
+	/* Worker processes are named only where the host has some now (its
+	 * process pools); those it starts later are followed all the same. */
+	if (follow && nfollowed)
+		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d and its %d worker %s)",
+			attached, lib, (int)env.pid, nfollowed,
+			plural((__u64)nfollowed, "process", "processes"));
 	else if (env.pid)
-		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d)", attached, lib,
-			(int)env.pid);
+		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d%s)", attached, lib,
+			(int)env.pid, env.no_follow ? " only, not its worker processes" : "");
 	else
 		fprintf(stderr, "knit-trace: attached %d probes in %s (every process)", attached,
 			lib);
@@ -1462,8 +1663,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "knit-trace: process %d exited\n", (int)env.pid);
 
 cleanup:
-	for (int i = 0; i < nlinks; i++)
-		bpf_link__destroy(links[i]);
+	detach_all();
 	knit_trace_bpf__destroy(skel);
 	free(recs);
 	return err != 0;

@@ -57,8 +57,29 @@ enum kt_event {
 	KT_EV_STOP_REQUEST,
 	KT_EV_STOP_ACK,
 	KT_EV_PROC_START,    /* a worker process started on the lane (process pools) */
+	KT_EV_SYNC_ENQUEUE,  /* task_enqueue of a synchronous-line call (also in
+				TASK_ENQUEUE), on the line's lane */
+	KT_EV_SYNC_COMPLETE, /* pool-level: task_complete of one (also in TASK_COMPLETE) */
+	/* proc_worker_exit, per lane, by cause (enum knit_trace_exit_cause) */
+	KT_EV_PROC_STOPPED,  /* exited 0 when asked to stop */
+	KT_EV_PROC_SIGNAL,   /* died of a signal the pool did not send */
+	KT_EV_PROC_STATUS,   /* exited unasked, or with a failure status */
+	KT_EV_PROC_KILLED,   /* killed by the host (hard timeout, destroy, create) */
+	KT_EV_PROC_PROTO,    /* killed by the host for a protocol error */
+	KT_EV_PROC_OTHER,    /* a cause this tool does not know */
 	KT_NR_EVENTS
 };
+
+/* Must match enum knit_trace_exit_cause in src/trace.h (checked in knit-trace.c). */
+#define KT_EXIT_STOPPED 0
+#define KT_EXIT_SIGNAL 1
+#define KT_EXIT_STATUS 2
+#define KT_EXIT_KILLED 3
+#define KT_EXIT_PROTO 4
+
+/* Must match KNIT_TRACE_LINE_ID_BASE in src/trace.h (checked in knit-trace.c):
+ * a call id whose low half is this + lane is lane's synchronous line. */
+#define KT_LINE_ID_BASE 0xFFFFFF00u
 
 /* Must match enum knit_trace_wake_reason in src/trace.h (checked in knit-trace.c). */
 #define KT_REASON_RUNG 0
@@ -99,6 +120,7 @@ struct kt_hist {
 
 struct kt_counts {
 	__u64 ev[KT_NR_EVENTS];
+	__u64 signals; /* bit n-1: a worker died of signal n (1..64), KT_EV_PROC_SIGNAL */
 };
 
 #endif /* KNIT_TRACE_H */
