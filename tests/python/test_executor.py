@@ -155,3 +155,14 @@ def test_the_gil_is_released_during_calls(cpool):
     for t in ts:
         t.join()
     assert got == [2, 2]
+
+
+def test_shutdown_from_a_callback_while_another_thread_shuts_down(lib, ctasks):
+    pool = knitting.Pool(ctasks, lib=lib, workers=1)
+    gate = pool.submit("sleep", 200)
+    gate.add_done_callback(lambda _f: pool.shutdown(wait=True))
+    t = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, daemon=True)
+    t.start()
+    t.join(120)  # a bound on a deadlock, not a measurement
+    assert not t.is_alive(), "shutdown deadlocked against a done-callback's shutdown"
+    assert gate.result(timeout=0) == 0 and pool.closed  # ffi_sleep: the deadline it saw, none

@@ -298,33 +298,45 @@ class _Core:
     # ---- the end ----
     def teardown(self, cancel: bool) -> None:
         """Stop (draining, or cancelling what has not completed), resolve every
-        future, destroy the pool. Idempotent; concurrent callers wait."""
-        with self.teardown_lock:
-            if self.torn:
+        future, destroy the pool. Idempotent; concurrent callers wait, except
+        the reaper thread (a done-callback shutting the pool down while
+        another thread does): the other thread waits for it, so it returns."""
+        if threading.current_thread() is self.reaper:
+            if not self.teardown_lock.acquire(blocking=False):
                 return
-            self.torn = True
-            with self.cond:
-                self.closing = True
-                self.cancel_futures = self.cancel_futures or cancel
-                handle, reaper = self.handle, self.reaper
-            if handle is None:
-                return
-            flags = A.KNIT_STOP_CANCEL if cancel else A.KNIT_STOP_DRAIN
-            rc = self.lib.knit_stop(handle, flags, -1)
-            if self.mode == "pool":
-                # knit_complete returns -KNIT_ECLOSED once all is reaped.
-                while self.reap(-1) >= 0:
-                    pass
-                if reaper is not None and reaper is not threading.current_thread():
-                    reaper.join()
-            with self.cond:
-                self.dead = True
-                while self.users:
-                    self.cond.wait()
-            self.lib.knit_pool_destroy(handle)
-            self.handle = None
-            self.fail_all(ClosedError(-A.KNIT_ECLOSED, "shutdown",
-                                      "knit_stop returned %d" % rc if rc else ""))
+        else:
+            self.teardown_lock.acquire()
+        try:
+            self._teardown(cancel)
+        finally:
+            self.teardown_lock.release()
+
+    def _teardown(self, cancel: bool) -> None:
+        if self.torn:
+            return
+        self.torn = True
+        with self.cond:
+            self.closing = True
+            self.cancel_futures = self.cancel_futures or cancel
+            handle, reaper = self.handle, self.reaper
+        if handle is None:
+            return
+        flags = A.KNIT_STOP_CANCEL if cancel else A.KNIT_STOP_DRAIN
+        rc = self.lib.knit_stop(handle, flags, -1)
+        if self.mode == "pool":
+            # knit_complete returns -KNIT_ECLOSED once all is reaped.
+            while self.reap(-1) >= 0:
+                pass
+            if reaper is not None and reaper is not threading.current_thread():
+                reaper.join()
+        with self.cond:
+            self.dead = True
+            while self.users:
+                self.cond.wait()
+        self.lib.knit_pool_destroy(handle)
+        self.handle = None
+        self.fail_all(ClosedError(-A.KNIT_ECLOSED, "shutdown",
+                                  "knit_stop returned %d" % rc if rc else ""))
 
 
 class Pool(concurrent.futures.Executor):
