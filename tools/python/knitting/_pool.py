@@ -193,7 +193,7 @@ class _Core:
         self.reaper: Optional[threading.Thread] = None
         self.readers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopReader]" = \
             weakref.WeakKeyDictionary()
-        self.teardown_lock = threading.Lock()
+        self.teardown_lock = threading.RLock()  # a callback run by the teardown may shut down
         self.torn = False
         self.fd: Optional[int] = None
 
@@ -299,8 +299,9 @@ class _Core:
     def teardown(self, cancel: bool) -> None:
         """Stop (draining, or cancelling what has not completed), resolve every
         future, destroy the pool. Idempotent; concurrent callers wait, except
-        the reaper thread (a done-callback shutting the pool down while
-        another thread does): the other thread waits for it, so it returns."""
+        a done-callback that shuts the pool down: in the thread tearing down
+        it finds the work begun and returns, and in the reaper thread, which
+        another thread's teardown waits for, it returns if that one began."""
         if threading.current_thread() is self.reaper:
             if not self.teardown_lock.acquire(blocking=False):
                 return
