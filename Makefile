@@ -7,10 +7,11 @@
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
 #   make check-unit | check-api | check-stress | check-cross | check-model |
-#        check-fuzz | check-ffi | check-cxx | check-install | abi-check | man-check
+#        check-fuzz | check-ffi | check-python | check-cxx | check-install | abi-check | man-check
 #   make man-version     write the version of include/knitting.h into the man footers
 #   make SANITIZE=thread|address check    everything under a sanitizer
-#   make install DESTDIR=... prefix=...   (and make uninstall, same arguments)
+#   make install DESTDIR=... prefix=...   (and make uninstall, same arguments);
+#                        PYTHONDIR=... for the Python package (see install-python)
 #   V=1                  show commands
 #   WERROR=1             warnings are errors (CI sets it)
 #   CPPFLAGS, CFLAGS, CXXFLAGS, LDFLAGS from the environment are honoured
@@ -403,6 +404,17 @@ check-ffi: $(LIB_LINK)
 	$(Q)for t in $(FFI_SRCS); do KNIT_LIB=$(abspath $(LIB_SO)) $(RUN) $(SP)ffi $$(basename $$t .py) -- python3 $$t; done
 	$(Q)$(call SUMMARY,0,$(SP)ffi)
 
+# python: the knitting package (tools/python) under pytest, one result per
+# tests/python/test_*.py. Debian's pytest belongs to /usr/bin/python3, which
+# may not be the python3 first on PATH (pyenv); PYTEST_PYTHON picks it.
+PYTEST_PYTHON ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
+PY_TESTS := $(sort $(wildcard tests/python/test_*.py))
+check-python: $(LIB_LINK) $(KW_BIN)
+	$(Q)$(RUN) --clear $(SP)python
+	$(Q)for t in $(PY_TESTS); do KNIT_LIB=$(abspath $(LIB_SO)) MAKE="$(MAKE)" $(RUN) $(SP)python \
+		$$(basename $$t .py) -- $(PYTEST_PYTHON) tests/python/run_pytest.py $$t; done
+	$(Q)$(call SUMMARY,0,$(SP)python)
+
 # abi-check: only knit_ symbols leave the .so, no C++ symbol, no libstdc++;
 # the dpkg symbols file matches; every public struct keeps its LP64 layout
 # (abi/layout.c on x86-64, aarch64, riscv64); abidiff against the committed
@@ -448,7 +460,7 @@ check-install: $(LIB_LINK) $(LIB_A)
 	$(Q)$(call SUMMARY,0,$(SP)install)
 
 CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
-	check-cross check-ffi abi-check man-check check-install check-sanitizers
+	check-cross check-ffi check-python abi-check man-check check-install check-sanitizers
 CHECK_SUITES += check-cxx
 
 # ---- knit-bench: libknitting against its floors and peers (tools/knit-bench) -----
@@ -620,7 +632,7 @@ MAN_PAGES := $(sort $(wildcard man/man1/*.1 man/man3/*.3 man/man7/*.7 man/man8/*
 CMAKE_REL_PREFIX = $(shell realpath -m --relative-to=$(cmakedir) $(prefix))
 CMAKE_REL_LIBDIR = $(shell realpath -m --relative-to=$(prefix) $(libdir))
 CMAKE_REL_INCDIR = $(shell realpath -m --relative-to=$(prefix) $(includedir))
-install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
+install: $(LIB_LINK) $(LIB_A) $(KW_BIN) install-python
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
 		$(DESTDIR)$(cmakedir)
 	install -m 644 $(LIB_SO) $(DESTDIR)$(libdir)/libknitting.so.$(VERSION)
@@ -649,7 +661,7 @@ install: $(LIB_LINK) $(LIB_A) $(KW_BIN)
 # Removes exactly the files install put and the directories that are ours
 # alone ($(cmakedir), $(pkglibexecdir)); shared directories such as $(libdir)
 # stay.
-uninstall:
+uninstall: uninstall-python
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libknitting.so.$(VERSION) $(SONAME) \
 		libknitting.so libknitting.a pkgconfig/knitting.pc)
 	rm -f $(DESTDIR)$(includedir)/knitting.h $(DESTDIR)$(includedir)/knitting.hpp $(DESTDIR)$(sbindir)/knit-trace
@@ -662,5 +674,24 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall clean abi-check man-check man-version FORCE $(CHECK_SUITES)
+# The Python package goes to PYTHONDIR: for prefix=/usr Debian's directory for
+# packaged modules (/usr/lib/python3/dist-packages), else $(PYTHON)'s purelib
+# directory under $(prefix) (/usr/local/lib/pythonX.Y/site-packages), so an
+# install never writes outside $(prefix); set PYTHONDIR to the directory your
+# interpreter searches. It needs no build.
+PYTHON ?= python3
+PYTHONDIR ?= $(if $(filter /usr,$(prefix)),/usr/lib/python3/dist-packages,$(shell $(PYTHON) -c \
+	'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(prefix)", "platbase": "$(prefix)"}))'))
+PY_PKG := $(sort $(wildcard tools/python/knitting/*.py)) tools/python/knitting/py.typed
+install-python:
+	$(if $(PYTHONDIR),,$(error PYTHONDIR is empty: set it, or PYTHON to an interpreter))
+	install -d $(DESTDIR)$(PYTHONDIR)/knitting
+	install -m 644 $(PY_PKG) $(DESTDIR)$(PYTHONDIR)/knitting/
+uninstall-python:
+	$(if $(PYTHONDIR),,$(error PYTHONDIR is empty: set it, or PYTHON to an interpreter))
+	rm -f $(addprefix $(DESTDIR)$(PYTHONDIR)/knitting/,$(notdir $(PY_PKG)))
+	rm -rf $(DESTDIR)$(PYTHONDIR)/knitting/__pycache__
+	if [ -d $(DESTDIR)$(PYTHONDIR)/knitting ]; then rmdir $(DESTDIR)$(PYTHONDIR)/knitting; fi
+
+.PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall install-python uninstall-python clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:

@@ -6,7 +6,8 @@
 #            make, pkg-config, liburcu and the USDT probe header
 #   (none)   `make check`: the above and every test suite's tools (cmocka,
 #            Criterion, clang/bpftool for knit-trace, qemu-user and cross
-#            compilers, spin, abigail-tools, mandoc, cmake, python3, gnuplot)
+#            compilers, spin, abigail-tools, mandoc, cmake, python3 with pytest
+#            and venv (the Python package's suite), gnuplot)
 #   --bench  `make bench`: the --demo set and the peers knit-bench measures
 #            libknitting against (knit-bench builds without them and says
 #            which it left out), and gnuplot for its plot
@@ -17,7 +18,7 @@ set -eu
 DEMO_PKGS="g++ make pkg-config liburcu-dev systemtap-sdt-dev"
 CHECK_PKGS="$DEMO_PKGS libcmocka-dev libcriterion-dev
 libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev
-python3 cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
+python3 python3-pytest python3-venv cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc
 abigail-tools dpkg-dev spin gnuplot-nox"
 BENCH_PKGS="$DEMO_PKGS libtbb-dev libboost-dev libconcurrentqueue-dev libatomic-queue-dev gnuplot-nox"
 

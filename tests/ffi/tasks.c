@@ -5,9 +5,12 @@
  * directory and loads it next to libknitting.so).
  *
  * Exports the task functions; the test casts them to the task pointer type
- * and builds knit_task_t entries in Python.
+ * and builds knit_task_t entries in Python. It also exports them as a task
+ * library (knit_task_library), so the same object serves process pools
+ * (tests/python/ runs it with knit-worker processes).
  */
 #include <ctype.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -78,3 +81,57 @@ int ffi_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	ret->i64 = knit_ctx_deadline_ns(ctx);
 	return 0;
 }
+
+/* How many ffi_meet calls are inside the task now, and the most that were
+ * inside at once since it was last empty (one process's counts). */
+static int meet_inside, meet_peak;
+
+/*
+ * Arg I64 n: waits (bounded: 10 s) until n calls of ffi_meet have been
+ * inside at once, and returns the most that were (itself included). Two
+ * host threads calling it on two workers both get 2 only when neither host
+ * thread held the interpreter lock while it waited in knit_call.
+ */
+int ffi_meet(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	int now = __atomic_add_fetch(&meet_inside, 1, __ATOMIC_SEQ_CST);
+	int peak = __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST);
+	while (peak < now &&
+	       !__atomic_compare_exchange_n(&meet_peak, &peak, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+	for (int ms = 0; ms < 10000 && __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST) < arg->i64; ms++) {
+		struct timespec ts = { 0, 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST);
+	if (__atomic_sub_fetch(&meet_inside, 1, __ATOMIC_SEQ_CST) == 0)
+		__atomic_store_n(&meet_peak, 0, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/* Kills its worker process with SIGSEGV (process pools only: in a thread
+ * pool it would kill the host). */
+int ffi_crash(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx, (void)arg, (void)ret;
+	raise(SIGSEGV);
+	return 0;
+}
+
+static const knit_task_t ffi_tasks[] = {
+	{ .name = "crash", .fn = ffi_crash },
+	{ .name = "double", .fn = ffi_double },
+	{ .name = "echo", .fn = ffi_echo },
+	{ .name = "error", .fn = ffi_error },
+	{ .name = "fail", .fn = ffi_fail },
+	{ .name = "meet", .fn = ffi_meet },
+	{ .name = "sleep", .fn = ffi_sleep },
+	{ .name = "upper", .fn = ffi_upper },
+};
+
+__attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
+	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, ffi_tasks,
+	sizeof ffi_tasks / sizeof ffi_tasks[0]
+};

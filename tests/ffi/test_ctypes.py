@@ -9,7 +9,7 @@ tests/ffi/tasks.c is compiled here with the C compiler ($CC, else cc or gcc)
 into a temporary directory; without a C compiler the test is skipped (77).
 
 Checks: the ctypes mirrors of every public struct (those of the module
-tools/python/knitting.py) match the C layout (sizes and every member offset
+the package tools/python/knitting) match the C layout (sizes and every member offset
 from abi/layout.c, which abi-check compiles against the header); task ids follow name order;
 knit_call and knit_enqueue + knit_complete round trips with results checked;
 task errors (-KNIT_ETASK with code and message), argument errors and their

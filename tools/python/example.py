@@ -4,7 +4,8 @@
 
 Run from a checkout after `make`:
     KNITTING_LIB=build/lib/libknitting.so.1 PYTHONPATH=tools/python python3 tools/python/example.py
-With an installed library, KNITTING_LIB is not needed.
+With an installed library, KNITTING_LIB is not needed; with the package
+installed (`pip install tools/python`, or `make install`), PYTHONPATH is not.
 """
 import knitting
 
