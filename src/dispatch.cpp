@@ -24,6 +24,7 @@
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/proc.h"
+#include "src/spin.h"
 #include "src/wake.h"
 
 namespace knit::detail {

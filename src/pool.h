@@ -782,14 +782,6 @@ bool worker_arena_trimmable(Lane *l);
 uint64_t arena_committed_bytes(Pool *p);
 
 // ---- workers (src/worker.cpp) ----------------------------------------------------------
-// Idle spinning is bounded by the machine: at most spin_cap_of_machine()
-// (online CPUs - 1) worker threads of the whole process spin at once, so a
-// host always has a CPU. A worker takes a slot before it spins and gives it
-// back when the spin ends; without one it parks at once.
-uint32_t spin_cap_of_machine();
-bool spin_slot_acquire(uint32_t *spinners, uint32_t cap);
-void spin_slot_release(uint32_t *spinners);
-extern uint32_t g_spinners; // the process's spinning workers (atomic, relaxed)
 // Thread entry of worker lane `arg` (a Lane *).
 void *worker_main(void *arg);
 

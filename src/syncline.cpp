@@ -18,6 +18,7 @@
 #include "src/codec.h"
 #include "src/pool.h"
 #include "src/proc.h"
+#include "src/spin.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"

@@ -34,6 +34,7 @@
 
 #include "src/calls.h"
 #include "src/pool.h"
+#include "src/spin.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -491,29 +492,6 @@ void acknowledge_stop(Lane *l)
 }
 
 } // namespace
-
-uint32_t g_spinners;
-
-uint32_t spin_cap_of_machine()
-{
-	const long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 1 ? (uint32_t)(n - 1) : 0;
-}
-
-// Only a count: nothing is published through it, so relaxed is enough.
-bool spin_slot_acquire(uint32_t *spinners, uint32_t cap)
-{
-	uint32_t n = knit_load_relaxed_32(spinners);
-	while (n < cap) {
-		const uint32_t seen = knit_cas_relaxed_32(spinners, n, n + 1);
-		if (seen == n)
-			return true;
-		n = seen;
-	}
-	return false;
-}
-
-void spin_slot_release(uint32_t *spinners) { knit_fetch_add_relaxed_32(spinners, (uint32_t)-1); }
 
 void *worker_main(void *arg)
 {
