@@ -25,6 +25,7 @@
 #include "src/trace.h"
 #include "src/proc.h"
 #include "src/spin.h"
+#include "src/task.h"
 #include "src/wake.h"
 
 namespace knit::detail {
@@ -757,13 +758,7 @@ uint32_t run_inline(Pool *p)
 			status = -KNIT_ETIMEDOUT; // skipped, never run
 		} else {
 			knit_ctx ctx;
-			ctx.pool = p;
-			ctx.lane = l->index;
-			ctx.abort_bit = c->abort_bit;
-			ctx.deadline_ns = c->deadline_ns;
-			ctx.allocs = nullptr;
-			ctx.wlane = nullptr;
-			memset(&ctx.res, 0, sizeof ctx.res);
+			ctx_init(&ctx, p, l->index, c->abort_bit, c->deadline_ns, nullptr);
 			TaskOutcome o;
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);

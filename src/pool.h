@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // src/pool.h - the thread-pool runtime's types behind the C ABI: the pool,
-// its lanes, the host-side call records and the worker-side context, plus
-// the entry points of the rooms that share them: src/options.cpp (option
-// resolution), src/pool.cpp (create, destroy, stats), src/dispatch.cpp (the
-// host dispatcher: admission, placement, reaping, deadlines, the waiting
-// ladder), src/trim.cpp (arena give-back) and src/worker.cpp (the worker
-// loop, the task runner, knit_ctx_*). Two rooms have their own contract
-// header above this one: src/calls.h (call records' lifecycle, hand-out)
-// and src/wake.h (park/unpark, the doorbell, host events, the eventfd).
+// its lanes and the host-side call records, plus the entry points of the
+// rooms that share them: src/options.cpp (option resolution), src/pool.cpp
+// (create, destroy, stats), src/dispatch.cpp (the host dispatcher:
+// admission, placement, reaping, deadlines, the waiting ladder),
+// src/trim.cpp (arena give-back) and src/worker.cpp (the worker loop). Four
+// rooms have their own contract header above this one: src/calls.h (call
+// records' lifecycle, hand-out), src/wake.h (park/unpark, the doorbell,
+// host events, the eventfd), src/spin.h (the spinning policy and the
+// refill arm, above wake.h) and src/task.h (one task run: knit_ctx, the
+// runner, knit_ctx_*).
 // src/api.cpp holds the host ABI entries: argument checks, then a call into
 // each room.
 //
@@ -15,11 +17,12 @@
 //   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
 //   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
 //   protocol only) -> src/pool.h (types) -> {src/wake.h, src/calls.h,
-//   options.cpp} -> {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp}
+//   src/task.h, options.cpp} -> src/spin.h (reads wake.h's words) ->
+//   {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp}
 // (include/knitting.h and src/trace.h are the ground floor: they include
-// nothing of ours). wake.cpp and calls.cpp include only pool.h (and
-// trace.h) below their own header, so neither room calls the other or any
-// room above it.
+// nothing of ours). wake.cpp, calls.cpp and task.cpp include only pool.h
+// (and trace.h, codec.h) below their own header, so none of them calls
+// another or any room above it; spin.cpp calls only wake.
 //
 // Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a thread with
 // a request lock (host produces, worker consumes) and a return lock (worker
@@ -785,40 +788,11 @@ uint64_t arena_committed_bytes(Pool *p);
 // Thread entry of worker lane `arg` (a Lane *).
 void *worker_main(void *arg);
 
-// What a task run produced: a frame status and a value whose bytes stay
-// valid until ctx_free_allocs() (they point into the task's memory).
-struct TaskOutcome {
-	int32_t status; // 0, -KNIT_ETASK or -KNIT_ETOOBIG
-	knit_value_t value;
-};
-
 } // namespace knit::detail
 
 // The opaque handles of the C ABI.
 struct knit_pool {
 	knit::detail::Pool p;
 };
-
-struct knit_ctx {
-	knit::detail::Pool *pool;
-	uint32_t lane;
-	int32_t abort_bit; // -1 = none
-	int64_t deadline_ns;
-	void *task_data; // the running task's knit_task_t.data
-	void *allocs; // knit_ctx_alloc blocks, freed after the result is shipped
-	// Worker lanes only (nullptr on the inline lane): the first
-	// knit_ctx_alloc of a run reserves room in the return arena, and a
-	// result pointing at it is published in place (no copy).
-	knit::detail::Lane *wlane;
-	knit::detail::Reservation res;
-};
-
-namespace knit::detail {
-// Run task `task` on the calling thread (a worker, or a host thread for the
-// inline lane) with *ctx, and classify what it returned (see TaskOutcome).
-void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
-// Free every block knit_ctx_alloc handed out during this run.
-void ctx_free_allocs(knit_ctx *ctx);
-} // namespace knit::detail
 
 #endif

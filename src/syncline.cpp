@@ -19,6 +19,7 @@
 #include "src/pool.h"
 #include "src/proc.h"
 #include "src/spin.h"
+#include "src/task.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -562,13 +563,9 @@ bool line_serve(Lane *l)
 	if (task < p->ntasks && lane == l->index && inline_value_ok(type, scalar, payload)) {
 		const knit_value_t arg = value_of(type, code, scalar, payload);
 		knit_ctx ctx;
-		ctx.pool = p;
-		ctx.lane = l->index;
-		ctx.abort_bit = -1;
-		ctx.deadline_ns = 0;
-		ctx.allocs = nullptr;
-		ctx.wlane = nullptr; // knit_ctx_alloc: malloc'd (the return arena is the ticketed path's)
-		memset(&ctx.res, 0, sizeof ctx.res);
+		// No wlane: knit_ctx_alloc mallocs (the return arena is the
+		// ticketed path's).
+		ctx_init(&ctx, p, l->index, -1, 0, nullptr);
 		TaskOutcome o;
 		KNIT_TRACE_TASK_START(p, l->index, line_trace_id(l->index, want));
 		run_task(p, &ctx, task, arg, &o);
