@@ -844,15 +844,11 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	// earliest deadline; tests/model/doorbell.pml and host_event.pml).
 	int64_t slice = -1;
 	if (!doorbell) {
-		// The backoff ladder: 0, 1, 2, ... max_backoff_ms ms.
-		uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
-		if (rung > p->cfg.max_backoff_ms)
-			rung = p->cfg.max_backoff_ms;
-		if (rung == 0) {
+		slice = host_backoff_ns(p, stall); // the backoff ladder (spin.h)
+		if (slice == 0) {
 			sched_yield();
 			return;
 		}
-		slice = (int64_t)rung * 1000000;
 	}
 	// With every CPU running a worker and calls queued behind a full
 	// submit lock, wait to be needed for a refill (wake.h), not for each
@@ -1314,14 +1310,14 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		// a worker's round trip, so the free passes alone would arm the
 		// doorbell before any worker could answer).
 		// While the pool's awake workers fill every CPU, only if such
-		// spins pay (wake.h).
-		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0 && host_spin_worth(p)) {
-			const int64_t t0 = knit_now_ns();
-			// This thread just woke a worker: spin on through the wake's
-			// measured latency, so the result does not need a second wake
-			// (wake.h).
-			const int64_t wake_end = host_wake_spin_begin(p, t0);
-			const int64_t end = max_of(t0 + spin_left, wake_end);
+		// spins pay (spin.h).
+		// If this thread just woke a worker, the spin goes on through the
+		// wake's measured latency, so the result does not need a second
+		// wake (spin.h).
+		HostSpin s;
+		int64_t t0;
+		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0 &&
+		    (t0 = host_spin_open(p, &s, 0, spin_left)) != 0) {
 			bool found = false;
 			for (uint32_t i = 1;; i++) {
 				if (ready(p, arg) || work_pending(p, t0)) {
@@ -1329,13 +1325,11 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 					break;
 				}
 				knit_cpu_relax();
-				if ((i & 63) == 0 && knit_now_ns() >= end) // the clock costs more than a round
+				if ((i & 63) == 0 && knit_now_ns() >= s.end) // the clock costs more than a round
 					break;
 			}
 			spin_left -= knit_now_ns() - t0;
-			if (wake_end != 0)
-				host_wake_spin_done();
-			host_spin_outcome(found);
+			host_spin_close(&s, found);
 			if (found) {
 				host_wake_seen(p);
 				continue;

@@ -188,6 +188,34 @@ void host_wake_seen(Pool *p)
 	t_wake_est = d > t_wake_est ? d : t_wake_est + (d - t_wake_est) / 16;
 }
 
+int64_t host_spin_open(Pool *p, HostSpin *s, int64_t now, int64_t budget)
+{
+	if (!host_spin_worth(p))
+		return 0;
+	if (now == 0)
+		now = knit_now_ns();
+	s->judged = true;
+	s->wake_end = host_wake_spin_begin(p, now);
+	s->end = max_of(now + budget, s->wake_end);
+	return now;
+}
+
+void host_spin_close(HostSpin *s, bool found)
+{
+	if (s->wake_end != 0)
+		host_wake_spin_done();
+	if (s->judged)
+		host_spin_outcome(found);
+}
+
+int64_t host_backoff_ns(const Pool *p, uint32_t stall)
+{
+	uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
+	if (rung > p->cfg.max_backoff_ms)
+		rung = p->cfg.max_backoff_ms;
+	return (int64_t)rung * 1000000;
+}
+
 bool host_refill_arm(Pool *p) { return refill_wanted(p) && !host_spin_cpu_free(p); }
 
 bool host_refill_recheck(Pool *p)

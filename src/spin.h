@@ -109,6 +109,32 @@ void host_wake_spin_done();
 // wake -> result time to the moving average.
 void host_wake_seen(Pool *p);
 
+// ---- the wait ladder's steps ---------------------------------------------------------
+// A host thread waiting for something a worker makes (host_wait in
+// src/dispatch.cpp for the ticketed calls, line_wait in src/syncline.cpp
+// for a line's reply) climbs one ladder: a bounded spin, judged here, then
+// the doorbell sleep of src/wake.h, or without the doorbell option the
+// backoff ladder's yields and timed sleeps.
+
+// One spin before a sleep.
+struct HostSpin {
+	int64_t end = 0;      // absolute end of the window
+	int64_t wake_end = 0; // the after-wake window's end, its slot held (0: none)
+	bool judged = false;  // host_spin_worth() said yes: its outcome is owed
+};
+// Judge a spin (host_spin_worth) and, when it pays, open its window:
+// `budget` ns from the start, or on through the after-wake window
+// (host_wake_spin_begin). `now` 0: read the clock after the judgement.
+// Returns the start, or 0: do not spin. An opened spin must be closed.
+int64_t host_spin_open(Pool *p, HostSpin *s, int64_t now, int64_t budget);
+// The spin ended (found: what it waited for showed up): give the
+// after-wake slot back and feed the judgement.
+void host_spin_close(HostSpin *s, bool found);
+// The backoff ladder (doorbell option off), for the stall-th round that
+// brought nothing: 0 for a yield (the first stall_free_loops + 1 rounds),
+// then a sleep of 1, 2, ... max_backoff_ms ms, in ns.
+int64_t host_backoff_ns(const Pool *p, uint32_t stall);
+
 // ---- the refill arm -------------------------------------------------------------------
 
 // Should a host thread about to sleep in a wait for completions arm for a

@@ -18,15 +18,6 @@ const char kInvalidResult[] = "task returned an invalid value";
 // Ends an error message cut to max_payload_bytes.
 const char kTruncatedMark[] = " [truncated]";
 
-// A result value a task handed back: 0, -KNIT_EINVAL (malformed) or
-// -KNIT_ETOOBIG (over the per-call cap).
-int result_check(const knit_value_t &v, uint64_t cap)
-{
-	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
-		return -KNIT_EINVAL;
-	return codec_check(v, cap);
-}
-
 struct AllocHead {
 	AllocHead *next;
 	uint64_t pad; // keeps the payload 16-byte aligned
@@ -70,7 +61,7 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
 	const uint64_t cap = p->cfg.max_payload_bytes;
 	if (rc == 0) {
-		int v = result_check(ret, cap);
+		int v = codec_value_check(ret, cap);
 		if (v == 0) {
 			// The common outcome: the task's value as it is (every field
 			// written, no clearing first).
@@ -93,7 +84,7 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	memset(&out->value, 0, sizeof out->value);
 	out->status = -KNIT_ETASK;
 	if (ret.type == KNIT_VALUE_ERROR) {
-		int v = result_check(ret, cap);
+		int v = codec_value_check(ret, cap);
 		if (v == 0) {
 			out->value = ret;
 			return;
