@@ -81,6 +81,105 @@ bool refill_low(Lane *l)
 	return (uint32_t)__builtin_popcount(l->wreq.outstanding()) <= kLaneRefillLowWater;
 }
 
+// A waiting host armed the doorbell / its sleep ended rung (stats, trace).
+void count_arm(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+	KNIT_TRACE_DOORBELL_ARM(p);
+}
+
+void count_rung(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+	KNIT_TRACE_DOORBELL_WAKE(p);
+}
+
+// host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
+// wake.h "process pools"): D1-D4 per worker, on that worker's own words,
+// and one futex_waitv on the host-event sequence (host-private) and every
+// armed worker's ring sequence. A worker can only leave its own ring
+// unrung (its results then wait as if it had not answered: the hard
+// timeout covers that) or ring for nothing (a spurious wake it pays a
+// syscall for); the other workers' rings still reach us.
+void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
+{
+	if (refill != nullptr)
+		*refill = false; // never asked for in a process pool (refill_wanted)
+	knit_futex_waiter w[KNIT_MAX_WORKERS + 1];
+	uint32_t n = 0;
+	// D4, acquire: pairs with the add in host_event() (H2).
+	knit_futex_waiter_set(&w[n++], p->db_seq, knit_load_acquire_32(p->db_seq), p->futex_shared);
+	if (arm)
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (knit_load_relaxed_32(&l->retired))
+				continue; // its words are never read again
+			// D4, acquire: pairs with that worker's add to its own
+			// ring sequence (D3), read before we arm it (D1).
+			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
+		}
+	knit_add_acq_rel_32(&p->host_waiters, 1);
+	if (arm) {
+		// Every worker we wait on is armed: a worker that clears its
+		// own word silences only itself.
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (!knit_load_relaxed_32(&l->retired))
+				knit_store_relaxed_32(l->ring_armed, kArmedAny);
+		}
+		count_arm(p);
+	}
+	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
+	// its release store of A and its load of its own armed word
+	// (worker_ring); H1 and the rest as in host_doorbell_sleep().
+	knit_fence_seq_cst();
+	int64_t wake = -1;
+	if (!recheck(p, arg, &wake)) {
+		if (knit_futex_waitv(w, n, wake, 1, nullptr) < 0) {
+			// Refused (the probe said it exists, so not expected): the
+			// bounded sleep, so a refusal never turns into a busy loop.
+			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
+					    p->futex_shared);
+		}
+		if (arm)
+			for (uint32_t i = 1; i < n; i++)
+				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
+					count_rung(p);
+					break;
+				}
+	}
+	// acq_rel: as in host_doorbell_sleep().
+	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+}
+
+// ---- the completion eventfd (its contract: above efd_sync()) --------------------------
+
+void efd_write(Pool *p)
+{
+	uint64_t one = 1;
+	(void)knit_sys_write(p->efd, &one, sizeof one);
+}
+
+bool efd_pending(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	// Acquire: as in knit_complete(), a zero outstanding means every
+	// completion is already counted in cq_count.
+	if (knit_load_relaxed_32(&p->closed) && none_outstanding(p))
+		return true;
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false; // its holder re-checks on release (efd_sync()'s contract)
+	return work_pending(p, 0);
+}
+
+void efd_clear(Pool *p)
+{
+	uint64_t v;
+	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
+}
+
 } // namespace
 
 WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park_ns)
@@ -220,82 +319,6 @@ bool steal_wake_one(Pool *p)
 	return false;
 }
 
-namespace {
-
-// A waiting host armed the doorbell / its sleep ended rung (stats, trace).
-void count_arm(Pool *p)
-{
-	knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-	KNIT_TRACE_DOORBELL_ARM(p);
-}
-
-void count_rung(Pool *p)
-{
-	knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-	KNIT_TRACE_DOORBELL_WAKE(p);
-}
-
-// host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
-// wake.h "process pools"): D1-D4 per worker, on that worker's own words,
-// and one futex_waitv on the host-event sequence (host-private) and every
-// armed worker's ring sequence. A worker can only leave its own ring
-// unrung (its results then wait as if it had not answered: the hard
-// timeout covers that) or ring for nothing (a spurious wake it pays a
-// syscall for); the other workers' rings still reach us.
-void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
-{
-	if (refill != nullptr)
-		*refill = false; // never asked for in a process pool (refill_wanted)
-	knit_futex_waiter w[KNIT_MAX_WORKERS + 1];
-	uint32_t n = 0;
-	// D4, acquire: pairs with the add in host_event() (H2).
-	knit_futex_waiter_set(&w[n++], p->db_seq, knit_load_acquire_32(p->db_seq), p->futex_shared);
-	if (arm)
-		for (uint32_t i = 0; i < p->nworkers; i++) {
-			Lane *l = &p->lanes[i];
-			if (knit_load_relaxed_32(&l->retired))
-				continue; // its words are never read again
-			// D4, acquire: pairs with that worker's add to its own
-			// ring sequence (D3), read before we arm it (D1).
-			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
-		}
-	knit_add_acq_rel_32(&p->host_waiters, 1);
-	if (arm) {
-		// Every worker we wait on is armed: a worker that clears its
-		// own word silences only itself.
-		for (uint32_t i = 0; i < p->nworkers; i++) {
-			Lane *l = &p->lanes[i];
-			if (!knit_load_relaxed_32(&l->retired))
-				knit_store_relaxed_32(l->ring_armed, kArmedAny);
-		}
-		count_arm(p);
-	}
-	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
-	// its release store of A and its load of its own armed word
-	// (worker_ring); H1 and the rest as in host_doorbell_sleep() below.
-	knit_fence_seq_cst();
-	int64_t wake = -1;
-	if (!recheck(p, arg, &wake)) {
-		if (knit_futex_waitv(w, n, wake, 1, nullptr) < 0) {
-			// Refused (the probe said it exists, so not expected): the
-			// bounded sleep, so a refusal never turns into a busy loop.
-			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
-					    p->futex_shared);
-		}
-		if (arm)
-			for (uint32_t i = 1; i < n; i++)
-				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
-					count_rung(p);
-					break;
-				}
-	}
-	// acq_rel: as below.
-	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
-}
-
-} // namespace
-
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
 {
 	if (p->rings) {
@@ -432,35 +455,6 @@ bool work_pending(Pool *p, int64_t now)
 // release instead. Dekker: its release + fence + work_pending() against the
 // caller's fence (after its progress: the worker's publish, a clear) + load
 // of dispatch_lock here: either the holder sees the work or we see it gone.
-
-namespace {
-
-void efd_write(Pool *p)
-{
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
-}
-
-bool efd_pending(Pool *p)
-{
-	if (knit_load_relaxed_32(&p->cq_count) != 0)
-		return true;
-	// Acquire: as in knit_complete(), a zero outstanding means every
-	// completion is already counted in cq_count.
-	if (knit_load_relaxed_32(&p->closed) && none_outstanding(p))
-		return true;
-	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
-		return false; // its holder re-checks on release (above)
-	return work_pending(p, 0);
-}
-
-void efd_clear(Pool *p)
-{
-	uint64_t v;
-	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
-}
-
-} // namespace
 
 void efd_sync(Pool *p)
 {

@@ -67,35 +67,23 @@
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
 //     (efd_sync)                                                               thread's), D2
 //
-// Process pools (tests/model/doorbell_proc.pml). The pool header's armed
-// and db_seq, like every word of the pool's memfd, can be scribbled by any
-// worker process: a hostile worker could clear armed so honest workers
-// never ring (D2/D3 then pair with nothing), or freeze db_seq under a host
-// event. Per-worker words in that memfd would not help (every worker maps
-// all of it). So each worker gets a ring page of its own (src/proc.h
-// kRingBytes: a sealed memfd handed to that worker alone, which maps it as
-// its db_armed/db_seq): it runs D2/D3 on it unchanged. The host's db_seq
-// is then host_seq, in its private memory (host events, H1/H2, unchanged),
-// and a waiting host arms every live worker's page and sleeps on all the
-// sequences at once with futex_waitv (R1/R2, ring_sleep in wake.cpp). A
-// worker can now only leave its own ring unrung (its results wait, as if
-// it had not answered: the hard timeout covers that) or ring for nothing
-// (a spurious wake, bounded by its own syscalls); the host sleeps untimed,
-// as in a thread pool. (This holds against a worker that writes what it has
-// mapped: a scribbling or forging task. One that runs arbitrary code as
-// the host's user can open the host's descriptors through /proc, as it can
-// signal the host; no shared-memory protocol reaches that far.) Without
-// futex_waitv (kernels before 5.16; qemu-user, which answers ENOSYS; a
-// seccomp filter that refuses it) or with KNIT_PROC_NAMED_SHM (no
-// descriptor can be handed over) the pool has no ring pages: its workers
-// ring through the pool header's words and the host never sleeps longer
-// than kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
-// waiter, it never strands it. Thread pools keep the untimed sleep.
-// The completion fd's path out of a worker process is split the same way
-// (src/proc.h): worker_ring's E2 load reads a flag in the worker's own ring
-// page and it writes its own lane's bridge eventfd, so clearing the flag or
-// draining the bridge hides only that worker's results from the fd; without
-// ring pages the monitor syncs the fd every kProcDoorbellWatchdogNs.
+// Process pools (tests/model/doorbell_proc.pml; tests/model/README.md has
+// why): the pool header's armed and db_seq can be scribbled by any worker
+// process, so each worker gets a ring page of its own (src/proc.h
+// kRingBytes: a sealed memfd handed to that worker alone, mapped as its
+// db_armed/db_seq) and runs D2/D3 on it unchanged. The host's db_seq is then
+// host_seq, in its private memory (H1/H2 unchanged), and a waiting host arms
+// every live worker's page and sleeps on all the sequences at once with
+// futex_waitv (R1/R2, ring_sleep), untimed as in a thread pool. Without
+// futex_waitv (kernels before 5.16, qemu-user, a seccomp filter) or with
+// KNIT_PROC_NAMED_SHM (no descriptor can be handed over) the pool has no
+// ring pages: its workers ring through the pool header's words and the host
+// sleeps at most kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring
+// delays a waiter, it never strands it. The completion fd's path out of a
+// worker process is split the same way (src/proc.h): worker_ring's E2 load
+// reads a flag in the worker's own ring page and it writes its own lane's
+// bridge eventfd; without ring pages the monitor syncs the fd every
+// kProcDoorbellWatchdogNs.
 //
 // The refill doorbell (steal pools, tests/model/doorbell_refill.pml; lanes
 // pools, doorbell_refill_lanes.pml): a host may arm kArmedRefill instead of

@@ -329,10 +329,8 @@ void run_batch(Lane *l)
 		// passed since its unpublished tasks began. The clock is read after
 		// every second task only (and only when another task follows: the
 		// last one is flushed below anyway): a finished result waits for at
-		// most one further task, as it did with a read after every task
-		// (which first stamped the finished result, then published after
-		// the next task), at half the reads; for short tasks, which never
-		// reach kResultFlushNs, a clock read costs as much as a task.
+		// most one further task; for short tasks, which never reach
+		// kResultFlushNs, a clock read costs as much as a task.
 		// A batch of short tasks publishes after every kResultFlushTasks
 		// tasks too (an even count: looked at where the clock is, so no
 		// task pays for the look), with the same retire (C3) and publish
@@ -346,8 +344,7 @@ void run_batch(Lane *l)
 			if (group_n >= kResultFlushTasks || (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest
-				// of a long batch runs, not after all of it (which made
-				// lanes take work in rounds of kWorkerBatch).
+				// of a long batch runs, not after all of it.
 				l->wreq.retire(retire); // C3: release store of B
 				if (mark)
 					started_set(l, retire, false);
@@ -377,7 +374,7 @@ void run_batch(Lane *l)
 // frame; a stop request or a synchronous call on the lane's line ends it.
 // Not for a round trip (the take after its batch finds nothing), nor under
 // stealing (the submit lock's A is every worker's). kGatherNs is a few host
-// enqueues' worth (~0.3 us each here): several frames per load of A, short
+// enqueues' worth: several frames per load of A, short
 // beside a batch's or a stream's run time. Nor when the take before the
 // batch found kGatherTakeMax frames or more: the host then publishes faster
 // than we run (or in bunches, from its backlog), the take after the batch
