@@ -810,7 +810,7 @@ struct SleepCheck {
 	void *arg;
 	int64_t deadline_ns; // absolute, < 0 = none
 	int64_t slice;       // periodic look (backoff ladder), < 0 = none
-	bool refill;         // armed for a refill (wake.h): results alone do not count
+	bool refill;         // armed for a refill (spin.h): results alone do not count
 };
 
 bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
@@ -851,28 +851,12 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 		}
 	}
 	// With every CPU running a worker and calls queued behind a full
-	// submit lock, wait to be needed for a refill (wake.h), not for each
+	// submit lock, wait to be needed for a refill (spin.h), not for each
 	// result.
 	SleepCheck sc = {ready, arg, deadline_ns, slice, doorbell && host_refill_arm(p)};
 	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc, &sc.refill);
 }
 
-} // namespace
-
-// ---- public-to-the-runtime functions --------------------------------------------------
-
-void backlog_hw_update(Pool *p, uint64_t now_count)
-{
-	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
-	while (now_count > hw) {
-		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
-		if (seen == hw)
-			break;
-		hw = seen;
-	}
-}
-
-namespace {
 // Count up to n calls into the backlog at once (any thread): how many were
 // counted in, within max_pending (one RMW; a second gives back what did
 // not fit), and the high-water mark raised to what this admission brought
@@ -953,21 +937,68 @@ void reap_for_room(Pool *p)
 	if (produced)
 		host_event(p, true);
 }
-} // namespace
 
 // No push into the multi-producer backlog queue has begun since it was
 // last emptied: its tail is still the head's own node (a pusher moves the
 // tail first, with an atomic exchange, then links its node). Relaxed, as
 // cds_wfcq_empty()'s loads; a push that began is never missed by a caller
 // that fenced after the pusher's try-lock could fail (dispatch_unlock).
-namespace {
-
 bool backlog_queue_idle(Pool *p)
 {
 	return __atomic_load_n(&p->bq_tail.p, __ATOMIC_RELAXED) == &p->bq_head.node;
 }
 
+// The private list c waits on (its lane's pinned queue, or the pool's), and
+// that lane marked as having pinned calls waiting.
+void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
+{
+	*head = &p->pb_head;
+	*tail = &p->pb_tail;
+	if (c->flags & kCallPinned) {
+		Lane *l = &p->lanes[c->pin_lane];
+		*head = &l->pin_head;
+		*tail = &l->pin_tail;
+		p->pin_waiting |= 1ull << c->pin_lane;
+	}
+}
+
+// This thread's look at the pool's enqueue count at its last pre-sleep point.
+__thread uint64_t t_enq_seen;
+
+// Instead of sleeping: yield the CPU when calls were enqueued since our
+// last look; true (go on waiting, unslept) when the yield gave the CPU away
+// for at least a spin and calls were enqueued meanwhile. Bounded by the
+// enqueuers: with none (an idle pool, a lone caller) it yields at most once
+// per wait and sleeps; an enqueuer on another CPU does not keep it busy
+// (nothing else runs here, the yield returns at once). The count is a
+// relaxed look, only a choice: sleeping is always safe.
+bool doorbell_yield(Pool *p)
+{
+	if (!p->cfg.doorbell)
+		return false; // the backoff ladder yields already
+	const uint64_t e0 = knit_load_relaxed_64(&p->st_enqueued);
+	if (e0 == t_enq_seen)
+		return false; // nothing enqueued since our last look: sleep
+	t_enq_seen = e0;
+	const int64_t t0 = knit_now_ns();
+	sched_yield();
+	return knit_load_relaxed_64(&p->st_enqueued) != e0 && knit_now_ns() - t0 >= kHostSpinNs;
+}
+
 } // namespace
+
+// ---- public-to-the-runtime functions --------------------------------------------------
+
+void backlog_hw_update(Pool *p, uint64_t now_count)
+{
+	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
+	while (now_count > hw) {
+		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
+		if (seen == hw)
+			break;
+		hw = seen;
+	}
+}
 
 int dispatch_submit(Pool *p, Call *c)
 {
@@ -1118,24 +1149,6 @@ void dispatch_unlock(Pool *p)
 	}
 }
 
-namespace {
-
-// The private list c waits on (its lane's pinned queue, or the pool's), and
-// that lane marked as having pinned calls waiting.
-void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
-{
-	*head = &p->pb_head;
-	*tail = &p->pb_tail;
-	if (c->flags & kCallPinned) {
-		Lane *l = &p->lanes[c->pin_lane];
-		*head = &l->pin_head;
-		*tail = &l->pin_tail;
-		p->pin_waiting |= 1ull << c->pin_lane;
-	}
-}
-
-} // namespace
-
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	counter_bump(&p->st_backlogged); // every call that waits passes here once
@@ -1249,33 +1262,6 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 		host_event(p, true); // the fd: only for what knit_complete returns (efd_sync)
 	return produced;
 }
-
-namespace {
-
-// This thread's look at the pool's enqueue count at its last pre-sleep point.
-__thread uint64_t t_enq_seen;
-
-// Instead of sleeping: yield the CPU when calls were enqueued since our
-// last look; true (go on waiting, unslept) when the yield gave the CPU away
-// for at least a spin and calls were enqueued meanwhile. Bounded by the
-// enqueuers: with none (an idle pool, a lone caller) it yields at most once
-// per wait and sleeps; an enqueuer on another CPU does not keep it busy
-// (nothing else runs here, the yield returns at once). The count is a
-// relaxed look, only a choice: sleeping is always safe.
-bool doorbell_yield(Pool *p)
-{
-	if (!p->cfg.doorbell)
-		return false; // the backoff ladder yields already
-	const uint64_t e0 = knit_load_relaxed_64(&p->st_enqueued);
-	if (e0 == t_enq_seen)
-		return false; // nothing enqueued since our last look: sleep
-	t_enq_seen = e0;
-	const int64_t t0 = knit_now_ns();
-	sched_yield();
-	return knit_load_relaxed_64(&p->st_enqueued) != e0 && knit_now_ns() - t0 >= kHostSpinNs;
-}
-
-} // namespace
 
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
 {

@@ -106,7 +106,7 @@ inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fi
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
-inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (wake.h)
+inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (spin.h)
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
 inline constexpr uint32_t kResultFlushTasks = 16;    // ... or after this many tasks (even)
 

@@ -305,6 +305,22 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 	return status;
 }
 
+// Wait out a reopen half-way (a host thread between OPENING and its store
+// of IDLE or DOWN, a few stores: bounded by that thread's progress) and
+// return the state after it. Acquire: pairs with line_reopen's release
+// stores of the state.
+uint32_t state_settled(Lane *l)
+{
+	for (uint32_t i = 1;; i++) {
+		const uint32_t st = knit_load_acquire_32(&l->line_state);
+		if (st != kLineOpening)
+			return st;
+		knit_cpu_relax();
+		if ((i & 63) == 0)
+			sched_yield();
+	}
+}
+
 } // namespace
 
 int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns)
@@ -568,24 +584,6 @@ void line_cancel_all(Pool *p)
 	if (any)
 		host_event(p, true);
 }
-
-namespace {
-// Wait out a reopen half-way (a host thread between OPENING and its store
-// of IDLE or DOWN, a few stores: bounded by that thread's progress) and
-// return the state after it. Acquire: pairs with line_reopen's release
-// stores of the state.
-uint32_t state_settled(Lane *l)
-{
-	for (uint32_t i = 1;; i++) {
-		const uint32_t st = knit_load_acquire_32(&l->line_state);
-		if (st != kLineOpening)
-			return st;
-		knit_cpu_relax();
-		if ((i & 63) == 0)
-			sched_yield();
-	}
-}
-} // namespace
 
 void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 {
