@@ -29,30 +29,18 @@
 // spin_cap_of_machine(), so spinning host + spinning workers never exceed
 // the CPUs.
 //
-// The refill arm (steal pools, tests/model/doorbell_refill.pml): a host
-// waiting in knit_complete() while calls wait in the backlog for room in the
-// submit lock, on a machine whose every CPU runs an awake worker, shares its
-// CPU with a worker that has work. Woken for every result, it takes that CPU
-// from the worker once per result or two (a futex wake, two context
-// switches), and spinning instead takes it for good. So it arms
-// kArmedRefill: it wants to run again only when it has something to do that
-// the workers need -- refill the submit lock before it runs dry. Workers
-// ring it (L1, L2 of src/wake.h) once the submit lock is at kRefillLowWater
-// or a worker parks; its re-check (L3, host_refill_recheck) sees the lock
-// already low, a worker parked for room, or a parked worker's unreaped
-// results. The cost: results wait in the return locks until the ring (at
-// most the time the workers take to run the lanes above the mark), only
-// while more calls are queued than the submit lock holds.
-//
-// Lanes pools (tests/model/doorbell_refill_lanes.pml) do the same per lane:
-// the host arms for a refill while every worker lane not retired holds more
-// than kLaneRefillLowWater frames published and not yet retired (A ^ B of
-// its request lock) and the backlog holds enough calls to fill every lane
-// (so each refill tops every lane up, and the backlog's last calls go out
-// slot by slot: lanes left unequal when it runs out would lengthen the
-// tail); a worker rings it once its own lane is at the mark, and at every
-// park; the host's re-check counts a lane at the mark besides what it
-// counts for steal. Woken, the host reaps both lanes and tops both up.
+// The refill arm (tests/model/doorbell_refill.pml, doorbell_refill_lanes.pml;
+// the rings it waits for are L1-L3 of src/wake.h): a host waiting in
+// knit_complete() while calls wait in the backlog, on a machine whose every
+// CPU runs an awake worker, shares its CPU with a worker that has work.
+// Woken for every result it takes that CPU once per result or two, and
+// spinning takes it for good; so it arms kArmedRefill and runs again only
+// when the workers need it to refill: the steal submit lock at
+// kRefillLowWater, or (lanes) some worker lane at kLaneRefillLowWater while
+// the backlog holds enough calls to fill every lane (so each refill tops
+// every lane up and the lanes end the backlog even). The cost: results wait
+// in the return locks until the ring, only while more calls are queued than
+// the lanes hold.
 #ifndef KNIT_SRC_SPIN_H
 #define KNIT_SRC_SPIN_H
 
