@@ -407,14 +407,11 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			for (uint32_t j = k; j < na; j++)
 				if (calls[j]->completed)
 					acc = j + 1;
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			for (uint32_t j = k; j < acc; j++) {
 				Call *c = calls[j];
 				if (!c->completed)
-					produced |= call_complete_locked(
-						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED,
-						none, nullptr);
+					produced |= call_fail_locked(
+						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED);
 			}
 			// The rest were never reachable by anyone else: undo them.
 			for (uint32_t j = acc; j < na; j++)
@@ -683,9 +680,7 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	call_complete_locked(p, c, -KNIT_ECANCELED, none, nullptr);
+	call_fail_locked(p, c, -KNIT_ECANCELED);
 	pthread_mutex_unlock(&p->mu);
 	host_event(p, true);
 	return 0;

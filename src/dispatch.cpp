@@ -383,10 +383,8 @@ void unhold_add(Pool *p, UnholdBatch *b, Call *c)
 // Complete c with an error the dispatcher found (EPROTO etc.).
 void complete_now(Pool *p, Call *c, int32_t status)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
-	bool done = call_complete_locked(p, c, status, none, nullptr);
+	bool done = call_fail_locked(p, c, status);
 	pthread_mutex_unlock(&p->mu);
 	if (done)
 		host_event(p, true);
@@ -631,12 +629,10 @@ uint32_t expire_deadlines(Pool *p, int64_t now)
 	if (ed == 0 || ed > now)
 		return 0;
 	uint32_t n = 0;
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
 	Call *t;
 	while ((t = p->heap.top()) != nullptr && t->deadline_ns <= now) {
-		if (call_complete_locked(p, t, -KNIT_ETIMEDOUT, none, nullptr))
+		if (call_fail_locked(p, t, -KNIT_ETIMEDOUT))
 			n++;
 		else
 			p->heap.remove(t); // completed records leave the heap; defensive
@@ -698,8 +694,6 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		// The stamp counts only for a call this worker holds; a claim
 		// made since the last reap is attributed first.
 		steal_track(p);
-		knit_value_t none;
-		memset(&none, 0, sizeof none);
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
 		if (named && c->lane != i) {
@@ -711,7 +705,7 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 			lane_retire_begin(p, i);
 			continue;
 		}
-		bool hit = named && call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
+		bool hit = named && call_fail_locked(p, c, -KNIT_ETIMEDOUT);
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
 			n++;
@@ -1362,20 +1356,10 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 void cancel_all(Pool *p)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	uint32_t n = 0;
 	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && !c->completed &&
-		    call_complete_locked(p, c, -KNIT_ECLOSED, none, nullptr))
-			n++;
-	}
+	calls_fail_all_locked(p, -KNIT_ECLOSED);
 	pthread_mutex_unlock(&p->mu);
 	host_event(p, true);
-	(void)n;
 }
 
 void backlog_drop_completed(Pool *p, int64_t deadline_ns)
@@ -1431,23 +1415,11 @@ uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
 	line_lost(p, l, status, false, 0); // a knit_call on its line ends with status too
 	p->lanes_retired++;
 	l->inflight = 0;
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	// The last worker of a steal pool: the calls waiting in the submit lock
 	// have nobody left to claim them either.
 	const bool last = p->steal.on && p->lanes_retired == p->nworkers;
 	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || (c->lane != w && !(last && c->lane == kStealLane)))
-			continue;
-		c->lane = kNoLane; // no frame of this lane counts for it any more
-		if (call_complete_locked(p, c, status, none, nullptr))
-			produced++;
-		// Its frame never comes back: the lane's hold ends here.
-		call_unhold_locked(p, c, kHoldHostQueue);
-	}
+	produced += calls_fail_lane_locked(p, w, status, last);
 	pthread_mutex_unlock(&p->mu);
 	if (produced)
 		host_event(p, true);

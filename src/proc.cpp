@@ -578,15 +578,8 @@ void dispatcher_take(Pool *p)
 // pool failed).
 void complete_all(Pool *p, int32_t status)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && !c->completed)
-			call_complete_locked(p, c, status, none, nullptr);
-	}
+	calls_fail_all_locked(p, status);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -681,22 +674,12 @@ void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
 	if (respawn)
 		knit_store_relaxed_32(&l->line_nonce, nonce);
 	line_lost(p, l, status, respawn, nonce);
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	Call *again[kLanes];
 	uint32_t nagain = 0;
 	pthread_mutex_lock(&p->mu);
 	if (stop_word == kStopRunning && !p->steal.on)
 		nagain = unstarted_calls(p, l, again);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || c->lane != lane || (c->holds & kHoldHostQueue) == 0)
-			continue;
-		if (!c->completed)
-			call_complete_locked(p, c, status, none, nullptr);
-		call_unhold_locked(p, c, kHoldHostQueue); // its frame is gone with the lane
-	}
+	calls_fail_lane_locked(p, lane, status, false); // their frames are gone with the lane
 	pthread_mutex_unlock(&p->mu);
 	// No process maps the lane as a worker now: its locks go back to
 	// their initial (zero) state and the host's endpoints start over.

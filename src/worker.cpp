@@ -192,12 +192,10 @@ void publish_result(Lane *l, FrameHead head, const knit_value_t &v)
 		if (rc != -KNIT_EAGAIN) {
 			// Never publishable as is (too big / malformed): ship the
 			// status alone.
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(head, none) >= 0)
+			if (l->wret.stage(head, kValueNone) >= 0)
 				return;
-			pend_push(l, head, none);
+			pend_push(l, head, kValueNone);
 			return;
 		}
 	}
@@ -220,10 +218,8 @@ bool publish_pending(Lane *l)
 		if (rc == -KNIT_EAGAIN)
 			break;
 		if (rc < 0) {
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			r.head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(r.head, none) == -KNIT_EAGAIN)
+			if (l->wret.stage(r.head, kValueNone) == -KNIT_EAGAIN)
 				break;
 		}
 		free(r.buf);
@@ -292,7 +288,6 @@ void run_batch(Lane *l)
 		rh.ticket = f.head.ticket;
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
-		knit_value_t none; // the value of a result that has none (cleared where used)
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
 		// The clock only for a deadline or the running stamp.
 		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
@@ -309,12 +304,10 @@ void run_batch(Lane *l)
 			// A malformed request: answer so the host's count stays right
 			// (a frame whose ids are bad is dropped there, counted).
 			rh.status = -KNIT_EPROTO;
-			memset(&none, 0, sizeof none);
-			publish_result(l, rh, none);
+			publish_result(l, rh, kValueNone);
 		} else if (f.head.deadline_ns != 0 && now >= (int64_t)f.head.deadline_ns) {
 			rh.status = -KNIT_ETIMEDOUT; // expired before it ran: never run
-			memset(&none, 0, sizeof none);
-			publish_result(l, rh, none);
+			publish_result(l, rh, kValueNone);
 		} else {
 			if (mark)
 				started_set(l, 1u << f.slot, true);
