@@ -45,8 +45,10 @@
 
 #include "src/common.h"
 
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/workers.h"
 
 namespace knit::detail {
 
@@ -192,7 +194,7 @@ void proc_efd_enabled(Pool *p);
 // only: the lane is marked down (nothing placed) until it is recovered.
 // proto false: the hard timeout caught it in a task (its call is completed
 // already; the kill counts in hard_kills, not as a crash). proto true: it
-// wrote what no honest worker writes (lane_retire_begin): the calls its
+// wrote what no honest worker writes (lane_distrust): the calls its
 // lane still holds fail with -KNIT_EPROTO and the death counts as a crash
 // (against respawn_max).
 void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
@@ -201,13 +203,10 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
 // ACKNOWLEDGED after asking it to stop. Takes the dispatcher and looks
 // again (a lane being recovered is consistent only under it); if the word
 // is still neither, the worker rewrote it (it would never acknowledge):
-// counted as a protocol error and killed as lane_retire_begin kills, once.
+// counted as a protocol error and killed as lane_distrust kills, once.
 // The monitor's recovery then acknowledges on its behalf (the pool is
 // stopping) and wakes the stop word.
 void proc_stop_word_check(Pool *p, uint32_t lane);
-
-// The pool ran out of respawns (enqueue then fails with -KNIT_ECRASHED).
-bool proc_failed(const Pool *p);
 
 // Fill the process counters of the stats.
 void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills);
