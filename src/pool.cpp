@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "src/calls.h"
 #include "src/error.h"
 #include "src/lane.h"
 #include "src/pool.h"
