@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // src/dispatch.cpp - the host dispatcher: admitting calls (dispatch_submit),
-// placing them into lanes (the balancers; the steal topology's submit lock),
-// the bounded multi-producer backlog, reaping results, deadline expiry, the
-// hard timeout, the inline lane, and the waiting ladder. A call record's
-// lifecycle is src/calls.h's; waking is src/wake.h's.
+// choosing lanes for them (the balancers; the steal topology's submit lock),
+// the bounded multi-producer backlog, the passes (every lane reaped, the
+// distrusted lanes whose worker stopped retired), deadline expiry, the hard
+// timeout, the inline lane, and the waiting ladder. What happens on one lane
+// (stage, flush, reap, distrust, the loss of its worker) is src/lane.h's; a
+// call record's lifecycle is src/calls.h's; waking is src/wake.h's; the kind
+// of workers is src/workers.h's, asked only through Pool::workers.
 //
 // The dispatcher is a try-lock: any host thread that gets it runs a pass;
 // nobody ever waits for it. The holder owns the request-lock producers, the
@@ -1075,26 +1078,6 @@ void cancel_all(Pool *p)
 	calls_fail_all_locked(p, -KNIT_ECLOSED);
 	pthread_mutex_unlock(&p->mu);
 	host_event(p, true);
-}
-
-void backlog_drop_completed(Pool *p, int64_t deadline_ns)
-{
-	// Every call is completed (cancel_all after closed): a flush removes
-	// them all from both backlog lists without placing any. Whoever holds
-	// the dispatcher may have walked the private list before cancel_all,
-	// so take it ourselves, retrying (bounded by the stop's deadline) while
-	// another thread holds it or a pusher is half-way through a push.
-	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
-		if (dispatch_trylock(p)) {
-			dispatch_flush_backlog(p);
-			dispatch_unlock(p);
-			if (knit_load_relaxed_64(&p->backlog_count) == 0)
-				break;
-		}
-		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
-			break;
-		sched_yield();
-	}
 }
 
 void request_worker_stop(Pool *p)

@@ -363,6 +363,30 @@ namespace {
 
 bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
 
+// After cancel_all on a closed pool: take the completed calls out of the
+// backlog so stats.backlog reads their true count (0). Bounded by
+// deadline_ns (absolute, < 0 = none) while another thread holds the
+// dispatcher.
+void backlog_drop_completed(Pool *p, int64_t deadline_ns)
+{
+	// Every call is completed (cancel_all after closed): a flush removes
+	// them all from both backlog lists without placing any. Whoever holds
+	// the dispatcher may have walked the private list before cancel_all,
+	// so take it ourselves, retrying (bounded by the stop's deadline) while
+	// another thread holds it or a pusher is half-way through a push.
+	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+			if (knit_load_relaxed_64(&p->backlog_count) == 0)
+				break;
+		}
+		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
+			break;
+		sched_yield();
+	}
+}
+
 // knit_stop's body, also knit_pool_destroy's first step. The pool closes
 // (enqueue fails from now on), then: CANCEL completes every call with
 // -KNIT_ECLOSED; DRAIN runs passes until every accepted call completed.

@@ -633,10 +633,6 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
-// After cancel_all on a closed pool: take the completed calls out of the
-// backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
-// (absolute, < 0 = none) while another thread holds the dispatcher.
-void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
 
