@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/spin.h"
 #include "src/wake.h"
@@ -61,7 +62,7 @@ bool lane_low(Pool *p, uint32_t *live)
 	*live = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never placed on again: its words say nothing
 		++*live;
 		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
@@ -80,7 +81,7 @@ bool lane_low(Pool *p, uint32_t *live)
 bool refill_wanted(Pool *p)
 {
 	const uint64_t backlog = knit_load_relaxed_64(&p->backlog_count);
-	if (p->cfg.processes || backlog == 0)
+	if (p->untrusted_workers || backlog == 0) // Pool::untrusted_workers: never a refill
 		return false;
 	if (p->steal.on)
 		return (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
@@ -232,7 +233,7 @@ bool host_refill_recheck(Pool *p)
 	}
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never reaped again: its words say nothing
 		// L3: after the D1 fence, against the worker's W2 fence (L2).
 		const uint32_t st = knit_load_relaxed_32(l->parked);

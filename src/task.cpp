@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "src/codec.h"
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/task.h"
 

@@ -25,6 +25,7 @@
 
 #include <limits.h>
 
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -112,7 +113,7 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 	if (arm)
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Lane *l = &p->lanes[i];
-			if (knit_load_relaxed_32(&l->retired))
+			if (lane_state(l) == kLaneRetired)
 				continue; // its words are never read again
 			// D4, acquire: pairs with that worker's add to its own
 			// ring sequence (D3), read before we arm it (D1).
@@ -124,7 +125,7 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 		// own word silences only itself.
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Lane *l = &p->lanes[i];
-			if (!knit_load_relaxed_32(&l->retired))
+			if (lane_state(l) != kLaneRetired)
 				knit_store_relaxed_32(l->ring_armed, kArmedAny);
 		}
 		count_arm(p);
@@ -191,7 +192,7 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	// W2 (no lost wake): pairs with the host's W1 fence between its release
 	// store of A (flush_staged, fenced in dispatch_unlock(); steal: steal_flush,
 	// S6 in steal.cpp), of the
-	// stop word (request_worker_stop) or of B (reap_lane, fenced in
+	// stop word (request_worker_stop) or of B (lane_reap, fenced in
 	// dispatch_unlock()) and its load of
 	// parked in lane_wake(): either we see its store in the re-check below
 	// or it sees us parked and rings.
@@ -370,7 +371,7 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 		// clear (and db_seq, which it can bump or freeze): the watchdog
 		// bounds the sleep so the waiter re-checks (wake.h). Thread pools
 		// sleep untimed, as the pairs promise.
-		if (p->cfg.processes) {
+		if (p->untrusted_workers) {
 			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
 			if (wake < 0 || wake > cap)
 				wake = cap;
@@ -408,9 +409,11 @@ bool host_work_pending(Pool *p, int64_t now)
 		return true;
 	// A worker being retired has stopped: the pass that retires it fails
 	// its calls. Acquire: pairs with its release store of ACKNOWLEDGED.
-	for (uint64_t m = knit_load_relaxed_64(&p->retiring); m != 0; m &= m - 1)
-		if (knit_load_acquire_32(p->lanes[__builtin_ctzll(m)].stop) == kStopAcknowledged)
-			return true;
+	if (knit_load_relaxed_32(&p->lanes_distrusted) != 0)
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			if (lane_state(&p->lanes[i]) == kLaneDistrusted &&
+			    knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged)
+				return true;
 	return false;
 }
 
@@ -420,7 +423,7 @@ bool work_pending(Pool *p, int64_t now)
 		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never reaped again: its A says nothing
 		// Acquire: pairs with the worker's release store of A (P1): a
 		// result published before our arm is seen here, else rung.
