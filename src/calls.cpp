@@ -13,182 +13,22 @@
 // are allocated in chunks on first use; at most `capacity` are live at once
 // (the lanes' in-flight slots plus max_pending). Indexes go up to
 // capacity(), which leaves room for kRetireAllowance retirements beyond
-// the capacity: each costs 2^32 - 1 calls on one record, so the pool takes
-// at least 2^52 calls before it could run out (then -KNIT_EAGAIN).
+// the capacity: each costs at least 2^31 calls on one record (generations
+// start at the table's base, 1 .. 2^31), so the pool takes at least 2^51
+// calls before it could run out (then -KNIT_EAGAIN).
 #include "src/common.h"
 
 #include <stdlib.h>
 #include <sys/timerfd.h>
 
 #include "src/calls.h"
+#include "src/dcheck.h"
 #include "src/trace.h"
 
 namespace knit::detail {
 
-int TicketTable::init(uint32_t capacity)
-{
-	max_live_ = capacity;
-	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
-	if (limit > kTicketIndexMax)
-		limit = kTicketIndexMax;
-	capacity_ = (uint32_t)limit;
-	nchunks_ = (capacity_ + kTicketChunk - 1) / kTicketChunk;
-	chunks_ = static_cast<Call **>(calloc(nchunks_ ? nchunks_ : 1, sizeof(Call *)));
-	next_new_ = 0;
-	live_ = 0;
-	free_ = nullptr;
-	return chunks_ ? 0 : -KNIT_ENOMEM;
-}
-
-void TicketTable::fini()
-{
-	if (chunks_ == nullptr)
-		return;
-	for (uint32_t i = 0; i < nchunks_; i++)
-		::free(chunks_[i]);
-	::free(chunks_);
-	chunks_ = nullptr;
-	nchunks_ = 0;
-	next_new_ = 0;
-	live_ = 0;
-	free_ = nullptr;
-}
-
-Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
-{
-	if (live_ >= max_live_) {
-		*err = -KNIT_EAGAIN;
-		return nullptr;
-	}
-	Call *c = free_;
-	// A record at its last generation is retired: dropped from the free
-	// list for good (its stale tickets then never match a live call).
-	while (c != nullptr && c->gen == kGenLast) {
-		free_ = c->next;
-		c->next = nullptr;
-		c = free_;
-	}
-	if (c != nullptr) {
-		free_ = c->next;
-		prefetch_next();
-	} else {
-		if (next_new_ >= capacity_) {
-			*err = -KNIT_EAGAIN;
-			return nullptr;
-		}
-		const uint32_t ci = next_new_ / kTicketChunk;
-		if (chunks_[ci] == nullptr) {
-			Call *chunk = static_cast<Call *>(calloc(kTicketChunk, sizeof(Call)));
-			if (chunk == nullptr) {
-				*err = -KNIT_ENOMEM;
-				return nullptr;
-			}
-			for (uint32_t i = 0; i < kTicketChunk; i++) {
-				chunk[i].index = ci * kTicketChunk + i;
-				chunk[i].heap_pos = kNoHeap;
-			}
-			// Release: pairs with the acquire load in lookup(), so a
-			// lookup from another thread sees the initialised indexes.
-			__atomic_store_n(&chunks_[ci], chunk, __ATOMIC_RELEASE);
-		}
-		c = &chunks_[ci][next_new_ % kTicketChunk];
-		next_new_++;
-	}
-	return take(c, ticket);
-}
-
-void TicketTable::free(Call *c)
-{
-	live_--;
-	c->live = 0;
-	c->next = free_;
-	free_ = c;
-}
-
-Call *TicketTable::lookup(uint32_t index) const
-{
-	if (index >= capacity_)
-		return nullptr;
-	// Acquire: pairs with the release store of the chunk pointer in alloc().
-	Call *chunk = __atomic_load_n(&chunks_[index / kTicketChunk], __ATOMIC_ACQUIRE);
-	return chunk ? &chunk[index % kTicketChunk] : nullptr;
-}
-
-// ---- deadline heap -------------------------------------------------------------------
-
-int DeadlineHeap::init(uint32_t capacity)
-{
-	cap_ = capacity ? capacity : 1;
-	n_ = 0;
-	a_ = static_cast<Call **>(malloc((size_t)cap_ * sizeof(Call *)));
-	return a_ ? 0 : -KNIT_ENOMEM;
-}
-
-void DeadlineHeap::fini()
-{
-	::free(a_);
-	a_ = nullptr;
-	n_ = cap_ = 0;
-}
-
-void DeadlineHeap::sift_up(uint32_t i)
-{
-	Call *c = a_[i];
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-		if (a_[parent]->deadline_ns <= c->deadline_ns)
-			break;
-		place(i, a_[parent]);
-		i = parent;
-	}
-	place(i, c);
-}
-
-void DeadlineHeap::sift_down(uint32_t i)
-{
-	Call *c = a_[i];
-	for (;;) {
-		uint32_t l = 2 * i + 1;
-		if (l >= n_)
-			break;
-		uint32_t m = l;
-		if (l + 1 < n_ && a_[l + 1]->deadline_ns < a_[l]->deadline_ns)
-			m = l + 1;
-		if (a_[m]->deadline_ns >= c->deadline_ns)
-			break;
-		place(i, a_[m]);
-		i = m;
-	}
-	place(i, c);
-}
-
-void DeadlineHeap::push(Call *c)
-{
-	if (c->heap_pos != kNoHeap || n_ >= cap_)
-		return; // cannot happen: one entry per live record, cap = records
-	place(n_, c);
-	n_++;
-	sift_up(n_ - 1);
-}
-
-void DeadlineHeap::remove(Call *c)
-{
-	uint32_t i = c->heap_pos;
-	if (i == kNoHeap || i >= n_ || a_[i] != c)
-		return;
-	c->heap_pos = kNoHeap;
-	n_--;
-	if (i == n_)
-		return;
-	Call *moved = a_[n_];
-	place(i, moved);
-	sift_down(i);
-	sift_up(moved->heap_pos);
-}
-
-// ---- the lifecycle ------------------------------------------------------------------
-
 namespace {
+uint64_t g_ticket_tables; // tables made in this process (atomic)
 
 // Arm the completion descriptor's timerfd at `at` (absolute, knit_now_ns's
 // CLOCK_MONOTONIC; 0 disarms). Re-arming also resets a fired timer, so the
@@ -302,6 +142,179 @@ void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
 }
 
 } // namespace
+
+int TicketTable::init(uint32_t capacity)
+{
+	// Where this table's generations start: 1 .. 2^31, a Weyl sequence over
+	// the tables of the process (golden-ratio steps), so that any two of
+	// the first N tables start at least about 2^31 / N apart. A ticket of
+	// another pool then names a generation this table has not reached at
+	// that index unless one of the two used that record that many times:
+	// knit_complete_tickets() and knit_cancel() tell it apart from a call
+	// of their own. Every record still has at least 2^31 generations.
+	const uint64_t k = knit_fetch_add_relaxed_64(&g_ticket_tables, 1);
+	gen_base_ = 1 + (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 33);
+	max_live_ = capacity;
+	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
+	if (limit > kTicketIndexMax)
+		limit = kTicketIndexMax;
+	capacity_ = (uint32_t)limit;
+	nchunks_ = (capacity_ + kTicketChunk - 1) / kTicketChunk;
+	chunks_ = static_cast<Call **>(calloc(nchunks_ ? nchunks_ : 1, sizeof(Call *)));
+	next_new_ = 0;
+	live_ = 0;
+	free_ = nullptr;
+	return chunks_ ? 0 : -KNIT_ENOMEM;
+}
+
+void TicketTable::fini()
+{
+	if (chunks_ == nullptr)
+		return;
+	for (uint32_t i = 0; i < nchunks_; i++)
+		::free(chunks_[i]);
+	::free(chunks_);
+	chunks_ = nullptr;
+	nchunks_ = 0;
+	next_new_ = 0;
+	live_ = 0;
+	free_ = nullptr;
+}
+
+Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
+{
+	if (live_ >= max_live_) {
+		*err = -KNIT_EAGAIN;
+		return nullptr;
+	}
+	Call *c = free_;
+	// A record at its last generation is retired: dropped from the free
+	// list for good (its stale tickets then never match a live call).
+	while (c != nullptr && c->gen == kGenLast) {
+		free_ = c->next;
+		c->next = nullptr;
+		c = free_;
+	}
+	if (c != nullptr) {
+		free_ = c->next;
+		prefetch_next();
+	} else {
+		if (next_new_ >= capacity_) {
+			*err = -KNIT_EAGAIN;
+			return nullptr;
+		}
+		const uint32_t ci = next_new_ / kTicketChunk;
+		if (chunks_[ci] == nullptr) {
+			Call *chunk = static_cast<Call *>(calloc(kTicketChunk, sizeof(Call)));
+			if (chunk == nullptr) {
+				*err = -KNIT_ENOMEM;
+				return nullptr;
+			}
+			for (uint32_t i = 0; i < kTicketChunk; i++) {
+				chunk[i].index = ci * kTicketChunk + i;
+				chunk[i].gen = gen_base_ - 1; // take() bumps it to the base
+				chunk[i].heap_pos = kNoHeap;
+			}
+			// Release: pairs with the acquire load in lookup(), so a
+			// lookup from another thread sees the initialised indexes.
+			__atomic_store_n(&chunks_[ci], chunk, __ATOMIC_RELEASE);
+		}
+		c = &chunks_[ci][next_new_ % kTicketChunk];
+		next_new_++;
+	}
+	return take(c, ticket);
+}
+
+void TicketTable::free(Call *c)
+{
+	live_--;
+	c->live = 0;
+	c->next = free_;
+	free_ = c;
+}
+
+Call *TicketTable::lookup(uint32_t index) const
+{
+	if (index >= capacity_)
+		return nullptr;
+	// Acquire: pairs with the release store of the chunk pointer in alloc().
+	Call *chunk = __atomic_load_n(&chunks_[index / kTicketChunk], __ATOMIC_ACQUIRE);
+	return chunk ? &chunk[index % kTicketChunk] : nullptr;
+}
+
+// ---- deadline heap -------------------------------------------------------------------
+
+int DeadlineHeap::init(uint32_t capacity)
+{
+	cap_ = capacity ? capacity : 1;
+	n_ = 0;
+	a_ = static_cast<Call **>(malloc((size_t)cap_ * sizeof(Call *)));
+	return a_ ? 0 : -KNIT_ENOMEM;
+}
+
+void DeadlineHeap::fini()
+{
+	::free(a_);
+	a_ = nullptr;
+	n_ = cap_ = 0;
+}
+
+void DeadlineHeap::sift_up(uint32_t i)
+{
+	Call *c = a_[i];
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (a_[parent]->deadline_ns <= c->deadline_ns)
+			break;
+		place(i, a_[parent]);
+		i = parent;
+	}
+	place(i, c);
+}
+
+void DeadlineHeap::sift_down(uint32_t i)
+{
+	Call *c = a_[i];
+	for (;;) {
+		uint32_t l = 2 * i + 1;
+		if (l >= n_)
+			break;
+		uint32_t m = l;
+		if (l + 1 < n_ && a_[l + 1]->deadline_ns < a_[l]->deadline_ns)
+			m = l + 1;
+		if (a_[m]->deadline_ns >= c->deadline_ns)
+			break;
+		place(i, a_[m]);
+		i = m;
+	}
+	place(i, c);
+}
+
+void DeadlineHeap::push(Call *c)
+{
+	if (c->heap_pos != kNoHeap || n_ >= cap_)
+		return; // cannot happen: one entry per live record, cap = records
+	place(n_, c);
+	n_++;
+	sift_up(n_ - 1);
+}
+
+void DeadlineHeap::remove(Call *c)
+{
+	uint32_t i = c->heap_pos;
+	if (i == kNoHeap || i >= n_ || a_[i] != c)
+		return;
+	c->heap_pos = kNoHeap;
+	n_--;
+	if (i == n_)
+		return;
+	Call *moved = a_[n_];
+	place(i, moved);
+	sift_down(i);
+	sift_up(moved->heap_pos);
+}
+
+// ---- the lifecycle ------------------------------------------------------------------
 
 int deadline_timer_open_locked(Pool *p)
 {
@@ -580,6 +593,89 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max)
 	mu_counter_add_64(&p->st_completed, n);
 	pthread_mutex_unlock(&p->mu);
 	return (int)n;
+}
+
+// ---- reaping chosen calls ------------------------------------------------------------
+
+Call *unreaped_locked(Pool *p, knit_ticket_t t)
+{
+	Call *c = p->tickets.lookup(ticket_index(t));
+	if (c == nullptr || !c->live || c->gen != ticket_gen(t) || (c->holds & kHoldUser) == 0 ||
+	    (c->flags & kCallPrivate) != 0)
+		return nullptr;
+	return c;
+}
+
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
+			     unsigned max, unsigned *alive)
+{
+	unsigned got = 0, live = 0;
+	for (unsigned i = 0; i < n; i++) {
+		Call *c = unreaped_locked(p, tickets[i]);
+		if (c == nullptr)
+			continue;
+		live++;
+		if (got == max || !c->completed)
+			continue;
+		// A completed call that still holds kHoldUser is in the completion
+		// queue (call_complete_locked queued it; only a hand-out drops the
+		// hold): unlink it. The queue is singly linked, so this walks the
+		// completions ahead of it.
+		Call *prev = nullptr, *x = p->cq_head;
+		while (x != nullptr && x != c) {
+			prev = x;
+			x = x->cq_next;
+		}
+		KNIT_DCHECK(x == c);
+		if (x == nullptr)
+			continue;
+		if (prev != nullptr)
+			prev->cq_next = c->cq_next;
+		else
+			p->cq_head = c->cq_next;
+		if (p->cq_tail == c)
+			p->cq_tail = prev;
+		mu_counter_add_32(&p->cq_count, (uint32_t)-1);
+		hand_out_locked(p, c, &out[got++]);
+	}
+	*alive = live;
+	return got;
+}
+
+int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n)
+{
+	*out = nullptr;
+	*n = 0;
+	uint32_t cnt = 0;
+	const uint32_t used = p->tickets.used();
+	for (uint32_t i = 0; i < used; i++) {
+		const Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+			cnt++;
+	}
+	if (cnt == 0)
+		return 0;
+	knit_ticket_t *t = static_cast<knit_ticket_t *>(malloc((size_t)cnt * sizeof *t));
+	if (t == nullptr)
+		return -KNIT_ENOMEM;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < used && k < cnt; i++) {
+		const Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+			t[k++] = ticket_of(c);
+	}
+	*out = t;
+	*n = k;
+	return 0;
+}
+
+uint32_t unreaped_compact_locked(Pool *p, knit_ticket_t *t, uint32_t n)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (unreaped_locked(p, t[i]) != nullptr)
+			t[k++] = t[i];
+	return k;
 }
 
 int completion_release(Pool *p, knit_completion_t *c)
