@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "src/dcheck.h"
 #include "src/lock2.h"
 #include "src/pool.h"
 #include "src/steal.h"
@@ -185,6 +186,11 @@ inline LaneState lane_state(const Lane *l)
 inline void lane_set_state(Pool *p, Lane *l, LaneState s)
 {
 	const LaneState was = static_cast<LaneState>(l->state);
+	// A RETIRED lane never comes back; DISTRUSTED only retires (a thread);
+	// DOWN only comes back LIVE (a process).
+	KNIT_DCHECK(was != kLaneRetired || s == kLaneRetired);
+	KNIT_DCHECK(was != kLaneDistrusted || s == kLaneDistrusted || s == kLaneRetired);
+	KNIT_DCHECK(was != kLaneDown || s == kLaneDown || s == kLaneLive);
 	if (was == s)
 		return;
 	if (was == kLaneDistrusted || s == kLaneDistrusted)
