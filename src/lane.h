@@ -126,7 +126,8 @@ struct Lane {
 	uint32_t staged;   // frames staged in req, not flushed yet
 	uint32_t state;    // LaneState (written by the holder, relaxed-readable)
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
-	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
+	Call *pin_head[kClasses], *pin_tail[kClasses]; // pinned calls waiting for this lane,
+	                                               // per priority class, each in order
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
