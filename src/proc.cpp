@@ -1017,6 +1017,13 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 	int rc = 0;
 	if (lib == nullptr) {
 		rc = error_set(-KNIT_EINVAL, "task library \"%s\" has no symbol " KNIT_TASK_LIBRARY_SYMBOL, path);
+	} else if (lib->size > sizeof(knit_task_library_t)) {
+		// As every size field: a larger one is a newer library's
+		// structure, whose fields past ours we would ignore.
+		rc = error_set(-KNIT_EVERSION,
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u, larger than this library "
+			       "knows (%zu): built against a newer libknitting",
+			       path, lib->size, sizeof(knit_task_library_t));
 	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION) {
 		rc = error_set(-KNIT_EINVAL,
 			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u and version %u (this "
