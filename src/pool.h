@@ -728,7 +728,8 @@ uint32_t dispatch_reap_lane(Pool *p, Lane *l);
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
-// After cancel_all on a closed pool: take the completed calls out of the
+// After cancel_all on a closed pool (or a failed process pool's complete_all,
+// src/proc.cpp): take the completed calls out of the
 // backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
 // (absolute, < 0 = none) while another thread holds the dispatcher.
 void backlog_drop_completed(Pool *p, int64_t deadline_ns);

@@ -744,6 +744,10 @@ void pool_fail(Pool *p)
 	ProcHost *h = p->proc;
 	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
+	// The completed calls leave the backlog too, so stats.backlog reads
+	// what waits now (0). We do not hold the dispatcher here (recover_lane
+	// released it), and no pass waits for this thread.
+	backlog_drop_completed(p, -1);
 	// S8 (src/syncline.h): knit_calls on the lines end too (-KNIT_ECRASHED,
 	// ended_status): a stopping worker need not serve its line. seq_cst:
 	// between the store of closed and the lines' CAS, pairs with the

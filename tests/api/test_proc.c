@@ -516,6 +516,43 @@ KT(proc, no_respawn)
 	kt_destroy(p);
 }
 
+/* A pool that fails past respawn_max with calls waiting in its backlog
+ * completes them all -KNIT_ECRASHED, and its stats say nothing waits any
+ * more: backlog 0, as pending. */
+KT(proc, failed_pool_empties_its_backlog)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.respawn_max = KNIT_ZERO;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	enum { kWaiting = 300 };
+	kt_enq(p, kt_id(p, "sleep"), kt_i64(100), NULL);
+	kt_enq(p, kt_id(p, "exit"), kt_none(), NULL);
+	for (int i = 0; i < kWaiting; i++)
+		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_gt(s.backlog, 0, "some calls wait in the backlog (lane slots: fewer than %d)", kWaiting);
+	static knit_completion_t out[kWaiting + 2];
+	const int got = kt_reap(p, out, kWaiting + 2);
+	cr_assert_eq(got, kWaiting + 2);
+	int crashed = 0;
+	for (int i = 0; i < got; i++) {
+		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECRASHED, "status %d", out[i].status);
+		crashed += out[i].status == -KNIT_ECRASHED;
+	}
+	/* The sleep's result may not have left the worker before its exit. */
+	cr_assert_geq(crashed, kWaiting + 1, "every call after the sleep fails with the pool (%d of %d)", crashed, got);
+	for (int i = 0; i < got; i++)
+		knit_completion_release(p, &out[i]);
+	kt_stats(p, &s);
+	cr_assert_eq(s.pending, 0);
+	cr_assert_eq(s.backlog, 0, "stats.backlog is a current value: nothing waits");
+	cr_assert_eq(s.crashes, 1);
+	kt_destroy(p);
+}
+
 /* ---- cleanup ---------------------------------------------------------------------- */
 
 KT(proc, destroy_leaves_nothing)
