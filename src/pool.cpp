@@ -62,11 +62,23 @@ void pool_free_common(knit_pool *kp)
 // fork may have caught one changing hands (freed, pointer not cleared yet)
 // in a thread that does not exist here, and a leak in the child beats a
 // double free. The mutex is not destroyed (a parent thread may have held it
-// at the fork).
+// at the fork). The bytes of completions handed out and never released,
+// and their table, are freed as in the parent when mu was free at the fork:
+// every change to the table is made under mu (owned_register_locked,
+// release_owned), so it was whole; held, it may have been half-way through
+// a realloc, and is left.
 void pool_free_forked(knit_pool *kp)
 {
 	Pool *p = &kp->p;
 	proc_forget(p);
+	if (pthread_mutex_trylock(&p->mu) == 0) {
+		for (uint32_t i = 0; i < p->owned_n; i++)
+			free(p->owned[i].buf);
+		free(p->owned);
+		p->owned = nullptr;
+		p->owned_n = p->owned_cap = p->owned_free = 0;
+		pthread_mutex_unlock(&p->mu);
+	}
 	p->tickets.fini();
 	p->heap.fini();
 	free(p->abort_in_use);
