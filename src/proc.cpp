@@ -267,6 +267,68 @@ void janitor_done(ProcHost *h)
 	h->janitor = 0;
 }
 
+// One descriptor handed to a worker: ours (src; -1: none this time) and
+// the number it gets there (to).
+struct HandOver {
+	int src;
+	int to;
+};
+
+// Duplicate every src of give[0..n) above every target number (close-on-
+// exec, so only the spawn's dup2 carries it over), so that one dup2 never
+// clobbers the source of another: tmp[i] or -1. 0, or -KNIT_ESYSTEM (*err:
+// the errno; the copies made are closed).
+int hand_over_dup(const HandOver *give, uint32_t n, int *tmp, int *err)
+{
+	int above = 2;
+	for (uint32_t i = 0; i < n; i++)
+		above = give[i].to > above ? give[i].to : above;
+	for (uint32_t i = 0; i < n; i++)
+		tmp[i] = -1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (give[i].src < 0)
+			continue;
+		tmp[i] = fcntl(give[i].src, F_DUPFD_CLOEXEC, above + 1);
+		if (tmp[i] < 0) {
+			*err = errno;
+			for (uint32_t k = 0; k < i; k++)
+				if (tmp[k] >= 0)
+					close(tmp[k]);
+			return -KNIT_ESYSTEM;
+		}
+	}
+	return 0;
+}
+
+// The file actions of a worker's spawn: standard input from /dev/null,
+// each given descriptor dup2'd onto its number, and every other descriptor
+// above 2 closed -- the numbers below the highest given one that are not
+// given this time (a respawn has no status pipe, a named region no fd 3)
+// one by one, the rest in one closefrom: nothing of the host's or the
+// application's reaches the worker, whatever it left open without
+// O_CLOEXEC. 0 or the errno of the action that could not be added.
+int hand_over_actions(posix_spawn_file_actions_t *fa, const HandOver *give, const int *tmp, uint32_t n)
+{
+	int e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+	int high = 2;
+	for (uint32_t i = 0; i < n && e == 0; i++)
+		if (tmp[i] >= 0) {
+			e = posix_spawn_file_actions_adddup2(fa, tmp[i], give[i].to);
+			high = give[i].to > high ? give[i].to : high;
+		}
+	for (int fd = 3; fd < high && e == 0; fd++) {
+		bool given = false;
+		for (uint32_t i = 0; i < n; i++)
+			given = given || (tmp[i] >= 0 && give[i].to == fd);
+		// glibc's child ignores EBADF here: a number we never had.
+		if (!given)
+			e = posix_spawn_file_actions_addclose(fa, fd);
+	}
+	if (e == 0)
+		e = posix_spawn_file_actions_addclosefrom_np(fa, high + 1);
+	return e;
+}
+
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
 // status pipe, or -1 (a respawn). 0, -KNIT_ESYSTEM, or (nothing to run: the
 // prefix program or the worker not found, not executable) -KNIT_ENOENT,
@@ -298,18 +360,19 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	argv[k++] = h->lib_path;
 	argv[k] = nullptr;
 	char *empty_env[] = {nullptr};
-	// Move every descriptor we hand over above the target numbers first,
-	// so one dup2 never clobbers the source of another.
+	// What the worker is given, at the numbers it finds them on (proc.h).
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	int src[4] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge[lane],
-		      p->rings ? p->lanes[lane].ring_fd : -1};
-	int tmp[4] = {-1, -1, -1, -1};
-	int rc = 0;
+	const HandOver give[] = {
+	    {h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
+	    {status_w, kBootFdStatus},
+	    {h->bridge[lane], kBootFdBridge},
+	    {p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
+	};
+	constexpr uint32_t kGive = sizeof give / sizeof give[0];
+	int tmp[kGive];
 	int err = 0; // the errno of a failure, for the message
-	for (int i = 0; i < 4 && rc == 0; i++)
-		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdRing + 1)) < 0)
-			rc = -KNIT_ESYSTEM, err = errno;
+	int rc = hand_over_dup(give, kGive, tmp, &err);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	bool fa_ok = false, attr_ok = false;
@@ -320,18 +383,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			rc = -KNIT_ESYSTEM, err = ENOMEM;
 	}
 	if (rc == 0) {
-		int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		if (e == 0 && tmp[0] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[0], kBootFdRegion);
-		if (e == 0 && tmp[1] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[1], kBootFdStatus);
-		if (e == 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[2], kBootFdBridge);
-		if (e == 0 && tmp[3] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[3], kBootFdRing);
-		// Nothing else of ours (or the application's) reaches the worker.
-		if (e == 0)
-			e = posix_spawn_file_actions_addclosefrom_np(&fa, tmp[3] >= 0 ? kBootFdRing + 1 : kBootFdBridge + 1);
+		int e = hand_over_actions(&fa, give, tmp, kGive);
 		sigset_t none, all;
 		sigemptyset(&none);
 		sigfillset(&all);
@@ -383,7 +435,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);
-	for (int i = 0; i < 4; i++)
+	for (uint32_t i = 0; i < kGive; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
 	if (rc != 0 && why != nullptr) {

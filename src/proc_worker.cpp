@@ -290,6 +290,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}
 	if (rc != 0)
 		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
+	// The mapping is all we use: its descriptor goes, so a task finds no
+	// descriptor of the pool's memory (knit-worker(8) lists what it finds).
+	close(p->region.fd);
+	p->region.fd = -1;
 
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
@@ -305,6 +309,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (rc != 0)
 			return boot_fail(KNIT_EPROTO, "cannot map the ring page (%s)", knit_strerror(rc));
 		close(kBootFdRing); // the Region holds its own duplicate
+		close(ring.fd);     // and the mapping is all we use
+		ring.fd = -1;
 		p->db_armed = word_at(ring.base, kRingOffArmed);
 		p->db_seq = word_at(ring.base, kRingOffSeq);
 		// The completion fd's flag too: the header's can be cleared by

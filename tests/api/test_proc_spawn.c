@@ -4,7 +4,9 @@
  * prefix (worker_prefix) that execs in place or forks and waits, its
  * validation, and named shared memory (KNIT_PROC_NAMED_SHM): round trips,
  * the name gone after destroy (and after a crash and respawn), children
- * dying with the host behind a forking wrapper.
+ * dying with the host behind a forking wrapper; and what a worker holds:
+ * exactly the descriptors knit-worker(8) lists, none of the host's, on
+ * its first start and after a respawn, named or not.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -466,3 +469,121 @@ KT(spawn, named_shm_failed_create_leaves_no_name)
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT);
 	cr_assert_eq(shm_names(getpid()), 0);
 }
+
+/* ---- descriptors ------------------------------------------------------------------ */
+
+/* In a child of the test (no Criterion there: stderr and the exit status
+ * say what failed). Worker `pid` holds exactly 0, 1, 2 and 5 (its lane's
+ * bridge eventfd; knit-worker(8)) and nothing that is the host's pipe
+ * (dev, ino of ends[0..2)). 0 or the number of the failed check. */
+static int worker_fds_ok(int64_t pid, const struct stat *ends, const char *when)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dir);
+	if (d == NULL) {
+		fprintf(stderr, "%s: cannot open %s\n", when, dir);
+		return 20;
+	}
+	uint64_t seen = 0;
+	int rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		const int fd = atoi(e->d_name);
+		char path[128], target[256];
+		snprintf(path, sizeof path, "%s/%d", dir, fd);
+		const ssize_t n = readlink(path, target, sizeof target - 1);
+		target[n > 0 ? n : 0] = 0;
+		struct stat st;
+		if (stat(path, &st) == 0)
+			for (int i = 0; i < 2; i++)
+				if (st.st_dev == ends[i].st_dev && st.st_ino == ends[i].st_ino) {
+					fprintf(stderr, "%s: the worker holds the host's pipe on %d (%s)\n", when, fd,
+						target);
+					rc = rc ? rc : 21;
+					break; /* the two ends share one inode */
+				}
+		if (fd != 0 && fd != 1 && fd != 2 && fd != 5) {
+			fprintf(stderr, "%s: the worker holds descriptor %d (%s), not one knit-worker(8) lists\n",
+				when, fd, target);
+			rc = rc ? rc : 22;
+		}
+		if (fd < 64)
+			seen |= 1ull << fd;
+	}
+	closedir(d);
+	if (rc == 0 && seen != 0x27) {
+		fprintf(stderr, "%s: the worker lacks one of 0, 1, 2, 5 (mask 0x%llx)\n", when,
+			(unsigned long long)seen);
+		rc = 23;
+	}
+	return rc;
+}
+
+static int child_pid_call(knit_pool_t *p, int64_t *pid)
+{
+	knit_value_t none = kt_none();
+	knit_completion_t c;
+	if (knit_call(p, knit_pool_task_id(p, "pid"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 || c.status != 0)
+		return 0;
+	*pid = c.result.i64;
+	return 1;
+}
+
+/* A fresh host (every descriptor above 2 closed), whose pipe() returns 3
+ * and 4 without O_CLOEXEC, as in a plain program; it creates a pool, looks
+ * at its worker, crashes it and looks at the respawned one. */
+static int host_with_pipe(uint32_t proc_flags)
+{
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+		return 2;
+	int pfd[2];
+	if (pipe(pfd) != 0 || pfd[0] != 3 || pfd[1] != 4)
+		return 3;
+	struct stat ends[2];
+	if (fstat(pfd[0], &ends[0]) != 0 || fstat(pfd[1], &ends[1]) != 0)
+		return 4;
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.topology = KNIT_TOPOLOGY_LANES;
+	o.proc_flags = proc_flags;
+	knit_pool_t *p = NULL;
+	if (knit_pool_create(&o, NULL, 0, &p) != 0) {
+		fprintf(stderr, "create: %s\n", knit_last_error());
+		return 5;
+	}
+	int64_t first = 0, second = 0;
+	if (!child_pid_call(p, &first))
+		return 6;
+	int rc = worker_fds_ok(first, ends, "first start");
+	knit_value_t none = kt_none();
+	knit_completion_t c;
+	if (knit_call(p, knit_pool_task_id(p, "exit"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 ||
+	    c.status != -KNIT_ECRASHED)
+		return 7;
+	if (!child_pid_call(p, &second) || second == first)
+		return 8;
+	const int rc2 = worker_fds_ok(second, ends, "respawned");
+	if (knit_pool_destroy(p) != 0)
+		return 9;
+	return rc ? rc : rc2;
+}
+
+static void descriptors_case(uint32_t proc_flags)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		_exit(host_with_pipe(proc_flags));
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "the host child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	cr_assert_eq(WEXITSTATUS(st), 0, "the host child failed check %d (its stderr says why)", WEXITSTATUS(st));
+}
+
+KT(spawn, workers_hold_no_host_descriptor) { descriptors_case(0); }
+KT(spawn, named_shm_workers_hold_no_host_descriptor) { descriptors_case(KNIT_PROC_NAMED_SHM); }
