@@ -578,8 +578,23 @@ int boot_all(Pool *p, char *why)
 			// A whole line, a full buffer or EOF: the verdict.
 			open_[i] = false;
 			msg[i][got[i]] = 0;
-			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0)
+			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0) {
+				// A prefix program must stay the worker's parent (the
+				// worker checked at its start, knit-worker(8)); one that
+				// exited since, while its worker booted, forked it and
+				// left: refused as the worker refuses it. One that exits
+				// later is a crash (and the worker dies with it).
+				struct pollfd f = {h->pidfd[i], POLLIN, 0};
+				if (h->nprefix != 0 && poll(&f, 1, 0) == 1) {
+					snprintf(why, kErrorMax,
+						 "worker %u: the worker_prefix program \"%s\" exited while its worker "
+						 "booted: it must stay the worker's parent (not fork and exit)",
+						 i, h->prefix[0]);
+					rc = -KNIT_EINVAL;
+					break;
+				}
 				continue;
+			}
 			if (got[i] == 0) {
 				boot_silent_end(h, i, why);
 				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
@@ -1104,7 +1119,10 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 	return 0;
 }
 
-uint64_t proc_start_time(int pid)
+namespace {
+
+// Field `field` (3 or later) of /proc/PID/stat as a number, or 0.
+uint64_t proc_stat_field(int pid, int field)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -1117,14 +1135,20 @@ uint64_t proc_start_time(int pid)
 		return 0;
 	buf[n] = 0;
 	// The command name (field 2) may hold anything: fields count from the
-	// last ')'. Field 3 follows it; field 22 is 19 further.
+	// last ')'. Field 3 follows it.
 	const char *q = strrchr(buf, ')');
 	if (q == nullptr)
 		return 0;
-	for (int f = 2; f < 22 && q != nullptr; f++)
+	for (int f = 2; f < field && q != nullptr; f++)
 		q = strchr(q + 1, ' ');
 	return q != nullptr ? strtoull(q + 1, nullptr, 10) : 0;
 }
+
+} // namespace
+
+uint64_t proc_start_time(int pid) { return proc_stat_field(pid, 22); }
+
+int proc_parent(int pid) { return (int)proc_stat_field(pid, 4); }
 
 namespace {
 uint32_t g_shm_seq; // atomic: part of every fresh shm name

@@ -157,6 +157,8 @@ int proc_region_create_named(Pool *p, uint64_t size);
 
 // The start time of process `pid` (field 22 of /proc/PID/stat), or 0.
 uint64_t proc_start_time(int pid);
+// The parent of process `pid` (field 4 of /proc/PID/stat), or 0.
+int proc_parent(int pid);
 
 // knit_pool_create, after the region and lanes are built: resolve the
 // worker path, make the eventfds, fill the boot record. 0, -KNIT_ENOENT (no

@@ -16,7 +16,9 @@
 // pid, checks by the start time in the boot record that the pid still names
 // the host (not a reused pid, not a process of another pid namespace), and
 // a watcher thread exits the worker when the host exits. A worker that
-// cannot watch its host refuses to start.
+// cannot watch its host refuses to start, and so does one whose line of
+// parents does not lead to the host (a wrapper that forked and exited:
+// nothing of the host's would end it).
 //
 // KNIT_PROC_NAMED_SHM: the boot record names a POSIX shm object; fd 3 is
 // not used.
@@ -125,6 +127,18 @@ const char *watch_host_start(const ProcBoot &b)
 		return "cannot start the host watcher thread";
 	pthread_detach(t);
 	return nullptr;
+}
+
+// Does the line of parents from `pid` up reach `host` (within a bound:
+// wrappers nest a few deep, not more)?
+bool host_is_ancestor(pid_t pid, int32_t host)
+{
+	for (int depth = 0; depth < 16 && pid > 1; depth++) {
+		if (pid == host)
+			return true;
+		pid = proc_parent(pid);
+	}
+	return false;
 }
 
 // The identity of a named object: 0 and *id, or -1 (no such name).
@@ -239,11 +253,24 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		const int prc = place_self(b, &cpu, &why);
 		if (prc != 0)
 			return boot_fail(prc, "%s (lane %u)", why, b.lane);
-		if (b.ppid != (int32_t)getppid()) {
+		const pid_t parent = getppid();
+		if (b.ppid != (int32_t)parent) {
 			// A forking wrapper, or the host is gone already.
 			why = watch_host_start(b);
 			if (why != nullptr)
 				return boot_fail(KNIT_EPROTO, "%s (pid %d)", why, (int)b.ppid);
+			// The wrapper must stay between the host and us: our
+			// parent-death signal (set above, before this look) ends us
+			// with our parent, and the host's kill of the wrapper reaches
+			// us so. One that forked us and exited (setsid --fork, a
+			// daemonizing wrapper) left us to init or a subreaper:
+			// nothing the host does would end us.
+			if (!host_is_ancestor(parent, b.ppid))
+				return boot_fail(KNIT_EINVAL,
+						 "the worker is not the host's descendant (its parent is pid %d; the "
+						 "host is %d): a worker_prefix program must stay the worker's parent, not "
+						 "fork and exit",
+						 (int)parent, (int)b.ppid);
 		}
 	} else {
 		// No status fd we could trust: the well-known one if it is open.

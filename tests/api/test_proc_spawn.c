@@ -587,3 +587,74 @@ static void descriptors_case(uint32_t proc_flags)
 
 KT(spawn, workers_hold_no_host_descriptor) { descriptors_case(0); }
 KT(spawn, named_shm_workers_hold_no_host_descriptor) { descriptors_case(KNIT_PROC_NAMED_SHM); }
+
+/* ---- a wrapper that does not stay the worker's parent ------------------------------ */
+
+/* Live processes but us whose environment holds `tag` ("KEY=VALUE"). */
+static int tagged_processes(const char *tag)
+{
+	DIR *d = opendir("/proc");
+	cr_assert_not_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoll(e->d_name) == getpid() ||
+		    !alive(atoll(e->d_name)))
+			continue;
+		char path[300], env[8192];
+		snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		const size_t got = fread(env, 1, sizeof env - 1, f);
+		fclose(f);
+		for (size_t at = 0; at < got; at += strlen(env + at) + 1) {
+			env[got] = 0;
+			if (strcmp(env + at, tag) == 0) {
+				n++;
+				break;
+			}
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* setsid --fork forks the worker and exits at once: the worker is nobody's
+ * child of ours, so neither the host's kill of the wrapper nor its
+ * parent-death signal would ever end it. Refused at create with
+ * -KNIT_EINVAL and why, and no detached worker is left. */
+KT(spawn, prefix_that_forks_and_exits_is_refused)
+{
+	char tag[64];
+	snprintf(tag, sizeof tag, "KT_DETACH_TAG=%d", (int)getpid());
+	cr_assert_eq(putenv(tag), 0);
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.proc_flags = KNIT_PROC_INHERIT_ENV; /* the tag marks the workers */
+	knit_pool_t *p = NULL;
+	/* The count sees workers: two, behind a wrapper that execs. */
+	const char *const env[] = {"env", NULL};
+	o.worker_prefix = env;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	cr_assert_eq(tagged_processes(tag), 2);
+	kt_destroy(p);
+	cr_assert_eq(tagged_processes(tag), 0);
+	const char *const prefix[] = {"setsid", "--fork", NULL};
+	o.worker_prefix = prefix;
+	p = NULL;
+	const int rc = knit_pool_create(&o, NULL, 0, &p);
+	if (rc == 0)
+		knit_pool_destroy(p);
+	const char *m = knit_last_error();
+	cr_expect_eq(rc, -KNIT_EINVAL, "create: %d (%s), message \"%s\"", rc, knit_strerror(rc), m);
+	cr_expect(strstr(m, "worker_prefix") != NULL && strstr(m, "stay the worker's parent") != NULL,
+		  "message \"%s\"", m);
+	cr_assert_eq(kt_count_children(), 0);
+	/* A refused worker exits by itself: wait (bounded) for none to live. */
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	int left;
+	while ((left = tagged_processes(tag)) != 0 && kt_now_ns() < end)
+		kt_sleep_ms(20);
+	cr_assert_eq(left, 0, "%d detached worker(s) outlived the create", left);
+}
