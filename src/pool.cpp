@@ -499,6 +499,13 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		p->lanes[i].cpu = -1;
 	}
 
+	if (cfg.processes) {
+		rc = proc_resolve(p, &popts); // records its message
+		if (rc != 0) {
+			pool_free(kp);
+			return rc;
+		}
+	}
 	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
 	if (cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0)
 		rc = proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
@@ -543,8 +550,7 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 
 	if (cfg.processes) {
 		// Both record their message (src/proc.h).
-		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
-				  plan.steal_off);
+		rc = proc_prepare(p, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off, plan.steal_off);
 		if (rc == 0)
 			rc = proc_start(p);
 		if (rc != 0) {

@@ -47,6 +47,7 @@ struct ProcHost {
 	// The janitor (knit-worker --knit-janitor): unlinks the name when the
 	// host exits without unlinking it (killed). 0: none.
 	pid_t janitor;
+	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
 	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
@@ -210,64 +211,7 @@ void reap(int pidfd, pid_t pid, siginfo_t *si)
 	}
 }
 
-// Start the janitor of a named region: a knit-worker in its own session
-// (a terminal's signals to our process group do not reach it) that outlives
-// us by design. It watches our pid and, when we exit, removes the name if it
-// still names the object it saw at its start; a host killed while the name is
-// linked (respawns on, or during boot) so leaves no name behind. 0 or
-// -KNIT_ESYSTEM.
-int spawn_janitor(ProcHost *h)
-{
-	char pid[16];
-	snprintf(pid, sizeof pid, "%d", (int)getpid());
-	char arg0[] = "knit-worker";
-	char arg1[] = "--knit-janitor";
-	char *argv[] = {arg0, arg1, h->shm_name, pid, nullptr};
-	char *empty_env[] = {nullptr};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		return -KNIT_ESYSTEM;
-	if (posix_spawnattr_init(&attr) != 0) {
-		posix_spawn_file_actions_destroy(&fa);
-		return -KNIT_ESYSTEM;
-	}
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (e == 0)
-		e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	if (e == 0)
-		e = posix_spawnattr_setsigmask(&attr, &none);
-	if (e == 0)
-		e = posix_spawnattr_setsigdefault(&attr, &all);
-	if (e == 0)
-		e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-	pid_t child = 0;
-	if (e == 0)
-		e = posix_spawn(&child, h->worker_path, &fa, &attr, argv, empty_env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (e != 0)
-		return -KNIT_ESYSTEM;
-	h->janitor = child;
-	return 0;
-}
-
-// The name is gone (unlinked by us): the janitor has nothing left to do.
-// Our child, unreaped until here, so its pid names nobody else.
-void janitor_done(ProcHost *h)
-{
-	if (h->janitor <= 0)
-		return;
-	kill(h->janitor, SIGKILL);
-	while (waitpid(h->janitor, nullptr, 0) < 0 && errno == EINTR) {
-	}
-	h->janitor = 0;
-}
-
-// One descriptor handed to a worker: ours (src; -1: none this time) and
+// One descriptor handed to a child (a worker, the janitor): ours (src; -1: none this time) and
 // the number it gets there (to).
 struct HandOver {
 	int src;
@@ -327,6 +271,96 @@ int hand_over_actions(posix_spawn_file_actions_t *fa, const HandOver *give, cons
 	if (e == 0)
 		e = posix_spawn_file_actions_addclosefrom_np(fa, high + 1);
 	return e;
+}
+
+// Start the janitor of the named region h->shm_name, before the name
+// exists: a knit-worker in its own session (a terminal's signals to our
+// process group do not reach it) that outlives us by design. It watches
+// our pid and, when we exit, removes the name (if it still names the
+// object we told it we made, once we did). Told of nothing (we were killed
+// right after our shm_open made the name), it removes the name it was
+// given if it exists: a fresh name of ours, made with O_EXCL. So a host
+// killed at any moment while the name is linked leaves no name behind.
+// We tell it through a pipe on its descriptor 3: "+" once the name is made
+// (janitor_told). 0 or -KNIT_ESYSTEM.
+int spawn_janitor(ProcHost *h)
+{
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	char arg0[] = "knit-worker";
+	char arg1[] = "--knit-janitor";
+	char *argv[] = {arg0, arg1, h->shm_name, pid, nullptr};
+	char *empty_env[] = {nullptr};
+	int told[2];
+	if (pipe2(told, O_CLOEXEC) != 0)
+		return -KNIT_ESYSTEM;
+	const HandOver give[] = {{told[0], 3}};
+	int tmp[1];
+	int err = 0;
+	if (hand_over_dup(give, 1, tmp, &err) != 0) {
+		close(told[0]);
+		close(told[1]);
+		return -KNIT_ESYSTEM;
+	}
+	close(told[0]);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int e = posix_spawn_file_actions_init(&fa);
+	if (e == 0 && (e = posix_spawnattr_init(&attr)) != 0)
+		posix_spawn_file_actions_destroy(&fa);
+	if (e != 0) {
+		close(tmp[0]);
+		close(told[1]);
+		return -KNIT_ESYSTEM;
+	}
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	e = hand_over_actions(&fa, give, tmp, 1);
+	if (e == 0)
+		e = posix_spawnattr_setsigmask(&attr, &none);
+	if (e == 0)
+		e = posix_spawnattr_setsigdefault(&attr, &all);
+	if (e == 0)
+		e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+	pid_t child = 0;
+	if (e == 0)
+		e = posix_spawn(&child, h->worker_path, &fa, &attr, argv, empty_env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(tmp[0]);
+	if (e != 0) {
+		close(told[1]);
+		return -KNIT_ESYSTEM;
+	}
+	h->janitor = child;
+	h->janitor_w = told[1];
+	return 0;
+}
+
+// Tell the janitor the name is made (its object is the one to watch).
+void janitor_told(ProcHost *h)
+{
+	if (h->janitor_w < 0)
+		return;
+	(void)!write(h->janitor_w, "+", 1);
+	close(h->janitor_w);
+	h->janitor_w = -1;
+}
+
+// The name is gone (unlinked by us): the janitor has nothing left to do.
+// Our child, unreaped until here, so its pid names nobody else.
+void janitor_done(ProcHost *h)
+{
+	if (h->janitor <= 0)
+		return;
+	kill(h->janitor, SIGKILL);
+	while (waitpid(h->janitor, nullptr, 0) < 0 && errno == EINTR) {
+	}
+	h->janitor = 0;
+	if (h->janitor_w >= 0)
+		close(h->janitor_w);
+	h->janitor_w = -1;
 }
 
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
@@ -1171,10 +1205,17 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		const uint64_t salt = (uint64_t)knit_now_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
 		snprintf(h->shm_name, sizeof h->shm_name, "/knitting-%d-%x-%08x", (int)getpid(), seq,
 			 (uint32_t)(salt >> 32));
+		// The janitor first: from our shm_open on, the name has one.
+		if (spawn_janitor(h) != 0) {
+			h->shm_name[0] = 0;
+			return -KNIT_ESYSTEM;
+		}
 		// O_EXCL: a name someone else made (or planted) is never ours.
 		fd = shm_open(h->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST) {
-			const int e = errno;
+		const int e = errno;
+		if (fd < 0)
+			janitor_done(h); // that name is not ours: its janitor goes
+		if (fd < 0 && e != EEXIST) {
 			h->shm_name[0] = 0;
 			return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM ? -KNIT_ENOMEM
 											 : -KNIT_ESYSTEM;
@@ -1185,6 +1226,7 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		return -KNIT_ESYSTEM;
 	}
 	h->shm_linked = true;
+	janitor_told(h);
 	int rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -KNIT_ENOMEM;
 	if (rc == 0)
 		rc = region_map_fd(fd, bytes, &p->region, false);
@@ -1193,6 +1235,7 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
 		h->shm_name[0] = 0;
+		janitor_done(h);
 	}
 	return rc;
 }
@@ -1207,6 +1250,7 @@ int proc_host_new(Pool *p, void *dl)
 	p->proc = h;
 	h->dl = dl;
 	h->ctl = -1;
+	h->janitor_w = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		h->pidfd[i] = h->bridge[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
@@ -1214,8 +1258,7 @@ int proc_host_new(Pool *p, void *dl)
 	return 0;
 }
 
-int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
-		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off)
+int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 {
 	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
@@ -1261,9 +1304,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		snprintf(why, sizeof why, "%s", knit_last_error());
 		return error_set(rc, "%s (from %s; set worker_path or KNIT_WORKER_PATH)", why, from);
 	}
-	if (h->shm_linked && spawn_janitor(h) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot spawn the janitor of the named shared memory (\"%s\" "
-						"--knit-janitor)", h->worker_path);
+	return 0;
+}
+
+int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off, uint64_t stride,
+		 uint64_t abort_off, uint64_t steal_off)
+{
+	ProcHost *h = p->proc;
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (h->ctl < 0)
 		return error_set_errno(-KNIT_ESYSTEM, -h->ctl, "cannot make the monitor's eventfd");

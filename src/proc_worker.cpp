@@ -152,10 +152,16 @@ int shm_identity(const char *name, struct stat *id)
 	return rc;
 }
 
-// knit-worker --knit-janitor NAME HOSTPID (spawn_janitor in src/proc.cpp):
-// wait for the host to exit, then remove NAME if it still names the object
-// it named when we started (a name the host unlinked and someone created
-// again is not ours). The host kills us once it unlinked the name itself.
+// knit-worker --knit-janitor NAME HOSTPID (spawn_janitor in src/proc.cpp),
+// started before the host makes NAME: wait for the host to exit, then
+// remove NAME. Descriptor 3 is the host's pipe: "+" on it says the host
+// made the name, and we note which object it names then; at the end we
+// remove NAME only if it still names that object (a name the host
+// unlinked and someone created again is not ours). Told nothing (the host
+// was killed right after its shm_open, before it could say so), we remove
+// NAME if it exists: a fresh name of the host's, made with O_EXCL. The
+// host kills us once it unlinked the name itself, or when its shm_open
+// found the name taken.
 int janitor_main(const char *name, const char *pid_text)
 {
 	char *end = nullptr;
@@ -165,19 +171,33 @@ int janitor_main(const char *name, const char *pid_text)
 		fprintf(stderr, "knit-worker: bad janitor arguments\n");
 		return 2;
 	}
-	struct stat at_start;
-	if (shm_identity(name, &at_start) != 0)
-		return 0; // unlinked already: nothing to watch for
+	struct stat made;
+	bool known = false;
 	// The pidfd first, then the parent check: a host that died before the
 	// pidfd existed shows as a changed parent.
 	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)host, 0);
-	if (fd >= 0 && getppid() == (pid_t)host) {
-		struct pollfd f = {fd, POLLIN, 0};
-		while (poll(&f, 1, -1) < 0 || (f.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0)
-			f.revents = 0;
+	struct pollfd f[2] = {{fd, POLLIN, 0}, {3, POLLIN, 0}};
+	bool waiting = fd >= 0 && getppid() == (pid_t)host;
+	while (waiting) {
+		if (poll(f, 2, -1) < 0)
+			continue;
+		if (f[1].revents != 0) {
+			char c = 0;
+			const ssize_t r = read(3, &c, 1);
+			if (r == 1 && c == '+' && !known) {
+				if (shm_identity(name, &made) != 0)
+					return 0; // unlinked already: nothing to watch for
+				known = true;
+			}
+			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+				f[1].fd = -1; // the host closed it (or none was given): poll ignores it
+		}
+		waiting = f[0].revents == 0;
+		f[0].revents = f[1].revents = 0;
 	}
 	struct stat now;
-	if (shm_identity(name, &now) == 0 && now.st_dev == at_start.st_dev && now.st_ino == at_start.st_ino)
+	if (shm_identity(name, &now) == 0 &&
+	    (!known || (now.st_dev == made.st_dev && now.st_ino == made.st_ino)))
 		shm_unlink(name);
 	return 0;
 }

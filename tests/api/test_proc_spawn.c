@@ -9,6 +9,8 @@
  * its first start and after a respawn, named or not.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -434,6 +436,50 @@ KT(spawn, named_shm_host_killed_leaves_no_name)
 	cr_assert_eq(ok, 'y', "the killed host's pool served a call");
 	cr_assert_eq(linked, 1, "respawn on: the name stayed while the pool lived");
 	cr_assert_eq(left, 0, "the killed host's name is gone");
+}
+
+/* shm_open, interposed for this program (the library's calls resolve to
+ * the executable's definition first): with g_die_after_shm_create set, a
+ * create of a /knitting-... object kills the process right after the real
+ * call made the name -- the host killed at the worst moment of a create. */
+static volatile int g_die_after_shm_create;
+
+int shm_open(const char *name, int oflag, mode_t mode)
+{
+	int (*real)(const char *, int, mode_t) = (int (*)(const char *, int, mode_t))dlsym(RTLD_NEXT, "shm_open");
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	const int fd = real(name, oflag, mode);
+	if (fd >= 0 && g_die_after_shm_create && (oflag & O_CREAT) != 0 && strncmp(name, "/knitting-", 10) == 0)
+		raise(SIGKILL);
+	return fd;
+}
+
+/* A host killed right after its create made the name, before anything
+ * else of the create ran, leaves no name either. */
+KT(spawn, named_shm_host_killed_in_create_leaves_no_name)
+{
+	const pid_t host = fork();
+	cr_assert_neq(host, -1);
+	if (host == 0) {
+		knit_pool_options_t o;
+		kt_proc_opts(&o, 1);
+		o.proc_flags = KNIT_PROC_NAMED_SHM;
+		knit_pool_t *p = NULL;
+		g_die_after_shm_create = 1;
+		knit_pool_create(&o, NULL, 0, &p);
+		_exit(3); /* not reached: the interposer killed us */
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(host, &st, 0), host);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the host died in its shm_open (status 0x%x)", st);
+	/* The janitor runs on its own time: wait for it, with a hang guard. */
+	for (int i = 0; i < 500 && shm_names(host) != 0; i++)
+		usleep(10 * 1000);
+	const int left = shm_names_swept(host);
+	cr_assert_eq(left, 0, "the host killed in its create left its name");
 }
 
 /* Both together: a forking wrapper and a named object. */
