@@ -61,7 +61,8 @@
 //                        (hard timeout), and at 32 (process workers, lanes
 //                        topology) the started mask: u32, bit s = the frame
 //                        in request slot s was started and is not retired
-//                        yet (kLaneExtOffStarted); [128,256) worker counters
+//                        yet (kLaneExtOffStarted), at 36 the line request it
+//                        took last (u32, kLaneExtOffLineTaken); [128,256) worker counters
 //                        (u64 x 16, single writer: the worker; relaxed)
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
@@ -122,6 +123,9 @@ inline constexpr uint64_t kPoolOffLaneExt = 2 * kBlock;
 inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
 // The started mask in a lane extension's first block (after the stamp).
 inline constexpr uint64_t kLaneExtOffStarted = 32;
+// The line request the lane's worker took last (u32 sequence, stored
+// before it runs the request; src/syncline.h S12).
+inline constexpr uint64_t kLaneExtOffLineTaken = 36;
 
 // Worker counters (u64 indexes in the lane extension's second block).
 enum WorkerCounter : uint32_t {
@@ -444,8 +448,13 @@ struct Lane {
 	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
 	int32_t line_lost_status; // the status a call on a LOST line ends with
 	                          // (written before S10's CAS publishes LOST)
+	uint32_t line_lost_taken; // the request the lost worker took last (its
+	                          // lane extension's word, read by S10 before
+	                          // its CAS publishes LOST_OPEN; S12)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
+	uint64_t line_resent; // line calls sent again as ticketed calls (S12; claim
+	                      // holder; stats: relaxed)
 	uint32_t line_nonce; // process pools: the open word given to the lane's
 	                     // last respawned worker (recovery only, relaxed)
 	uint32_t line_token; // the reopen token: that open word while a reopen
