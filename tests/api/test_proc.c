@@ -553,6 +553,58 @@ KT(proc, failed_pool_empties_its_backlog)
 	kt_destroy(p);
 }
 
+/* Calls pinned to a worker process's lane start in the order they were
+ * enqueued there, whether they found room at once or waited in the
+ * backlog: each "prev" call returns the argument of the call its worker
+ * ran before, which must be the one pinned there before it. */
+KT(proc, pinned_calls_start_in_order_per_lane)
+{
+	knit_pool_t *p = proc_pool_t(2, KNIT_TOPOLOGY_LANES);
+	const uint32_t prev = kt_id(p, "prev");
+	enum { kCalls = 20000 };
+	static int64_t want[kCalls]; /* the call pinned to the same lane before */
+	int64_t last[2] = { -1, -1 };
+	uint32_t rng = 777;
+	int reaped = 0, wrong = 0;
+	knit_completion_t c[64];
+	for (int i = 0; i <= kCalls; i++) {
+		if (i < kCalls) {
+			rng = rng * 1103515245u + 12345u;
+			const uint32_t lane = (rng >> 16) % 4 == 0 ? 1 : 0;
+			want[i] = last[lane];
+			last[lane] = i;
+			knit_value_t v = kt_i64(i);
+			knit_call_options_t o = { .size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane };
+			int rc;
+			while ((rc = knit_enqueue_ex(p, prev, &v, (void *)(intptr_t)i, &o, NULL)) == -KNIT_EAGAIN) {
+				const int n = knit_complete(p, c, 64, (int64_t)(KT_BOUND_S * 1e9));
+				cr_assert_gt(n, 0);
+				for (int k = 0; k < n; k++) {
+					wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+					knit_completion_release(p, &c[k]);
+				}
+				reaped += n;
+			}
+			cr_assert_eq(rc, 0, "enqueue %d: %s", i, knit_strerror(rc));
+		}
+		const int n = knit_complete(p, c, 64, i < kCalls ? 0 : (int64_t)(KT_BOUND_S * 1e9));
+		cr_assert_geq(n, 0);
+		for (int k = 0; k < n; k++) {
+			wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+			knit_completion_release(p, &c[k]);
+		}
+		reaped += n;
+		if (i == kCalls && reaped < kCalls) {
+			cr_assert_gt(n, 0, "%d of %d completed", reaped, kCalls);
+			i--; /* reap the rest (each round is bounded by KT_BOUND_S) */
+		}
+	}
+	cr_assert_eq(reaped, kCalls);
+	cr_expect_eq(wrong, 0, "%d of %d pinned calls did not start right after the one pinned there before",
+		     wrong, kCalls);
+	kt_destroy(p);
+}
+
 /* ---- cleanup ---------------------------------------------------------------------- */
 
 KT(proc, destroy_leaves_nothing)
