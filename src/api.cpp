@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // src/api.cpp - the host-side entries of the C ABI: enqueue, complete, call,
-// cancel, stop, the completion eventfd and completion release. Argument
+// cancel, the completion eventfd and completion release (create, stop and
+// destroy are src/pool.cpp's). Argument
 // checks come first and never touch the pool's state; then each entry calls
 // into the rooms: src/calls.h (records, completion, hand-out),
 // src/dispatch.cpp (admission: dispatch_submit; the waiting ladder) and
@@ -17,8 +18,8 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/syncline.h"
-#include "src/proc.h"
 #include "src/wake.h"
+#include "src/workers.h"
 
 using namespace knit::detail;
 
@@ -78,8 +79,6 @@ int check_value(const knit_value_t &v, uint64_t cap)
 
 int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
-int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED; }
-
 // A call's argument `arg_in` (may be NULL) checked and taken (value_take)
 // into *arg, its bytes copied into *buf (malloc'd; nullptr for a scalar):
 // 0, or the code the enqueue fails with (nothing kept). The caller's
@@ -92,7 +91,7 @@ int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSE
 	if (rc != 0)
 		return rc;
 	if (knit_load_relaxed_32(&p->closed))
-		return closed_code(p);
+		return pool_closed_code(p);
 	if (codec_has_bytes(arg->type)) {
 		if (arg->len > 0) {
 			uint8_t *b = static_cast<uint8_t *>(malloc(arg->len + 1));
@@ -184,7 +183,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	// take mu again to drop it. Without the hold, a queued call may be
 	// run, reaped, handed out and recycled as soon as dispatch_submit()
 	// has published it; that is safe because only the dispatcher's holder
-	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
+	// drops kHoldHostQueue (place_queue, lane_reap, run_inline), and
 	// dispatch_submit() reads the record after publishing it only while
 	// it holds the dispatcher itself. A call that is refused or not queued
 	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
@@ -193,7 +192,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	if (knit_load_relaxed_32(&p->closed)) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
-		return closed_code(p);
+		return pool_closed_code(p);
 	}
 	int err = 0;
 	knit_ticket_t t = 0;
@@ -364,7 +363,7 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 	bool any_keep = false;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
-		err = closed_code(p);
+		err = pool_closed_code(p);
 	} else {
 		for (; na < np; na++) {
 			const bool keep = a[na].deadline_ns != 0; // as in enqueue()
@@ -407,14 +406,11 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			for (uint32_t j = k; j < na; j++)
 				if (calls[j]->completed)
 					acc = j + 1;
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			for (uint32_t j = k; j < acc; j++) {
 				Call *c = calls[j];
 				if (!c->completed)
-					produced |= call_complete_locked(
-						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED,
-						none, nullptr);
+					produced |= call_fail_locked(
+						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED);
 			}
 			// The rest were never reachable by anyone else: undo them.
 			for (uint32_t j = acc; j < na; j++)
@@ -464,11 +460,6 @@ bool call_ready(Pool *, void *arg)
 	return knit_load_acquire_32(&static_cast<Call *>(arg)->done) != 0;
 }
 
-bool drained_ready(Pool *p, void *)
-{
-	return none_outstanding(p);
-}
-
 } // namespace
 
 extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
@@ -505,6 +496,18 @@ extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_
 	return (int)done;
 }
 
+namespace {
+// After handing completions out (mu released): wake the threads that wait
+// for particular calls (knit_complete_tickets, knit_wait_idle), if any. The
+// relaxed load is ordered by mu: a waiter counted itself under mu before it
+// first looked at the queue.
+void pick_reaped(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->pick_waiters) != 0)
+		host_event(p, false);
+}
+} // namespace
+
 extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
 				      int64_t timeout_ns) KNIT_NOEXCEPT
 {
@@ -513,6 +516,16 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	Pool *p = &pool->p;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED;
+	if (in_task_of(p)) {
+		// From one of its own tasks: what is queued, no pass, no wait.
+		if (timeout_ns != 0)
+			return -KNIT_EBUSY;
+		const int k = deliver(p, out, max);
+		if (k > 0)
+			pick_reaped(p);
+		efd_sync(p);
+		return k;
+	}
 	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	int n;
 	for (;;) {
@@ -530,12 +543,151 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 			break;
 		}
 	}
+	if (n > 0)
+		pick_reaped(p);
 	// The completion fd shows what is left: readable iff another
 	// knit_complete(..., 0) would return something (the reap that empties
 	// the queue leaves it unreadable; a pass we could not run leaves it to
 	// the dispatcher holder's release).
 	efd_sync(p);
 	return n;
+}
+
+namespace {
+
+// What a thread waiting for particular calls last saw: completions handed
+// out (st_completed) plus queued (cq_count). Any change means a completion
+// was queued or reaped since, and the waiter looks again (under mu).
+struct PickWait {
+	uint64_t seen;
+	uint64_t need; // knit_wait_idle: hand-outs since `base` before a look pays
+	uint64_t base;
+};
+
+uint64_t pick_progress(Pool *p)
+{
+	return knit_load_relaxed_64(&p->st_completed) + knit_load_relaxed_32(&p->cq_count);
+}
+
+bool tickets_ready(Pool *p, void *arg)
+{
+	const PickWait *w = static_cast<const PickWait *>(arg);
+	return pick_progress(p) != w->seen;
+}
+
+// knit_wait_idle: every one of the `need` calls it waits for is reaped only
+// after at least `need` hand-outs since `base`, so looking earlier cannot
+// succeed. This bounds the looks: each costs the calls still waited for and
+// comes after at least as many hand-outs.
+bool idle_ready(Pool *p, void *arg)
+{
+	const PickWait *w = static_cast<const PickWait *>(arg);
+	return knit_load_relaxed_64(&p->st_completed) - w->base >= w->need;
+}
+
+void pick_enter_locked(Pool *p) { knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters + 1); }
+void pick_leave(Pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters - 1);
+	pthread_mutex_unlock(&p->mu);
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets, unsigned n,
+					      knit_completion_t *out, unsigned max,
+					      int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (pool == nullptr || tickets == nullptr || n == 0 || out == nullptr || max == 0)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	const bool from_task = in_task_of(p);
+	if (from_task && timeout_ns != 0)
+		return -KNIT_EBUSY;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	PickWait w = {0, 0, 0};
+	bool counted = false;
+	int rc;
+	for (bool last = false;; ) {
+		unsigned alive = 0;
+		pthread_mutex_lock(&p->mu);
+		w.seen = pick_progress(p);
+		const unsigned got = take_tickets_locked(p, tickets, n, out, max, &alive);
+		if (got == 0 && alive != 0 && !last && !counted) {
+			pick_enter_locked(p);
+			counted = true;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (got > 0) {
+			rc = (int)got;
+			break;
+		}
+		if (alive == 0) {
+			rc = -KNIT_ENOTFOUND; // none of them is (any longer) to be reaped
+			break;
+		}
+		if (last || from_task) {
+			rc = 0;
+			break;
+		}
+		// A poll still runs one pass, as knit_complete(..., 0) does.
+		if (!host_wait(p, tickets_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
+			last = true;
+	}
+	if (counted)
+		pick_leave(p);
+	if (rc > 0)
+		pick_reaped(p);
+	efd_sync(p);
+	return rc;
+}
+
+extern "C" KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	const bool from_task = in_task_of(p);
+	if (from_task && timeout_ns != 0)
+		return -KNIT_EBUSY;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	knit_ticket_t *t = nullptr;
+	uint32_t left = 0;
+	pthread_mutex_lock(&p->mu);
+	int rc = unreaped_snapshot_locked(p, &t, &left);
+	if (rc == 0 && left != 0)
+		pick_enter_locked(p);
+	PickWait w = {0, left, knit_load_relaxed_64(&p->st_completed)};
+	pthread_mutex_unlock(&p->mu);
+	if (rc != 0 || left == 0)
+		return rc;
+	for (bool last = false;;) {
+		pthread_mutex_lock(&p->mu);
+		if (knit_load_relaxed_64(&p->st_completed) - w.base >= w.need || last) {
+			left = unreaped_compact_locked(p, t, left);
+			w.base = knit_load_relaxed_64(&p->st_completed);
+			w.need = left;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (left == 0) {
+			rc = 0;
+			break;
+		}
+		if (last || from_task) {
+			rc = -KNIT_ETIMEDOUT;
+			break;
+		}
+		if (!host_wait(p, idle_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
+			last = true;
+	}
+	pick_leave(p);
+	free(t);
+	return rc;
 }
 
 extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT
@@ -585,7 +737,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 		// Release: pairs with the acquire loads of efd_on by the workers
 		// and host_event(): the fd number is visible with the flag.
 		knit_store_release_32(&p->efd_on, 1);
-		proc_efd_enabled(p); // worker processes: ring the bridge from now on
+		p->workers->completion_fd_on(p); // worker processes: ring the bridge from now on
 	}
 	const int fd = p->epfd;
 	pthread_mutex_unlock(&p->mu);
@@ -602,6 +754,8 @@ extern "C" KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const kni
 		return -KNIT_EINVAL;
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	if (pool != nullptr && in_task_of(&pool->p))
+		return -KNIT_EBUSY;
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
 	const uint32_t flags = kCallPrivate | (ticket != nullptr ? (uint32_t)kCallTicketed : 0u);
@@ -631,6 +785,8 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	// Every failure leaves *out empty (releasing it is then harmless).
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	if (pool != nullptr && in_task_of(&pool->p))
+		return -KNIT_EBUSY;
 	// The fast path first (src/syncline.h): kLineNo leaves everything to
 	// the ticketed path below, which also reports every argument error.
 	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {
@@ -683,69 +839,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	call_complete_locked(p, c, -KNIT_ECANCELED, none, nullptr);
+	call_fail_locked(p, c, -KNIT_ECANCELED);
 	pthread_mutex_unlock(&p->mu);
-	host_event(p, true);
-	return 0;
-}
-
-extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT
-{
-	if (pool == nullptr)
-		return -KNIT_EINVAL;
-	if ((flags & ~(uint32_t)(KNIT_STOP_DRAIN | KNIT_STOP_CANCEL)) != 0 ||
-	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
-		return -KNIT_EINVAL;
-	Pool *p = &pool->p;
-	if (pool_forked(p))
-		return -KNIT_ECLOSED; // the stop words are the parent's workers'
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
-	pthread_mutex_lock(&p->mu);
-	knit_store_relaxed_32(&p->closed, 1);
-	pthread_mutex_unlock(&p->mu);
-	host_event(p, true); // waiters re-evaluate (enqueue is closed now)
-
-	if (flags == KNIT_STOP_CANCEL) {
-		cancel_all(p);
-		line_cancel_all(p); // S8: after closed and host_event's fence
-		backlog_drop_completed(p, deadline);
-	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
-		// DRAIN: run passes until every accepted call completed.
-		if (!host_wait(p, drained_ready, nullptr, deadline, false))
-			return -KNIT_ETIMEDOUT;
-	}
-	request_worker_stop(p);
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		// A retired lane's worker is gone (dispatch_worker_lost): its
-		// stop word is nobody's any more, never waited on.
-		while (!knit_load_relaxed_32(&l->retired)) {
-			// Acquire: pairs with the worker's release store of
-			// ACKNOWLEDGED in acknowledge_stop().
-			uint32_t s = knit_load_acquire_32(l->stop);
-			if (s == kStopAcknowledged) {
-				// It left its loop for good: survivors may ignore its WANT.
-				steal_worker_gone(p, i);
-				break;
-			}
-			// A worker process may rewrite its stop word and never
-			// acknowledge: it is killed, and its recovery acknowledges.
-			// Its wake may never come either (the word can change
-			// with no wake): look again every watchdog interval.
-			int64_t until = deadline;
-			if (p->proc != nullptr) {
-				if (s != kStopRequested)
-					proc_stop_word_check(p, i);
-				const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-				until = deadline >= 0 && deadline < cap ? deadline : cap;
-			}
-			if (deadline >= 0 && knit_now_ns() >= deadline)
-				return -KNIT_ETIMEDOUT;
-			knit_futex_wait(l->stop, s, until, p->futex_shared);
-		}
-	}
 	host_event(p, true);
 	return 0;
 }

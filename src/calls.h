@@ -92,6 +92,30 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 	batch->done++;
 	return true;
 }
+// The value of a completion that carries none: a failure's (and a
+// worker's result without a value).
+inline constexpr knit_value_t kValueNone = {};
+// Complete c with `status` and no value (under mu), unless it completed
+// already: a failure the host decided (cancel, stop, deadline, hard
+// timeout, a call that can never be placed). Returns whether this made its
+// completion.
+inline bool call_fail_locked(Pool *p, Call *c, int32_t status)
+{
+	return call_complete_locked(p, c, status, kValueNone, nullptr);
+}
+// Fail every live call of the pool not completed yet with `status` (under
+// mu): a stop's cancel, a failed pool. Returns the completions made.
+uint32_t calls_fail_all_locked(Pool *p, int32_t status);
+// Fail every call lane w's worker still holds (under mu): each call placed
+// on lane w (Call::lane == w) with its frame not back, and with
+// `unclaimed` also every call no worker has claimed from a steal pool's
+// submit lock (Call::lane == kStealLane: the last worker is gone). Each
+// one not completed yet completes with `status`, exactly once; each is
+// taken off the lane (lane = kNoLane: no frame of the lane counts for it
+// any more) and loses the host-queue hold its frame had (the frame never
+// comes back). Returns the completions made. The one sweep of a lost
+// lane (src/lane.cpp lane_lost).
+uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed);
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Recycle a record whose last hold was just dropped (under mu): out of
@@ -143,6 +167,27 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out);
 void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out);
 // Hand out up to max queued completions (takes mu). Returns how many.
 int deliver(Pool *p, knit_completion_t *out, unsigned max);
+// ---- reaping chosen calls (knit_complete_tickets, knit_wait_idle) ----------------
+// A ticket names a call still to be reaped when its record is live at that
+// generation, still holds kHoldUser (not handed out) and is not a knit_call's
+// private record. Threads waiting in either entry are counted in
+// p->pick_waiters (under mu) so that a reap by another thread, which changes
+// what they wait for without any event of the workers, wakes them:
+// pick_reaped() (api.cpp) after every hand-out.
+
+// The record of ticket t if it is still to be reaped (under mu), else null.
+Call *unreaped_locked(Pool *p, knit_ticket_t t);
+// Hand out up to max completed calls among tickets[0 .. n-1] into out, in
+// the order of the list (under mu); *alive counts the tickets still to be
+// reaped before this call (taken ones included). Returns how many.
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
+			     unsigned max, unsigned *alive);
+// The tickets of every call still to be reaped (under mu): a malloc'd array
+// in *out with its count in *n (nullptr when 0). 0, or -KNIT_ENOMEM.
+int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n);
+// Keep in t[0 .. n-1] only the tickets still to be reaped (under mu);
+// returns how many are left.
+uint32_t unreaped_compact_locked(Pool *p, knit_ticket_t *t, uint32_t n);
 // Free the result bytes completion *c owns (knit_completion_release(3)):
 // 0, or -KNIT_EINVAL when *c names bytes that are not (or no longer) ours.
 int completion_release(Pool *p, knit_completion_t *c);
