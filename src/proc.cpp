@@ -701,7 +701,7 @@ void pool_fail(Pool *p)
 	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
 	// The completed calls leave the backlog too, so stats.backlog reads
-	// what waits now (0). We do not hold the dispatcher here (recover_lane
+	// what waits now (0). We do not hold the dispatcher here (on_death
 	// released it), and no pass waits for this thread.
 	backlog_drop_completed(p, -1);
 	// S8 (src/syncline.h): knit_calls on the lines end too (-KNIT_ECRASHED,

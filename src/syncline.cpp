@@ -712,7 +712,7 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 			if (st == kLineClaimed) { // published by the CAS (ended_status; S12)
 				knit_store_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status),
 						      (uint32_t)status);
-				// S12: what the dead worker took, before recover_lane
+				// S12: what the dead worker took, before lane_lost
 				// wipes its lane extension (relaxed: it is reaped).
 				knit_store_relaxed_32(
 				    &l->line_lost_taken,

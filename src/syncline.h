@@ -219,13 +219,13 @@
 //     the sequence it takes in its lane extension (kLaneExtOffLineTaken,
 //     relaxed) at S4, before the task runs. S10, from CLAIMED, copies that
 //     word into Lane::line_lost_taken (the worker is reaped: its stores are
-//     final; before recover_lane wipes the extension) before its CAS to
+//     final; before lane_lost wipes the extension) before its CAS to
 //     LOST_OPEN publishes it. The caller, after its CAS LOST_OPEN -> DOWN
 //     (which reads from S10's), compares: taken != s means the dead worker
 //     never began the call, and the new worker never serves it (S11's
 //     base covers it), so line_call undoes its line count (line_done back,
 //     line_resent + 1: stats count the call once) and returns kLineNo --
-//     knit_call sends it again on the ticketed path, as recover_lane
+//     knit_call sends it again on the ticketed path, as lane_lost
 //     places a dead worker's unstarted ticketed calls again. taken == s
 //     (or a reply came): it began, and ends with line_lost_status. A lie
 //     in the word can make a started call run again or an unstarted one
