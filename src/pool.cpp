@@ -528,6 +528,14 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.arena_committed_bytes = arena_committed_bytes(p);
 	p->workers->stats(p, &s);
 	s.backlogged = knit_load_relaxed_64(&p->st_backlogged);
+	s.class_enqueued[0] = knit_load_relaxed_64(&p->st_class_enqueued[0]);
+	s.class_enqueued[2] = knit_load_relaxed_64(&p->st_class_enqueued[1]);
+	// Read apart, relaxed: a call counted in its class after our read of
+	// enqueued must not make normal wrap.
+	const uint64_t hl = s.class_enqueued[0] + s.class_enqueued[2];
+	s.class_enqueued[1] = s.enqueued > hl ? s.enqueued - hl : 0;
+	for (uint32_t k = 0; k < kClasses; k++)
+		s.class_backlogged[k] = knit_load_relaxed_64(&p->st_class_backlogged[k]);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];
