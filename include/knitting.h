@@ -272,7 +272,7 @@ enum knit_proc_flags {
 #define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
 #define KNIT_TASK_LIBRARY_VERSION 1
 typedef struct knit_task_library {
-	uint32_t size;            /* sizeof(knit_task_library_t) */
+	uint32_t size;            /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
 	uint32_t version;         /* KNIT_TASK_LIBRARY_VERSION */
 	const struct knit_task *tasks;
 	size_t ntasks;

@@ -135,8 +135,13 @@ struct Lane {
 	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
 	int32_t line_lost_status; // the status a call on a LOST line ends with
 	                          // (written before S10's CAS publishes LOST)
+	uint32_t line_lost_taken; // the request the lost worker took last (its
+	                          // lane extension's word, read by S10 before
+	                          // its CAS publishes LOST_OPEN; S12)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
+	uint64_t line_resent; // line calls sent again as ticketed calls (S12; claim
+	                      // holder; stats: relaxed)
 	uint32_t line_nonce; // process pools: the open word given to the lane's
 	                     // last respawned worker (recovery only, relaxed)
 	uint32_t line_token; // the reopen token: that open word while a reopen

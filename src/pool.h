@@ -69,7 +69,8 @@
 //                        (hard timeout), and at 32 (process workers, lanes
 //                        topology) the started mask: u32, bit s = the frame
 //                        in request slot s was started and is not retired
-//                        yet (kLaneExtOffStarted); [128,256) worker counters
+//                        yet (kLaneExtOffStarted), at 36 the line request it
+//                        took last (u32, kLaneExtOffLineTaken); [128,256) worker counters
 //                        (u64 x 16, single writer: the worker; relaxed)
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
@@ -130,6 +131,9 @@ inline constexpr uint64_t kPoolOffLaneExt = 2 * kBlock;
 inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
 // The started mask in a lane extension's first block (after the stamp).
 inline constexpr uint64_t kLaneExtOffStarted = 32;
+// The line request the lane's worker took last (u32 sequence, stored
+// before it runs the request; src/syncline.h S12).
+inline constexpr uint64_t kLaneExtOffLineTaken = 36;
 
 // Worker counters (u64 indexes in the lane extension's second block).
 enum WorkerCounter : uint32_t {
@@ -652,6 +656,11 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
+// After cancel_all on a closed pool (or a failed process pool's complete_all,
+// src/proc.cpp): take the completed calls out of the
+// backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
+// (absolute, < 0 = none) while another thread holds the dispatcher.
+void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
 
