@@ -16,7 +16,7 @@
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/syncline.h"
 #include "src/wake.h"
 #include "src/workers.h"

@@ -4,7 +4,7 @@
 // the hand-out of completions (with the registry of result bytes a
 // completion owns until knit_completion_release). The record types
 // themselves (Call, CallHold, CallFlag, TicketTable, DeadlineHeap) are pool
-// types (src/pool.h): Pool embeds the table and the heap. Implemented in
+// types (src/runtime.h): Pool embeds the table and the heap. Implemented in
 // src/calls.cpp; every *_locked function runs under the pool's mu.
 //
 // A record's life: call_alloc_locked (holds: enqueue + host queue + user) ->
@@ -20,7 +20,7 @@
 
 #include "knitting.h"
 #include "src/codec.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/trace.h"
 
 namespace knit::detail {
@@ -150,7 +150,7 @@ inline void abort_release_locked(Pool *p, Call *c)
 }
 
 // Put a call with a deadline into the deadline heap and bring the pool's
-// earliest deadline (earliest_deadline() in pool.h) up to date (under mu).
+// earliest deadline (earliest_deadline() in runtime.h) up to date (under mu).
 void deadline_track_locked(Pool *p, Call *c);
 
 // Create the deadline timerfd and arm it at the earliest deadline (under mu,

@@ -25,7 +25,7 @@
 #include "src/calls.h"
 #include "src/dcheck.h"
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/trace.h"
 #include "src/spin.h"
 #include "src/task.h"
@@ -1101,5 +1101,26 @@ void request_worker_stop(Pool *p)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
 }
+
+void backlog_drop_completed(Pool *p, int64_t deadline_ns)
+{
+	// Every call is completed (cancel_all after closed): a flush removes
+	// them all from both backlog lists without placing any. Whoever holds
+	// the dispatcher may have walked the private list before cancel_all,
+	// so take it ourselves, retrying (bounded by the stop's deadline) while
+	// another thread holds it or a pusher is half-way through a push.
+	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+			if (knit_load_relaxed_64(&p->backlog_count) == 0)
+				break;
+		}
+		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
+			break;
+		sched_yield();
+	}
+}
+
 
 } // namespace knit::detail

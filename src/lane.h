@@ -40,7 +40,7 @@
 
 #include "src/dcheck.h"
 #include "src/lock2.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/steal.h"
 #include "src/trace.h"
 

@@ -8,7 +8,7 @@
 #include "src/common.h"
 
 #include "src/error.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/proc.h"
 
 namespace knit::detail {

@@ -29,6 +29,7 @@
 #include "src/error.h"
 #include "src/lane.h"
 #include "src/proc.h"
+#include "src/task.h"
 #include "src/syncline.h"
 #include "src/wake.h"
 #include "src/workers.h"
@@ -1017,7 +1018,7 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 		rc = error_set(-KNIT_EINVAL, "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has %s tasks and ntasks %zu (1..65535)",
 			       path, lib->tasks == nullptr ? "NULL" : "its", lib->ntasks);
 	} else {
-		rc = pool_build_tasks(p, lib->tasks, lib->ntasks);
+		rc = task_table_build(p, lib->tasks, lib->ntasks);
 		if (rc != 0) {
 			char why[kErrorMax];
 			snprintf(why, sizeof why, "%s", knit_last_error());

@@ -49,7 +49,7 @@
 #include "src/common.h"
 
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/trace.h"
 #include "src/workers.h"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/spin.h"
 #include "src/wake.h"
 

@@ -46,7 +46,7 @@
 
 #include "src/common.h"
 
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/wake.h"
 
 namespace knit::detail {

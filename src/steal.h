@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // src/steal.h - work stealing: N consumers (worker threads) claim frames from
 // ONE shared submit lock that the host alone produces into (the lock itself:
-// lock2.h; the pool side: pool.h, "Topology KNIT_TOPOLOGY_STEAL").
+// lock2.h; the pool side: runtime.h, "Topology KNIT_TOPOLOGY_STEAL").
 //
 // Shared words (steal control block, layout.h; every word alone on 128 B):
 //   DEAD    host only, atomic OR; cleared only by a revival (steal_revive):

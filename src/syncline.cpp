@@ -17,7 +17,7 @@
 #include "src/calls.h"
 #include "src/codec.h"
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/spin.h"
 #include "src/task.h"
 #include "src/syncline.h"

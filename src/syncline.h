@@ -73,7 +73,7 @@
 //  S1 admit and claim: add(line_outstanding, 1) (Pool::line_outstanding:
 //     line calls' own count, an atomic read-modify-write, so the ticketed
 //     path's outstanding stays written under mu; whoever waits for "no call
-//     outstanding" reads both, none_outstanding() in pool.h); CAS line_state
+//     outstanding" reads both, none_outstanding() in runtime.h); CAS line_state
 //     IDLE -> CLAIMED (acq_rel; lost: undo the count, fall back); a
 //     seq_cst fence; then load closed: set -> line_state = IDLE, undo the
 //     count (ring host waiters if it reached 0), return -KNIT_ECLOSED. The
@@ -244,7 +244,7 @@
 #include "knitting.h"
 #include "src/layout.h"
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/trace.h"
 
 namespace knit::detail {

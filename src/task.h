@@ -10,7 +10,7 @@
 
 #include "src/common.h"
 
-#include "src/pool.h"
+#include "src/runtime.h"
 
 // The worker-side context of the C ABI (knit_ctx_t).
 struct knit_ctx {
@@ -56,6 +56,13 @@ inline void ctx_init(knit_ctx *ctx, Pool *p, uint32_t lane, int32_t abort_bit, i
 void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
 // Free every block knit_ctx_alloc handed out during this run.
 void ctx_free_allocs(knit_ctx *ctx);
+
+// Copy, validate and sort the pool's task table (p->tasks, p->names,
+// p->ntasks): names are copied into one block and ids are indexes in name
+// order. 0, or -KNIT_EINVAL / -KNIT_ENOMEM with knit_last_error() set. Both
+// worker backends build their table with it (threads from the caller's
+// array, processes from the task library).
+int task_table_build(Pool *p, const knit_task_t *tasks, size_t ntasks);
 
 } // namespace knit::detail
 

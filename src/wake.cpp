@@ -26,7 +26,7 @@
 #include <limits.h>
 
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/trace.h"
 #include "src/wake.h"
 

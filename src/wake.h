@@ -107,7 +107,7 @@
 #include "src/common.h"
 
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 
 namespace knit::detail {
 

@@ -35,7 +35,7 @@
 
 #include "src/calls.h"
 #include "src/lane.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/spin.h"
 #include "src/syncline.h"
 #include "src/task.h"
@@ -65,7 +65,7 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 	knit_store_release_32(&w[0], seq + 1);
 }
 
-// The started mask (pool.h, kLaneExtOffStarted): a process worker on the
+// The started mask (runtime.h, kLaneExtOffStarted): a process worker on the
 // lanes topology sets a request slot's bit before it runs the slot's task
 // and clears it after the slot's retire, so the host can tell, after this
 // process died, which of the frames still in flight (A ^ B) were never

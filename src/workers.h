@@ -18,7 +18,7 @@
 #include "src/common.h"
 
 #include "knitting.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 
 namespace knit::detail {
 

@@ -13,6 +13,7 @@
 
 #include "src/error.h"
 #include "src/lane.h"
+#include "src/task.h"
 #include "src/wake.h"
 #include "src/workers.h"
 
@@ -128,7 +129,7 @@ int thread_check(const knit_task_t *tasks, size_t ntasks)
 
 int thread_tasks(Pool *p, const knit_pool_options_t *, const knit_task_t *tasks, size_t ntasks)
 {
-	return pool_build_tasks(p, tasks, ntasks);
+	return task_table_build(p, tasks, ntasks);
 }
 
 int thread_region(Pool *p, const knit_pool_options_t *, uint64_t bytes, const char **what)

@@ -30,7 +30,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include "src/lane.h"
 #include "src/layout.h"
 #include "src/lock2.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/wake.h"
 
 using namespace knit::detail;

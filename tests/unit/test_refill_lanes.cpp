@@ -18,7 +18,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include <cmocka.h>
 }
 
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/spin.h"
 #include "src/wake.h"
 

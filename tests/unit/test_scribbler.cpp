@@ -44,7 +44,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include "knitting.h"
 #include "src/layout.h"
 #include "src/lock2.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/wake.h"
 
 using namespace knit::detail;

@@ -30,7 +30,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #include <time.h>
 
 #include "knitting.h"
-#include "src/pool.h"
+#include "src/runtime.h"
 #include "src/syncline.h"
 #include "src/wake.h"
 

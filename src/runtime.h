@@ -1,36 +1,14 @@
 // SPDX-License-Identifier: MIT
-// src/pool.h - the runtime's types behind the C ABI: the pool and the
-// host-side call records, plus the entry points of the rooms that share
-// them: src/options.cpp (option resolution), src/pool.cpp (create, stop,
-// destroy, stats), src/dispatch.cpp (the host dispatcher: admission,
-// placement, the backlog, deadlines, the waiting ladder), src/trim.cpp
-// (arena give-back) and src/worker.cpp (the worker loop). Rooms with their
-// own contract header above this one: src/lane.h (a worker lane, its
-// mechanism and its life: attach, stage, reap, distrust, lane_lost),
-// src/calls.h (call records' lifecycle, hand-out), src/task.h (one task
-// run: knit_ctx, the runner, knit_ctx_*), src/wake.h (park/unpark, the
-// doorbell, host events, the eventfd), src/spin.h (the spinning policy and
-// the refill arm, above wake.h), src/syncline.h (the synchronous call
-// line), src/workers.h (the seam to the kind of workers: threads in
-// src/workers_thread.cpp, processes in src/proc.cpp, src/proc.h).
-// src/api.cpp holds the other host ABI entries: argument checks, then a
-// call into a room.
-//
-// Floors (project headers; every #include points down, none back up):
-//   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
-//   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
-//   protocol only) -> src/pool.h (types) -> src/lane.h -> {src/wake.h,
-//   src/calls.h, src/task.h, src/syncline.h, src/workers.h} -> src/spin.h
-//   (reads wake.h's words) -> src/proc.h -> {dispatch.cpp, worker.cpp,
-//   api.cpp, pool.cpp, trim.cpp, lane.cpp, workers_thread.cpp, proc.cpp}
-// (include/knitting.h and src/trace.h are the ground floor: they include
-// nothing of ours; src/README.md has the floor table tests/layering.sh
-// checks). calls.cpp and task.cpp include only pool.h (and trace.h,
-// codec.h) below their own header, so they call no room above them;
-// spin.cpp calls only wake. lane.cpp calls src/syncline.h's line_lost (a
-// lost lane's line) while syncline.cpp needs the Lane: the two modules
-// include each other's header, one way for types, the other for that one
-// call.
+// src/runtime.h - the runtime's shared types behind the C ABI: the pool
+// record (Pool, knit_pool), the host-side call records and their tables, the
+// region layout and the constants every room uses, plus the entry points of
+// the rooms that have no header of their own yet: src/options.cpp (option
+// resolution), src/dispatch.cpp (the host dispatcher: admission, placement,
+// the backlog, deadlines, the waiting ladder), src/trim.cpp (arena
+// give-back) and src/worker.cpp (the worker loop). It is named for what it
+// holds; src/pool.cpp (create, stop, destroy, stats: the top floor) defines
+// only ABI entries and needs no header. The floors of every module, and the
+// check that keeps them (tests/layering.sh), are in src/README.md.
 //
 // Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a worker (a
 // thread or a process, src/workers.h) with
@@ -84,8 +62,8 @@
 //   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
 //   steal_off            steal topology only: steal control block, submit
 //                        lock and its arena (steal_area_bytes(cap))
-#ifndef KNIT_SRC_POOL_H
-#define KNIT_SRC_POOL_H
+#ifndef KNIT_SRC_RUNTIME_H
+#define KNIT_SRC_RUNTIME_H
 
 #include "src/common.h"
 
@@ -190,10 +168,6 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out);
 
 // ---- the task table (src/pool.cpp) -------------------------------------------------
 struct TaskEntry;
-// Copy, validate and sort `tasks` into p->tasks / p->names (thread pools:
-// the caller's table; process pools: the task library's). 0,
-// -KNIT_EINVAL or -KNIT_ENOMEM.
-int pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks);
 
 // ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
