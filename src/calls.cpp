@@ -292,8 +292,9 @@ void DeadlineHeap::sift_down(uint32_t i)
 
 void DeadlineHeap::push(Call *c)
 {
+	KNIT_DCHECK(c->heap_pos == kNoHeap && n_ < cap_); // one entry per live record, cap = records
 	if (c->heap_pos != kNoHeap || n_ >= cap_)
-		return; // cannot happen: one entry per live record, cap = records
+		return;
 	place(n_, c);
 	n_++;
 	sift_up(n_ - 1);

@@ -78,8 +78,9 @@ int lane_attach(Pool *p, Lane *l, uint8_t *block)
 		rc = l->wreq.attach(req_lock, req_sh, wl);
 	if (rc == 0 && first)
 		rc = l->wret.attach(ret_lock, ret_sh, per_call);
+	KNIT_DCHECK(rc == 0); // geometry we computed ourselves
 	if (rc != 0)
-		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+		return -KNIT_ESYSTEM;
 	l->inflight = 0;
 	l->staged = 0;
 	l->req_idle_ns = 0;
@@ -100,8 +101,10 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	uint8_t *arena = s.lock + lock_arena_offset();
 	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
 	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
-	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
-		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	const int rc = s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers);
+	KNIT_DCHECK(rc == 0); // geometry we computed ourselves
+	if (rc != 0)
+		return -KNIT_ESYSTEM;
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
@@ -236,8 +239,9 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		FrameHead h;
 		knit_value_t v;
 		int rc = l->ret.decode((uint32_t)slot, &h, &v);
+		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
-			continue; // not in flight: cannot happen with our own snapshot
+			continue;
 		if (handle_result(p, l, rc, h, v, &bad, &batch))
 			produced++;
 		l->ret.release((uint32_t)slot);

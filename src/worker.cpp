@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "src/dcheck.h"
 #include "src/calls.h"
 #include "src/lane.h"
 #include "src/runtime.h"
@@ -126,8 +127,9 @@ uint32_t steal_take(Lane *l)
 	uint32_t n = 0;
 	const uint64_t conflicts0 = l->sc.conflicts();
 	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
+		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not offered": our own take offered it
 		if (rc == -KNIT_EINVAL)
-			return; // not offered: cannot happen with our own take
+			return;
 		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
 		f.slot = lane;
 		f.rc = rc;
@@ -252,8 +254,9 @@ bool take_requests(Lane *l)
 		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
 		f.slot = (uint32_t)slot;
 		f.rc = l->wreq.decode((uint32_t)slot, &f.head, &f.view);
+		KNIT_DCHECK(f.rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (f.rc == -KNIT_EINVAL)
-			continue; // not in flight: cannot happen with our own snapshot
+			continue;
 		w->held_count++;
 	}
 	return true;
