@@ -146,7 +146,10 @@ struct RegionPlan {
 	uint64_t total;
 };
 
-RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_words)
+static_assert(kLineBytes == 2 * kBlock, "lane_tail_bytes (pool.h) counts a line as two blocks");
+
+// isolated: a process pool whose lanes each carry their tail (pool.h).
+RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_words, bool isolated)
 {
 	RegionPlan r;
 	const uint64_t cap = arena_capacity(cfg);
@@ -159,7 +162,7 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 		end = r.spill_off + (uint64_t)cfg.workers * line_spill_stride(cfg);
 	}
 	r.lanes_off = align_up(end, kArenaAlign);
-	r.stride = lane_block_bytes(cap, cap);
+	r.stride = lane_block_bytes(cap, cap) + (isolated ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
 	r.steal_off = 0;
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
@@ -188,7 +191,7 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 	s.lock = area + kStealLockOff;
 	uint8_t *arena = s.lock + lock_arena_offset();
 	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
-	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
+	ArenaShared sh = steal_submit_arena(s.ctl, s.lock, arena_cap);
 	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
 		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
@@ -199,6 +202,11 @@ int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
 		// started (steal.h, claim size).
 		p->lanes[i].sc.set_take_max(1);
 		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
+		// Its signal words are the control block's (layout.h): a
+		// worker process's peers wake it without mapping its lane.
+		p->lanes[i].wake_seq = word_at(s.ctl, steal_wake_offset(i));
+		p->lanes[i].parked = word_at(s.ctl, steal_parked_offset(i));
+		p->lanes[i].peer_wakes = reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;
@@ -487,12 +495,16 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		p->lanes[i].cpu = -1;
 	}
 
-	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords);
-	if (cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0)
+	const bool named = cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0;
+	const bool isolated = cfg.processes && proc_isolation_possible(named);
+	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords, isolated);
+	if (named)
 		rc = proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
 	else
 		rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total,
-				   "knitting", &p->region);
+				   "knitting", &p->region, !isolated); // isolated: sealed read-only below
+	if (rc == 0 && isolated)
+		rc = proc_isolate(p, plan.lanes_off, plan.stride, plan.steal_off);
 	if (rc != 0) {
 		pool_free(kp);
 		return error_set(rc, "cannot create the pool's shared memory (%llu bytes%s): %s",
@@ -510,12 +522,22 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		l->ext = lane_ext(p, i);
+		l->peer_wakes = lane_counter(l->ext, kWcPeerWakes);
 		if (l->is_inline)
 			continue;
+		uint8_t *block = base + plan.lanes_off + (uint64_t)i * plan.stride;
 		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
 		if (cfg.processes)
 			l->line_spill_area = base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
-		rc = attach_lane(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
+		if (isolated) {
+			// The lane's tail (pool.h): in the lane's own pages.
+			uint8_t *tail = block + lane_block_bytes(arena_capacity(cfg), arena_capacity(cfg));
+			l->ext = tail;
+			l->peer_wakes = lane_counter(l->ext, kWcPeerWakes);
+			l->line = tail + kLaneExtBytes;
+			l->line_spill_area = tail + kLaneExtBytes + kLineBytes;
+		}
+		rc = attach_lane(p, l, block);
 		if (rc != 0) {
 			pool_free(kp);
 			return error_set(rc, "cannot attach lane %u: %s", i, knit_strerror(rc));
@@ -661,7 +683,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
 		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
 		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent) +
-		                knit_load_relaxed_64(lane_counter(l->ext, kWcPeerWakes));
+		                knit_load_relaxed_64(l->peer_wakes);
 		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));

@@ -123,6 +123,19 @@ inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
 // The started mask in a lane extension's first block (after the stamp).
 inline constexpr uint64_t kLaneExtOffStarted = 32;
 
+// An isolated process pool (src/proc.h, "isolation") keeps every word a
+// worker writes in pages of its own: a lane's extension, line and line
+// spill slot follow its lane block, in its stride ("the lane's tail"):
+//   lane_block_bytes(cap, cap)   extension (kLaneExtBytes)
+//   + kLaneExtBytes              line (kLineBytes, src/syncline.h)
+//   + kLaneExtBytes + kLineBytes spill slot (line_spill_stride)
+// and the pool header's extensions, lines and spill slots stay unused.
+// The tail's size: lane_tail_bytes(spill_stride), 4096-aligned.
+inline constexpr uint64_t lane_tail_bytes(uint64_t spill_stride)
+{
+	return align_up(kLaneExtBytes + 2 * kBlock + spill_stride, kArenaAlign);
+}
+
 // Worker counters (u64 indexes in the lane extension's second block).
 enum WorkerCounter : uint32_t {
 	kWcCalls = 0,
@@ -423,6 +436,8 @@ struct Lane {
 	uint32_t *ring_armed; // ArmState, the worker's D2/D3 word
 	uint32_t *ring_seq;   // its ring sequence (futex word, D3/D4)
 	int ring_fd;          // host: the page's memfd, handed to each worker spawned on the lane
+	uint64_t *peer_wakes; // the count of wakes worker processes sent it (kWcPeerWakes in
+	                      // its extension; a steal pool's: the control block's PEERW)
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----
@@ -545,6 +560,8 @@ struct alignas(128) Pool {
 	int futex_shared;                     // 0: thread workers (private futexes)
 	bool rings;                           // host of a process pool: every worker rings through
 	                                      // its own ring page, and db_seq is host_seq (wake.h)
+	bool isolated;                        // host of a process pool whose workers map writable
+	                                      // only their own pages (src/proc.h, "isolation")
 	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
 	uint32_t *efd_flag;                   // in a worker process: its "completion fd on" word
 	int efd_bridge;                       // (ring page, else header) and its lane's bridge

@@ -52,6 +52,8 @@ struct ProcHost {
 	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
 	int ctl;              // eventfd that wakes the monitor (shutdown)
 	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
+	int lane_fd[KNIT_MAX_WORKERS]; // isolation: each lane's memfd (its worker's pages), or -1
+	int steal_fd;         // isolation, stealing: the steal control pages' memfd, or -1
 	uint32_t *efd_flag;   // the pool header's: 1 once the completion fd exists
 	uint32_t efd_watch;   // atomic: the fd is on and the flag is the header's (no ring
 			      // pages): the monitor syncs it every kProcDoorbellWatchdogNs
@@ -88,6 +90,23 @@ uint64_t fnv(uint64_t h, const void *d, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001B3ull;
 	return h;
+}
+
+// The probe for futex_waitv (ring pages, isolation): with no waiters the
+// call is refused with EINVAL where it exists (not ENOSYS, nor EPERM from
+// a seccomp filter).
+bool futex_waitv_works() { return knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL; }
+
+void close_lane_fds(ProcHost *h)
+{
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->lane_fd[i] >= 0) {
+			close(h->lane_fd[i]);
+			h->lane_fd[i] = -1;
+		}
+	if (h->steal_fd >= 0)
+		close(h->steal_fd);
+	h->steal_fd = -1;
 }
 
 char *dup_str(const char *s)
@@ -279,6 +298,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	b.lane = lane;
 	b.fd_status = status_w >= 0 ? kBootFdStatus : -1;
 	b.fd_ring = p->rings ? kBootFdRing : -1;
+	b.fd_lane = p->isolated ? kBootFdLane : -1;
+	b.fd_steal = p->isolated && p->steal.on ? kBootFdSteal : -1;
 	// A respawn waits for its line's open word (S11; recover_lane stored
 	// it, on this thread); the first workers serve theirs from the start.
 	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
@@ -302,13 +323,18 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	// so one dup2 never clobbers the source of another.
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	int src[4] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge[lane],
-		      p->rings ? p->lanes[lane].ring_fd : -1};
-	int tmp[4] = {-1, -1, -1, -1};
+	// Isolation: its own lane's memfd and the steal control pages' too,
+	// never another lane's (proc.h).
+	constexpr int kHanded = 6;
+	static_assert(kBootFdSteal == kBootFdRing + 2 && kBootFdLane == kBootFdRing + 1, "hand-over numbers");
+	int src[kHanded] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge[lane],
+			    p->rings ? p->lanes[lane].ring_fd : -1, p->isolated ? h->lane_fd[lane] : -1,
+			    p->isolated && p->steal.on ? h->steal_fd : -1};
+	int tmp[kHanded] = {-1, -1, -1, -1, -1, -1};
 	int rc = 0;
 	int err = 0; // the errno of a failure, for the message
-	for (int i = 0; i < 4 && rc == 0; i++)
-		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdRing + 1)) < 0)
+	for (int i = 0; i < kHanded && rc == 0; i++)
+		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdSteal + 1)) < 0)
 			rc = -KNIT_ESYSTEM, err = errno;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -329,9 +355,15 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[2], kBootFdBridge);
 		if (e == 0 && tmp[3] >= 0)
 			e = posix_spawn_file_actions_adddup2(&fa, tmp[3], kBootFdRing);
+		if (e == 0 && tmp[4] >= 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[4], kBootFdLane);
+		if (e == 0 && tmp[5] >= 0)
+			e = posix_spawn_file_actions_adddup2(&fa, tmp[5], kBootFdSteal);
 		// Nothing else of ours (or the application's) reaches the worker.
+		const int last = tmp[5] >= 0 ? kBootFdSteal : tmp[4] >= 0 ? kBootFdLane : tmp[3] >= 0 ? kBootFdRing
+														    : kBootFdBridge;
 		if (e == 0)
-			e = posix_spawn_file_actions_addclosefrom_np(&fa, tmp[3] >= 0 ? kBootFdRing + 1 : kBootFdBridge + 1);
+			e = posix_spawn_file_actions_addclosefrom_np(&fa, last + 1);
 		sigset_t none, all;
 		sigemptyset(&none);
 		sigfillset(&all);
@@ -383,7 +415,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < kHanded; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
 	if (rc != 0 && why != nullptr) {
@@ -1110,6 +1142,37 @@ int proc_region_create_named(Pool *p, uint64_t size)
 	return rc;
 }
 
+bool proc_isolation_possible(bool named)
+{
+	return !named && region_page_size() == kArenaAlign && futex_waitv_works();
+}
+
+int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_off)
+{
+	ProcHost *h = p->proc;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		int rc = region_memfd(stride, "knit-lane", &h->lane_fd[i]);
+		if (rc == 0)
+			rc = region_overlay(&p->region, lanes_off + (uint64_t)i * stride, stride, h->lane_fd[i], true);
+		if (rc != 0)
+			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i, knit_strerror(rc));
+	}
+	if (steal_off != 0) {
+		int rc = region_memfd(kStealLockOff, "knit-steal", &h->steal_fd);
+		if (rc == 0)
+			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd, true);
+		if (rc != 0)
+			return error_set(rc, "cannot make the steal control pages (a memfd): %s", knit_strerror(rc));
+	}
+	// Our mapping is made: from now on the shared memfd maps read-only
+	// for everyone (F_SEAL_FUTURE_WRITE).
+	const int rc = region_seal_readonly(p->region.fd);
+	if (rc != 0)
+		return error_set(rc, "cannot seal the pool's shared memory read-only (F_SEAL_FUTURE_WRITE)");
+	p->isolated = true;
+	return 0;
+}
+
 int proc_host_new(Pool *p, void *dl)
 {
 	ProcHost *h = static_cast<ProcHost *>(calloc(1, sizeof(ProcHost)));
@@ -1120,8 +1183,9 @@ int proc_host_new(Pool *p, void *dl)
 	p->proc = h;
 	h->dl = dl;
 	h->ctl = -1;
+	h->steal_fd = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
-		h->pidfd[i] = h->bridge[i] = -1;
+		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -1192,9 +1256,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	// ENOSYS) and can hand each worker a descriptor (not with
 	// KNIT_PROC_NAMED_SHM); else the pool header's words and the
 	// kProcDoorbellWatchdogNs cap, as before.
-	// The probe: with no waiters the call is refused with EINVAL where it
-	// exists (not ENOSYS, nor EPERM from a seccomp filter).
-	if (h->shm_name[0] == 0 && knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL) {
+	if (h->shm_name[0] == 0 && futex_waitv_works()) {
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
 			if (rc != 0)
@@ -1208,6 +1270,8 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		// Host events now wake sleepers through a word no worker maps.
 		p->db_seq = &p->host_seq;
 	}
+	if (p->isolated && !p->rings)
+		return error_set(-KNIT_ESYSTEM, "an isolated process pool without ring pages"); // cannot happen
 	ProcBoot &b = h->boot;
 	memset(&b, 0, sizeof b);
 	b.magic = kBootMagic;
@@ -1224,6 +1288,10 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	b.stride = stride;
 	b.abort_off = abort_off;
 	b.steal_off = steal_off;
+	if (p->isolated) {
+		const uint64_t cap = align_up(cfg.payload_max_bytes, kArenaGranule);
+		b.ext_off = lane_block_bytes(cap, cap); // the lane's tail (pool.h)
+	}
 	b.table_hash = task_table_hash(p->tasks, p->ntasks);
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
@@ -1287,6 +1355,7 @@ void proc_shutdown(Pool *p)
 	janitor_done(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // zero-filled (never created): nothing
+	close_lane_fds(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		if (h->bridge[i] >= 0)
 			close(h->bridge[i]);
@@ -1315,6 +1384,7 @@ void proc_forget(Pool *p)
 			close(h->pidfd[i]);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // our copies (the pages are the parent's workers')
+	close_lane_fds(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		if (h->bridge[i] >= 0)
 			close(h->bridge[i]);
