@@ -6,7 +6,7 @@
 #   make demo            build and run the demo
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
-#   make check-unit | check-api | check-stress | check-cross | check-model |
+#   make check-style | check-unit | check-api | check-stress | check-cross | check-model |
 #        check-fuzz | check-ffi | check-python | check-cxx | check-install | abi-check | man-check
 #   make man-version     write the version of include/knitting.h into the man footers
 #   make SANITIZE=thread|address check    everything under a sanitizer
@@ -47,10 +47,16 @@ pkglibexecdir ?= $(libexecdir)/knitting
 cmakedir ?= $(libdir)/cmake/knitting
 DESTDIR ?=
 
+# Quiet commands: a rule says what it makes with $(call msg,WHAT,FILE) on a
+# line of its own ("  CXX   src/api.cpp"); V=1 prints the commands instead.
+# Build directories are order-only prerequisites (`| $(B)/lib`), made by the
+# one rule for $(BUILD_DIRS) at the end of this file.
 ifeq ($(V),1)
 Q :=
+msg =
 else
 Q := @
+msg = @printf '  %-5s %s\n' '$(1)' '$(2)'
 endif
 
 CC := gcc
@@ -78,6 +84,12 @@ $(error SANITIZE must be thread or address)
 endif
 ifeq ($(KNIT_USE_CC_BUILTINS),1)
 SAN_FLAGS += -DKNIT_USE_CC_BUILTINS=1
+endif
+# KNIT_DCHECK (src/dcheck.h) is live in every sanitizer build and in the
+# white-box test archive, and compiles to nothing in what is shipped.
+DCHECK_FLAGS := -DKNIT_DEBUG_CHECKS=1
+ifneq ($(SANITIZE),)
+SAN_FLAGS += $(DCHECK_FLAGS)
 endif
 
 OPT ?= -O2
@@ -113,10 +125,19 @@ LIB_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj/%.o)
 LIB_SO := $(B)/lib/$(SONAME)
 LIB_LINK := $(B)/lib/libknitting.so
 LIB_TEST_A := $(B)/lib/libknitting-test.a
+LIB_INT_A := $(B)/lib/libknitting-internal.a
 LIB_A := $(B)/lib/libknitting.a
 LIB_PC := $(B)/pkgconfig/knitting.pc
 KW_BIN := $(B)/libexec/knitting/knit-worker
-DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc-static.d
+# The test archive's objects: the same sources with KNIT_DCHECK live, without
+# LTO. Under a sanitizer every object has it live already, so the archive
+# takes the library's objects.
+ifeq ($(SANITIZE),)
+LIB_TEST_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj-test/%.o)
+else
+LIB_TEST_OBJS := $(LIB_OBJS)
+endif
+DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc-static.d $(if $(SANITIZE),,$(LIB_TEST_OBJS:.o=.d))
 
 # Where the library looks for the installed knit-worker (src/proc.cpp,
 # default_worker_path), from the install variables: KW_REL, relative to the
@@ -130,28 +151,24 @@ DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc-static.d
 KW_REL := $(shell realpath -m --relative-to=$(libdir) $(pkglibexecdir))/knit-worker
 KW_ABS := $(pkglibexecdir)/knit-worker
 KW_RPATH := $$ORIGIN/$(shell realpath -m --relative-to=$(pkglibexecdir) $(libdir)):$$ORIGIN/../../lib
-$(B)/install-rel.stamp: FORCE
-	@mkdir -p $(dir $@)
+$(B)/install-rel.stamp: FORCE | $(B)
 	$(Q)v='$(KW_REL) $(KW_RPATH)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
-$(B)/install-abs.stamp: FORCE
-	@mkdir -p $(dir $@)
+$(B)/install-abs.stamp: FORCE | $(B)
 	$(Q)v='$(KW_REL) $(KW_ABS)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
-$(B)/obj/src/proc.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
-$(B)/obj/src/proc.o: $(B)/install-rel.stamp
+$(B)/obj/src/proc.o $(B)/obj-test/src/proc.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
+$(B)/obj/src/proc.o $(B)/obj-test/src/proc.o: $(B)/install-rel.stamp
 
 all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) $(KW_BIN) tools
 
-$(B)/obj/%.o: %.cpp
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CXX   $<")
+$(B)/obj/%.o: %.cpp | $(B)/obj/src
+	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CPPFLAGS_ALL) $(CXXFLAGS_ALL) $(if $(filter $<,$(LTO_SKIP)),,$(LTO)) -fPIC -MMD -MP \
 		-c $< -o $@
 
 # Linked with gcc, not g++, and with -z defs: any libstdc++ symbol the C++
 # code pulls in fails the link instead of sneaking in at run time.
-$(LIB_SO): $(LIB_OBJS) abi/libknitting.map
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LD    $@")
+$(LIB_SO): $(LIB_OBJS) abi/libknitting.map | $(B)/lib
+	$(call msg,LD,$@)
 	$(Q)$(CC) -shared $(SAN_FLAGS) $(OPT) $(LTO) $(LDFLAGS) -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=abi/libknitting.map -Wl,-z,defs -Wl,-z,now \
 		-Wl,--as-needed -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
@@ -159,8 +176,18 @@ $(LIB_SO): $(LIB_OBJS) abi/libknitting.map
 $(LIB_LINK): $(LIB_SO)
 	$(Q)ln -sf $(SONAME) $@
 
-$(LIB_TEST_A): $(LIB_OBJS)
-	@mkdir -p $(dir $@)
+$(B)/obj-test/%.o: %.cpp | $(B)/obj-test/src
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CPPFLAGS_ALL) $(DCHECK_FLAGS) $(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+
+$(LIB_TEST_A): $(LIB_TEST_OBJS) | $(B)/lib
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The library's own objects as an archive, for knit-bench's protocol floors:
+# they must measure the code that ships, not the test build.
+$(LIB_INT_A): $(LIB_OBJS) | $(B)/lib
+	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # The installed static library: the code of the .so (proc.cpp with the
@@ -176,17 +203,14 @@ $(LIB_TEST_A): $(LIB_OBJS)
 # is shipped.
 LIB_A_OBJS := $(filter-out $(B)/obj/src/proc.o,$(LIB_OBJS)) $(B)/obj/src/proc-static.o
 LIB_A_GLOBALS := $(B)/obj/libknitting.globals
-$(B)/obj/src/proc-static.o: src/proc.cpp $(B)/install-abs.stamp
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CXX   $@")
+$(B)/obj/src/proc-static.o: src/proc.cpp $(B)/install-abs.stamp | $(B)/obj/src
+	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CPPFLAGS_ALL) -DKNIT_WORKER_REL='"$(KW_REL)"' -DKNIT_WORKER_ABS='"$(KW_ABS)"' \
 		$(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
-$(LIB_A_GLOBALS): abi/libknitting.map
-	@mkdir -p $(dir $@)
+$(LIB_A_GLOBALS): abi/libknitting.map | $(B)/obj
 	$(Q)sed -n 's/^[[:space:]]*\(knit_[A-Za-z0-9_]*\);.*/\1/p' $< > $@ && test -s $@
-$(LIB_A): $(LIB_A_OBJS) $(LIB_A_GLOBALS)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  AR    $@")
+$(LIB_A): $(LIB_A_OBJS) $(LIB_A_GLOBALS) | $(B)/lib
+	$(call msg,AR,$@)
 	$(Q)$(LD) -r -o $(B)/obj/libknitting-a.o $(LIB_A_OBJS)
 	$(Q)objcopy --keep-global-symbols=$(LIB_A_GLOBALS) -R .group \
 		$(if $(LTO),--wildcard -R '.gnu.lto_*' -R '.gnu.debuglto_*') $(B)/obj/libknitting-a.o
@@ -195,8 +219,7 @@ $(LIB_A): $(LIB_A_OBJS) $(LIB_A_GLOBALS)
 # An uninstalled knitting.pc: lets a consumer build against this checkout with
 # PKG_CONFIG_PATH=build/pkgconfig (header from include/, library from build/lib,
 # found at run time through the rpath).
-$(LIB_PC): abi/knitting.pc.in Makefile
-	@mkdir -p $(dir $@)
+$(LIB_PC): abi/knitting.pc.in Makefile | $(B)/pkgconfig
 	$(Q)sed -e 's|@prefix@|$(CURDIR)|' -e 's|@libdir@|$(abspath $(B)/lib)|' \
 		-e 's|@includedir@|$(CURDIR)/include|' -e 's|@VERSION@|$(VERSION)|' \
 		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
@@ -208,15 +231,17 @@ $(LIB_PC): abi/knitting.pc.in Makefile
 # library looks after its install place (KW_REL). $ORIGIN (KW_RPATH): it
 # finds the library from its own place, installed and in the build tree,
 # without LD_LIBRARY_PATH.
-$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK) $(B)/install-rel.stamp
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC    $@")
+$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK) $(B)/install-rel.stamp | $(B)/libexec/knitting
+	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) $< -o $@ -L$(B)/lib \
 		-Wl,-rpath,'$(KW_RPATH)' -lknitting
 
 # ---- tools ----------------------------------------------------------------------
+# TOOLS (what `make` builds besides the library) and MAN_TOOLS (the tools
+# whose --version man-check reads) grow in the tools' own sections below;
+# the `tools` and man-check rules that use them stand at the end.
 TOOLS :=
-tools: $(TOOLS)
+MAN_TOOLS :=
 
 # ---- dependencies ---------------------------------------------------------------
 # tools/deps.sh lists what each set holds: --demo for `make demo` (and a
@@ -235,6 +260,14 @@ RUN := tests/run.sh $(RES)
 # $(call SUMMARY,MAKE_STATUS,SUITES): summarise only SUITES (a single-suite run
 # must not count what earlier suites left in $(RES)); `make check` passes none.
 SUMMARY = $(if $(filter 0,$(KNIT_SUMMARY)),true,tests/summary.sh $(RES) $(1) $(2))
+# $(call run-suite,NAME,PROGRAMS[,ARGS]): a suite of programs: clear NAME's
+# results, run each program (with ARGS) as one result named after it, and
+# summarise NAME (under a sanitizer NAME is e.g. thread-unit).
+define run-suite
+$(Q)$(RUN) --clear $(SP)$(1)
+$(Q)for t in $(2); do $(RUN) $(SP)$(1) $$(basename $$t) -- $$t $(3); done
+$(Q)$(call SUMMARY,0,$(SP)$(1))
+endef
 TEST_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests $(CFLAGS) $(LDFLAGS)
 TEST_CXXFLAGS := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti $(SAN_FLAGS) $(CPPFLAGS_ALL) -Itests \
 	$(CXXFLAGS) $(LDFLAGS)
@@ -246,19 +279,15 @@ WHITEBOX_LIBS := $(LIB_TEST_A) $(LIB_LDLIBS) -lstdc++ -lm
 UNIT_COMMON := $(wildcard tests/unit/common/*.c tests/unit/common/*.cpp)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/test_*.cpp))
 UNIT_BINS := $(patsubst tests/unit/%,$(B)/tests/unit/%,$(basename $(UNIT_SRCS)))
-$(B)/tests/unit/%: tests/unit/%.c $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h) | $(B)/tests/unit
+	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< $(filter %.c,$(UNIT_COMMON)) -o $@ -lcmocka $(WHITEBOX_LIBS)
-$(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/unit/%: tests/unit/%.cpp $(UNIT_COMMON) $(LIB_TEST_A) $(wildcard tests/unit/*.h tests/unit/common/*.h tests/*.h arch/*.h arch/*/*.h) | $(B)/tests/unit
+	$(call msg,TEST,$@)
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $< $(UNIT_COMMON) -o $@ -lcmocka $(WHITEBOX_LIBS)
 
 check-unit: $(UNIT_BINS)
-	$(Q)$(RUN) --clear $(SP)unit
-	$(Q)for t in $(UNIT_BINS); do $(RUN) $(SP)unit $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0,$(SP)unit)
+	$(call run-suite,unit,$(UNIT_BINS))
 
 # api (Criterion): black-box against the shared library.
 API_SRCS := $(sort $(wildcard tests/api/test_*.c))
@@ -266,50 +295,40 @@ API_BINS := $(patsubst tests/api/%.c,$(B)/tests/api/%,$(API_SRCS))
 API_HELPERS := $(wildcard tests/api/helpers/*.c)
 # Task libraries for process pools: tests/api/tasklib/NAME.c -> $(B)/tests/lib/NAME.so
 API_TASKLIBS := $(patsubst tests/api/tasklib/%.c,$(B)/tests/lib/%.so,$(wildcard tests/api/tasklib/*.c))
-$(B)/tests/lib/%.so: tests/api/tasklib/%.c $(LIB_LINK) include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  SO    $@")
+$(B)/tests/lib/%.so: tests/api/tasklib/%.c $(LIB_LINK) include/knitting.h | $(B)/tests/lib
+	$(call msg,SO,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
 # Built through a pattern rule for the tests: not intermediate files to delete.
 .SECONDARY: $(API_TASKLIBS)
-$(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h) $(API_TASKLIBS) $(KW_BIN)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/api/%: tests/api/%.c $(API_HELPERS) $(LIB_LINK) include/knitting.h $(wildcard tests/api/*.h) $(API_TASKLIBS) $(KW_BIN) | $(B)/tests/api
+	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DKT_BUILD_DIR='"$(abspath $(B))"' $< $(API_HELPERS) -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lcriterion -lpthread -lm
 
 check-api: $(API_BINS)
-	$(Q)$(RUN) --clear $(SP)api
-	$(Q)for t in $(API_BINS); do $(RUN) $(SP)api $$(basename $$t) -- $$t --jobs=1 -q; done
-	$(Q)$(call SUMMARY,0,$(SP)api)
+	$(call run-suite,api,$(API_BINS),--jobs=1 -q)
 
 # stress: one program per tests/stress/*.c(pp), white-box, exit 0/1/77.
 STRESS_SRCS := $(sort $(wildcard tests/stress/*.c tests/stress/*.cpp))
 STRESS_BINS := $(patsubst tests/stress/%,$(B)/tests/stress/%,$(basename $(STRESS_SRCS)))
-$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h) $(KW_BIN) $(API_TASKLIBS)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/stress/%: tests/stress/%.c $(LIB_TEST_A) $(wildcard tests/stress/*.h) $(KW_BIN) $(API_TASKLIBS) | $(B)/tests/stress
+	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ $(WHITEBOX_LIBS)
-$(B)/tests/stress/%: tests/stress/%.cpp $(LIB_TEST_A) $(wildcard tests/stress/*.h)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/stress/%: tests/stress/%.cpp $(LIB_TEST_A) $(wildcard tests/stress/*.h) | $(B)/tests/stress
+	$(call msg,TEST,$@)
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $< -o $@ $(WHITEBOX_LIBS)
 
 check-stress: $(STRESS_BINS)
-	$(Q)$(RUN) --clear $(SP)stress
-	$(Q)for t in $(STRESS_BINS); do $(RUN) $(SP)stress $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0,$(SP)stress)
+	$(call run-suite,stress,$(STRESS_BINS))
 
 # examples: programs against the shared library; demo.c is `make demo`; the
 # .cpp ones use knitting.hpp (C++17).
 EXAMPLE_SRCS := $(sort $(wildcard tests/examples/*.c tests/examples/*.cpp))
 EXAMPLE_BINS := $(patsubst tests/examples/%,$(B)/tests/examples/%,$(basename $(EXAMPLE_SRCS)))
-$(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC    $@")
+$(B)/tests/examples/%: tests/examples/%.c $(LIB_LINK) include/knitting.h | $(B)/tests/examples
+	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread -lm
-$(B)/tests/examples/%: tests/examples/%.cpp $(LIB_LINK) include/knitting.hpp include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CXX   $@")
+$(B)/tests/examples/%: tests/examples/%.cpp $(LIB_LINK) include/knitting.hpp include/knitting.h | $(B)/tests/examples
+	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++17 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CXXFLAGS) $(LDFLAGS) $< -o $@ \
 		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
 
@@ -338,9 +357,8 @@ CXXT_VARIANTS := $(foreach c,gcc clang,$(foreach s,17 20,$(foreach e,exc noexc,$
 CXXT_BINS := $(foreach t,$(CXXT_SRCS:tests/cxx/%.cpp=%),$(foreach v,$(CXXT_VARIANTS),$(B)/tests/cxx/$(t)-$(v)))
 # $(call CXXT_RULE,COMPILER-NAME,COMPILER,STD,EXC)
 define CXXT_RULE
-$(B)/tests/cxx/%-$(1)-$(3)-$(4): tests/cxx/%.cpp include/knitting.hpp include/knitting.h $(LIB_LINK) $(KW_BIN) $(API_TASKLIBS)
-	@mkdir -p $$(dir $$@)
-	@$$(if $$(Q),echo "  CXX   $$@")
+$(B)/tests/cxx/%-$(1)-$(3)-$(4): tests/cxx/%.cpp include/knitting.hpp include/knitting.h $(LIB_LINK) $(KW_BIN) $(API_TASKLIBS) | $(B)/tests/cxx
+	$$(call msg,CXX,$$@)
 	$$(Q)$(2) -std=c++$(3) $(if $(filter noexc,$(4)),-fno-exceptions) $$(OPT) -g -Wall -Wextra -Werror -pedantic \
 		$$(CPPFLAGS_ALL) $(if $(filter gcc,$(1)),$$(CXXFLAGS)) $$(LDFLAGS) -DKT_BUILD_DIR='"$$(abspath $$(B))"' $$< -o $$@ \
 		-L$$(B)/lib -Wl,-rpath,$$(abspath $$(B)/lib) -lknitting -lpthread
@@ -349,9 +367,7 @@ $(foreach s,17 20,$(foreach e,exc noexc,$(eval $(call CXXT_RULE,gcc,$(CXX),$(s),
 	$(eval $(call CXXT_RULE,clang,$(CLANGXX),$(s),$(e)))))
 
 check-cxx: $(CXXT_BINS)
-	$(Q)$(RUN) --clear $(SP)cxx
-	$(Q)for t in $(CXXT_BINS); do $(RUN) $(SP)cxx $$(basename $$t) -- $$t; done
-	$(Q)$(call SUMMARY,0,$(SP)cxx)
+	$(call run-suite,cxx,$(CXXT_BINS))
 
 # model: every tests/model/*.pml checked exhaustively by spin.
 MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
@@ -364,13 +380,12 @@ check-model:
 FUZZ_SECONDS ?= 30
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(FUZZ_SRCS))
-FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-exceptions -fno-rtti \
+FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-exceptions -fno-rtti $(DCHECK_FLAGS) \
 	-fno-sanitize-recover=all $(CPPFLAGS_ALL) -Itests
 # src/cxxrt.cpp is left out: its malloc-based operator delete would free
 # libFuzzer's own operator-new allocations (ASan: alloc-dealloc-mismatch).
-build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  FUZZ  $@")
+build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h) | build/fuzz
+	$(call msg,FUZZ,$@)
 	$(Q)clang++ $(FUZZ_FLAGS) $< $(filter-out src/cxxrt.cpp,$(LIB_SRCS)) -o $@ $(LIB_LDLIBS)
 
 check-fuzz: $(FUZZ_BINS)
@@ -442,8 +457,6 @@ abi-baseline: $(LIB_LINK)
 # and its footer names $(VERSION); the tools' --version print $(VERSION).
 # man-version: write $(VERSION) into every page's footer (after a version
 # bump in include/knitting.h; man-check fails until then).
-# (MAN_TOOLS: the tools this build makes; knit-trace adds itself below.)
-MAN_TOOLS :=
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO) $(MAN_TOOLS)
@@ -459,7 +472,13 @@ check-install: $(LIB_LINK) $(LIB_A)
 	$(Q)MAKE="$(MAKE)" $(RUN) $(SP)install stage -- tests/install/check.sh $(LIB_SO)
 	$(Q)$(call SUMMARY,0,$(SP)install)
 
-CHECK_SUITES := check-unit check-api check-stress check-examples check-model check-fuzz \
+# style: the floors of src/ (tests/layering.sh reads src/README.md).
+check-style:
+	$(Q)$(RUN) --clear $(SP)style
+	$(Q)$(RUN) $(SP)style layering -- tests/layering.sh src
+	$(Q)$(call SUMMARY,0,$(SP)style)
+
+CHECK_SUITES := check-style check-unit check-api check-stress check-examples check-model check-fuzz \
 	check-cross check-ffi check-python abi-check man-check check-install check-sanitizers
 CHECK_SUITES += check-cxx
 
@@ -472,34 +491,30 @@ CHECK_SUITES += check-cxx
 # and runs the full comparison (under 5 minutes on 2 CPUs).
 KB_BIN := $(B)/tools/knit-bench
 MAN_TOOLS += $(KB_BIN)
-man-check: $(KB_BIN)
 KB_SRCS := $(sort $(wildcard tools/knit-bench/*.cpp))
 KB_HAVE_TBB = $(shell test -e /usr/include/oneapi/tbb/task_arena.h && \
 	echo 'int main(){}' | $(CXX) -x c++ - -ltbb -o /dev/null 2>/dev/null && echo 1)
 KB_OUT := $(B)/bench
-$(B)/tools/knit-bench.flags: FORCE
-	@mkdir -p $(dir $@)
+$(B)/tools/knit-bench.flags: FORCE | $(B)/tools
 	$(Q)f='$(if $(KB_HAVE_TBB),-DKB_TBB_LINKED=1 -ltbb)'; echo "$$f" | cmp -s - $@ || echo "$$f" > $@
 # The protocol floors (lock2_echo.cpp) use the runtime's internal lock2
-# classes, which the shared library hides: they come from the archive the
-# white-box tests link, after -lknitting, so only the lock2 / codec / arena /
-# region objects are pulled in and every knit_* call still binds to the .so.
+# classes, which the shared library hides: they come from the archive of the
+# library's own objects (LIB_INT_A, not the test build), after -lknitting, so
+# only the lock2 / codec / arena / region objects are pulled in and every
+# knit_* call still binds to the .so.
 # The commit knit-bench reports in its --json (rewritten only when it changes).
-$(B)/tools/knit-bench-commit.h: FORCE
-	@mkdir -p $(dir $@)
+$(B)/tools/knit-bench-commit.h: FORCE | $(B)/tools
 	$(Q)c=$$(git describe --always --dirty 2>/dev/null || echo unknown); \
 		printf '#define KB_COMMIT "%s"\n' "$$c" | cmp -s - $@ || printf '#define KB_COMMIT "%s"\n' "$$c" > $@
-$(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) $(LIB_TEST_A) include/knitting.h $(B)/tools/knit-bench.flags \
-		$(B)/tools/knit-bench-commit.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CXX   $@")
+$(KB_BIN): $(KB_SRCS) tools/knit-bench/bench.h $(LIB_LINK) $(LIB_INT_A) include/knitting.h $(B)/tools/knit-bench.flags \
+		$(B)/tools/knit-bench-commit.h | $(B)/tools
+	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CPPFLAGS_ALL) -I$(B)/tools $(CXXFLAGS) $(LDFLAGS) $(KB_SRCS) -o $@ \
-		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $(LIB_TEST_A) $$(cat $(B)/tools/knit-bench.flags) -lpthread
+		-L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting $(LIB_INT_A) $$(cat $(B)/tools/knit-bench.flags) -lpthread
 # The process-pool cases' task library, beside knit-bench.
 KB_TASKS := $(B)/tools/knit-bench-tasks.so
-$(KB_TASKS): tools/knit-bench/tasks/bench_tasks.c $(LIB_LINK) include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  SO    $@")
+$(KB_TASKS): tools/knit-bench/tasks/bench_tasks.c $(LIB_LINK) include/knitting.h | $(B)/tools
+	$(call msg,SO,$@)
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fPIC -shared $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting
 $(KB_BIN): $(KB_TASKS) $(KW_BIN)
 deps-bench:
@@ -532,28 +547,23 @@ KT_BPF_FLAGS = -g -O2 -target bpf -mcpu=v3 -Itools/knit-trace/vmlinux -Itools/kn
 HAVE_KT := $(if $(and $(HAVE_CLANG),$(BPFTOOL)),1)
 ifeq ($(HAVE_KT),1)
 TOOLS += $(KT_BIN)
-tools: $(KT_BIN)
 MAN_TOOLS += $(KT_BIN)
-man-check: $(KT_BIN)
 endif
-$(KT_OUT)/knit-trace.bpf.o: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  BPF   $@")
+$(KT_OUT)/knit-trace.bpf.o: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX) | $(KT_OUT)
+	$(call msg,BPF,$@)
 	$(Q)clang $(KT_BPF_FLAGS) -D__TARGET_ARCH_$(KT_BPF_ARCH) -c $< -o $@
 # The BPF program builds for every architecture vmlinux.h has a section for
 # (part of check-trace; the objects are thrown away).
-$(KT_OUT)/bpf-arches.ok: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX)
-	@mkdir -p $(dir $@)
+$(KT_OUT)/bpf-arches.ok: tools/knit-trace/knit-trace.bpf.c tools/knit-trace/knit-trace.h $(KT_VMLINUX) | $(KT_OUT)
 	$(Q)for a in x86 arm64 riscv; do \
 		clang $(KT_BPF_FLAGS) -D__TARGET_ARCH_$$a -c $< -o $(KT_OUT)/knit-trace.$$a.bpf.o || exit 1; \
 	done; touch $@
 $(KT_OUT)/knit-trace.skel.h: $(KT_OUT)/knit-trace.bpf.o
-	@$(if $(Q),echo "  SKEL  $@")
+	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name knit_trace_bpf > $@
 $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace.h $(KT_OUT)/knit-trace.skel.h \
-		include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC    $@")
+		include/knitting.h | build/tools
+	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 $(OPT) -g $(WARN) -I. -I$(KT_OUT) -Itools/knit-trace -DKT_VERSION='"$(VERSION)"' \
 		$(CPPFLAGS) $(CFLAGS) $(LDFLAGS) \
 		$< -o $@ -lbpf -lelf -lz
@@ -569,13 +579,11 @@ $(KT_BIN): tools/knit-trace/knit-trace.c tools/knit-trace/knit-trace.h src/trace
 # deaths by cause); and knit-trace as a non-root uid
 # by capability (setpriv).
 # Needs root; skips only where the kernel refuses BPF.
-$(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/trace/trace_fixture: tests/trace/trace_fixture.c src/trace.h | $(B)/tests/trace
+	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -lpthread
-$(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitting.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST  $@")
+$(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitting.h | $(B)/tests/trace
+	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
 check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN)) \
 		$(KW_BIN) $(B)/tests/lib/proc_tasks.so
@@ -692,6 +700,17 @@ uninstall-python:
 	rm -f $(addprefix $(DESTDIR)$(PYTHONDIR)/knitting/,$(notdir $(PY_PKG)))
 	rm -rf $(DESTDIR)$(PYTHONDIR)/knitting/__pycache__
 	if [ -d $(DESTDIR)$(PYTHONDIR)/knitting ]; then rmdir $(DESTDIR)$(PYTHONDIR)/knitting; fi
+
+# ---- the rules over what every section added ---------------------------------
+tools: $(TOOLS)
+man-check: $(MAN_TOOLS)
+
+# ---- build directories: every rule above names its own as order-only ----------
+BUILD_DIRS := $(sort $(B) $(B)/obj $(B)/obj/src $(B)/obj-test/src $(B)/lib $(B)/pkgconfig $(B)/libexec/knitting \
+	$(B)/tests/unit $(B)/tests/lib $(B)/tests/api $(B)/tests/stress $(B)/tests/examples $(B)/tests/cxx \
+	$(B)/tests/trace $(B)/tools build/fuzz build/tools $(KT_OUT))
+$(BUILD_DIRS):
+	$(Q)mkdir -p $@
 
 .PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall install-python uninstall-python clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:
