@@ -68,7 +68,10 @@
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
 //   spill_off + i*sstride process pools only: worker lane i's line spill slot
 //                        (line_spill_off / line_spill_stride, src/syncline.h)
-//   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
+//   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap));
+//                        an isolated process pool adds the lane's tail
+//                        (its extension, line and spill slot: lane_tail_bytes)
+//                        to its stride, and leaves the header's unused
 //   steal_off            steal topology only: steal control block, submit
 //                        lock and its arena (steal_area_bytes(cap))
 #ifndef KNIT_SRC_POOL_H
