@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // src/api.cpp - the host-side entries of the C ABI: enqueue, complete, call,
-// cancel, stop, the completion eventfd and completion release. Argument
+// cancel, the completion eventfd and completion release (create, stop and
+// destroy are src/pool.cpp's). Argument
 // checks come first and never touch the pool's state; then each entry calls
 // into the rooms: src/calls.h (records, completion, hand-out),
 // src/dispatch.cpp (admission: dispatch_submit; the waiting ladder) and
@@ -17,8 +18,8 @@
 #include "src/calls.h"
 #include "src/pool.h"
 #include "src/syncline.h"
-#include "src/proc.h"
 #include "src/wake.h"
+#include "src/workers.h"
 
 using namespace knit::detail;
 
@@ -78,8 +79,6 @@ int check_value(const knit_value_t &v, uint64_t cap)
 
 int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
 
-int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSED; }
-
 // A call's argument `arg_in` (may be NULL) checked and taken (value_take)
 // into *arg, its bytes copied into *buf (malloc'd; nullptr for a scalar):
 // 0, or the code the enqueue fails with (nothing kept). The caller's
@@ -92,7 +91,7 @@ int closed_code(Pool *p) { return proc_failed(p) ? -KNIT_ECRASHED : -KNIT_ECLOSE
 	if (rc != 0)
 		return rc;
 	if (knit_load_relaxed_32(&p->closed))
-		return closed_code(p);
+		return pool_closed_code(p);
 	if (codec_has_bytes(arg->type)) {
 		if (arg->len > 0) {
 			uint8_t *b = static_cast<uint8_t *>(malloc(arg->len + 1));
@@ -184,7 +183,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	// take mu again to drop it. Without the hold, a queued call may be
 	// run, reaped, handed out and recycled as soon as dispatch_submit()
 	// has published it; that is safe because only the dispatcher's holder
-	// drops kHoldHostQueue (place_queue, reap_lane, run_inline), and
+	// drops kHoldHostQueue (place_queue, lane_reap, run_inline), and
 	// dispatch_submit() reads the record after publishing it only while
 	// it holds the dispatcher itself. A call that is refused or not queued
 	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
@@ -193,7 +192,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	if (knit_load_relaxed_32(&p->closed)) {
 		pthread_mutex_unlock(&p->mu);
 		free(buf);
-		return closed_code(p);
+		return pool_closed_code(p);
 	}
 	int err = 0;
 	knit_ticket_t t = 0;
@@ -364,7 +363,7 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 	bool any_keep = false;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
-		err = closed_code(p);
+		err = pool_closed_code(p);
 	} else {
 		for (; na < np; na++) {
 			const bool keep = a[na].deadline_ns != 0; // as in enqueue()
@@ -407,14 +406,11 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			for (uint32_t j = k; j < na; j++)
 				if (calls[j]->completed)
 					acc = j + 1;
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			for (uint32_t j = k; j < acc; j++) {
 				Call *c = calls[j];
 				if (!c->completed)
-					produced |= call_complete_locked(
-						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED,
-						none, nullptr);
+					produced |= call_fail_locked(
+						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED);
 			}
 			// The rest were never reachable by anyone else: undo them.
 			for (uint32_t j = acc; j < na; j++)
@@ -462,11 +458,6 @@ bool call_ready(Pool *, void *arg)
 {
 	// Acquire: pairs with the release store of done in call_complete_locked().
 	return knit_load_acquire_32(&static_cast<Call *>(arg)->done) != 0;
-}
-
-bool drained_ready(Pool *p, void *)
-{
-	return none_outstanding(p);
 }
 
 } // namespace
@@ -585,7 +576,7 @@ extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT
 		// Release: pairs with the acquire loads of efd_on by the workers
 		// and host_event(): the fd number is visible with the flag.
 		knit_store_release_32(&p->efd_on, 1);
-		proc_efd_enabled(p); // worker processes: ring the bridge from now on
+		p->workers->completion_fd_on(p); // worker processes: ring the bridge from now on
 	}
 	const int fd = p->epfd;
 	pthread_mutex_unlock(&p->mu);
@@ -683,69 +674,8 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uin
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	call_complete_locked(p, c, -KNIT_ECANCELED, none, nullptr);
+	call_fail_locked(p, c, -KNIT_ECANCELED);
 	pthread_mutex_unlock(&p->mu);
-	host_event(p, true);
-	return 0;
-}
-
-extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT
-{
-	if (pool == nullptr)
-		return -KNIT_EINVAL;
-	if ((flags & ~(uint32_t)(KNIT_STOP_DRAIN | KNIT_STOP_CANCEL)) != 0 ||
-	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
-		return -KNIT_EINVAL;
-	Pool *p = &pool->p;
-	if (pool_forked(p))
-		return -KNIT_ECLOSED; // the stop words are the parent's workers'
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
-	pthread_mutex_lock(&p->mu);
-	knit_store_relaxed_32(&p->closed, 1);
-	pthread_mutex_unlock(&p->mu);
-	host_event(p, true); // waiters re-evaluate (enqueue is closed now)
-
-	if (flags == KNIT_STOP_CANCEL) {
-		cancel_all(p);
-		line_cancel_all(p); // S8: after closed and host_event's fence
-		backlog_drop_completed(p, deadline);
-	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
-		// DRAIN: run passes until every accepted call completed.
-		if (!host_wait(p, drained_ready, nullptr, deadline, false))
-			return -KNIT_ETIMEDOUT;
-	}
-	request_worker_stop(p);
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		// A retired lane's worker is gone (dispatch_worker_lost): its
-		// stop word is nobody's any more, never waited on.
-		while (!knit_load_relaxed_32(&l->retired)) {
-			// Acquire: pairs with the worker's release store of
-			// ACKNOWLEDGED in acknowledge_stop().
-			uint32_t s = knit_load_acquire_32(l->stop);
-			if (s == kStopAcknowledged) {
-				// It left its loop for good: survivors may ignore its WANT.
-				steal_worker_gone(p, i);
-				break;
-			}
-			// A worker process may rewrite its stop word and never
-			// acknowledge: it is killed, and its recovery acknowledges.
-			// Its wake may never come either (the word can change
-			// with no wake): look again every watchdog interval.
-			int64_t until = deadline;
-			if (p->proc != nullptr) {
-				if (s != kStopRequested)
-					proc_stop_word_check(p, i);
-				const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-				until = deadline >= 0 && deadline < cap ? deadline : cap;
-			}
-			if (deadline >= 0 && knit_now_ns() >= deadline)
-				return -KNIT_ETIMEDOUT;
-			knit_futex_wait(l->stop, s, until, p->futex_shared);
-		}
-	}
 	host_event(p, true);
 	return 0;
 }

@@ -323,6 +323,35 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 	return true;
 }
 
+uint32_t calls_fail_all_locked(Pool *p, int32_t status)
+{
+	uint32_t n = 0;
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && !c->completed && call_fail_locked(p, c, status))
+			n++;
+	}
+	return n;
+}
+
+uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed)
+{
+	uint32_t n = 0;
+	const uint32_t high = p->tickets.high();
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (c == nullptr || !c->live || (c->lane != w && !(unclaimed && c->lane == kStealLane)) ||
+		    (c->holds & kHoldHostQueue) == 0)
+			continue;
+		c->lane = kNoLane; // no frame of this lane counts for it any more
+		if (call_fail_locked(p, c, status))
+			n++;
+		call_unhold_locked(p, c, kHoldHostQueue); // its frame never comes back
+	}
+	return n;
+}
+
 void complete_batch_end_locked(Pool *p, CompleteBatch *b)
 {
 	if (b->done == 0)

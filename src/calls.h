@@ -92,6 +92,30 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 	batch->done++;
 	return true;
 }
+// The value of a completion that carries none: a failure's (and a
+// worker's result without a value).
+inline constexpr knit_value_t kValueNone = {};
+// Complete c with `status` and no value (under mu), unless it completed
+// already: a failure the host decided (cancel, stop, deadline, hard
+// timeout, a call that can never be placed). Returns whether this made its
+// completion.
+inline bool call_fail_locked(Pool *p, Call *c, int32_t status)
+{
+	return call_complete_locked(p, c, status, kValueNone, nullptr);
+}
+// Fail every live call of the pool not completed yet with `status` (under
+// mu): a stop's cancel, a failed pool. Returns the completions made.
+uint32_t calls_fail_all_locked(Pool *p, int32_t status);
+// Fail every call lane w's worker still holds (under mu): each call placed
+// on lane w (Call::lane == w) with its frame not back, and with
+// `unclaimed` also every call no worker has claimed from a steal pool's
+// submit lock (Call::lane == kStealLane: the last worker is gone). Each
+// one not completed yet completes with `status`, exactly once; each is
+// taken off the lane (lane = kNoLane: no frame of the lane counts for it
+// any more) and loses the host-queue hold its frame had (the frame never
+// comes back). Returns the completions made. The one sweep of a lost
+// lane (src/lane.cpp lane_lost).
+uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed);
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Recycle a record whose last hold was just dropped (under mu): out of

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // src/dispatch.cpp - the host dispatcher: admitting calls (dispatch_submit),
-// placing them into lanes (the balancers; the steal topology's submit lock),
-// the bounded multi-producer backlog, reaping results, deadline expiry, the
-// hard timeout, the inline lane, and the waiting ladder. A call record's
-// lifecycle is src/calls.h's; waking is src/wake.h's.
+// choosing lanes for them (the balancers; the steal topology's submit lock),
+// the bounded multi-producer backlog, the passes (every lane reaped, the
+// distrusted lanes whose worker stopped retired), deadline expiry, the hard
+// timeout, the inline lane, and the waiting ladder. What happens on one lane
+// (stage, flush, reap, distrust, the loss of its worker) is src/lane.h's; a
+// call record's lifecycle is src/calls.h's; waking is src/wake.h's; the kind
+// of workers is src/workers.h's, asked only through Pool::workers.
 //
 // The dispatcher is a try-lock: any host thread that gets it runs a pass;
 // nobody ever waits for it. The holder owns the request-lock producers, the
@@ -20,11 +23,11 @@
 #include <stdlib.h>
 
 #include "src/calls.h"
+#include "src/lane.h"
 #include "src/pool.h"
-#include "src/syncline.h"
 #include "src/trace.h"
-#include "src/proc.h"
 #include "src/wake.h"
+#include "src/workers.h"
 
 namespace knit::detail {
 
@@ -44,106 +47,6 @@ uint64_t rng_next(Pool *p)
 	x ^= x >> 27;
 	p->rng = x;
 	return x * 0x2545F4914F6CDD1Dull;
-}
-
-// The request frame that tells a worker to run c.
-FrameHead frame_of(const Call *c)
-{
-	FrameHead h;
-	memset(&h, 0, sizeof h);
-	h.task = c->task;
-	h.flags = c->abort_bit >= 0 ? (uint32_t)c->abort_bit + 1 : 0;
-	h.ticket = c->index;
-	h.generation = c->gen;
-	h.status = 0;
-	h.deadline_ns = (uint64_t)c->deadline_ns;
-	return h;
-}
-
-// c's argument bytes are in shared memory now: the host copy is no longer
-// needed.
-void drop_arg_copy(Call *c)
-{
-	if (c->arg_buf != nullptr) // a scalar argument has none: no call into libc
-		free(c->arg_buf);
-	c->arg_buf = nullptr;
-	c->arg.data = nullptr;
-}
-
-// Worker w wrote something it could not have written honestly (a bad
-// frame, a stamp or a claim toggle naming a call it does not hold): stop
-// trusting it (holder). Nothing is placed on its lane from now on. A
-// worker thread is asked to stop, and once it has acknowledged
-// dispatch_worker_lost() fails the calls it still holds with -KNIT_EPROTO
-// and retires the lane (dispatch_pass()). A worker process may never
-// acknowledge (its stop word is memory it can scribble): it is killed, and
-// the monitor fails its lane's calls with -KNIT_EPROTO and respawns it
-// within the crash budget (proc_kill_worker, src/proc.h).
-// Calls other workers hold are never touched by what w wrote. Idempotent.
-void lane_retire_begin(Pool *p, uint32_t w)
-{
-	if (w >= p->nworkers)
-		return;
-	if (p->proc != nullptr) {
-		proc_kill_worker(p, w, true); // idempotent until the lane is recovered
-		return;
-	}
-	if (p->lanes[w].retired || (p->retiring >> w) & 1u)
-		return;
-	// Relaxed: read by sleeping hosts' work_pending() (a hint to look).
-	knit_store_relaxed_64(&p->retiring, p->retiring | (1ull << w));
-	Lane *l = &p->lanes[w];
-	// RUNNING -> REQUESTED, as request_worker_stop(): acq_rel, pairs with
-	// the worker's acquire load of the stop word at the top of its pass.
-	knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
-	// W1: pairs with the worker's W2 fence in worker_park().
-	knit_fence_seq_cst();
-	lane_wake(p, l, false);
-}
-
-// ---- the steal topology's host side (the claim protocol: src/steal.h) --------------
-
-// Attribute every claim made since the last look (holder, mu NOT held). A
-// worker's ACK toggle of an unclaimed lane makes that worker the claimant of
-// the lane's call (Call::lane = the worker), so a result or a running stamp
-// counts only from the worker that claimed the call. Toggles of lanes with
-// no unclaimed call are ignored.
-void steal_track(Pool *p)
-{
-	StealHost &s = p->steal;
-	if (!s.on || s.unclaimed == 0)
-		return;
-	uint32_t claimed[kMaxStealConsumers];
-	uint32_t any = 0;
-	for (uint32_t w = 0; w < p->nworkers; w++) {
-		// S2: acquire, pairs with worker w's release store of ACK[w]
-		// (claim_end): a claim is seen before anything the worker did
-		// after it (its result's publish, its running stamp).
-		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
-		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
-		// Every publish is retired by exactly one toggle, and a lane
-		// leaves `unclaimed` only when we see it: a toggle of any other
-		// lane (not published, already claimed, or claimed by another
-		// worker in this same look) is forged.
-		if (((a ^ s.ack_seen[w]) & ~claimed[w]) != 0) {
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
-			lane_retire_begin(p, w);
-		}
-		s.ack_seen[w] = a;
-		any |= claimed[w];
-	}
-	if (any == 0)
-		return;
-	pthread_mutex_lock(&p->mu);
-	for (uint32_t w = 0; w < p->nworkers; w++)
-		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
-			const uint32_t lane = (uint32_t)__builtin_ctz(m);
-			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
-				c->lane = w;
-		}
-	pthread_mutex_unlock(&p->mu);
-	s.unclaimed &= ~any;
 }
 
 // Stage c into the shared submit lock (holder). 0, -KNIT_EAGAIN (no free
@@ -191,64 +94,20 @@ void steal_flush(Pool *p)
 
 // ---- placement ---------------------------------------------------------------------
 
-// Put c into lane l (holder only). 0, -KNIT_EAGAIN (no room now) or another
-// negative code (the call can never be published). Always inline: it is
-// every placed call's (place), and a call to it cost as much as its checks.
-[[gnu::always_inline]] inline int stage_call(Pool *p, Lane *l, Call *c)
-{
-	if (l->inflight >= kLaneInflightMax || l->retired || (p->retiring >> l->index) & 1u || l->down)
-		return -KNIT_EAGAIN;
-	if (l->is_inline) {
-		c->next = nullptr;
-		if (l->inl_tail)
-			l->inl_tail->next = c;
-		else
-			l->inl_head = c;
-		l->inl_tail = c;
-		l->inflight++;
-		c->lane = l->index;
-		KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
-		knit_add_relaxed_32(&p->inline_queued, 1);
-		return 0;
-	}
-	int rc = l->req.stage(frame_of(c), c->arg);
-	if (rc < 0)
-		return rc;
-	l->inflight++;
-	l->staged++;
-	c->lane = l->index;
-	KNIT_TRACE_TASK_ENQUEUE(p, l->index, ticket_of(c));
-	if (p->proc != nullptr) {
-		// A worker process may die before it starts the call: then it
-		// is placed again (src/proc.cpp recover_lane), from this record
-		// and this copy of the argument, never from shared memory. The
-		// copy goes when the frame comes back (handle_result) or with
-		// the record: at most kLaneInflightMax per lane.
-		const uint32_t slot = (uint32_t)rc;
-		l->req_known |= 1u << slot;
-		l->req_ticket[slot] = c->index;
-		l->req_gen[slot] = c->gen;
-		l->req_order[slot] = ++l->req_seq;
-		return 0;
-	}
-	drop_arg_copy(c);
-	return 0;
-}
-
 int place(Pool *p, Call *c)
 {
 	// No worker left to run it (every one retired, no inline lane): fail
 	// it rather than let it wait for nobody. A pinned call to a retired
 	// lane likewise.
-	if ((p->lanes_retired | p->retiring) != 0 &&
+	if ((p->lanes_retired | p->lanes_distrusted) != 0 &&
 	    ((p->lanes_retired == p->nworkers && p->nlanes == p->nworkers) ||
-	     ((c->flags & kCallPinned) &&
-	      (p->lanes[c->pin_lane].retired || (p->retiring >> c->pin_lane) & 1u))))
+	     ((c->flags & kCallPinned) && (p->lanes[c->pin_lane].state == kLaneRetired ||
+	                                   p->lanes[c->pin_lane].state == kLaneDistrusted))))
 		return -KNIT_ECRASHED;
 	if (p->steal.on)
 		return steal_stage(p, c); // one shared submit lock
 	if (c->flags & kCallPinned)
-		return stage_call(p, &p->lanes[c->pin_lane], c);
+		return lane_stage(p, &p->lanes[c->pin_lane], c);
 	const uint32_t n = p->nlanes;
 	uint32_t pos;
 	bool rr = false;
@@ -257,7 +116,7 @@ int place(Pool *p, Call *c)
 	case KNIT_BALANCE_FIRST_IDLE_OR_RANDOM: {
 		for (uint32_t i = 0; i < n; i++) {
 			Lane *l = &p->lanes[p->order[i]];
-			if (l->inflight == 0 && stage_call(p, l, c) == 0)
+			if (l->inflight == 0 && lane_stage(p, l, c) == 0)
 				return 0;
 		}
 		if (p->cfg.balancer == KNIT_BALANCE_FIRST_IDLE) {
@@ -278,7 +137,7 @@ int place(Pool *p, Call *c)
 	}
 	// pos < n: wrap by subtraction (no division on the per-call path).
 	for (uint32_t i = 0, at = pos; i < n; i++, at = at + 1 == n ? 0 : at + 1) {
-		int rc = stage_call(p, &p->lanes[p->order[at]], c);
+		int rc = lane_stage(p, &p->lanes[p->order[at]], c);
 		if (rc == 0) {
 			if (rr)
 				p->rr_cursor = at + 1 == n ? 0 : at + 1;
@@ -300,16 +159,11 @@ void flush_staged(Pool *p)
 		steal_flush(p); // one store of A, then wake ONE parked worker
 		return;
 	}
-	uint64_t flushed = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (l->staged == 0)
-			continue;
-		l->req.flush(); // release store of A (P1 in lock2.h)
-		l->staged = 0;
-		flushed |= 1ull << i;
+		if (l->staged != 0)
+			lane_flush(p, l); // release store of A (P1 in lock2.h)
 	}
-	p->wake_lanes |= flushed;
 }
 
 // flush_staged() after placing the one call c while nothing else was
@@ -324,10 +178,7 @@ inline void flush_placed(Pool *p, const Call *c)
 	const uint32_t i = c->lane;
 	if (i >= p->nworkers)
 		return; // the inline lane: nothing to publish
-	Lane *l = &p->lanes[i];
-	l->req.flush(); // release store of A (P1 in lock2.h)
-	l->staged = 0;
-	p->wake_lanes |= 1ull << i;
+	lane_flush(p, &p->lanes[i]); // release store of A (P1 in lock2.h)
 }
 
 // Wake the parked workers of `lanes`, and those of `room` that parked for
@@ -383,10 +234,8 @@ void unhold_add(Pool *p, UnholdBatch *b, Call *c)
 // Complete c with an error the dispatcher found (EPROTO etc.).
 void complete_now(Pool *p, Call *c, int32_t status)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
-	bool done = call_complete_locked(p, c, status, none, nullptr);
+	bool done = call_fail_locked(p, c, status);
 	pthread_mutex_unlock(&p->mu);
 	if (done)
 		host_event(p, true);
@@ -442,8 +291,6 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 	p->backlog_placed += left;
 }
 
-uint32_t reap_lane(Pool *p, Lane *l);
-
 // Each lane's pinned calls (they can go nowhere else), then the shared list.
 void place_backlog(Pool *p, UnholdBatch *ub)
 {
@@ -478,7 +325,7 @@ void place_private(Pool *p)
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Lane *l = &p->lanes[i];
 			const uint32_t before = l->inflight;
-			produced += reap_lane(p, l);
+			produced += lane_reap(p, l);
 			room |= l->inflight < before;
 		}
 		if (produced)
@@ -490,139 +337,6 @@ void place_private(Pool *p)
 	unhold_flush(p, &ub);
 }
 
-// ---- reaping ---------------------------------------------------------------------------
-
-bool status_from_worker_ok(int32_t s)
-{
-	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ETIMEDOUT ||
-	       s == -KNIT_EPROTO || s == -KNIT_ENOMEM;
-}
-
-// One frame of lane l's return lock (holder, under mu). *bad: the frame is
-// one the lane's worker could not have written honestly (the lane is to be
-// retired: lane_retire_begin). The completion's counts go into *batch
-// (complete_batch_end_locked() before mu is released).
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		   CompleteBatch *batch)
-{
-	int32_t status;
-	knit_value_t val;
-	bool copy = false, proto = true;
-	if (rc == 0 && h.status == 0) {
-		// The common case first: a well-formed frame with a result.
-		proto = false;
-		status = 0;
-		copy = true;
-	} else if (rc != 0) {
-		knit_add_relaxed_64(&p->st_proto_errors, 1);
-		*bad = true;
-		if (h.fault & kFaultIds)
-			return false; // cannot tell whose it is: counted only
-		status = -KNIT_EPROTO;
-	} else if (!status_from_worker_ok(h.status) ||
-		   (h.status == -KNIT_ETASK && v.type != KNIT_VALUE_ERROR)) {
-		knit_add_relaxed_64(&p->st_proto_errors, 1);
-		*bad = true;
-		status = -KNIT_EPROTO;
-	} else {
-		proto = false;
-		status = h.status;
-		copy = status == 0 || status == -KNIT_ETASK;
-	}
-	Call *c = p->tickets.lookup(h.ticket);
-	// A frame counts only for a call this lane holds: placed on it, or
-	// claimed by its worker (steal_track ran before this reap, and the
-	// record stays live under the same generation until its frame is
-	// reaped). Anything else -- no such record, another generation, a call
-	// another worker holds or nobody has claimed -- is forged or corrupt:
-	// it touches no call (not even the one it names, which its holder
-	// still answers) and no count of this lane.
-	// A second frame for the same call (its hold already returned) is a
-	// replay: it must neither count nor complete anything again.
-	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index ||
-	    (c->holds & kHoldHostQueue) == 0) {
-		if (!proto)
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
-		*bad = true;
-		return false;
-	}
-	if (l->inflight > 0)
-		l->inflight--; // its own frame is back
-	if (p->proc != nullptr)
-		drop_arg_copy(c); // kept for a re-run until now (stage_call)
-	if (c->completed) {
-		// Its own frame, late (cancelled, timed out meanwhile): the
-		// lane's hold ends here (the record, and its raised abort bit,
-		// can be recycled now).
-		knit_add_relaxed_64(&p->st_late_drops, 1);
-		call_unhold_locked(p, c, kHoldHostQueue);
-		return false;
-	}
-	// Its own call under another task id: only this call fails (and the
-	// lane is retired).
-	if (h.task != c->task) {
-		if (!proto)
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
-		*bad = true;
-		status = -KNIT_EPROTO;
-		copy = false;
-	}
-	uint8_t *buf = nullptr;
-	const knit_value_t *result = &val;
-	if (copy && !codec_has_bytes(v.type)) {
-		// A scalar view from decode() has no code, data or len:
-		// value_copy() would copy it unchanged.
-		result = &v;
-	} else if (!copy || value_copy(v, &val, &buf) != 0) {
-		if (copy)
-			status = -KNIT_ENOMEM;
-		memset(&val, 0, sizeof val);
-	}
-	const bool done = call_complete_batch_locked(p, c, status, *result, buf, batch);
-	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
-	return done;
-}
-
-uint32_t reap_lane(Pool *p, Lane *l)
-{
-	if (l->retired)
-		return 0; // its words are not read any more
-	uint32_t snap = l->ret.pending();
-	if (snap == 0)
-		return 0;
-	l->ret.prefetch(snap);
-	// Who claimed what, from ACK words at least as new as these results.
-	steal_track(p);
-	uint32_t produced = 0;
-	bool bad = false;
-	CompleteBatch batch; // cq_count and outstanding once per reap
-	pthread_mutex_lock(&p->mu);
-	int slot;
-	while ((slot = l->ret.next_lane(&snap)) >= 0) {
-		FrameHead h;
-		knit_value_t v;
-		int rc = l->ret.decode((uint32_t)slot, &h, &v);
-		if (rc == -KNIT_EINVAL)
-			continue; // not in flight: cannot happen with our own snapshot
-		if (handle_result(p, l, rc, h, v, &bad, &batch))
-			produced++;
-		l->ret.release((uint32_t)slot);
-	}
-	complete_batch_end_locked(p, &batch);
-	pthread_mutex_unlock(&p->mu);
-	if (bad)
-		lane_retire_begin(p, l->index);
-	l->ret.retire_taken(); // C3: release store of B
-	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	// A worker parked for room is looked for after the fence that
-	// releasing the dispatcher needs anyway (dispatch_unlock; W1 there
-	// pairs with its W2 fence after it stores kParkedForRoom and before it
-	// retries: either it sees the room we just gave back or we see it
-	// parked).
-	p->room_lanes |= 1ull << l->index;
-	return produced;
-}
-
 // ---- deadlines, hard timeout, inline lane ------------------------------------------------
 
 uint32_t expire_deadlines(Pool *p, int64_t now)
@@ -631,12 +345,10 @@ uint32_t expire_deadlines(Pool *p, int64_t now)
 	if (ed == 0 || ed > now)
 		return 0;
 	uint32_t n = 0;
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
 	Call *t;
 	while ((t = p->heap.top()) != nullptr && t->deadline_ns <= now) {
-		if (call_complete_locked(p, t, -KNIT_ETIMEDOUT, none, nullptr))
+		if (call_fail_locked(p, t, -KNIT_ETIMEDOUT))
 			n++;
 		else
 			p->heap.remove(t); // completed records leave the heap; defensive
@@ -698,8 +410,6 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		// The stamp counts only for a call this worker holds; a claim
 		// made since the last reap is attributed first.
 		steal_track(p);
-		knit_value_t none;
-		memset(&none, 0, sizeof none);
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
 		if (named && c->lane != i) {
@@ -708,19 +418,18 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 			// the forger is retired.
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
 			pthread_mutex_unlock(&p->mu);
-			lane_retire_begin(p, i);
+			lane_distrust(p, i);
 			continue;
 		}
-		bool hit = named && call_complete_locked(p, c, -KNIT_ETIMEDOUT, none, nullptr);
+		bool hit = named && call_fail_locked(p, c, -KNIT_ETIMEDOUT);
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
 			n++;
-			if (p->proc != nullptr) {
-				// A process can be killed: only its lane is lost
-				// (src/proc.h), the pool keeps serving.
-				proc_kill_worker(p, i, false);
+			// A worker of a kind that can be killed (a process): only
+			// its lane is lost, the pool keeps serving. Else (a thread)
+			// the whole pool stops.
+			if (p->workers->hard_kill(p, i))
 				continue;
-			}
 			force_stop(p);
 			break;
 		}
@@ -957,7 +666,7 @@ void reap_for_room(Pool *p)
 {
 	uint32_t produced = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++)
-		produced += reap_lane(p, &p->lanes[i]);
+		produced += lane_reap(p, &p->lanes[i]);
 	if (produced)
 		host_event(p, true);
 }
@@ -1230,14 +939,17 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 {
 	uint32_t produced = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++)
-		produced += reap_lane(p, &p->lanes[i]);
-	// Workers being retired (lane_retire_begin) that have stopped.
-	for (uint64_t m = p->retiring; m != 0; m &= m - 1) {
-		const uint32_t w = (uint32_t)__builtin_ctzll(m);
+		produced += lane_reap(p, &p->lanes[i]);
+	// Distrusted workers (lane_distrust) that have stopped: their lanes
+	// retire.
+	for (uint32_t w = 0; p->lanes_distrusted != 0 && w < p->nworkers; w++) {
 		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
 		// (acknowledge_stop): it left its loop, writes nothing more.
-		if (knit_load_acquire_32(p->lanes[w].stop) == kStopAcknowledged)
-			produced += dispatch_worker_lost(p, w, -KNIT_EPROTO);
+		if (p->lanes[w].state == kLaneDistrusted &&
+		    knit_load_acquire_32(p->lanes[w].stop) == kStopAcknowledged) {
+			LaneLoss loss = {-KNIT_EPROTO, kLaneRetire, nullptr, nullptr, {}, 0};
+			produced += lane_lost(p, w, &loss);
+		}
 	}
 	dispatch_flush_backlog(p);
 	// The clock only for a call's deadline or the hard timeout (a trim reads
@@ -1362,40 +1074,10 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 void cancel_all(Pool *p)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	uint32_t n = 0;
 	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && !c->completed &&
-		    call_complete_locked(p, c, -KNIT_ECLOSED, none, nullptr))
-			n++;
-	}
+	calls_fail_all_locked(p, -KNIT_ECLOSED);
 	pthread_mutex_unlock(&p->mu);
 	host_event(p, true);
-	(void)n;
-}
-
-void backlog_drop_completed(Pool *p, int64_t deadline_ns)
-{
-	// Every call is completed (cancel_all after closed): a flush removes
-	// them all from both backlog lists without placing any. Whoever holds
-	// the dispatcher may have walked the private list before cancel_all,
-	// so take it ourselves, retrying (bounded by the stop's deadline) while
-	// another thread holds it or a pusher is half-way through a push.
-	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
-		if (dispatch_trylock(p)) {
-			dispatch_flush_backlog(p);
-			dispatch_unlock(p);
-			if (knit_load_relaxed_64(&p->backlog_count) == 0)
-				break;
-		}
-		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
-			break;
-		sched_yield();
-	}
 }
 
 void request_worker_stop(Pool *p)
@@ -1416,64 +1098,6 @@ void request_worker_stop(Pool *p)
 	knit_fence_seq_cst();
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		lane_wake(p, &p->lanes[i], false);
-}
-
-uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status)
-{
-	if (w >= p->nworkers || p->lanes[w].retired)
-		return 0;
-	Lane *l = &p->lanes[w];
-	uint32_t produced = reap_lane(p, l); // what it answered before it went
-	dispatch_steal_reap(p, w);
-	// Relaxed: read by sleeping hosts' work_pending() only to skip the lane.
-	knit_store_relaxed_32(&l->retired, 1);
-	knit_store_relaxed_64(&p->retiring, p->retiring & ~(1ull << w));
-	line_lost(p, l, status, false, 0); // a knit_call on its line ends with status too
-	p->lanes_retired++;
-	l->inflight = 0;
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	// The last worker of a steal pool: the calls waiting in the submit lock
-	// have nobody left to claim them either.
-	const bool last = p->steal.on && p->lanes_retired == p->nworkers;
-	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || (c->lane != w && !(last && c->lane == kStealLane)))
-			continue;
-		c->lane = kNoLane; // no frame of this lane counts for it any more
-		if (call_complete_locked(p, c, status, none, nullptr))
-			produced++;
-		// Its frame never comes back: the lane's hold ends here.
-		call_unhold_locked(p, c, kHoldHostQueue);
-	}
-	pthread_mutex_unlock(&p->mu);
-	if (produced)
-		host_event(p, true);
-	return produced;
-}
-
-uint32_t dispatch_reap_lane(Pool *p, Lane *l) { return reap_lane(p, l); }
-
-void dispatch_steal_reap(Pool *p, uint32_t w)
-{
-	if (!p->steal.on || w >= p->nworkers)
-		return;
-	bool bad = false;
-	const uint32_t lost = steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
-	if (bad)
-		knit_add_relaxed_64(&p->st_proto_errors, 1);
-	p->steal.req.reclaim_lost(lost); // arena slots it never freed
-	// Its last claims (the ones retired on its behalf just now included)
-	// name it as their calls' holder.
-	steal_track(p);
-}
-
-void steal_worker_gone(Pool *p, uint32_t i)
-{
-	if (p->steal.on && i < p->nworkers)
-		steal_mark_dead(p->steal.ctl, i);
 }
 
 } // namespace knit::detail

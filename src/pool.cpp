@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-// src/pool.cpp - pool creation and destruction, the task table, statistics.
+// src/pool.cpp - pool creation, stop and destruction, the task table,
+// statistics.
 //
 // knit_pool_create validates everything first (options, tasks), then builds
 // the pool in one direction with a single undo path: the task table sorted
-// by name, the shared region (one anonymous shared mapping, lazily
-// committed) carved into the pool header and the lane blocks, the lock
-// endpoints of both sides, the host tables, and last the worker threads. A
-// failure at any step undoes every step before it.
+// by name, the shared region (lazily committed; its kind is the workers'
+// choice) carved into the pool header and the lane blocks, the lock
+// endpoints of both sides, the host tables, and last the workers. A failure
+// at any step undoes every step before it. Every step that depends on the
+// kind of workers is one operation of its table (src/workers.h).
 #include "src/common.h"
 
 #include <errno.h>
@@ -16,9 +18,11 @@
 #include <stdlib.h>
 
 #include "src/error.h"
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/syncline.h"
-#include "src/proc.h"
+#include "src/wake.h"
+#include "src/workers.h"
 
 using namespace knit::detail;
 
@@ -66,7 +70,8 @@ void pool_free_common(knit_pool *kp)
 void pool_free_forked(knit_pool *kp)
 {
 	Pool *p = &kp->p;
-	proc_forget(p);
+	if (p->workers != nullptr)
+		p->workers->forget(p);
 	p->tickets.fini();
 	p->heap.fini();
 	free(p->abort_in_use);
@@ -136,20 +141,10 @@ namespace {
 
 uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
 
-struct RegionPlan {
-	uint64_t line_off; // the worker lanes' lines (src/syncline.h)
-	uint64_t abort_off;
-	uint64_t spill_off; // process pools: the lines' spill slots (src/syncline.h), else 0
-	uint64_t lanes_off;
-	uint64_t stride;
-	uint64_t steal_off; // steal topology: the steal area (steal.h), else 0
-	uint64_t total;
-};
-
 static_assert(kLineBytes == 2 * kBlock, "lane_tail_bytes (pool.h) counts a line as two blocks");
 
-// isolated: a process pool whose lanes each carry their tail (pool.h).
-RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_words, bool isolated)
+// lane_tail: each lane carries its tail (pool.h; an isolated process pool).
+RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, bool lane_tail, uint32_t nlanes, uint32_t abort_words)
 {
 	RegionPlan r;
 	const uint64_t cap = arena_capacity(cfg);
@@ -157,12 +152,12 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 	r.abort_off = align_up(r.line_off + (uint64_t)cfg.workers * kLineBytes, kBlock);
 	uint64_t end = r.abort_off + (uint64_t)abort_words * 4;
 	r.spill_off = 0;
-	if (cfg.processes) {
+	if (line_spill) {
 		r.spill_off = line_spill_off(r.abort_off, abort_words);
 		end = r.spill_off + (uint64_t)cfg.workers * line_spill_stride(cfg);
 	}
 	r.lanes_off = align_up(end, kArenaAlign);
-	r.stride = lane_block_bytes(cap, cap) + (isolated ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
+	r.stride = lane_block_bytes(cap, cap) + (lane_tail ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
 	r.steal_off = 0;
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
@@ -170,181 +165,6 @@ RegionPlan plan_region(const PoolConfig &cfg, uint32_t nlanes, uint32_t abort_wo
 		r.total = r.steal_off + steal_area_bytes(cap);
 	}
 	return r;
-}
-
-// Commit the first `bytes` of an arena now (payload_initial_bytes): one write
-// per page, so the pages exist before the first call needs them.
-void prefault(uint8_t *base, uint64_t bytes)
-{
-	const uint64_t page = region_page_size();
-	for (uint64_t off = 0; off < bytes; off += page)
-		__atomic_store_n(base + off, (uint8_t)0, __ATOMIC_RELAXED);
-}
-
-// Attach the host producer and every worker's consumer to the steal area at
-// `area` (4096-aligned, steal_area_bytes(arena_cap) bytes of the pool
-// region). Returns 0 or -KNIT_ESYSTEM.
-int steal_attach(Pool *p, uint8_t *area, uint64_t arena_cap)
-{
-	StealHost &s = p->steal;
-	s.ctl = area;
-	s.lock = area + kStealLockOff;
-	uint8_t *arena = s.lock + lock_arena_offset();
-	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
-	ArenaShared sh = steal_submit_arena(s.ctl, s.lock, arena_cap);
-	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
-		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
-			return -KNIT_ESYSTEM;
-		// One call per claim: a worker never holds calls it has not
-		// started (steal.h, claim size).
-		p->lanes[i].sc.set_take_max(1);
-		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
-		// Its signal words are the control block's (layout.h): a
-		// worker process's peers wake it without mapping its lane.
-		p->lanes[i].wake_seq = word_at(s.ctl, steal_wake_offset(i));
-		p->lanes[i].parked = word_at(s.ctl, steal_parked_offset(i));
-		p->lanes[i].peer_wakes = reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
-	}
-	s.staged = 0;
-	s.wake_cursor = 0;
-	s.unclaimed = 0;
-	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
-		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
-	s.on = true;
-	return 0;
-}
-
-int attach_lane(Pool *p, Lane *l, uint8_t *block)
-{
-	const uint64_t cap = arena_capacity(p->cfg);
-	l->block = block;
-	l->wake_seq = word_at(block, kLaneOffWake);
-	l->parked = word_at(block, kLaneOffParked);
-	l->stop = word_at(block, kLaneOffStop);
-	uint8_t *req_lock = block + kLaneOffReqLock;
-	uint8_t *ret_lock = block + kLaneOffRetLock;
-	uint8_t *req_arena = block + lane_req_arena_offset();
-	uint8_t *ret_arena = block + lane_ret_arena_offset(cap);
-	if (p->cfg.topology != KNIT_TOPOLOGY_STEAL) // stealing: requests use the submit lock
-		prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
-	prefault(ret_arena, min_of(p->cfg.payload_initial_bytes, cap));
-	ArenaShared req_sh = lock_arena_shared(req_lock, req_arena, cap);
-	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
-	const uint64_t per_call = p->cfg.max_payload_bytes;
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
-	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
-	int rc = l->req.attach(req_lock, req_sh, per_call);
-	if (rc == 0)
-		rc = l->wreq.attach(req_lock, req_sh, wl);
-	if (rc == 0)
-		rc = l->wret.attach(ret_lock, ret_sh, per_call);
-	if (rc == 0)
-		rc = l->ret.attach(ret_lock, ret_sh, hl);
-	if (rc != 0)
-		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
-	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
-	return l->local ? 0 : -KNIT_ENOMEM;
-}
-
-// Worker i's CPU set under the placement options, and the one CPU it is
-// pinned to (-1 when the set has more than one).
-int32_t worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
-{
-	CPU_ZERO(set);
-	uint32_t n = 0, last = 0;
-	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
-		if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
-			n++, last = c;
-	if (!cfg.one_per_worker) {
-		for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
-			if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
-				CPU_SET(c, set);
-		return n == 1 ? (int32_t)last : -1;
-	}
-	uint32_t want = i % n; // n > 0: options_resolve refuses the flag on an empty mask
-	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
-		if (((cfg.cpu_mask[c / 64] >> (c % 64)) & 1) && want-- == 0) {
-			CPU_SET(c, set);
-			return (int32_t)c;
-		}
-	return -1; // not reached
-}
-
-// Start worker i, placed as asked. glibc applies an attribute's affinity to
-// the new thread before it runs its start routine, and fails the create when
-// the kernel refuses every CPU; the kernel silently drops the CPUs the
-// process may not use from a wider set, so the set is read back and must be
-// exactly what was asked. 0, -KNIT_EINVAL (a CPU the process may not use;
-// the thread, if started, is left for the caller to stop) or -KNIT_ESYSTEM,
-// the message recorded (src/error.h).
-int start_worker(Pool *p, Lane *l)
-{
-	if (!p->cfg.place) {
-		const int e = pthread_create(&l->thread, nullptr, worker_main, l);
-		return e == 0 ? 0 : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
-	}
-	cpu_set_t want, got;
-	l->cpu = worker_cpus(p->cfg, l->index, &want);
-	pthread_attr_t attr;
-	if (pthread_attr_init(&attr) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot start worker thread %u: pthread_attr_init", l->index);
-	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
-	if (e == 0)
-		e = pthread_create(&l->thread, &attr, worker_main, l);
-	pthread_attr_destroy(&attr);
-	if (e == EINVAL)
-		return error_set(-KNIT_EINVAL, "cpu_mask: no CPU of worker %u's set is one the process may use",
-				 l->index);
-	if (e != 0)
-		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
-	l->started = true;
-	if (pthread_getaffinity_np(l->thread, sizeof got, &got) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot read worker thread %u's CPU affinity back", l->index);
-	return CPU_EQUAL(&want, &got)
-		       ? 0
-		       : error_set(-KNIT_EINVAL, "cpu_mask: a CPU of worker %u's set is one the process may not use",
-				   l->index);
-}
-
-// Start every worker thread with all async signals blocked (signals belong
-// to the application's threads). Returns 0, -KNIT_EINVAL (placement) or
-// -KNIT_ESYSTEM.
-int start_workers(Pool *p)
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = 0;
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		rc = start_worker(p, l);
-		if (rc != 0)
-			break;
-		l->started = true;
-		char name[16] = "knit-w";
-		// i < KNIT_MAX_WORKERS: at most two digits.
-		if (i >= 10)
-			name[6] = (char)('0' + i / 10), name[7] = (char)('0' + i % 10), name[8] = 0;
-		else
-			name[6] = (char)('0' + i), name[7] = 0;
-		pthread_setname_np(l->thread, name);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
-	return rc;
-}
-
-void join_workers(Pool *p)
-{
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		if (l->started) {
-			pthread_join(l->thread, nullptr);
-			l->started = false;
-		}
-	}
 }
 
 // Free every record's buffers, the completion queue's results, and the
@@ -377,7 +197,8 @@ void free_host_state(Pool *p)
 void pool_free(knit_pool *kp)
 {
 	Pool *p = &kp->p;
-	proc_shutdown(p); // process pools: no child is left after this
+	if (p->workers != nullptr)
+		p->workers->shutdown(p); // no worker is left after this
 	free_host_state(p);
 	if (p->lanes != nullptr) {
 		for (uint32_t i = 0; i < p->nlanes; i++) {
@@ -391,11 +212,6 @@ void pool_free(knit_pool *kp)
 }
 
 } // namespace
-
-int32_t knit::detail::pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
-{
-	return worker_cpus(cfg, i, set);
-}
 
 namespace {
 
@@ -412,17 +228,14 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		return rc;
 	// Thread pools take function pointers, process pools a task library
 	// (options_resolve checked it is named) and no table here.
-	if (cfg.processes && (tasks != nullptr || ntasks != 0))
-		return error_set(-KNIT_EINVAL, "process workers take their tasks from task_library: tasks must be "
-					       "NULL and ntasks 0 (they are %s and %zu)",
-				 tasks != nullptr ? "set" : "NULL", ntasks);
-	if (!cfg.processes && (tasks == nullptr || ntasks == 0 || ntasks > 65535))
-		return error_set(-KNIT_EINVAL, "thread workers need a task table: tasks is %s, ntasks %zu (1..65535)",
-				 tasks != nullptr ? "set" : "NULL", ntasks);
+	const WorkerOps *ops = workers_for(cfg);
+	rc = ops->check(tasks, ntasks);
+	if (rc != 0)
+		return rc;
 	// options_resolve read only opts->size bytes; so do we.
 	knit_pool_options_t popts;
 	memset(&popts, 0, sizeof popts);
-	if (cfg.processes)
+	if (opts != nullptr)
 		memcpy(&popts, opts, opts->size);
 	pthread_once(&g_atfork_once, register_atfork);
 	if (g_atfork_rc != 0) // pthread_atfork fails only for want of memory
@@ -440,17 +253,11 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	p->tfd = -1;
 	p->epfd = -1;
 	p->region.fd = -1;
+	p->workers = ops;
 	pthread_mutex_init(&p->mu, nullptr);
 	__cds_wfcq_init(&p->bq_head, &p->bq_tail);
 
-	if (cfg.processes) {
-		void *dl = nullptr;
-		rc = proc_load_tasks(p, popts.task_library, &dl); // records its message
-		if (rc == 0 && (rc = proc_host_new(p, dl)) != 0) // owns dl from here on
-			error_set(rc, "out of memory for the process pool's host state");
-	} else {
-		rc = build_tasks(p, tasks, ntasks);
-	}
+	rc = ops->tasks(p, &popts, tasks, ntasks); // records its message
 	if (rc != 0) {
 		pool_free(kp);
 		return rc;
@@ -495,30 +302,21 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		p->lanes[i].cpu = -1;
 	}
 
-	const bool named = cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0;
-	const bool isolated = cfg.processes && proc_isolation_possible(named);
-	RegionPlan plan = plan_region(cfg, p->nlanes, p->abort_nwords, isolated);
-	if (named)
-		rc = proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
-	else
-		rc = region_create(cfg.processes ? RegionKind::kMemfd : RegionKind::kAnonymous, plan.total,
-				   "knitting", &p->region, !isolated); // isolated: sealed read-only below
-	if (rc == 0 && isolated)
-		rc = proc_isolate(p, plan.lanes_off, plan.stride, plan.steal_off);
+	const bool lane_tail = ops->isolated != nullptr && ops->isolated(&popts);
+	RegionPlan plan = plan_region(cfg, ops->line_spill, lane_tail, p->nlanes, p->abort_nwords);
+	plan.lane_tail = lane_tail;
+	const char *what = "";
+	rc = ops->region(p, &popts, plan, &what);
 	if (rc != 0) {
 		pool_free(kp);
 		return error_set(rc, "cannot create the pool's shared memory (%llu bytes%s): %s",
-				 (unsigned long long)plan.total,
-				 cfg.processes && (popts.proc_flags & KNIT_PROC_NAMED_SHM) != 0 ? ", a named shm object"
-				 : cfg.processes							  ? ", a memfd"
-													  : "",
-				 knit_strerror(rc));
+				 (unsigned long long)plan.total, what, knit_strerror(rc));
 	}
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
 	p->db_armed = word_at(base, kPoolOffDoorbellArmed);
 	p->abort_words = word_at(base, plan.abort_off);
-	p->futex_shared = cfg.processes ? 1 : 0; // process workers share the futex words
+	p->futex_shared = ops->futex_shared ? 1 : 0; // process workers share the futex words
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		l->ext = lane_ext(p, i);
@@ -527,9 +325,9 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 			continue;
 		uint8_t *block = base + plan.lanes_off + (uint64_t)i * plan.stride;
 		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
-		if (cfg.processes)
+		if (plan.spill_off != 0)
 			l->line_spill_area = base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
-		if (isolated) {
+		if (plan.lane_tail) {
 			// The lane's tail (pool.h): in the lane's own pages.
 			uint8_t *tail = block + lane_block_bytes(arena_capacity(cfg), arena_capacity(cfg));
 			l->ext = tail;
@@ -537,38 +335,22 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 			l->line = tail + kLaneExtBytes;
 			l->line_spill_area = tail + kLaneExtBytes + kLineBytes;
 		}
-		rc = attach_lane(p, l, block);
+		rc = lane_attach(p, l, block);
 		if (rc != 0) {
 			pool_free(kp);
 			return error_set(rc, "cannot attach lane %u: %s", i, knit_strerror(rc));
 		}
 	}
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
-		rc = steal_attach(p, base + plan.steal_off, arena_capacity(cfg));
+		rc = lanes_attach_steal(p, base + plan.steal_off);
 		if (rc != 0) {
 			pool_free(kp);
 			return error_set(rc, "cannot attach the steal area: %s", knit_strerror(rc));
 		}
 	}
 
-	if (cfg.processes) {
-		// Both record their message (src/proc.h).
-		rc = proc_prepare(p, &popts, cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
-				  plan.steal_off);
-		if (rc == 0)
-			rc = proc_start(p);
-		if (rc != 0) {
-			pool_free(kp);
-			return rc;
-		}
-		*out = kp;
-		return 0;
-	}
-	rc = start_workers(p); // records its message
+	rc = ops->start(p, &popts, plan); // records its message; leaves no worker on failure
 	if (rc != 0) {
-		// Stop the workers already running (they see REQUESTED and leave).
-		request_worker_stop(p);
-		join_workers(p);
 		pool_free(kp);
 		return rc;
 	}
@@ -592,6 +374,79 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	return rc;
 }
 
+namespace {
+
+bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
+
+// After cancel_all on a closed pool: take the completed calls out of the
+// backlog so stats.backlog reads their true count (0). Bounded by
+// deadline_ns (absolute, < 0 = none) while another thread holds the
+// dispatcher.
+void backlog_drop_completed(Pool *p, int64_t deadline_ns)
+{
+	// Every call is completed (cancel_all after closed): a flush removes
+	// them all from both backlog lists without placing any. Whoever holds
+	// the dispatcher may have walked the private list before cancel_all,
+	// so take it ourselves, retrying (bounded by the stop's deadline) while
+	// another thread holds it or a pusher is half-way through a push.
+	while (knit_load_relaxed_64(&p->backlog_count) != 0) {
+		if (dispatch_trylock(p)) {
+			dispatch_flush_backlog(p);
+			dispatch_unlock(p);
+			if (knit_load_relaxed_64(&p->backlog_count) == 0)
+				break;
+		}
+		if (deadline_ns >= 0 && knit_now_ns() >= deadline_ns)
+			break;
+		sched_yield();
+	}
+}
+
+// knit_stop's body, also knit_pool_destroy's first step. The pool closes
+// (enqueue fails from now on), then: CANCEL completes every call with
+// -KNIT_ECLOSED; DRAIN runs passes until every accepted call completed.
+// Then every worker is asked to stop, and each one's acknowledgement is
+// waited for (its kind's stop_wait), all by the same deadline.
+int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
+{
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->closed, 1);
+	pthread_mutex_unlock(&p->mu);
+	host_event(p, true); // waiters re-evaluate (enqueue is closed now)
+
+	if (flags == KNIT_STOP_CANCEL) {
+		cancel_all(p);
+		line_cancel_all(p); // S8: after closed and host_event's fence
+		backlog_drop_completed(p, deadline);
+	} else if (!knit_load_relaxed_32(&p->workers_stopping)) {
+		// DRAIN: run passes until every accepted call completed.
+		if (!host_wait(p, drained_ready, nullptr, deadline, false))
+			return -KNIT_ETIMEDOUT;
+	}
+	request_worker_stop(p);
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		if (!p->workers->stop_wait(p, i, deadline))
+			return -KNIT_ETIMEDOUT;
+	host_event(p, true);
+	return 0;
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	if ((flags & ~(uint32_t)(KNIT_STOP_DRAIN | KNIT_STOP_CANCEL)) != 0 ||
+	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED; // the stop words are the parent's workers'
+	return pool_stop(p, flags, timeout_ns);
+}
+
 extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
@@ -604,8 +459,8 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 	// Cancel what is left and wait (without limit) for every acknowledgement:
 	// a worker stuck in a task is waited for (threads cannot be killed).
 	// Worker processes get kExitGraceNs, then pool_free kills what is left.
-	knit_stop(pool, KNIT_STOP_CANCEL, p->proc != nullptr ? kExitGraceNs : -1);
-	join_workers(p);
+	pool_stop(p, KNIT_STOP_CANCEL, p->workers->destroy_stop_ns);
+	p->workers->shutdown(p);
 	line_free(p); // spills of cancelled line calls nobody took
 	pool_free(pool);
 	return 0;
@@ -670,7 +525,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	s.arena_committed_bytes = arena_committed_bytes(p);
-	proc_stats(p, &s.spawns, &s.crashes, &s.respawns, &s.hard_kills);
+	p->workers->stats(p, &s);
 	s.backlogged = knit_load_relaxed_64(&p->st_backlogged);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];

@@ -1,27 +1,35 @@
 // SPDX-License-Identifier: MIT
-// src/pool.h - the thread-pool runtime's types behind the C ABI: the pool,
-// its lanes, the host-side call records and the worker-side context, plus
-// the entry points of the rooms that share them: src/options.cpp (option
-// resolution), src/pool.cpp (create, destroy, stats), src/dispatch.cpp (the
-// host dispatcher: admission, placement, reaping, deadlines, the waiting
+// src/pool.h - the runtime's types behind the C ABI: the pool, the
+// host-side call records and the worker-side context, plus the entry points
+// of the rooms that share them: src/options.cpp (option resolution),
+// src/pool.cpp (create, stop, destroy, stats), src/dispatch.cpp (the host
+// dispatcher: admission, placement, the backlog, deadlines, the waiting
 // ladder), src/trim.cpp (arena give-back) and src/worker.cpp (the worker
-// loop, the task runner, knit_ctx_*). Two rooms have their own contract
-// header above this one: src/calls.h (call records' lifecycle, hand-out)
-// and src/wake.h (park/unpark, the doorbell, host events, the eventfd).
-// src/api.cpp holds the host ABI entries: argument checks, then a call into
-// each room.
+// loop, the task runner, knit_ctx_*). Rooms with their own contract header
+// above this one: src/lane.h (a worker lane, its mechanism and its life:
+// attach, stage, reap, distrust, lane_lost), src/calls.h (call records'
+// lifecycle, hand-out), src/wake.h (park/unpark, the doorbell, host events,
+// the eventfd), src/syncline.h (the synchronous call line), src/workers.h
+// (the seam to the kind of workers: threads in src/workers_thread.cpp,
+// processes in src/proc.cpp, src/proc.h). src/api.cpp holds the other host
+// ABI entries: argument checks, then a call into a room.
 //
 // Floors (project headers; every #include points down, none back up):
 //   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
 //   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
-//   protocol only) -> src/pool.h (types) -> {src/wake.h, src/calls.h,
-//   options.cpp} -> {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp}
+//   protocol only) -> src/pool.h (types) -> src/lane.h -> {src/wake.h,
+//   src/calls.h, src/syncline.h, src/workers.h} -> src/proc.h ->
+//   {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp, lane.cpp,
+//   workers_thread.cpp, proc.cpp}
 // (include/knitting.h and src/trace.h are the ground floor: they include
-// nothing of ours). wake.cpp and calls.cpp include only pool.h (and
-// trace.h) below their own header, so neither room calls the other or any
-// room above it.
+// nothing of ours). calls.cpp includes only pool.h (and trace.h) below its
+// own header, so it calls no room above it. lane.cpp calls src/syncline.h's
+// line_lost (a lost lane's line) while syncline.cpp needs the Lane: the two
+// modules include each other's header, one way for types, the other for
+// that one call.
 //
-// Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a thread with
+// Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a worker (a
+// thread or a process, src/workers.h) with
 // a request lock (host produces, worker consumes) and a return lock (worker
 // produces, host consumes) in one lane block of the pool's shared region, plus
 // an optional inline lane run by whichever host thread runs a dispatcher pass.
@@ -194,10 +202,6 @@ struct TaskEntry;
 // the caller's table; process pools: the task library's). 0,
 // -KNIT_EINVAL or -KNIT_ENOMEM.
 int pool_build_tasks(Pool *p, const knit_task_t *tasks, size_t ntasks);
-// Worker i's CPU set under cfg's placement (cpu_mask, one_per_worker), and
-// the one CPU it is pinned to (-1 when the set has more than one). Thread
-// workers are started with it; a worker process places itself with it.
-int32_t pool_worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set);
 
 // ---- call records (types; their lifecycle: src/calls.h) ---------------------------
 
@@ -387,121 +391,6 @@ private:
 	uint32_t cap_ = 0;
 };
 
-// ---- lanes ----------------------------------------------------------------------------
-
-// A frame the worker took from its request lock and has not run yet.
-struct HeldFrame {
-	uint32_t slot; // request-lock lane (0..31)
-	int rc;        // decode result
-	FrameHead head;
-	knit_value_t view; // valid until the slot is retired (lanes), or
-	                   // points into buf (steal: copied before the ACK)
-	uint8_t *buf;      // steal: malloc'd argument bytes, freed once run
-};
-
-// A result the worker could not publish yet (return arena full).
-struct PendingResult {
-	FrameHead head;
-	knit_value_t value; // data = buf
-	uint8_t *buf;
-};
-
-struct WorkerLocal {
-	HeldFrame held[kLanes];
-	uint32_t held_head, held_count;
-	PendingResult pend[kLaneInflightMax];
-	uint32_t pend_head, pend_count;
-};
-
-// Who writes what decides where it lives: the host half and the worker half
-// each start a 128-byte block of their own (alignas), so the host's
-// per-call writes (in-flight counts, staging, reaping) never share a cache
-// line (or an adjacent-line prefetch pair) with the worker's.
-struct Lane {
-	// Set at creation, read-only afterwards (both sides).
-	Pool *pool;
-	uint32_t index;
-	bool is_inline;
-	bool started;  // the thread was started (host: create/destroy only)
-	int32_t cpu;   // the one CPU the worker is pinned to, -1 = none (set before start)
-	pthread_t thread;
-	// Shared words (worker lanes).
-	uint8_t *block;
-	uint32_t *wake_seq;
-	uint32_t *parked; // ParkState (src/wake.h)
-	uint32_t *stop;
-	uint8_t *ext; // lane extension in the pool header
-	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
-	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
-	// Process pools with ring pages (Pool::rings, src/wake.h): this
-	// worker's own doorbell words, in a page only it and the host map
-	// (host: set at creation, read-only afterwards; nullptr otherwise).
-	uint32_t *ring_armed; // ArmState, the worker's D2/D3 word
-	uint32_t *ring_seq;   // its ring sequence (futex word, D3/D4)
-	int ring_fd;          // host: the page's memfd, handed to each worker spawned on the lane
-	uint64_t *peer_wakes; // the count of wakes worker processes sent it (kWcPeerWakes in
-	                      // its extension; a steal pool's: the control block's PEERW)
-	WorkerLocal *local; // the worker's run queue and pending results
-
-	// ---- host half (dispatcher holder only, unless noted) ----
-	alignas(128) LockProducer req;
-	LockConsumer ret;
-	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
-	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
-	                   // sleeping hosts compare it with the return lock's A)
-	uint32_t staged;   // frames staged in req, not flushed yet
-	uint32_t retired;  // 1: its worker is gone or untrusted (dispatch_worker_lost):
-	                   // nothing is placed here and its words are never read
-	                   // again (written by the holder, relaxed-readable)
-	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
-	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
-	uint64_t wakes_sent;       // atomic add, any host thread
-	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
-	                           // dispatcher-owned, src/trim.cpp)
-	// The line (src/syncline.h): any host thread, by claim.
-	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
-	int32_t line_lost_status; // the status a call on a LOST line ends with
-	                          // (written before S10's CAS publishes LOST)
-	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
-	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
-	uint32_t line_nonce; // process pools: the open word given to the lane's
-	                     // last respawned worker (recovery only, relaxed)
-	uint32_t line_token; // the reopen token: that open word while a reopen
-	                     // for it is due, else 0 (xchg only: S10, S11)
-	bool down;                 // process worker killed, lane not recovered yet:
-	                           // place nothing (dispatcher-owned, src/proc.cpp)
-	// Process pools: the call each request-lock slot carries (record index,
-	// generation, place order), written by stage_call (dispatcher-owned), so
-	// that after the worker's death the calls it never started can be
-	// placed again in order (src/proc.cpp recover_lane). req_known: slots
-	// staged since the lane was (re)set.
-	uint32_t req_known;
-	uint32_t req_ticket[kLanes];
-	uint32_t req_gen[kLanes];
-	uint64_t req_order[kLanes];
-	uint64_t req_seq;
-
-	// ---- worker half (the lane's thread only) ----
-	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
-	                           // (relaxed), read by the host only as the
-	                           // host_ring probe's argument
-	LockConsumer wreq;
-	StealConsumer sc; // steal topology: this worker's claim endpoint
-	LockProducer wret;
-	// The line (src/syncline.h), worker side.
-	uint32_t line_served;   // requests served
-	uint32_t line_fault;    // the last out-of-sequence request word counted
-	uint32_t line_wait;     // 0: serving; else the open word this respawned
-	                        // worker waits for before it serves (S11)
-	uint8_t *line_spill;    // a result too big for the reply block (handed
-	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
-
-	// ---- the worker's busy hint, on a block of its own: the worker
-	// stores it when it changes (per batch), host threads read it when
-	// they choose a line (src/syncline.h) ----
-	alignas(128) uint32_t busy; // 1 while the worker runs ticketed calls (relaxed)
-};
-
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
 struct StealHost {
 	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
@@ -556,8 +445,8 @@ struct alignas(128) Pool {
 	uint32_t nlanes;    // nworkers + (inline ? 1 : 0)
 	uint32_t order[KNIT_MAX_WORKERS + 1]; // balancer rotation
 	uint32_t rr_cursor;                   // dispatcher-owned
-	uint32_t lanes_retired;               // dispatcher-owned: worker lanes retired
-	uint64_t retiring;                    // bit w: worker w is being retired (lane_retire_begin);
+	uint32_t lanes_retired;               // dispatcher-owned: worker lanes RETIRED (src/lane.h)
+	uint32_t lanes_distrusted;            // worker lanes DISTRUSTED (src/lane.h lane_set_state):
 	                                      // written by the holder, relaxed-readable
 	uint64_t rng;                         // dispatcher-owned
 	int futex_shared;                     // 0: thread workers (private futexes)
@@ -565,7 +454,17 @@ struct alignas(128) Pool {
 	                                      // its own ring page, and db_seq is host_seq (wake.h)
 	bool isolated;                        // host of a process pool whose workers map writable
 	                                      // only their own pages (src/proc.h, "isolation")
+	const struct WorkerOps *workers;      // the worker kind's operations (src/workers.h)
 	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
+	// The workers are other processes, whose shared words may say anything
+	// (set by their backend, src/proc.cpp): a doorbell sleep without ring
+	// pages is bounded by kProcDoorbellWatchdogNs, and no host arms for a
+	// refill, which trusts every worker to ring at its low-water mark
+	// (src/wake.cpp).
+	bool untrusted_workers;
+	uint32_t failed;                      // 1: the workers cannot be replaced any more (out of
+	                                      // respawns): new calls fail -KNIT_ECRASHED (relaxed;
+	                                      // stored before closed, under mu: pool_failed)
 	uint32_t *efd_flag;                   // in a worker process: its "completion fd on" word
 	int efd_bridge;                       // (ring page, else header) and its lane's bridge
 	StealHost steal;                      // steal topology (steal.h); on = false otherwise
@@ -664,6 +563,14 @@ extern uint32_t g_fork_gen;
 // touches any of them, and knit_pool_destroy frees only private memory.
 inline bool pool_forked(const Pool *p) { return knit_load_relaxed_32(&g_fork_gen) != p->fork_gen; }
 
+// What a call on a closed pool fails with: -KNIT_ECRASHED once the pool
+// failed (Pool::failed, stored before closed; a caller that read closed
+// under mu, or after its acquire, sees it), else -KNIT_ECLOSED.
+inline int pool_closed_code(const Pool *p)
+{
+	return knit_load_relaxed_32(&p->failed) != 0 ? -KNIT_ECRASHED : -KNIT_ECLOSED;
+}
+
 // ---- region helpers --------------------------------------------------------------------
 inline uint8_t *lane_ext(Pool *p, uint32_t lane) { return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes; }
 inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
@@ -742,48 +649,10 @@ bool dispatch_backlog_clear_for(Pool *p, const Call *c);
 typedef bool (*ReadyFn)(Pool *p, void *arg);
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll);
 
-// Reap lane l's return lock now (holder only; src/proc.cpp, after the
-// lane's worker process died). Returns the completions produced.
-uint32_t dispatch_reap_lane(Pool *p, Lane *l);
-
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
-// After cancel_all on a closed pool: take the completed calls out of the
-// backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
-// (absolute, < 0 = none) while another thread holds the dispatcher.
-void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
-
-// Steal topology, holder: worker w is dead and will never write again (a
-// reaped process, or the end of dispatch_worker_lost): retire the lanes it
-// had claimed and not acknowledged on its behalf (steal_reap_dead:
-// validated, a bad record only counted as a protocol error), give back
-// their arena slots, mark it dead, and attribute its last claims (its
-// calls then name it: Call::lane == w). No-op on a lanes pool.
-void dispatch_steal_reap(Pool *p, uint32_t w);
-
-// Steal topology: worker i will never run again (acknowledged stop, failed
-// to start): survivors may ignore its WANT (steal.h, dead consumers).
-void steal_worker_gone(Pool *p, uint32_t i);
-
-// Worker w is gone for good (its process died or was killed; a white-box
-// test injects it) and will never write shared memory again (holder only).
-// Reaps the results it published first (they complete normally), then, on
-// a steal pool, retires the lanes it had claimed and not acknowledged on its
-// behalf (steal_reap_dead: validated, a bad record only counted as a
-// protocol error) and marks it dead; then completes every call it still
-// held (placed on its lane, or claimed by it) with `status` (-KNIT_ECRASHED
-// for a death, -KNIT_EPROTO for a worker retired for a bad frame), exactly
-// once each, and retires its lane: no call is placed there again and its
-// words are never read again (a respawn re-creates the lane). When it was
-// the last worker, the calls nobody claimed fail too, and new calls fail at
-// placement (-KNIT_ECRASHED). Returns the completions produced. Idempotent.
-// Also the end of a retirement for a bad frame (lane_retire_begin in
-// dispatch.cpp, status -KNIT_EPROTO): the pass that sees the retiring
-// worker's stop acknowledged calls it; a process pool calls it once the
-// killed child is reaped.
-uint32_t dispatch_worker_lost(Pool *p, uint32_t w, int32_t status);
 
 // ---- arena give-back (src/trim.cpp) ------------------------------------------------------
 // Dispatcher holder, once per pass: trim the request arena of every lane

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // src/proc.cpp - the host side of process pools (src/proc.h has the
-// contract): task libraries, spawning knit-worker, the monitor thread, lane
-// recovery after a worker's death, respawn and shutdown.
+// contract) and the process backend of the worker seam (src/workers.h,
+// kProcWorkers): task libraries, spawning knit-worker, the monitor thread,
+// a worker's death handed to lane_lost (src/lane.h), respawn and shutdown.
 #include "src/common.h"
 
 #include <dlfcn.h>
@@ -27,9 +28,11 @@
 
 #include "src/calls.h"
 #include "src/error.h"
+#include "src/lane.h"
 #include "src/proc.h"
 #include "src/syncline.h"
 #include "src/wake.h"
+#include "src/workers.h"
 
 extern char **environ;
 
@@ -66,7 +69,6 @@ struct ProcHost {
 	int boot_rc;
 	char boot_msg[kErrorMax]; // why boot_rc is not 0 (the monitor writes it before boot_done)
 	uint32_t shutdown;    // atomic: the monitor leaves (destroy)
-	uint32_t failed;      // atomic: out of respawns
 	// Per worker lane (the monitor thread only, after boot).
 	pid_t pid[KNIT_MAX_WORKERS];
 	int pidfd[KNIT_MAX_WORKERS];
@@ -300,7 +302,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	b.fd_ring = p->rings ? kBootFdRing : -1;
 	b.fd_lane = p->isolated ? kBootFdLane : -1;
 	b.fd_steal = p->isolated && p->steal.on ? kBootFdSteal : -1;
-	// A respawn waits for its line's open word (S11; recover_lane stored
+	// A respawn waits for its line's open word (S11; lane_lost stored
 	// it, on this thread); the first workers serve theirs from the start.
 	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
 	char hex[2 * sizeof(ProcBoot) + 1];
@@ -610,162 +612,15 @@ void dispatcher_take(Pool *p)
 // pool failed).
 void complete_all(Pool *p, int32_t status)
 {
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
 	pthread_mutex_lock(&p->mu);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && !c->completed)
-			call_complete_locked(p, c, status, none, nullptr);
-	}
+	calls_fail_all_locked(p, status);
 	pthread_mutex_unlock(&p->mu);
-}
-
-// Zero shared words that other host threads may read meanwhile (the return
-// lock's A in work_pending, the running stamp in next_wake): word by word
-// with atomic stores, never a memset. bytes: a multiple of 8, aligned.
-void zero_shared(uint8_t *at, uint64_t bytes)
-{
-	uint64_t *w = reinterpret_cast<uint64_t *>(at);
-	for (uint64_t i = 0; i < bytes / 8; i++)
-		knit_store_relaxed_64(&w[i], 0);
-}
-
-void reattach_lane(Pool *p, Lane *l)
-{
-	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
-	uint8_t *req_lock = l->block + kLaneOffReqLock;
-	uint8_t *ret_lock = l->block + kLaneOffRetLock;
-	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
-	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
-	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
-	// attach resets every field of an endpoint in place (no construction:
-	// other host threads read the return lock's publish word meanwhile).
-	// The geometry is the one create used: cannot fail.
-	(void)l->req.attach(req_lock, req_sh, p->cfg.max_payload_bytes);
-	(void)l->ret.attach(ret_lock, ret_sh, hl);
-}
-
-// The calls on lane l whose frames its dead worker never started (holder,
-// under mu), in the order they were placed, into again[] (at most kLanes);
-// each is taken off the lane (lane = kNoLane) and keeps its host-queue hold.
-//
-// A frame was started when its worker retired it (its bit of the request
-// lock's B flipped: the worker retires a frame only after running it) or
-// marked it in the started mask (set before its task runs, src/worker.cpp).
-// So the unstarted ones are the slots still in flight by our own mirror of
-// A and the shared B, minus the started mask. B and the mask are the dead
-// worker's words: they may say anything. They only choose among the slots
-// the host itself recorded (stage_call), and a call counts only when the
-// record still names it (same generation, on this lane, its frame not
-// back, not completed): a lie can make a started call run again (it ran
-// twice; its first result never came back, so it completes once) or an
-// unstarted one fail -KNIT_ECRASHED -- never a second completion, never a
-// call of another lane. The worker is dead and reaped: nothing writes the
-// words any more, and its stores are visible (the kernel's exit and our
-// waitid order them), so relaxed loads.
-uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
-{
-	const uint32_t b = knit_load_relaxed_32(word_at(l->block + kLaneOffReqLock, kLockOffB));
-	const uint32_t started =
-	    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
-	uint64_t order[kLanes];
-	uint32_t n = 0;
-	for (uint32_t m = (l->req.published() ^ b) & ~started & l->req_known; m != 0; m &= m - 1) {
-		const uint32_t slot = (uint32_t)__builtin_ctz(m);
-		Call *c = p->tickets.lookup(l->req_ticket[slot]);
-		if (c == nullptr || !c->live || c->gen != l->req_gen[slot] || c->lane != l->index ||
-		    (c->holds & kHoldHostQueue) == 0 || c->completed)
-			continue;
-		c->lane = kNoLane; // once: another slot naming it no longer matches
-		// Insertion sort by place order (at most 32).
-		uint32_t i = n++;
-		for (; i > 0 && order[i - 1] > l->req_order[slot]; i--) {
-			order[i] = order[i - 1];
-			again[i] = again[i - 1];
-		}
-		order[i] = l->req_order[slot];
-		again[i] = c;
-	}
-	return n;
-}
-
-// Worker `lane` is dead and reaped, and what it published is delivered
-// (on_death, holding the dispatcher): fail the lane's calls its worker
-// started (ran or was running) with `status` (-KNIT_ECRASHED; -KNIT_EPROTO
-// when it was killed for a protocol error), reset the lane to its initial
-// state, place the calls it never started again (stop_word RUNNING: the
-// lane gets a new worker; else the pool is failing or stopping and they
-// fail too), release the dispatcher.
-void recover_lane(Pool *p, uint32_t lane, uint32_t stop_word, int32_t status)
-{
-	Lane *l = &p->lanes[lane];
-	// S10 (src/syncline.h): a knit_call on its line ends with `status` too.
-	// With a new worker to come (RUNNING) the line is reopened for it
-	// (S11): its boot record carries the open word it waits for, a nonce
-	// no earlier worker of the lane waited for (relaxed: only the
-	// dispatcher's holder and the monitor, this thread, use it).
-	const bool respawn = stop_word == kStopRunning;
-	uint32_t nonce = knit_load_relaxed_32(&l->line_nonce) + 1;
-	if (nonce == 0)
-		nonce = 1; // 0 means "open from the start" (first boot)
-	if (respawn)
-		knit_store_relaxed_32(&l->line_nonce, nonce);
-	line_lost(p, l, status, respawn, nonce);
-	knit_value_t none;
-	memset(&none, 0, sizeof none);
-	Call *again[kLanes];
-	uint32_t nagain = 0;
-	pthread_mutex_lock(&p->mu);
-	if (stop_word == kStopRunning && !p->steal.on)
-		nagain = unstarted_calls(p, l, again);
-	const uint32_t high = p->tickets.high();
-	for (uint32_t i = 0; i < high; i++) {
-		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || c->lane != lane || (c->holds & kHoldHostQueue) == 0)
-			continue;
-		if (!c->completed)
-			call_complete_locked(p, c, status, none, nullptr);
-		call_unhold_locked(p, c, kHoldHostQueue); // its frame is gone with the lane
-	}
-	pthread_mutex_unlock(&p->mu);
-	// No process maps the lane as a worker now: its locks go back to
-	// their initial (zero) state and the host's endpoints start over.
-	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
-	zero_shared(l->ext, kBlock); // the running stamp
-	l->inflight = 0;
-	l->staged = 0;
-	l->down = false;
-	l->req_idle_ns = 0;
-	l->req_known = 0;
-	reattach_lane(p, l);
-	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
-	knit_store_relaxed_32(l->parked, kAwake);
-	// acq_rel exchange, not a store: if request_worker_stop's CAS to
-	// REQUESTED came first, we read from it and so see its earlier store
-	// of workers_stopping below, and put the request back for the new
-	// worker; if it comes after us, it finds RUNNING and makes it
-	// REQUESTED itself. Release: the reset above is visible to whoever sees
-	// the new word (knit_stop's acquire load; the new worker maps later).
-	knit_xchg_acq_rel_32(l->stop, stop_word);
-	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
-		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
-	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
-	if (nagain != 0) {
-		// Ahead of every call queued after them, and placed now (this lane
-		// is empty again; its new worker finds them published when it
-		// attaches): no host thread need call in for them to run.
-		dispatch_backlog_requeue(p, again, nagain);
-		dispatch_flush_backlog(p);
-	}
-	dispatch_unlock(p);
 }
 
 // The pool failed: enqueues fail with -KNIT_ECRASHED from now on.
 void mark_failed(Pool *p)
 {
-	knit_store_relaxed_32(&p->proc->failed, 1);
+	knit_store_relaxed_32(&p->failed, 1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1); // under mu, as knit_stop stores it
 	pthread_mutex_unlock(&p->mu);
@@ -793,31 +648,28 @@ void pool_fail(Pool *p)
 	host_event(p, true);
 }
 
-void on_death(Pool *p, uint32_t i)
+// What on_death learns while it holds the dispatcher (settle_death).
+struct Death {
+	siginfo_t si;
+	bool ending; // the pool is stopping or failed: no successor
+	bool budget; // the death is within the respawn budget (or was asked for)
+};
+
+// lane_lost's settle for a worker process (holding the dispatcher, after the
+// reaps of what the worker published and of its claims): why it died, and
+// so what its calls end with and whether a successor comes. The kill
+// reason is taken here: after the last look at the dead worker's words
+// (a bad frame in the last reap asks for a protocol kill) and before
+// lane_lost wipes them. Kill requests come only from the dispatcher's
+// holder, so one made after we release it is about the new worker, never
+// a late one for this worker that would kill its successor.
+void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 {
 	ProcHost *h = p->proc;
-	siginfo_t si;
-	reap(h->pidfd[i], h->pid[i], &si);
-	close(h->pidfd[i]);
-	h->pidfd[i] = -1;
-	h->pid[i] = 0;
-	dispatcher_take(p);
-	// What it published, validated as always (a bad frame asks for its
-	// kill: the reason is read below).
-	dispatch_reap_lane(p, &p->lanes[i]);
-	// Stealing: the lanes of the submit lock it had claimed and not
-	// acknowledged are retired on its behalf (their calls now name it and
-	// fail below with the lane's); everything still pending there stays
-	// for the other workers (or its successor). Before the kill reason is
-	// read: a forged ACK toggle asks for a protocol kill.
-	dispatch_steal_reap(p, i);
+	Death *d = static_cast<Death *>(loss->arg);
+	const siginfo_t &si = d->si;
 	// acq_rel: pairs with proc_kill_worker's fetch_or (a kill asked for
-	// this worker, and why, is seen here, whichever thread asked). Taken
-	// under the dispatcher, after the last look at the dead worker's words
-	// and before recover_lane() wipes them: kill requests come only from
-	// the dispatcher's holder, so one made after we release it is about
-	// the new worker, never a late one for this worker that would kill
-	// its successor.
+	// this worker, and why, is seen here, whichever thread asked).
 	const uint32_t kill = knit_xchg_acq_rel_32(&h->killed[i], 0);
 	// A worker killed for a protocol error wrote what no honest worker
 	// writes: its death counts as a crash (a task library that keeps
@@ -826,7 +678,7 @@ void on_death(Pool *p, uint32_t i)
 	const bool killed = kill != 0 && !proto;
 	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
 	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
-	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&h->failed);
+	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&p->failed);
 	// A clean exit counts only when the host asked for it: the stop word
 	// is the worker's to write too, and one that stops on its own died
 	// unasked (else a task library could respawn workers for free).
@@ -843,22 +695,50 @@ void on_death(Pool *p, uint32_t i)
 	if (!ending && !budget)
 		mark_failed(p); // before the lane's calls complete: a caller that
 		                // sees their -KNIT_ECRASHED finds the pool failed
-	// Counted before recover_lane() completes the lane's calls: a caller
-	// that reaps the -KNIT_ECRASHED then reads the stats sees the respawn
-	// it caused (a test that did so failed now and then).
+	// Counted before lane_lost completes the lane's calls: a caller that
+	// reaps the -KNIT_ECRASHED then reads the stats sees the respawn it
+	// caused (a test that did so failed now and then).
 	if (!ending && budget)
 		knit_add_relaxed_64(&h->respawns, 1);
-	recover_lane(p, i, ending || !budget ? kStopAcknowledged : kStopRunning,
-		     proto ? -KNIT_EPROTO : -KNIT_ECRASHED);
-	if (!ending) {
-		if (budget) {
+	loss->status = proto ? -KNIT_EPROTO : -KNIT_ECRASHED;
+	// RUNNING: the lane gets a new worker; else the pool is failing or
+	// stopping and the calls it never started fail too.
+	loss->fate = ending || !budget ? kLaneStopped : kLaneRespawn;
+	d->ending = ending;
+	d->budget = budget;
+}
+
+void on_death(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	Death d;
+	reap(h->pidfd[i], h->pid[i], &d.si);
+	close(h->pidfd[i]);
+	h->pidfd[i] = -1;
+	h->pid[i] = 0;
+	d.ending = d.budget = false;
+	dispatcher_take(p);
+	// Reap what it published, its claims, its line; fail the calls it
+	// started; reset and re-attach the lane (src/lane.h lane_lost).
+	LaneLoss loss = {-KNIT_ECRASHED, kLaneStopped, settle_death, &d, {}, 0};
+	lane_lost(p, i, &loss);
+	if (loss.nagain != 0) {
+		// Ahead of every call queued after them, and placed now (this lane
+		// is empty again; its new worker finds them published when it
+		// attaches): no host thread need call in for them to run.
+		dispatch_backlog_requeue(p, loss.again, loss.nagain);
+		dispatch_flush_backlog(p);
+	}
+	dispatch_unlock(p);
+	if (!d.ending) {
+		if (d.budget) {
 			// Stealing: the successor takes over consumer i (steal.h,
 			// revival; reaped above). Harmless if the spawn fails: a
 			// consumer with no claim and no intent blocks nobody.
 			if (p->steal.on)
 				steal_revive(p->steal.ctl, i);
 		}
-		if (!budget || spawn_worker(p, i, -1, nullptr) != 0)
+		if (!d.budget || spawn_worker(p, i, -1, nullptr) != 0)
 			pool_fail(p);
 	}
 	host_event(p, true); // the -KNIT_ECRASHED completions
@@ -1272,6 +1152,12 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	}
 	if (p->isolated && !p->rings)
 		return error_set(-KNIT_ESYSTEM, "an isolated process pool without ring pages"); // cannot happen
+	// A worker's words may say anything (Pool::untrusted_workers); a
+	// worker's successor on the lanes topology runs the calls it never
+	// started (Lane::rerun).
+	p->untrusted_workers = true;
+	for (uint32_t i = 0; i < p->nworkers; i++)
+		p->lanes[i].rerun = !p->steal.on;
 	ProcBoot &b = h->boot;
 	memset(&b, 0, sizeof b);
 	b.magic = kBootMagic;
@@ -1301,7 +1187,7 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 	if (cfg.place)
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			cpu_set_t set;
-			p->lanes[i].cpu = pool_worker_cpus(cfg, i, &set);
+			p->lanes[i].cpu = worker_cpus(cfg, i, &set);
 		}
 	return 0;
 }
@@ -1437,7 +1323,7 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto)
 	// would race, so the kill goes by the flag: the monitor sends it.
 	// Its lane takes no new call until the monitor recovered it (calls
 	// placed there now would only fail with it). We hold the dispatcher.
-	p->lanes[lane].down = true;
+	lane_set_state(p, &p->lanes[lane], kLaneDown);
 	// acq_rel: pairs with the monitor's CAS asked -> asked|sent (it sends
 	// the kill) and its exchange to 0 in on_death (reads the reason). A
 	// second reason for a kill already asked only adds its bit.
@@ -1456,17 +1342,15 @@ void proc_stop_word_check(Pool *p, uint32_t lane)
 		return;
 	dispatcher_take(p);
 	Lane *l = &p->lanes[lane];
-	// Relaxed: under the dispatcher recover_lane() is not half-way, so a
+	// Relaxed: under the dispatcher lane_lost() is not half-way, so a
 	// word of neither value is the worker's own doing, however stale.
 	const uint32_t s = knit_load_relaxed_32(l->stop);
-	if (s != kStopRequested && s != kStopAcknowledged && !l->down) {
+	if (s != kStopRequested && s != kStopAcknowledged && l->state != kLaneDown) {
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 		proc_kill_worker(p, lane, true);
 	}
 	dispatch_unlock(p);
 }
-
-bool proc_failed(const Pool *p) { return p->proc != nullptr && knit_load_relaxed_32(&p->proc->failed) != 0; }
 
 void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills)
 {
@@ -1480,5 +1364,118 @@ void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns
 	*respawns = knit_load_relaxed_64(&h->respawns);
 	*hard_kills = knit_load_relaxed_64(&h->hard_kills);
 }
+
+
+// ---- the process backend of the worker seam (src/workers.h) -----------------------------
+
+namespace {
+
+int proc_check(const knit_task_t *tasks, size_t ntasks)
+{
+	if (tasks != nullptr || ntasks != 0)
+		return error_set(-KNIT_EINVAL, "process workers take their tasks from task_library: tasks must be "
+					       "NULL and ntasks 0 (they are %s and %zu)",
+				 tasks != nullptr ? "set" : "NULL", ntasks);
+	return 0;
+}
+
+int proc_tasks(Pool *p, const knit_pool_options_t *opts, const knit_task_t *, size_t)
+{
+	void *dl = nullptr;
+	int rc = proc_load_tasks(p, opts->task_library, &dl); // records its message
+	if (rc == 0 && (rc = proc_host_new(p, dl)) != 0)    // owns dl from here on
+		error_set(rc, "out of memory for the process pool's host state");
+	return rc;
+}
+
+bool proc_isolated(const knit_pool_options_t *opts)
+{
+	return proc_isolation_possible((opts->proc_flags & KNIT_PROC_NAMED_SHM) != 0);
+}
+
+int proc_region(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan, const char **what)
+{
+	if ((opts->proc_flags & KNIT_PROC_NAMED_SHM) != 0) {
+		*what = ", a named shm object";
+		return proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
+	}
+	*what = ", a memfd";
+	// Isolated (proc.h): the shared memfd is sealed read-only once the
+	// lanes' own memfds are mapped over it (proc_isolate).
+	int rc = region_create(RegionKind::kMemfd, plan.total, "knitting", &p->region, !plan.lane_tail);
+	if (rc == 0 && plan.lane_tail) {
+		*what = ", memfds";
+		rc = proc_isolate(p, plan.lanes_off, plan.stride, plan.steal_off);
+	}
+	return rc;
+}
+
+int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan)
+{
+	// Both record their message (src/proc.h).
+	int rc = proc_prepare(p, opts, p->cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
+			      plan.steal_off);
+	if (rc == 0)
+		rc = proc_start(p);
+	return rc;
+}
+
+bool proc_stop_wait(Pool *p, uint32_t w, int64_t deadline)
+{
+	Lane *l = &p->lanes[w];
+	while (lane_state(l) != kLaneRetired) {
+		// Acquire: pairs with the worker's release store of
+		// ACKNOWLEDGED in acknowledge_stop() (or lane_lost's exchange
+		// for a worker that died).
+		const uint32_t s = knit_load_acquire_32(l->stop);
+		if (s == kStopAcknowledged) {
+			// It left its loop for good: survivors may ignore its WANT.
+			steal_worker_gone(p, w);
+			break;
+		}
+		// A worker process may rewrite its stop word and never
+		// acknowledge: it is killed, and its lane_lost acknowledges.
+		// Its wake may never come either (the word can change with no
+		// wake): look again every watchdog interval.
+		if (s != kStopRequested)
+			proc_stop_word_check(p, w);
+		const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+		const int64_t until = deadline >= 0 && deadline < cap ? deadline : cap;
+		if (deadline >= 0 && knit_now_ns() >= deadline)
+			return false;
+		knit_futex_wait(l->stop, s, until, p->futex_shared);
+	}
+	return true;
+}
+
+void proc_distrust(Pool *p, uint32_t w) { proc_kill_worker(p, w, true); }
+
+bool proc_hard_kill(Pool *p, uint32_t w)
+{
+	proc_kill_worker(p, w, false);
+	return true;
+}
+
+void proc_stats_of(Pool *p, knit_pool_stats_t *s) { proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills); }
+
+} // namespace
+
+const WorkerOps kProcWorkers = {
+	proc_check,
+	proc_tasks,
+	proc_isolated,
+	proc_region,
+	proc_start_all,
+	proc_stop_wait,
+	proc_distrust,
+	proc_hard_kill,
+	proc_shutdown,
+	proc_forget,
+	proc_stats_of,
+	proc_efd_enabled,
+	kExitGraceNs,
+	true,
+	true,
+};
 
 } // namespace knit::detail

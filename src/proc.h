@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // src/proc.h - the room for process workers (KNIT_WORKERS_PROCESSES):
 // loading a task library, spawning knit-worker processes over the pool's
-// sealed memfd, watching them (pidfds), recovering a lane whose worker died,
-// respawning it, and shutting the processes down. Host side: src/proc.cpp;
-// worker side (the knit-worker executable's one entry): src/proc_worker.cpp.
+// sealed memfd, watching them (pidfds), handing a worker's death to the
+// lane (lane_lost), respawning it, and shutting the processes down. It is
+// the process backend of the worker seam (src/workers.h: kProcWorkers).
+// Host side: src/proc.cpp; worker side (the knit-worker executable's one
+// entry): src/proc_worker.cpp.
 //
 // A worker process runs the SAME loop as a worker thread (worker_main in
 // src/worker.cpp), on a Pool and a Lane it builds from its boot record and
@@ -49,7 +51,7 @@
 // memfd is reused by the worker respawned on the lane: the dead worker,
 // reaped, holds no mapping any more, a child a task forked inherits none
 // (the worker maps the pool MADV_DONTFORK), and the worker closed the
-// descriptor after mapping it; recover_lane resets the words. The steal
+// descriptor after mapping it; lane_lost (src/lane.h) resets the words. The steal
 // control pages are the one part every worker of a steal pool writes: the
 // claim protocol (steal.h) has each consumer read every peer's ACK and
 // WANT, and a page a worker writes cannot be made read-only for its peers
@@ -60,13 +62,14 @@
 // The monitor thread (one per process pool, never on a call's path) spawns
 // the workers (so PR_SET_PDEATHSIG, which follows the spawning thread, lasts
 // as long as the pool), polls their pidfds, their bridges and a control
-// eventfd, and handles a death: under the dispatcher lock it reaps what the
-// dead worker published (validated as always), completes every other call
-// placed on its lane and not answered with -KNIT_ECRASHED (the worker may
-// have taken any of them; none can run twice), resets the lane's locks to
-// their initial (zero) state, reattaches the host's endpoints and spawns a
-// new worker on the same lane. Calls still in the backlog are untouched and
-// go to the new worker. Stealing (src/steal.h): the calls the dead worker
+// eventfd, and hands a death to lane_lost (src/lane.h) under the dispatcher
+// lock: it reaps what the dead worker published (validated as always),
+// fails the calls it started with -KNIT_ECRASHED (none can run twice),
+// gives back the ones it never started (the started mask, Lane::rerun),
+// resets the lane's locks to their initial (zero) state and re-attaches the
+// host's endpoints; the monitor puts those calls back ahead of the backlog
+// and spawns a new worker on the same lane. Calls still in the backlog are
+// untouched and go to the new worker. Stealing (src/steal.h): the calls the dead worker
 // had claimed from the shared submit lock (steal_reap_dead retires its
 // unacknowledged claim on its behalf) fail the same way; calls still
 // pending there are untouched and run on the other workers; the new worker
@@ -76,8 +79,10 @@
 
 #include "src/common.h"
 
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/workers.h"
 
 namespace knit::detail {
 
@@ -248,7 +253,7 @@ void proc_efd_enabled(Pool *p);
 // only: the lane is marked down (nothing placed) until it is recovered.
 // proto false: the hard timeout caught it in a task (its call is completed
 // already; the kill counts in hard_kills, not as a crash). proto true: it
-// wrote what no honest worker writes (lane_retire_begin): the calls its
+// wrote what no honest worker writes (lane_distrust): the calls its
 // lane still holds fail with -KNIT_EPROTO and the death counts as a crash
 // (against respawn_max).
 void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
@@ -257,13 +262,10 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
 // ACKNOWLEDGED after asking it to stop. Takes the dispatcher and looks
 // again (a lane being recovered is consistent only under it); if the word
 // is still neither, the worker rewrote it (it would never acknowledge):
-// counted as a protocol error and killed as lane_retire_begin kills, once.
+// counted as a protocol error and killed as lane_distrust kills, once.
 // The monitor's recovery then acknowledges on its behalf (the pool is
 // stopping) and wakes the stop word.
 void proc_stop_word_check(Pool *p, uint32_t lane);
-
-// The pool ran out of respawns (enqueue then fails with -KNIT_ECRASHED).
-bool proc_failed(const Pool *p);
 
 // Fill the process counters of the stats.
 void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills);

@@ -187,7 +187,7 @@ int place_self(const ProcBoot &b, int32_t *cpu, const char **why)
 		return KNIT_EPROTO;
 	}
 	cpu_set_t want, got;
-	const int32_t c = pool_worker_cpus(b.cfg, b.lane, &want);
+	const int32_t c = worker_cpus(b.cfg, b.lane, &want);
 	if (sched_setaffinity(0, sizeof want, &want) != 0) {
 		*why = errno == EINVAL ? "cpu_mask: no CPU of this worker's set is one the process may use"
 				       : "cannot set this worker's CPU affinity";
@@ -376,6 +376,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}
 	Lane *l = &p->lanes[steal ? b.lane : 0];
 	l->cpu = cpu;
+	l->rerun = !steal; // our unstarted calls run again if we die (Lane::rerun)
 	// Our line and its spill slot (the host's plan, pool.cpp): within the
 	// region, before the lane blocks. A respawned worker serves its line
 	// only once the host reopened it for it (src/syncline.h S11: the open

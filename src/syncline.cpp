@@ -16,8 +16,8 @@
 
 #include "src/calls.h"
 #include "src/codec.h"
+#include "src/lane.h"
 #include "src/pool.h"
-#include "src/proc.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -133,8 +133,8 @@ Lane *line_claim(Pool *p)
 				continue;
 			// A lane being retired or lost (S10 turns its line RETIRED
 			// or LOST; skipping it here is what ends S10's retries).
-			if (knit_load_relaxed_32(&l->retired) != 0 ||
-			    (knit_load_relaxed_64(&p->retiring) >> w) & 1u)
+			const LaneState st = lane_state(l);
+			if (st == kLaneRetired || st == kLaneDistrusted)
 				continue;
 			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;
@@ -171,7 +171,7 @@ int32_t ended_status(Lane *l)
 		return knit_load_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status));
 	// A process pool that failed cancelled it (pool_fail, after storing
 	// failed): its calls end as the ticketed ones do.
-	return proc_failed(l->pool) ? -KNIT_ECRASHED : -KNIT_ECLOSED;
+	return pool_closed_code(l->pool);
 }
 
 // The caller's wait (S6) for reply s on lane l.
@@ -417,15 +417,13 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 		// claimed again either way.)
 		knit_store_release_32(&l->line_state, kLineIdle);
 		outstanding_drop(p);
-		if (p->proc == nullptr)
-			return -KNIT_ECLOSED;
-		// A process pool closes when it fails (mark_failed stores failed,
+		// A pool closes when it fails (Pool::failed is stored first,
 		// then closed under mu): mu orders the two for us, and the
 		// answer is the ticketed path's.
 		pthread_mutex_lock(&p->mu);
-		const bool failed = proc_failed(p);
+		const int code = pool_closed_code(p);
 		pthread_mutex_unlock(&p->mu);
-		return failed ? -KNIT_ECRASHED : -KNIT_ECLOSED;
+		return code;
 	}
 
 	// S2: the request fields, then the sequence.

@@ -140,9 +140,9 @@
 //     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
 //     nothing new: none_outstanding() covers line calls, and the worker serves a
 //     line request before it can see a stop requested after the drain.
-//  S10 the lane's worker is lost (dispatch_worker_lost: retired for a
+//  S10 the lane's worker is lost (lane_lost: retired for a
 //     protocol error, or a process worker's death), by the dispatcher's
-//     holder after it stored the lane's `retired`: line_state IDLE ->
+//     holder after it stored the lane's state RETIRED: line_state IDLE ->
 //     RETIRED (nobody claims it again), or CLAIMED -> LOST (acq_rel, after
 //     storing line_lost_status) and host_event; retried while a caller's
 //     claim or release moves the state between the two, which ends because
@@ -153,7 +153,7 @@
 //     lands in a slot nobody reads again, its spill is freed at destroy.
 //     That is all for a thread pool (S10 there is a protocol-error
 //     retirement: the line's words cannot be trusted again). A process
-//     pool's recovery that respawns the worker (recover_lane, reopen) goes
+//     pool's recovery that respawns the worker (lane_lost, reopen) goes
 //     to the reopenable states instead, in three steps:
 //      (a) xchg(line_token, 0) (acq_rel): a reopen due for the dead
 //          predecessor is void from now on;
@@ -222,7 +222,7 @@
 // written before S5's release store of rp_seq like the reply fields; the
 // caller copies it out after S6 (and NUL-terminates its copy: the bytes may
 // change under it) before its release CAS, as it reads the reply block.
-// The worker's death is S10, from the monitor's recovery (recover_lane,
+// The worker's death is S10, from the monitor's recovery (lane_lost,
 // src/proc.cpp) under the dispatcher, and the line is reopened for the
 // respawned worker (S11).
 //
@@ -289,6 +289,7 @@
 
 #include "knitting.h"
 #include "src/layout.h"
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
 
@@ -396,7 +397,7 @@ bool line_serve(Lane *l);
 // cancel the call on every claimed line and ring its caller.
 void line_cancel_all(Pool *p);
 // S10: lane l's worker was lost (dispatcher holder, after storing
-// l->retired): a call on its line ends with `status`. reopen false: the
+// the lane RETIRED, src/lane.h): a call on its line ends with `status`. reopen false: the
 // line is never claimed again. reopen true (a process pool respawning the
 // lane's worker, whose boot record carries `nonce`, != 0): the line goes
 // DOWN or LOST_OPEN, and is reopened for the new worker (S11) by this

@@ -24,6 +24,7 @@
 // back only pages above every live allocation.
 #include "src/common.h"
 
+#include "src/lane.h"
 #include "src/pool.h"
 
 namespace knit::detail {

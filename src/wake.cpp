@@ -25,6 +25,7 @@
 
 #include <limits.h>
 
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -89,7 +90,7 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	// W2 (no lost wake): pairs with the host's W1 fence between its release
 	// store of A (flush_staged, fenced in dispatch_unlock(); steal: steal_flush,
 	// S6 in steal.cpp), of the
-	// stop word (request_worker_stop) or of B (reap_lane, fenced in
+	// stop word (request_worker_stop) or of B (lane_reap, fenced in
 	// dispatch_unlock()) and its load of
 	// parked in lane_wake(): either we see its store in the re-check below
 	// or it sees us parked and rings.
@@ -244,7 +245,7 @@ bool lane_low(Pool *p, uint32_t *live)
 	*live = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never placed on again: its words say nothing
 		++*live;
 		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
@@ -263,7 +264,7 @@ bool lane_low(Pool *p, uint32_t *live)
 bool refill_wanted(Pool *p)
 {
 	const uint64_t backlog = knit_load_relaxed_64(&p->backlog_count);
-	if (p->cfg.processes || backlog == 0)
+	if (p->untrusted_workers || backlog == 0) // Pool::untrusted_workers: never a refill
 		return false;
 	if (p->steal.on)
 		return (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
@@ -289,7 +290,7 @@ bool host_refill_recheck(Pool *p)
 	}
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never reaped again: its words say nothing
 		// L3: after the D1 fence, against the worker's W2 fence (L2).
 		const uint32_t st = knit_load_relaxed_32(l->parked);
@@ -446,7 +447,7 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 	if (arm)
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Lane *l = &p->lanes[i];
-			if (knit_load_relaxed_32(&l->retired))
+			if (lane_state(l) == kLaneRetired)
 				continue; // its words are never read again
 			// D4, acquire: pairs with that worker's add to its own
 			// ring sequence (D3), read before we arm it (D1).
@@ -458,7 +459,7 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 		// own word silences only itself.
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			Lane *l = &p->lanes[i];
-			if (!knit_load_relaxed_32(&l->retired))
+			if (lane_state(l) != kLaneRetired)
 				knit_store_relaxed_32(l->ring_armed, kArmedAny);
 		}
 		count_arm(p);
@@ -540,7 +541,7 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 		// clear (and db_seq, which it can bump or freeze): the watchdog
 		// bounds the sleep so the waiter re-checks (wake.h). Thread pools
 		// sleep untimed, as the pairs promise.
-		if (p->cfg.processes) {
+		if (p->untrusted_workers) {
 			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
 			if (wake < 0 || wake > cap)
 				wake = cap;
@@ -578,9 +579,11 @@ bool host_work_pending(Pool *p, int64_t now)
 		return true;
 	// A worker being retired has stopped: the pass that retires it fails
 	// its calls. Acquire: pairs with its release store of ACKNOWLEDGED.
-	for (uint64_t m = knit_load_relaxed_64(&p->retiring); m != 0; m &= m - 1)
-		if (knit_load_acquire_32(p->lanes[__builtin_ctzll(m)].stop) == kStopAcknowledged)
-			return true;
+	if (knit_load_relaxed_32(&p->lanes_distrusted) != 0)
+		for (uint32_t i = 0; i < p->nworkers; i++)
+			if (lane_state(&p->lanes[i]) == kLaneDistrusted &&
+			    knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged)
+				return true;
 	return false;
 }
 
@@ -590,7 +593,7 @@ bool work_pending(Pool *p, int64_t now)
 		return true;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		Lane *l = &p->lanes[i];
-		if (knit_load_relaxed_32(&l->retired))
+		if (lane_state(l) == kLaneRetired)
 			continue; // never reaped again: its A says nothing
 		// Acquire: pairs with the worker's release store of A (P1): a
 		// result published before our arm is seen here, else rung.

@@ -17,7 +17,7 @@
 //  ----------------------------------------  -------------------------------  ------------
 //  W1 publish work / stop / room, then look   store_rel(A) (lock2 P1) or the   W2
 //     for a parked worker (flush_staged or    stop CAS or store_rel(B) (C3);
-//     reap_lane then dispatch_unlock's        seq_cst fence; load parked
+//     lane_reap then dispatch_unlock's        seq_cst fence; load parked
 //     fence, steal_flush,
 //     request_worker_stop; then lane_wake)
 //  W2 announce the park, then re-check        store parked; seq_cst fence;     W1
@@ -141,6 +141,7 @@
 
 #include "src/common.h"
 
+#include "src/lane.h"
 #include "src/pool.h"
 
 namespace knit::detail {
@@ -301,7 +302,7 @@ void host_event(Pool *p, bool to_fd);
 // re-check. `now` 0: read the clock only if some call has a deadline.
 bool work_pending(Pool *p, int64_t now);
 // work_pending() without the results: inline calls, an expired deadline, a
-// retiring worker that stopped.
+// distrusted worker that stopped.
 bool host_work_pending(Pool *p, int64_t now);
 
 // The completion eventfd's level (the contract of knit_completion_fd(3);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "src/calls.h"
+#include "src/lane.h"
 #include "src/pool.h"
 #include "src/syncline.h"
 #include "src/trace.h"
@@ -78,7 +79,7 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 // lanes topology sets a request slot's bit before it runs the slot's task
 // and clears it after the slot's retire, so the host can tell, after this
 // process died, which of the frames still in flight (A ^ B) were never
-// started and may run again (src/proc.cpp recover_lane). Cleared after the
+// started and may run again (src/lane.cpp lane_lost). Cleared after the
 // retire, never before: a death in between leaves a retired slot marked
 // (the host ignores it) or, at worst, a frame published into that slot
 // since marked too -- it fails instead of running again, never runs twice.
@@ -192,12 +193,10 @@ void publish_result(Lane *l, FrameHead head, const knit_value_t &v)
 		if (rc != -KNIT_EAGAIN) {
 			// Never publishable as is (too big / malformed): ship the
 			// status alone.
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(head, none) >= 0)
+			if (l->wret.stage(head, kValueNone) >= 0)
 				return;
-			pend_push(l, head, none);
+			pend_push(l, head, kValueNone);
 			return;
 		}
 	}
@@ -220,10 +219,8 @@ bool publish_pending(Lane *l)
 		if (rc == -KNIT_EAGAIN)
 			break;
 		if (rc < 0) {
-			knit_value_t none;
-			memset(&none, 0, sizeof none);
 			r.head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(r.head, none) == -KNIT_EAGAIN)
+			if (l->wret.stage(r.head, kValueNone) == -KNIT_EAGAIN)
 				break;
 		}
 		free(r.buf);
@@ -277,7 +274,7 @@ void run_batch(Lane *l)
 	Pool *p = l->pool;
 	WorkerLocal *w = l->local;
 	const bool stamp = p->cfg.hard_timeout_ms != 0;
-	const bool mark = p->cfg.processes && !p->steal.on; // the started mask
+	const bool mark = l->rerun; // the started mask (Lane::rerun)
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -292,7 +289,6 @@ void run_batch(Lane *l)
 		rh.ticket = f.head.ticket;
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
-		knit_value_t none; // the value of a result that has none (cleared where used)
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
 		// The clock only for a deadline or the running stamp.
 		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
@@ -309,12 +305,10 @@ void run_batch(Lane *l)
 			// A malformed request: answer so the host's count stays right
 			// (a frame whose ids are bad is dropped there, counted).
 			rh.status = -KNIT_EPROTO;
-			memset(&none, 0, sizeof none);
-			publish_result(l, rh, none);
+			publish_result(l, rh, kValueNone);
 		} else if (f.head.deadline_ns != 0 && now >= (int64_t)f.head.deadline_ns) {
 			rh.status = -KNIT_ETIMEDOUT; // expired before it ran: never run
-			memset(&none, 0, sizeof none);
-			publish_result(l, rh, none);
+			publish_result(l, rh, kValueNone);
 		} else {
 			if (mark)
 				started_set(l, 1u << f.slot, true);
@@ -483,7 +477,7 @@ void acknowledge_stop(Lane *l)
 	// knit_stop's acknowledgement wait.
 	knit_store_release_32(l->stop, kStopAcknowledged);
 	knit_futex_wake(l->stop, INT_MAX, l->pool->futex_shared);
-	// A worker stopped alone (retired for a bad frame, lane_retire_begin)
+	// A worker stopped alone (distrusted for a bad frame, lane_distrust)
 	// leaves calls for the host's next pass to fail: wake a waiting host
 	// (after the store: its re-check, work_pending(), sees it). The pool
 	// outlives this: it is freed only after our thread is joined.

@@ -2,13 +2,13 @@
 /*
  * tests/model/lanes_death.pml - a process worker on the lanes topology dies
  * at any point; the host fails only the calls it started and runs the others
- * again (src/proc.cpp recover_lane and unstarted_calls, the started mask of
+ * again (src/lane.cpp lane_lost and unstarted_calls, the started mask of
  * src/worker.cpp).
  *
  * The host places calls into one lane request lock (A its publish word, a
  * private mirror lastLocal; B the worker's retire word; lock2_queue.pml
  * proves the lock itself) and records, per slot, the call it carries
- * (rec[], known: stage_call). The worker takes the pending slots of a fresh
+ * (rec[], known: lane_stage). The worker takes the pending slots of a fresh
  * A, and for each one: marks the slot in the shared started mask, runs the
  * call (the ghost runs[] counts executions: the task's side effect) and
  * stages its result; it retires the slots it ran with one store of B
@@ -66,7 +66,7 @@ byte slot[LANES]; /* the call a slot's frame names */
 byte res = 0;     /* results published, bit m = call m (the return lock) */
 
 /* host-private */
-byte rec[LANES];       /* stage_call's record: the call each slot carries */
+byte rec[LANES];       /* lane_stage's record: the call each slot carries */
 byte known = 0;        /* slots recorded since the lane was set up */
 bool onlane[MSGS + 1]; /* placed, frame not back (kHoldHostQueue, lane) */
 
@@ -144,7 +144,7 @@ active proctype host()
 	od;
 #endif
 	reap(); /* what it published is delivered first */
-	/* recover_lane: the unstarted calls run again, the rest fail */
+	/* lane_lost: the unstarted calls run again, the rest fail */
 #ifdef MUTANT_NO_STARTED
 	unst = (lastLocal ^ B) & known & FULL;
 #else

@@ -649,11 +649,8 @@ template <typename F> void pass_until(PoolFix *f, F pred)
 	assert_true(pred());
 }
 
-bool retiring(PoolFix *f, uint32_t w)
-{
-	return (__atomic_load_n(&f->p->retiring, __ATOMIC_RELAXED) >> w) & 1u;
-}
-bool retired(PoolFix *f, uint32_t w) { return __atomic_load_n(&f->p->lanes[w].retired, __ATOMIC_RELAXED) != 0; }
+bool retiring(PoolFix *f, uint32_t w) { return lane_state(&f->p->lanes[w]) == kLaneDistrusted; }
+bool retired(PoolFix *f, uint32_t w) { return lane_state(&f->p->lanes[w]) == kLaneRetired; }
 
 // A worker's running stamp naming a call that another lane holds: with the
 // hard timeout on, an ancient start would have force-stopped the pool. It
@@ -873,7 +870,8 @@ uint32_t worker_lost(PoolFix *f, uint32_t w, int32_t status)
 		assert_true(mono_ns() < end);
 		sched_yield();
 	}
-	const uint32_t n = dispatch_worker_lost(f->p, w, status);
+	LaneLoss loss = {status, kLaneRetire, nullptr, nullptr, {}, 0};
+	const uint32_t n = lane_lost(f->p, w, &loss);
 	dispatch_unlock(f->p);
 	return n;
 }

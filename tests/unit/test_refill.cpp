@@ -146,9 +146,9 @@ static void arm_only_behind_a_full_submit_lock(void **state)
 	assert_false(host_refill_arm(p));
 	g_f->parked[1] = kAwake;
 	// A process pool never arms for a refill.
-	p->cfg.processes = true;
+	p->untrusted_workers = true;
 	assert_false(host_refill_arm(p));
-	p->cfg.processes = false;
+	p->untrusted_workers = false;
 	// At or below the mark: the host is needed now, not later.
 	claim_one(p, 0);
 	claim_one(p, 1);

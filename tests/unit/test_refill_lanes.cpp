@@ -156,18 +156,18 @@ static void arm_only_while_every_lane_is_above_the_mark(void **state)
 	assert_false(host_refill_arm(p));
 	g_f->parked[1] = kAwake;
 	// A process pool never arms for a refill.
-	p->cfg.processes = true;
+	p->untrusted_workers = true;
 	assert_false(host_refill_arm(p));
-	p->cfg.processes = false;
+	p->untrusted_workers = false;
 	// One lane at the mark: the host is needed now, not later.
 	run_n(p, 1, 1);
 	assert_false(host_refill_arm(p));
 	// A retired lane does not count, either way (nor its share of the
 	// backlog).
-	knit_store_relaxed_32(&p->lanes[1].retired, 1);
+	knit_store_relaxed_32(&p->lanes[1].state, kLaneRetired);
 	knit_store_relaxed_64(&p->backlog_count, kLaneInflightMax);
 	assert_int_equal(host_refill_arm(p), cpus_full());
-	knit_store_relaxed_32(&p->lanes[0].retired, 1);
+	knit_store_relaxed_32(&p->lanes[0].state, kLaneRetired);
 	assert_false(host_refill_arm(p)); // no lane left to refill
 }
 
@@ -193,9 +193,9 @@ static void recheck_counts_a_lane_at_the_mark(void **state)
 	c.retire_taken();
 	assert_true(host_refill_recheck(p));
 	// Every lane retired: nothing to wait for.
-	knit_store_relaxed_32(&p->lanes[0].retired, 1);
+	knit_store_relaxed_32(&p->lanes[0].state, kLaneRetired);
 	assert_false(host_refill_recheck(p));
-	knit_store_relaxed_32(&p->lanes[1].retired, 1);
+	knit_store_relaxed_32(&p->lanes[1].state, kLaneRetired);
 	assert_true(host_refill_recheck(p));
 }
 

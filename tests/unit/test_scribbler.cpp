@@ -335,7 +335,8 @@ void one_round(uint32_t topology, Flavour fl, uint64_t seed, uint32_t calls)
 			fail_msg("seed %llu: dispatcher never free", (unsigned long long)seed);
 		sched_yield();
 	}
-	dispatch_worker_lost(r.p, 1, -KNIT_ECRASHED);
+	LaneLoss loss = {-KNIT_ECRASHED, kLaneRetire, nullptr, nullptr, {}, 0};
+	lane_lost(r.p, 1, &loss);
 	dispatch_unlock(r.p);
 	// Its stop word stays scrambled: stop must not wait on it.
 	__atomic_store_n(r.p->lanes[1].stop, 0x5A5A5A5Au, __ATOMIC_RELEASE);
@@ -362,7 +363,7 @@ void one_round(uint32_t topology, Flavour fl, uint64_t seed, uint32_t calls)
 	       (unsigned long long)b.by_status[KNIT_ETIMEDOUT], (unsigned long long)b.by_status[KNIT_ECRASHED],
 	       (unsigned long long)b.by_status[KNIT_EPROTO], (unsigned long long)r.writes,
 	       (unsigned long long)r.frames, (unsigned long long)r.p->st_proto_errors,
-	       r.p->lanes[0].retired ? "retired" : "serving");
+	       r.p->lanes[0].state == kLaneRetired ? "retired" : "serving");
 	assert_int_equal(knit_pool_destroy(r.pool), 0);
 }
 

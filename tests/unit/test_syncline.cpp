@@ -356,7 +356,8 @@ void test_worker_lost_during_line_call(void **)
 		assert_true(mono_ns() < end);
 		sched_yield();
 	}
-	dispatch_worker_lost(f.p, w, -KNIT_ECRASHED);
+	LaneLoss loss = {-KNIT_ECRASHED, kLaneRetire, nullptr, nullptr, {}, 0};
+	lane_lost(f.p, w, &loss);
 	dispatch_unlock(f.p);
 	// The caller returns while the lost worker still runs its task.
 	end = mono_ns() + 20ll * 1000000000;
@@ -400,7 +401,8 @@ void test_idle_line_of_lost_worker_not_claimed(void **)
 		assert_true(mono_ns() < end);
 		sched_yield();
 	}
-	dispatch_worker_lost(f.p, 0, -KNIT_ECRASHED);
+	LaneLoss loss = {-KNIT_ECRASHED, kLaneRetire, nullptr, nullptr, {}, 0};
+	lane_lost(f.p, 0, &loss);
 	dispatch_unlock(f.p);
 	assert_int_equal(knit_load_relaxed_32(&f.p->lanes[0].line_state), kLineRetired);
 	for (int i = 0; i < 50; i++) {

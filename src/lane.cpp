@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+// src/lane.cpp - one worker lane's mechanism and life on the host (src/lane.h
+// has the contract and the state table): attach, reap, distrust, the loss of
+// its worker (lane_lost), and the steal topology's attribution of claims.
+#include "src/common.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "src/calls.h"
+#include "src/lane.h"
+#include "src/syncline.h"
+#include "src/trace.h"
+#include "src/workers.h"
+
+namespace knit::detail {
+
+namespace {
+
+uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
+
+// Commit the first `bytes` of an arena now (payload_initial_bytes): one write
+// per page, so the pages exist before the first call needs them.
+void prefault(uint8_t *base, uint64_t bytes)
+{
+	const uint64_t page = region_page_size();
+	for (uint64_t off = 0; off < bytes; off += page)
+		__atomic_store_n(base + off, (uint8_t)0, __ATOMIC_RELAXED);
+}
+
+// Zero shared words that other host threads may read meanwhile (the return
+// lock's A in work_pending, the running stamp in next_wake): word by word
+// with atomic stores, never a memset. bytes: a multiple of 8, aligned.
+void zero_shared(uint8_t *at, uint64_t bytes)
+{
+	uint64_t *w = reinterpret_cast<uint64_t *>(at);
+	for (uint64_t i = 0; i < bytes / 8; i++)
+		knit_store_relaxed_64(&w[i], 0);
+}
+
+} // namespace
+
+// ---- attach ---------------------------------------------------------------------------
+
+int lane_attach(Pool *p, Lane *l, uint8_t *block)
+{
+	const uint64_t cap = arena_capacity(p->cfg);
+	const bool first = l->local == nullptr;
+	uint8_t *req_lock = block + kLaneOffReqLock;
+	uint8_t *ret_lock = block + kLaneOffRetLock;
+	uint8_t *req_arena = block + lane_req_arena_offset();
+	uint8_t *ret_arena = block + lane_ret_arena_offset(cap);
+	if (first) {
+		// Other host threads read these pointers from now on (lane_wake,
+		// work_pending): set once, before any worker runs.
+		l->block = block;
+		l->wake_seq = word_at(block, kLaneOffWake);
+		l->parked = word_at(block, kLaneOffParked);
+		l->stop = word_at(block, kLaneOffStop);
+		if (p->cfg.topology != KNIT_TOPOLOGY_STEAL) // stealing: requests use the submit lock
+			prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
+		prefault(ret_arena, min_of(p->cfg.payload_initial_bytes, cap));
+	}
+	ArenaShared req_sh = lock_arena_shared(req_lock, req_arena, cap);
+	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
+	const uint64_t per_call = p->cfg.max_payload_bytes;
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
+	// attach resets every field of an endpoint in place (no construction:
+	// on a re-attach other host threads read the return lock's publish
+	// word meanwhile). The worker's endpoints are a worker thread's; a
+	// worker process attaches its own (src/proc_worker.cpp).
+	int rc = l->req.attach(req_lock, req_sh, per_call);
+	if (rc == 0)
+		rc = l->ret.attach(ret_lock, ret_sh, hl);
+	if (rc == 0 && first)
+		rc = l->wreq.attach(req_lock, req_sh, wl);
+	if (rc == 0 && first)
+		rc = l->wret.attach(ret_lock, ret_sh, per_call);
+	if (rc != 0)
+		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	l->inflight = 0;
+	l->staged = 0;
+	l->req_idle_ns = 0;
+	l->req_known = 0;
+	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
+	if (!first)
+		return 0;
+	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
+	return l->local ? 0 : -KNIT_ENOMEM;
+}
+
+int lanes_attach_steal(Pool *p, uint8_t *area)
+{
+	const uint64_t arena_cap = arena_capacity(p->cfg);
+	StealHost &s = p->steal;
+	s.ctl = area;
+	s.lock = area + kStealLockOff;
+	uint8_t *arena = s.lock + lock_arena_offset();
+	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
+	ArenaShared sh = steal_submit_arena(s.ctl, s.lock, arena_cap);
+	if (s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers) != 0)
+		return -KNIT_ESYSTEM; // geometry we computed ourselves: cannot happen
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
+			return -KNIT_ESYSTEM;
+		// One call per claim: a worker never holds calls it has not
+		// started (steal.h, claim size).
+		p->lanes[i].sc.set_take_max(1);
+		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
+		// Its signal words are the control block's (layout.h): a
+		// worker process's peers wake it without mapping its lane.
+		// Before any worker runs (other host threads read them).
+		p->lanes[i].wake_seq = word_at(s.ctl, steal_wake_offset(i));
+		p->lanes[i].parked = word_at(s.ctl, steal_parked_offset(i));
+		p->lanes[i].peer_wakes = reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
+	}
+	s.staged = 0;
+	s.wake_cursor = 0;
+	s.unclaimed = 0;
+	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
+		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
+	s.on = true;
+	return 0;
+}
+
+// ---- reaping --------------------------------------------------------------------------
+
+namespace {
+
+bool status_from_worker_ok(int32_t s)
+{
+	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ETIMEDOUT ||
+	       s == -KNIT_EPROTO || s == -KNIT_ENOMEM;
+}
+
+// One frame of lane l's return lock (holder, under mu). *bad: the frame is
+// one the lane's worker could not have written honestly (the lane is to be
+// distrusted: lane_distrust). The completion's counts go into *batch
+// (complete_batch_end_locked() before mu is released).
+bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
+		   CompleteBatch *batch)
+{
+	int32_t status;
+	knit_value_t val;
+	bool copy = false, proto = true;
+	if (rc == 0 && h.status == 0) {
+		// The common case first: a well-formed frame with a result.
+		proto = false;
+		status = 0;
+		copy = true;
+	} else if (rc != 0) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
+		if (h.fault & kFaultIds)
+			return false; // cannot tell whose it is: counted only
+		status = -KNIT_EPROTO;
+	} else if (!status_from_worker_ok(h.status) ||
+		   (h.status == -KNIT_ETASK && v.type != KNIT_VALUE_ERROR)) {
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
+		status = -KNIT_EPROTO;
+	} else {
+		proto = false;
+		status = h.status;
+		copy = status == 0 || status == -KNIT_ETASK;
+	}
+	Call *c = p->tickets.lookup(h.ticket);
+	// A frame counts only for a call this lane holds: placed on it, or
+	// claimed by its worker (steal_track ran before this reap, and the
+	// record stays live under the same generation until its frame is
+	// reaped). Anything else -- no such record, another generation, a call
+	// another worker holds or nobody has claimed -- is forged or corrupt:
+	// it touches no call (not even the one it names, which its holder
+	// still answers) and no count of this lane.
+	// A second frame for the same call (its hold already returned) is a
+	// replay: it must neither count nor complete anything again.
+	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index ||
+	    (c->holds & kHoldHostQueue) == 0) {
+		if (!proto)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
+		return false;
+	}
+	if (l->inflight > 0)
+		l->inflight--; // its own frame is back
+	if (l->rerun)
+		drop_arg_copy(c); // kept for a re-run until now (lane_stage)
+	if (c->completed) {
+		// Its own frame, late (cancelled, timed out meanwhile): the
+		// lane's hold ends here (the record, and its raised abort bit,
+		// can be recycled now).
+		knit_add_relaxed_64(&p->st_late_drops, 1);
+		call_unhold_locked(p, c, kHoldHostQueue);
+		return false;
+	}
+	// Its own call under another task id: only this call fails (and the
+	// lane is distrusted).
+	if (h.task != c->task) {
+		if (!proto)
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+		*bad = true;
+		status = -KNIT_EPROTO;
+		copy = false;
+	}
+	uint8_t *buf = nullptr;
+	const knit_value_t *result = &val;
+	if (copy && !codec_has_bytes(v.type)) {
+		// A scalar view from decode() has no code, data or len:
+		// value_copy() would copy it unchanged.
+		result = &v;
+	} else if (!copy || value_copy(v, &val, &buf) != 0) {
+		if (copy)
+			status = -KNIT_ENOMEM;
+		memset(&val, 0, sizeof val);
+	}
+	const bool done = call_complete_batch_locked(p, c, status, *result, buf, batch);
+	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
+	return done;
+}
+
+} // namespace
+
+uint32_t lane_reap(Pool *p, Lane *l)
+{
+	if (l->state == kLaneRetired)
+		return 0; // its words are not read any more
+	uint32_t snap = l->ret.pending();
+	if (snap == 0)
+		return 0;
+	l->ret.prefetch(snap);
+	// Who claimed what, from ACK words at least as new as these results.
+	steal_track(p);
+	uint32_t produced = 0;
+	bool bad = false;
+	CompleteBatch batch; // cq_count and outstanding once per reap
+	pthread_mutex_lock(&p->mu);
+	int slot;
+	while ((slot = l->ret.next_lane(&snap)) >= 0) {
+		FrameHead h;
+		knit_value_t v;
+		int rc = l->ret.decode((uint32_t)slot, &h, &v);
+		if (rc == -KNIT_EINVAL)
+			continue; // not in flight: cannot happen with our own snapshot
+		if (handle_result(p, l, rc, h, v, &bad, &batch))
+			produced++;
+		l->ret.release((uint32_t)slot);
+	}
+	complete_batch_end_locked(p, &batch);
+	pthread_mutex_unlock(&p->mu);
+	if (bad)
+		lane_distrust(p, l->index);
+	l->ret.retire_taken(); // C3: release store of B
+	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
+	// A worker parked for room is looked for after the fence that
+	// releasing the dispatcher needs anyway (dispatch_unlock; W1 there
+	// pairs with its W2 fence after it stores kParkedForRoom and before it
+	// retries: either it sees the room we just gave back or we see it
+	// parked).
+	p->room_lanes |= 1ull << l->index;
+	return produced;
+}
+
+void lane_distrust(Pool *p, uint32_t w)
+{
+	if (w >= p->nworkers)
+		return;
+	p->workers->distrust(p, w);
+}
+
+// ---- the loss of a lane's worker ----------------------------------------------------------
+
+namespace {
+
+// The calls on lane l whose frames its dead worker never started (holder,
+// under mu), in the order they were placed, into again[] (at most kLanes);
+// each is taken off the lane (lane = kNoLane) and keeps its host-queue hold.
+//
+// A frame was started when its worker retired it (its bit of the request
+// lock's B flipped: the worker retires a frame only after running it) or
+// marked it in the started mask (set before its task runs, src/worker.cpp).
+// So the unstarted ones are the slots still in flight by our own mirror of
+// A and the shared B, minus the started mask. B and the mask are the dead
+// worker's words: they may say anything. They only choose among the slots
+// the host itself recorded (lane_stage), and a call counts only when the
+// record still names it (same generation, on this lane, its frame not
+// back, not completed): a lie can make a started call run again (it ran
+// twice; its first result never came back, so it completes once) or an
+// unstarted one fail -KNIT_ECRASHED -- never a second completion, never a
+// call of another lane. The worker is dead and reaped: nothing writes the
+// words any more, and its stores are visible (the kernel's exit and our
+// waitid order them), so relaxed loads.
+uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
+{
+	const uint32_t b = knit_load_relaxed_32(word_at(l->block + kLaneOffReqLock, kLockOffB));
+	const uint32_t started =
+	    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
+	uint64_t order[kLanes];
+	uint32_t n = 0;
+	for (uint32_t m = (l->req.published() ^ b) & ~started & l->req_known; m != 0; m &= m - 1) {
+		const uint32_t slot = (uint32_t)__builtin_ctz(m);
+		Call *c = p->tickets.lookup(l->req_ticket[slot]);
+		if (c == nullptr || !c->live || c->gen != l->req_gen[slot] || c->lane != l->index ||
+		    (c->holds & kHoldHostQueue) == 0 || c->completed)
+			continue;
+		c->lane = kNoLane; // once: another slot naming it no longer matches
+		// Insertion sort by place order (at most 32).
+		uint32_t i = n++;
+		for (; i > 0 && order[i - 1] > l->req_order[slot]; i--) {
+			order[i] = order[i - 1];
+			again[i] = again[i - 1];
+		}
+		order[i] = l->req_order[slot];
+		again[i] = c;
+	}
+	return n;
+}
+
+} // namespace
+
+uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
+{
+	loss->nagain = 0;
+	if (w >= p->nworkers || p->lanes[w].state == kLaneRetired)
+		return 0;
+	Lane *l = &p->lanes[w];
+	// 1. What it answered before it went (validated as always: a bad frame
+	// distrusts the lane, which for a process asks for a protocol kill).
+	uint32_t produced = lane_reap(p, l);
+	// 2. Stealing: the lanes of the submit lock it had claimed and not
+	// acknowledged are retired on its behalf (their calls now name it and
+	// fail below with the lane's); everything still pending there stays
+	// for the other workers (or its successor).
+	lane_steal_reap(p, w);
+	if (loss->settle != nullptr)
+		loss->settle(p, w, loss);
+	const int32_t status = loss->status;
+	const LaneFate fate = loss->fate;
+	// 3. Its line (src/syncline.h S10): a knit_call on it ends with status
+	// too. Retired first: a line claim skips the lane, which is what ends
+	// S10's retries. With a new worker to come the line is reopened for it
+	// (S11): its boot record carries the open word it waits for, a nonce
+	// no earlier worker of the lane waited for (relaxed: only the
+	// dispatcher's holder and the monitor use it).
+	bool last = false;
+	if (fate == kLaneRetire) {
+		lane_set_state(p, l, kLaneRetired);
+		line_lost(p, l, status, false, 0);
+		p->lanes_retired++;
+		l->inflight = 0;
+		// The last worker of a steal pool: the calls waiting in the
+		// submit lock have nobody left to claim them either.
+		last = p->steal.on && p->lanes_retired == p->nworkers;
+	} else {
+		uint32_t nonce = knit_load_relaxed_32(&l->line_nonce) + 1;
+		if (nonce == 0)
+			nonce = 1; // 0 means "open from the start" (first boot)
+		if (fate == kLaneRespawn)
+			knit_store_relaxed_32(&l->line_nonce, nonce);
+		line_lost(p, l, status, fate == kLaneRespawn, nonce);
+	}
+	// 4 and 5: the calls it never started back to the caller, the rest fail.
+	pthread_mutex_lock(&p->mu);
+	if (fate == kLaneRespawn && l->rerun)
+		loss->nagain = unstarted_calls(p, l, loss->again);
+	produced += calls_fail_lane_locked(p, w, status, last);
+	pthread_mutex_unlock(&p->mu);
+	if (fate == kLaneRetire)
+		return produced; // its words are never read again
+	// 6. No process maps the lane as a worker now: its locks go back to
+	// their initial (zero) state and the host's endpoints start over.
+	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
+	zero_shared(l->ext, kBlock); // the running stamp, the started mask
+	(void)lane_attach(p, l, l->block); // the geometry create used: cannot fail
+	lane_set_state(p, l, kLaneLive);
+	knit_store_relaxed_32(l->parked, 0); // kAwake (src/wake.h)
+	const uint32_t stop_word = fate == kLaneRespawn ? kStopRunning : kStopAcknowledged;
+	// acq_rel exchange, not a store: if request_worker_stop's CAS to
+	// REQUESTED came first, we read from it and so see its earlier store
+	// of workers_stopping below, and put the request back for the new
+	// worker; if it comes after us, it finds RUNNING and makes it
+	// REQUESTED itself. Release: the reset above is visible to whoever sees
+	// the new word (knit_stop's acquire load; the new worker maps later).
+	knit_xchg_acq_rel_32(l->stop, stop_word);
+	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
+		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
+	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
+	return produced;
+}
+
+// ---- the steal topology's claims --------------------------------------------------------
+
+void steal_track(Pool *p)
+{
+	StealHost &s = p->steal;
+	if (!s.on || s.unclaimed == 0)
+		return;
+	uint32_t claimed[kMaxStealConsumers];
+	uint32_t any = 0;
+	for (uint32_t w = 0; w < p->nworkers; w++) {
+		// S2: acquire, pairs with worker w's release store of ACK[w]
+		// (claim_end): a claim is seen before anything the worker did
+		// after it (its result's publish, its running stamp).
+		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
+		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
+		// Every publish is retired by exactly one toggle, and a lane
+		// leaves `unclaimed` only when we see it: a toggle of any other
+		// lane (not published, already claimed, or claimed by another
+		// worker in this same look) is forged.
+		if (((a ^ s.ack_seen[w]) & ~claimed[w]) != 0) {
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+			lane_distrust(p, w);
+		}
+		s.ack_seen[w] = a;
+		any |= claimed[w];
+	}
+	if (any == 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t w = 0; w < p->nworkers; w++)
+		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
+			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+				c->lane = w;
+		}
+	pthread_mutex_unlock(&p->mu);
+	s.unclaimed &= ~any;
+}
+
+void lane_steal_reap(Pool *p, uint32_t w)
+{
+	if (!p->steal.on || w >= p->nworkers)
+		return;
+	bool bad = false;
+	const uint32_t lost = steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+	if (bad)
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+	p->steal.req.reclaim_lost(lost); // arena slots it never freed
+	// Its last claims (the ones retired on its behalf just now included)
+	// name it as their calls' holder.
+	steal_track(p);
+}
+
+void steal_worker_gone(Pool *p, uint32_t i)
+{
+	if (p->steal.on && i < p->nworkers)
+		steal_mark_dead(p->steal.ctl, i);
+}
+
+} // namespace knit::detail

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// src/workers_thread.cpp - the thread backend of the worker seam
+// (src/workers.h): each worker lane's worker is a thread of this process,
+// started placed as the options ask, joined at destroy. A worker thread
+// cannot be killed: distrusting one asks it to stop (its lane retires once
+// it acknowledged: dispatch_pass, lane_lost), and a call past the hard
+// timeout stops the whole pool.
+#include "src/common.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+
+#include "src/error.h"
+#include "src/lane.h"
+#include "src/wake.h"
+#include "src/workers.h"
+
+namespace knit::detail {
+
+int32_t worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	uint32_t n = 0, last = 0;
+	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+		if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
+			n++, last = c;
+	if (!cfg.one_per_worker) {
+		for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+			if ((cfg.cpu_mask[c / 64] >> (c % 64)) & 1)
+				CPU_SET(c, set);
+		return n == 1 ? (int32_t)last : -1;
+	}
+	uint32_t want = i % n; // n > 0: options_resolve refuses the flag on an empty mask
+	for (uint32_t c = 0; c < KNIT_CPU_MASK_WORDS * 64; c++)
+		if (((cfg.cpu_mask[c / 64] >> (c % 64)) & 1) && want-- == 0) {
+			CPU_SET(c, set);
+			return (int32_t)c;
+		}
+	return -1; // not reached
+}
+
+namespace {
+
+// Start worker i, placed as asked. glibc applies an attribute's affinity to
+// the new thread before it runs its start routine, and fails the create when
+// the kernel refuses every CPU; the kernel silently drops the CPUs the
+// process may not use from a wider set, so the set is read back and must be
+// exactly what was asked. 0, -KNIT_EINVAL (a CPU the process may not use;
+// the thread, if started, is left for the caller to stop) or -KNIT_ESYSTEM,
+// the message recorded (src/error.h).
+int start_worker(Pool *p, Lane *l)
+{
+	if (!p->cfg.place) {
+		const int e = pthread_create(&l->thread, nullptr, worker_main, l);
+		return e == 0 ? 0 : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
+	}
+	cpu_set_t want, got;
+	l->cpu = worker_cpus(p->cfg, l->index, &want);
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return error_set(-KNIT_ESYSTEM, "cannot start worker thread %u: pthread_attr_init", l->index);
+	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
+	if (e == 0)
+		e = pthread_create(&l->thread, &attr, worker_main, l);
+	pthread_attr_destroy(&attr);
+	if (e == EINVAL)
+		return error_set(-KNIT_EINVAL, "cpu_mask: no CPU of worker %u's set is one the process may use",
+				 l->index);
+	if (e != 0)
+		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
+	l->started = true;
+	if (pthread_getaffinity_np(l->thread, sizeof got, &got) != 0)
+		return error_set(-KNIT_ESYSTEM, "cannot read worker thread %u's CPU affinity back", l->index);
+	return CPU_EQUAL(&want, &got)
+		       ? 0
+		       : error_set(-KNIT_EINVAL, "cpu_mask: a CPU of worker %u's set is one the process may not use",
+				   l->index);
+}
+
+// Start every worker thread with all async signals blocked (signals belong
+// to the application's threads). Returns 0, -KNIT_EINVAL (placement) or
+// -KNIT_ESYSTEM.
+int start_workers(Pool *p)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		rc = start_worker(p, l);
+		if (rc != 0)
+			break;
+		l->started = true;
+		char name[16] = "knit-w";
+		// i < KNIT_MAX_WORKERS: at most two digits.
+		if (i >= 10)
+			name[6] = (char)('0' + i / 10), name[7] = (char)('0' + i % 10), name[8] = 0;
+		else
+			name[6] = (char)('0' + i), name[7] = 0;
+		pthread_setname_np(l->thread, name);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	return rc;
+}
+
+void join_workers(Pool *p)
+{
+	if (p->lanes == nullptr)
+		return; // a create that failed before the lanes existed
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (l->started) {
+			pthread_join(l->thread, nullptr);
+			l->started = false;
+		}
+	}
+}
+
+int thread_check(const knit_task_t *tasks, size_t ntasks)
+{
+	if (tasks == nullptr || ntasks == 0 || ntasks > 65535)
+		return error_set(-KNIT_EINVAL, "thread workers need a task table: tasks is %s, ntasks %zu (1..65535)",
+				 tasks != nullptr ? "set" : "NULL", ntasks);
+	return 0;
+}
+
+int thread_tasks(Pool *p, const knit_pool_options_t *, const knit_task_t *tasks, size_t ntasks)
+{
+	return pool_build_tasks(p, tasks, ntasks);
+}
+
+int thread_region(Pool *p, const knit_pool_options_t *, const RegionPlan &plan, const char **what)
+{
+	*what = "";
+	return region_create(RegionKind::kAnonymous, plan.total, "knitting", &p->region);
+}
+
+int thread_start(Pool *p, const knit_pool_options_t *, const RegionPlan &)
+{
+	const int rc = start_workers(p); // records its message
+	if (rc != 0) {
+		// Stop the workers already running (they see REQUESTED and leave).
+		request_worker_stop(p);
+		join_workers(p);
+	}
+	return rc;
+}
+
+bool thread_stop_wait(Pool *p, uint32_t w, int64_t deadline)
+{
+	Lane *l = &p->lanes[w];
+	// A retired lane's worker is gone (lane_lost): its stop word is
+	// nobody's any more, never waited on.
+	while (lane_state(l) != kLaneRetired) {
+		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
+		// in acknowledge_stop().
+		const uint32_t s = knit_load_acquire_32(l->stop);
+		if (s == kStopAcknowledged) {
+			// It left its loop for good: survivors may ignore its WANT.
+			steal_worker_gone(p, w);
+			break;
+		}
+		if (deadline >= 0 && knit_now_ns() >= deadline)
+			return false;
+		knit_futex_wait(l->stop, s, deadline, p->futex_shared);
+	}
+	return true;
+}
+
+void thread_distrust(Pool *p, uint32_t w)
+{
+	Lane *l = &p->lanes[w];
+	if (l->state != kLaneLive)
+		return;
+	lane_set_state(p, l, kLaneDistrusted);
+	// RUNNING -> REQUESTED, as request_worker_stop(): acq_rel, pairs with
+	// the worker's acquire load of the stop word at the top of its pass.
+	knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
+	// W1: pairs with the worker's W2 fence in worker_park().
+	knit_fence_seq_cst();
+	lane_wake(p, l, false);
+}
+
+bool thread_hard_kill(Pool *, uint32_t) { return false; }
+void thread_forget(Pool *) {}
+void thread_stats(Pool *, knit_pool_stats_t *) {}
+void thread_completion_fd_on(Pool *) {}
+
+} // namespace
+
+const WorkerOps kThreadWorkers = {
+	thread_check,
+	thread_tasks,
+	nullptr, // one region, one mapping: nothing to isolate
+	thread_region,
+	thread_start,
+	thread_stop_wait,
+	thread_distrust,
+	thread_hard_kill,
+	join_workers,
+	thread_forget,
+	thread_stats,
+	thread_completion_fd_on,
+	-1,
+	false,
+	false,
+};
+
+} // namespace knit::detail
