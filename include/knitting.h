@@ -68,7 +68,8 @@ enum knit_error {
 	KNIT_ESYSTEM = 12,   /* the operating system refused (thread, mmap, futex) */
 	KNIT_EVERSION = 13,  /* a struct's size field is not one this library knows */
 	KNIT_ENOTFOUND = 14, /* no such ticket (already completed or never issued) */
-	KNIT_EBUSY = 15,     /* the object is in use; reserved, no function returns it yet */
+	KNIT_EBUSY = 15,     /* 1.2: called from a task of the same pool, where it would wait
+				on itself (see libknitting(7), "Calls from a task") */
 	KNIT_ENOENT = 16,    /* 1.2: a file the pool was told to use (task library,
 				knit-worker, worker_prefix program) does not exist */
 	KNIT_EACCES = 17,    /* 1.2: such a file exists but may not be used (not
@@ -413,6 +414,23 @@ KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_t *reqs, ui
  * least one arrives (or the pool is stopped and drained). Returns the count. */
 KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
 			   int64_t timeout_ns) KNIT_NOEXCEPT;
+
+/* Reap up to max completions, but only of the calls tickets[0 .. n-1] name,
+ * in the order of the list; every other completion stays queued for
+ * knit_complete or another caller. timeout_ns as knit_complete's. Returns
+ * the count (0: none completed in time), or -KNIT_ENOTFOUND when no ticket
+ * of the list names a call of this pool still to be reaped (unknown,
+ * reaped already, a knit_call's, another pool's). Thread-safe beside
+ * knit_complete: each completion goes to exactly one reaper. See
+ * knit_complete_tickets(3). Since 1.2. */
+KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets, unsigned n,
+				   knit_completion_t *out, unsigned max, int64_t timeout_ns) KNIT_NOEXCEPT;
+
+/* Wait until every call enqueued before this call began has been reaped
+ * (by any thread; this function reaps nothing), without stopping the pool.
+ * timeout_ns: 0 = check, < 0 = no limit. 0 when idle, -KNIT_ETIMEDOUT.
+ * See knit_wait_idle(3). Since 1.2. */
+KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT;
 
 /* Free what a completion's result owns; the completion is then empty. */
 KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;

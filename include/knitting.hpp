@@ -972,6 +972,29 @@ public:
 		return knit::result<knit::completion>(knit::completion(p_, c));
 	}
 
+	// Reap the completion of one call, leaving every other queued
+	// (knit_complete_tickets, 1.2): knit::error::timed_out when it did not
+	// complete within timeout, knit::error::not_found when t names no call
+	// of this pool still to be reaped.
+	knit::result<knit::completion> complete(knit::ticket t, std::chrono::nanoseconds timeout) const noexcept
+	{
+		knit_completion_t c;
+		const int n = knit_complete_tickets(p_, &t, 1, &c, 1, timeout.count());
+		if (n < 0)
+			return knit::result<knit::completion>(knit::error_of(n));
+		if (n == 0)
+			return knit::result<knit::completion>(knit::error::timed_out);
+		return knit::result<knit::completion>(knit::completion(p_, c));
+	}
+
+	// Wait until every call enqueued before now has been reaped, by any
+	// thread, without stopping (knit_wait_idle, 1.2): knit::error::timed_out
+	// when timeout passed first.
+	knit::result<void> wait_idle(std::chrono::nanoseconds timeout) const noexcept
+	{
+		return detail::check(knit_wait_idle(p_, timeout.count()));
+	}
+
 	// for (knit::completion &c : pool.completions(timeout)) ...
 	// Waits up to timeout for the first completion, then takes every one
 	// ready (see completion_range).

@@ -496,6 +496,18 @@ extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_
 	return (int)done;
 }
 
+namespace {
+// After handing completions out (mu released): wake the threads that wait
+// for particular calls (knit_complete_tickets, knit_wait_idle), if any. The
+// relaxed load is ordered by mu: a waiter counted itself under mu before it
+// first looked at the queue.
+void pick_reaped(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->pick_waiters) != 0)
+		host_event(p, false);
+}
+} // namespace
+
 extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned max,
 				      int64_t timeout_ns) KNIT_NOEXCEPT
 {
@@ -504,6 +516,16 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 	Pool *p = &pool->p;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED;
+	if (in_task_of(p)) {
+		// From one of its own tasks: what is queued, no pass, no wait.
+		if (timeout_ns != 0)
+			return -KNIT_EBUSY;
+		const int k = deliver(p, out, max);
+		if (k > 0)
+			pick_reaped(p);
+		efd_sync(p);
+		return k;
+	}
 	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	int n;
 	for (;;) {
@@ -521,12 +543,151 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 			break;
 		}
 	}
+	if (n > 0)
+		pick_reaped(p);
 	// The completion fd shows what is left: readable iff another
 	// knit_complete(..., 0) would return something (the reap that empties
 	// the queue leaves it unreadable; a pass we could not run leaves it to
 	// the dispatcher holder's release).
 	efd_sync(p);
 	return n;
+}
+
+namespace {
+
+// What a thread waiting for particular calls last saw: completions handed
+// out (st_completed) plus queued (cq_count). Any change means a completion
+// was queued or reaped since, and the waiter looks again (under mu).
+struct PickWait {
+	uint64_t seen;
+	uint64_t need; // knit_wait_idle: hand-outs since `base` before a look pays
+	uint64_t base;
+};
+
+uint64_t pick_progress(Pool *p)
+{
+	return knit_load_relaxed_64(&p->st_completed) + knit_load_relaxed_32(&p->cq_count);
+}
+
+bool tickets_ready(Pool *p, void *arg)
+{
+	const PickWait *w = static_cast<const PickWait *>(arg);
+	return pick_progress(p) != w->seen;
+}
+
+// knit_wait_idle: every one of the `need` calls it waits for is reaped only
+// after at least `need` hand-outs since `base`, so looking earlier cannot
+// succeed. This bounds the looks: each costs the calls still waited for and
+// comes after at least as many hand-outs.
+bool idle_ready(Pool *p, void *arg)
+{
+	const PickWait *w = static_cast<const PickWait *>(arg);
+	return knit_load_relaxed_64(&p->st_completed) - w->base >= w->need;
+}
+
+void pick_enter_locked(Pool *p) { knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters + 1); }
+void pick_leave(Pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters - 1);
+	pthread_mutex_unlock(&p->mu);
+}
+
+} // namespace
+
+extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets, unsigned n,
+					      knit_completion_t *out, unsigned max,
+					      int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (pool == nullptr || tickets == nullptr || n == 0 || out == nullptr || max == 0)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	const bool from_task = in_task_of(p);
+	if (from_task && timeout_ns != 0)
+		return -KNIT_EBUSY;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	PickWait w = {0, 0, 0};
+	bool counted = false;
+	int rc;
+	for (bool last = false;; ) {
+		unsigned alive = 0;
+		pthread_mutex_lock(&p->mu);
+		w.seen = pick_progress(p);
+		const unsigned got = take_tickets_locked(p, tickets, n, out, max, &alive);
+		if (got == 0 && alive != 0 && !last && !counted) {
+			pick_enter_locked(p);
+			counted = true;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (got > 0) {
+			rc = (int)got;
+			break;
+		}
+		if (alive == 0) {
+			rc = -KNIT_ENOTFOUND; // none of them is (any longer) to be reaped
+			break;
+		}
+		if (last || from_task) {
+			rc = 0;
+			break;
+		}
+		// A poll still runs one pass, as knit_complete(..., 0) does.
+		if (!host_wait(p, tickets_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
+			last = true;
+	}
+	if (counted)
+		pick_leave(p);
+	if (rc > 0)
+		pick_reaped(p);
+	efd_sync(p);
+	return rc;
+}
+
+extern "C" KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT
+{
+	if (pool == nullptr)
+		return -KNIT_EINVAL;
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	const bool from_task = in_task_of(p);
+	if (from_task && timeout_ns != 0)
+		return -KNIT_EBUSY;
+	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	knit_ticket_t *t = nullptr;
+	uint32_t left = 0;
+	pthread_mutex_lock(&p->mu);
+	int rc = unreaped_snapshot_locked(p, &t, &left);
+	if (rc == 0 && left != 0)
+		pick_enter_locked(p);
+	PickWait w = {0, left, knit_load_relaxed_64(&p->st_completed)};
+	pthread_mutex_unlock(&p->mu);
+	if (rc != 0 || left == 0)
+		return rc;
+	for (bool last = false;;) {
+		pthread_mutex_lock(&p->mu);
+		if (knit_load_relaxed_64(&p->st_completed) - w.base >= w.need || last) {
+			left = unreaped_compact_locked(p, t, left);
+			w.base = knit_load_relaxed_64(&p->st_completed);
+			w.need = left;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (left == 0) {
+			rc = 0;
+			break;
+		}
+		if (last || from_task) {
+			rc = -KNIT_ETIMEDOUT;
+			break;
+		}
+		if (!host_wait(p, idle_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
+			last = true;
+	}
+	pick_leave(p);
+	free(t);
+	return rc;
 }
 
 extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT
@@ -593,6 +754,8 @@ extern "C" KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const kni
 		return -KNIT_EINVAL;
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	if (pool != nullptr && in_task_of(&pool->p))
+		return -KNIT_EBUSY;
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
 	const uint32_t flags = kCallPrivate | (ticket != nullptr ? (uint32_t)kCallTicketed : 0u);
@@ -622,6 +785,8 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	// Every failure leaves *out empty (releasing it is then harmless).
 	memset(out, 0, sizeof *out);
 	out->result.type = KNIT_VALUE_NONE;
+	if (pool != nullptr && in_task_of(&pool->p))
+		return -KNIT_EBUSY;
 	// The fast path first (src/syncline.h): kLineNo leaves everything to
 	// the ticketed path below, which also reports every argument error.
 	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {

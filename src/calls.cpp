@@ -13,20 +13,35 @@
 // are allocated in chunks on first use; at most `capacity` are live at once
 // (the lanes' in-flight slots plus max_pending). Indexes go up to
 // capacity(), which leaves room for kRetireAllowance retirements beyond
-// the capacity: each costs 2^32 - 1 calls on one record, so the pool takes
-// at least 2^52 calls before it could run out (then -KNIT_EAGAIN).
+// the capacity: each costs at least 2^31 calls on one record (generations
+// start at the table's base, 1 .. 2^31), so the pool takes at least 2^51
+// calls before it could run out (then -KNIT_EAGAIN).
 #include "src/common.h"
 
 #include <stdlib.h>
 #include <sys/timerfd.h>
 
 #include "src/calls.h"
+#include "src/dcheck.h"
 #include "src/trace.h"
 
 namespace knit::detail {
 
+namespace {
+uint64_t g_ticket_tables; // tables made in this process (atomic)
+} // namespace
+
 int TicketTable::init(uint32_t capacity)
 {
+	// Where this table's generations start: 1 .. 2^31, a Weyl sequence over
+	// the tables of the process (golden-ratio steps), so that any two of
+	// the first N tables start at least about 2^31 / N apart. A ticket of
+	// another pool then names a generation this table has not reached at
+	// that index unless one of the two used that record that many times:
+	// knit_complete_tickets() and knit_cancel() tell it apart from a call
+	// of their own. Every record still has at least 2^31 generations.
+	const uint64_t k = knit_fetch_add_relaxed_64(&g_ticket_tables, 1);
+	gen_base_ = 1 + (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 33);
 	max_live_ = capacity;
 	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
 	if (limit > kTicketIndexMax)
@@ -85,6 +100,7 @@ Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
 			}
 			for (uint32_t i = 0; i < kTicketChunk; i++) {
 				chunk[i].index = ci * kTicketChunk + i;
+				chunk[i].gen = gen_base_ - 1; // take() bumps it to the base
 				chunk[i].heap_pos = kNoHeap;
 			}
 			// Release: pairs with the acquire load in lookup(), so a
@@ -564,6 +580,89 @@ int deliver(Pool *p, knit_completion_t *out, unsigned max)
 	mu_counter_add_64(&p->st_completed, n);
 	pthread_mutex_unlock(&p->mu);
 	return (int)n;
+}
+
+// ---- reaping chosen calls ------------------------------------------------------------
+
+Call *unreaped_locked(Pool *p, knit_ticket_t t)
+{
+	Call *c = p->tickets.lookup(ticket_index(t));
+	if (c == nullptr || !c->live || c->gen != ticket_gen(t) || (c->holds & kHoldUser) == 0 ||
+	    (c->flags & kCallPrivate) != 0)
+		return nullptr;
+	return c;
+}
+
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
+			     unsigned max, unsigned *alive)
+{
+	unsigned got = 0, live = 0;
+	for (unsigned i = 0; i < n; i++) {
+		Call *c = unreaped_locked(p, tickets[i]);
+		if (c == nullptr)
+			continue;
+		live++;
+		if (got == max || !c->completed)
+			continue;
+		// A completed call that still holds kHoldUser is in the completion
+		// queue (call_complete_locked queued it; only a hand-out drops the
+		// hold): unlink it. The queue is singly linked, so this walks the
+		// completions ahead of it.
+		Call *prev = nullptr, *x = p->cq_head;
+		while (x != nullptr && x != c) {
+			prev = x;
+			x = x->cq_next;
+		}
+		KNIT_DCHECK(x == c);
+		if (x == nullptr)
+			continue;
+		if (prev != nullptr)
+			prev->cq_next = c->cq_next;
+		else
+			p->cq_head = c->cq_next;
+		if (p->cq_tail == c)
+			p->cq_tail = prev;
+		mu_counter_add_32(&p->cq_count, (uint32_t)-1);
+		hand_out_locked(p, c, &out[got++]);
+	}
+	*alive = live;
+	return got;
+}
+
+int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n)
+{
+	*out = nullptr;
+	*n = 0;
+	uint32_t cnt = 0;
+	const uint32_t used = p->tickets.used();
+	for (uint32_t i = 0; i < used; i++) {
+		const Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+			cnt++;
+	}
+	if (cnt == 0)
+		return 0;
+	knit_ticket_t *t = static_cast<knit_ticket_t *>(malloc((size_t)cnt * sizeof *t));
+	if (t == nullptr)
+		return -KNIT_ENOMEM;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < used && k < cnt; i++) {
+		const Call *c = p->tickets.lookup(i);
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+			t[k++] = ticket_of(c);
+	}
+	*out = t;
+	*n = k;
+	return 0;
+}
+
+uint32_t unreaped_compact_locked(Pool *p, knit_ticket_t *t, uint32_t n)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (unreaped_locked(p, t[i]) != nullptr)
+			t[k++] = t[i];
+	return k;
 }
 
 namespace {

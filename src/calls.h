@@ -167,6 +167,27 @@ void hand_out_locked(Pool *p, Call *c, knit_completion_t *out);
 void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out);
 // Hand out up to max queued completions (takes mu). Returns how many.
 int deliver(Pool *p, knit_completion_t *out, unsigned max);
+// ---- reaping chosen calls (knit_complete_tickets, knit_wait_idle) ----------------
+// A ticket names a call still to be reaped when its record is live at that
+// generation, still holds kHoldUser (not handed out) and is not a knit_call's
+// private record. Threads waiting in either entry are counted in
+// p->pick_waiters (under mu) so that a reap by another thread, which changes
+// what they wait for without any event of the workers, wakes them:
+// pick_reaped() (api.cpp) after every hand-out.
+
+// The record of ticket t if it is still to be reaped (under mu), else null.
+Call *unreaped_locked(Pool *p, knit_ticket_t t);
+// Hand out up to max completed calls among tickets[0 .. n-1] into out, in
+// the order of the list (under mu); *alive counts the tickets still to be
+// reaped before this call (taken ones included). Returns how many.
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
+			     unsigned max, unsigned *alive);
+// The tickets of every call still to be reaped (under mu): a malloc'd array
+// in *out with its count in *n (nullptr when 0). 0, or -KNIT_ENOMEM.
+int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n);
+// Keep in t[0 .. n-1] only the tickets still to be reaped (under mu);
+// returns how many are left.
+uint32_t unreaped_compact_locked(Pool *p, knit_ticket_t *t, uint32_t n);
 // Free the result bytes completion *c owns (knit_completion_release(3)):
 // 0, or -KNIT_EINVAL when *c names bytes that are not (or no longer) ours.
 int completion_release(Pool *p, knit_completion_t *c);

@@ -438,6 +438,8 @@ extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t tim
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
+	if (in_task_of(&pool->p))
+		return -KNIT_EBUSY; // it would wait for the task that asks
 	if ((flags & ~(uint32_t)(KNIT_STOP_DRAIN | KNIT_STOP_CANCEL)) != 0 ||
 	    flags == (KNIT_STOP_DRAIN | KNIT_STOP_CANCEL))
 		return -KNIT_EINVAL;
@@ -456,6 +458,8 @@ extern "C" KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT
 		pool_free_forked(pool);
 		return 0;
 	}
+	if (in_task_of(p))
+		return -KNIT_EBUSY; // it would wait for the task that asks
 	// Cancel what is left and wait (without limit) for every acknowledgement:
 	// a worker stuck in a task is waited for (threads cannot be killed).
 	// Worker processes get kExitGraceNs, then pool_free kills what is left.

@@ -257,7 +257,9 @@ inline constexpr uint32_t kNoLane = 0xFFFFFFFFu;
 
 // A ticket: (generation << 32) | index, generation >= 1, so never 0; a
 // generation is never reused for an index (a record is retired after its
-// last one, see calls.cpp), so a ticket is never reused.
+// last one, see calls.cpp), so a ticket is never reused. Each table starts
+// its generations at its own base (TicketTable::init), so another pool's
+// tickets do not name this pool's calls.
 inline uint64_t ticket_pack(uint32_t gen, uint32_t index) { return ((uint64_t)gen << 32) | index; }
 inline uint32_t ticket_index(uint64_t ticket) { return (uint32_t)ticket; }
 inline uint32_t ticket_gen(uint64_t ticket) { return (uint32_t)(ticket >> 32); }
@@ -295,6 +297,8 @@ public:
 	Call *lookup(uint32_t index) const;
 	// Exclusive bound of the indexes (what a frame's ticket is checked against).
 	uint32_t capacity() const { return capacity_; }
+	// Indexes handed out so far: every record that ever lived is below it.
+	uint32_t used() const { return next_new_; }
 	// Indexes handed out so far (records [0, high()) exist). Under mu.
 	uint32_t high() const { return next_new_; }
 
@@ -321,8 +325,9 @@ private:
 	// Make c (off the free list) a live record of a new generation.
 	Call *take(Call *c, uint64_t *ticket)
 	{
-		// gen is bumped at every allocation and starts at 1: ticket never
-		// 0; it never wraps (retired in alloc_slow() at kGenLast). The
+		// gen is bumped at every allocation and starts at the table's
+		// base (>= 1): ticket never 0; it never wraps (retired in
+		// alloc_slow() at kGenLast). The
 		// ticket is made from the new generation in a register: a load of
 		// (index, gen) right after the 4-byte store of gen could not be
 		// forwarded from it and would wait for the store to reach the
@@ -361,6 +366,7 @@ private:
 	Call **chunks_ = nullptr;
 	uint32_t nchunks_ = 0;
 	uint32_t capacity_ = 0; // index bound
+	uint32_t gen_base_ = 1; // a fresh record's first generation (init)
 	uint32_t max_live_ = 0; // live record bound
 	uint32_t next_new_ = 0;
 	uint32_t live_ = 0;
@@ -513,6 +519,8 @@ struct alignas(128) Pool {
 	TicketTable tickets;
 	DeadlineHeap heap;
 	Call *cq_head, *cq_tail;
+	uint32_t pick_waiters; // threads in knit_complete_tickets / knit_wait_idle
+	                       // (atomic; written under mu: src/calls.h)
 	uint32_t *abort_in_use; // host-private mirror of allocated abort bits
 	uint32_t abort_cursor;
 	uint32_t abort_used;
@@ -714,6 +722,16 @@ namespace knit::detail {
 // Run task `task` on the calling thread (a worker, or a host thread for the
 // inline lane) with *ctx, and classify what it returned (see TaskOutcome).
 void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
+// The pool whose task function the calling thread is running now (set by
+// run_task around the call, the previous value restored after: a task may
+// call into another pool whose inline lane runs a task of its own), or null.
+// The entries that would wait on their own pool from inside one of its tasks
+// return -KNIT_EBUSY instead (knit_call, knit_complete and friends with a
+// wait, knit_stop, knit_pool_destroy): the wait could need the very thread
+// it blocks. A task in a worker process runs under that process's own pool
+// record, never the host's.
+extern __thread const Pool *t_task_pool;
+inline bool in_task_of(const Pool *p) { return t_task_pool == p; }
 // Free every block knit_ctx_alloc handed out during this run.
 void ctx_free_allocs(knit_ctx *ctx);
 } // namespace knit::detail

@@ -574,13 +574,18 @@ namespace {
 void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out);
 } // namespace
 
+__thread const Pool *t_task_pool;
+
 void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out)
 {
 	knit_value_t ret;
 	memset(&ret, 0, sizeof ret);
 	ret.type = KNIT_VALUE_NONE;
 	ctx->task_data = p->tasks[task].data;
+	const Pool *const outer = t_task_pool;
+	t_task_pool = p;
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
+	t_task_pool = outer;
 	const uint64_t cap = p->cfg.max_payload_bytes;
 	if (rc == 0) {
 		int v = result_check(ret, cap);

@@ -466,6 +466,23 @@ static void test_enqueue_reap()
 		s += c.as<std::int64_t>().value_or(0);
 	CHECK(s == 16 + 25);
 
+	// complete(ticket) takes that call's completion only (1.2), the others
+	// stay; a ticket reaped already is not_found; wait_idle once all are.
+	knit::result<knit::ticket> ta = p.enqueue(0, 6), tb = p.enqueue(0, 7);
+	CHECK_OK(ta);
+	CHECK_OK(tb);
+	if (ta && tb) {
+		knit::result<knit::completion> cb = p.complete(*tb, 10s);
+		CHECK(cb && cb->ticket() == *tb && cb->as<int>().value_or(0) == 49);
+		knit::result<knit::completion> again = p.complete(*tb, knit::poll);
+		CHECK(!again && again.error() == knit::error::not_found);
+		knit::result<void> busy = p.wait_idle(knit::poll);
+		CHECK(!busy && busy.error() == knit::error::timed_out);
+		knit::result<knit::completion> ca = p.complete(10s);
+		CHECK(ca && ca->ticket() == *ta && ca->as<int>().value_or(0) == 36);
+		CHECK_OK(p.wait_idle(knit::poll));
+	}
+
 	// A range abandoned half way releases what it did not hand out: every
 	// call still ends in exactly one completion.
 	for (int i = 0; i < 40; i++)

@@ -167,3 +167,31 @@ def test_example(libpath):
             "sqrt(16) -> 4.0", "calls: 5 enqueued, 5 completed"]
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:-1] == want
+
+
+def test_complete_tickets_and_wait_idle(pypool):
+    """1.2: reap chosen calls only (the rest stays for complete()), the
+    codes for tickets not to be reaped, and wait_idle beside a reaper."""
+    t = [pypool.enqueue("twice", i, user_data=i) for i in range(20)]
+    got = pypool.complete_tickets([t[3]], timeout=None)
+    assert [(tk, ud, r) for tk, ud, r in got] == [(t[3], 3, 6)]
+    with pytest.raises(knitting.KnitError) as e:
+        pypool.complete_tickets([t[3]], timeout=0)
+    assert e.value.code == -14  # KNIT_ENOTFOUND: reaped already
+    want = set(t[:10]) - {t[3]}
+    while want:
+        for tk, ud, r in pypool.complete_tickets(sorted(want), max=4, timeout=None):
+            assert r == 2 * ud and tk in want
+            want.discard(tk)
+    rest = {}
+    while len(rest) < 10:
+        for tk, ud, r in pypool.complete(timeout=None):
+            rest[ud] = r
+    assert rest == {i: 2 * i for i in range(10, 20)}
+    # Not idle while a completion waits unreaped; idle once it is reaped.
+    tk = pypool.enqueue("echo", 1)
+    assert pypool.wait_idle(timeout=0.02) is False
+    assert [x[0] for x in pypool.complete_tickets([tk])] == [tk]
+    assert pypool.wait_idle(timeout=0) is True
+    with pytest.raises(ValueError):
+        pypool.complete_tickets([])

@@ -139,3 +139,9 @@ SIGNATURES: Dict[str, Tuple[object, List[object]]] = {
     "knit_version": (C.c_uint32, []),
     "knit_strerror": (C.c_char_p, [C.c_int]),
 }
+# 1.2 functions, bound when the loaded library has them (a 1.1 library still loads).
+SIGNATURES_1_2: Dict[str, Tuple[object, List[object]]] = {
+    "knit_complete_tickets": (C.c_int, [_P, C.POINTER(C.c_uint64), C.c_uint, C.POINTER(Completion), C.c_uint,
+                                        C.c_int64]),
+    "knit_wait_idle": (C.c_int, [_P, C.c_int64]),
+}

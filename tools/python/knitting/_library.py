@@ -46,6 +46,10 @@ def _bind(lib: C.CDLL) -> None:
         f.restype, f.argtypes = res, args
     if hasattr(lib, "knit_last_error"):  # 1.2
         lib.knit_last_error.restype, lib.knit_last_error.argtypes = C.c_char_p, []
+    for name, (res, args) in A.SIGNATURES_1_2.items():  # 1.2: only where the library has them
+        if hasattr(lib, name):
+            f = getattr(lib, name)
+            f.restype, f.argtypes = res, args
 
 
 def load(path: Optional[str] = None) -> C.CDLL:

@@ -29,7 +29,7 @@ import os
 import threading
 import time
 import weakref
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
 from . import _abi as A
@@ -674,6 +674,61 @@ class Pool(concurrent.futures.Executor):
         finally:
             core.leave()
         return done
+
+    def complete_tickets(self, tickets: Sequence[int], max: int = 64,
+                         timeout: Optional[float] = None) -> List[Tuple[int, int, Any]]:
+        """complete(), but only for the enqueue()d calls whose tickets are
+        given (knit_complete_tickets, libknitting 1.2): every other
+        completion stays for complete(). Returns as soon as any of them is
+        ready ([] when none was within timeout); raises KnitError
+        (-KNIT_ENOTFOUND) when none of the tickets is still to be reaped."""
+        core = self._core
+        core.set_mode("user")
+        if max < 1:
+            raise ValueError("max must be >= 1")
+        ts = list(tickets)
+        if not ts:
+            raise ValueError("tickets must not be empty")
+        if not hasattr(core.lib, "knit_complete_tickets"):
+            raise KnitError(-A.KNIT_EVERSION, "knit_complete_tickets", "needs libknitting 1.2")
+        arr = (C.c_uint64 * len(ts))(*ts)
+        out = (A.Completion * max)()
+        done = []
+        h = core.enter("knit_complete_tickets")
+        try:
+            n = check(core.lib.knit_complete_tickets(h, arr, len(ts), out, max, _wait_ns(timeout)),
+                      "knit_complete_tickets")
+            for c in out[:n]:
+                try:
+                    r = _outcome(core, c)
+                except KnitError as e:
+                    r = e
+                finally:
+                    core.lib.knit_completion_release(h, C.byref(c))
+                if r is _CANCELLED:
+                    r = error_for(c.status, "call")
+                done.append((c.ticket, c.user_data or 0, r))
+        finally:
+            core.leave()
+        return done
+
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        """Wait until every call enqueued before now has been reaped (by any
+        thread; this reaps nothing) without stopping the pool
+        (knit_wait_idle, libknitting 1.2). True when it was, False when
+        timeout seconds passed first (None: no limit)."""
+        core = self._core
+        if not hasattr(core.lib, "knit_wait_idle"):
+            raise KnitError(-A.KNIT_EVERSION, "knit_wait_idle", "needs libknitting 1.2")
+        h = core.enter("knit_wait_idle")
+        try:
+            rc = core.lib.knit_wait_idle(h, _wait_ns(timeout))
+        finally:
+            core.leave()
+        if rc == -A.KNIT_ETIMEDOUT:
+            return False
+        check(rc, "knit_wait_idle")
+        return True
 
     def cancel(self, ticket: int, signal: bool = False) -> None:
         """knit_cancel: complete the call now as cancelled, or with
