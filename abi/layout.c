@@ -111,7 +111,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6392);
+KNIT_SIZE(knit_pool_stats_t, 6440);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -134,6 +134,8 @@ KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
 KNIT_AT(knit_pool_stats_t, backlogged, 6384); /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 24);

@@ -272,7 +272,7 @@ enum knit_proc_flags {
 #define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
 #define KNIT_TASK_LIBRARY_VERSION 1
 typedef struct knit_task_library {
-	uint32_t size;            /* sizeof(knit_task_library_t) */
+	uint32_t size;            /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
 	uint32_t version;         /* KNIT_TASK_LIBRARY_VERSION */
 	const struct knit_task *tasks;
 	size_t ntasks;
@@ -285,7 +285,12 @@ typedef struct knit_task_library {
 enum knit_call_flags {
 	KNIT_CALL_ABORTABLE = 1u << 0, /* give this call an abort bit */
 	KNIT_CALL_LANE = 1u << 1,      /* run on `lane` (lanes topology) */
-	KNIT_CALL_NO_TIMEOUT = 1u << 2 /* ignore the task's default timeout */
+	KNIT_CALL_NO_TIMEOUT = 1u << 2, /* ignore the task's default timeout */
+	/* 1.2: the call's priority class (neither: normal; both: -KNIT_EINVAL).
+	 * A waiting call is placed before waiting calls of a lower class that
+	 * could take the same lane, FIFO within a class; see knit_enqueue(3). */
+	KNIT_CALL_HIGH = 1u << 3,
+	KNIT_CALL_LOW = 1u << 4
 };
 
 typedef struct knit_call_options {
@@ -380,6 +385,11 @@ typedef struct knit_pool_stats {
 	uint64_t backlogged;         /* calls that waited in the backlog for a
 					free slot (a call put back after its worker
 					process died counts again) */
+	/* 1.2: per priority class, [0] KNIT_CALL_HIGH, [1] normal, [2]
+	   KNIT_CALL_LOW (a shorter struct omits them). */
+	uint64_t class_enqueued[3];   /* calls accepted */
+	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
+					 backlogged counts them */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

@@ -126,8 +126,13 @@ void refused_pass(Pool *p)
 }
 
 // A freshly allocated record (under mu) takes its call's fields.
-[[gnu::always_inline]] inline void call_fill(Call *c, const EnqueueArgs &a, const knit_value_t &arg, uint8_t *buf)
+[[gnu::always_inline]] inline void call_fill(Pool *p, Call *c, const EnqueueArgs &a, const knit_value_t &arg,
+					    uint8_t *buf)
 {
+	// A high or low call is counted in its class (normal: the rest of
+	// st_enqueued, no count to keep), and out again by call_undo_locked().
+	if (call_class(a.flags) != kClassNormal)
+		mu_counter_add_64(&p->st_class_enqueued[call_class(a.flags) == kClassHigh ? 0 : 1], 1);
 	c->task = a.task;
 	c->flags = a.flags;
 	c->pin_lane = a.pin_lane;
@@ -204,7 +209,7 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 			refused_pass(p);
 		return err;
 	}
-	call_fill(c, a, arg, buf);
+	call_fill(p, c, a, arg, buf);
 	count_enqueued_locked(p, 1);
 	pthread_mutex_unlock(&p->mu);
 
@@ -277,8 +282,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 			return -KNIT_EVERSION;
 		memset(&o, 0, sizeof o);
 		memcpy(&o, opts, opts->size);
-		const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT;
-		if ((o.flags & ~known) != 0)
+		const uint32_t known =
+			KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT | KNIT_CALL_HIGH | KNIT_CALL_LOW;
+		if ((o.flags & ~known) != 0 || (o.flags & (KNIT_CALL_HIGH | KNIT_CALL_LOW)) == (KNIT_CALL_HIGH | KNIT_CALL_LOW))
 			return -KNIT_EINVAL;
 		oflags = o.flags;
 		otimeout_ms = o.timeout_ms;
@@ -286,7 +292,9 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	}
 	const TaskEntry &te = p->tasks[task];
 	a->task = task;
-	a->flags = flags;
+	a->flags = flags | ((oflags & KNIT_CALL_HIGH)  ? kClassHigh << kCallClassShift
+			    : (oflags & KNIT_CALL_LOW) ? kClassLow << kCallClassShift
+						       : kClassNormal << kCallClassShift);
 	a->pin_lane = 0;
 	a->user_data = user_data;
 	if (oflags & KNIT_CALL_LANE) {
@@ -370,7 +378,7 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			Call *c = call_alloc_locked(p, a[na].abortable, keep, &t[na], &err);
 			if (c == nullptr)
 				break;
-			call_fill(c, a[na], v[na], buf[na]);
+			call_fill(p, c, a[na], v[na], buf[na]);
 			calls[na] = c;
 			any_keep |= keep;
 		}

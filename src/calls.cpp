@@ -265,6 +265,8 @@ uint64_t call_undo_locked(Pool *p, Call *c)
 {
 	abort_release_locked(p, c);
 	mu_counter_add_64(&p->st_enqueued, (uint64_t)-1); // counted in enqueue()
+	if (call_class(c->flags) != kClassNormal) // counted in call_fill()
+		mu_counter_add_64(&p->st_class_enqueued[call_class(c->flags) == kClassHigh ? 0 : 1], (uint64_t)-1);
 	// Release (a load + store: every write of outstanding is under mu):
 	// pairs with the acquire loads of outstanding in drained_ready() /
 	// knit_complete() (as the increment in enqueue()).

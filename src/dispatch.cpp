@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "src/calls.h"
+#include "src/dcheck.h"
 #include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
@@ -291,16 +292,28 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 	p->backlog_placed += left;
 }
 
-// Each lane's pinned calls (they can go nowhere else), then the shared list.
+// Class by class, high first: each lane's pinned calls of the class (they
+// can go nowhere else), then the class's shared list. A call of a lower
+// class goes only after every call of a higher class that could take the
+// same lane (a higher call that waits for a full lane does not hold back a
+// lower one bound for another).
 void place_backlog(Pool *p, UnholdBatch *ub)
 {
-	for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
-		Lane *l = &p->lanes[__builtin_ctzll(m)];
-		place_queue(p, &l->pin_head, &l->pin_tail, ub);
-		if (l->pin_head == nullptr)
-			p->pin_waiting &= ~(1ull << l->index);
+	for (uint32_t k = 0; k < kClasses; k++) {
+		for (uint64_t m = p->pin_waiting; m != 0; m &= m - 1) {
+			Lane *l = &p->lanes[__builtin_ctzll(m)];
+			if (l->pin_head[k] == nullptr)
+				continue;
+			place_queue(p, &l->pin_head[k], &l->pin_tail[k], ub);
+			if (l->pin_head[0] == nullptr && l->pin_head[1] == nullptr && l->pin_head[2] == nullptr)
+				p->pin_waiting &= ~(1ull << l->index);
+		}
+		if (p->pb_head[k] != nullptr) {
+			place_queue(p, &p->pb_head[k], &p->pb_tail[k], ub);
+			if (p->pb_head[k] == nullptr)
+				p->pb_waiting &= ~(1u << k);
+		}
 	}
-	place_queue(p, &p->pb_head, &p->pb_tail, ub);
 }
 
 // Place what fits from the private backlog (holder only). When calls are
@@ -319,7 +332,7 @@ void place_private(Pool *p)
 	UnholdBatch ub;
 	ub.n = 0;
 	place_backlog(p, &ub);
-	if ((p->pb_head != nullptr || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
+	if ((p->pb_waiting != 0 || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
 		uint32_t produced = 0;
 		bool room = false;
 		for (uint32_t i = 0; i < p->nworkers; i++) {
@@ -692,7 +705,7 @@ int dispatch_submit(Pool *p, Call *c)
 	if (dispatch_trylock(p)) {
 		// Most holds find nothing waiting (no push begun, both private
 		// lists empty): dispatch_flush_backlog() would do nothing.
-		if (!backlog_queue_idle(p) || p->pb_head != nullptr || p->pin_waiting != 0)
+		if (!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0)
 			dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
@@ -720,7 +733,7 @@ uint32_t dispatch_submit_many(Pool *p, Call *const *calls, uint32_t n)
 {
 	uint32_t i = 0;
 	if (dispatch_trylock(p)) {
-		if (!backlog_queue_idle(p) || p->pb_head != nullptr || p->pin_waiting != 0)
+		if (!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0)
 			dispatch_flush_backlog(p);
 		// Placed at once while no call like it waits, as dispatch_submit()
 		// (dispatch_place_new) does one by one, but published once per
@@ -837,17 +850,21 @@ void dispatch_unlock(Pool *p)
 
 namespace {
 
-// The private list c waits on (its lane's pinned queue, or the pool's), and
-// that lane marked as having pinned calls waiting.
+// The private list c waits on (its lane's pinned queue of its class, or
+// the pool's list of its class), marked as having calls waiting.
 void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
 {
-	*head = &p->pb_head;
-	*tail = &p->pb_tail;
+	const uint32_t k = call_class(c->flags);
+	KNIT_DCHECK(k < kClasses);
 	if (c->flags & kCallPinned) {
 		Lane *l = &p->lanes[c->pin_lane];
-		*head = &l->pin_head;
-		*tail = &l->pin_tail;
+		*head = &l->pin_head[k];
+		*tail = &l->pin_tail[k];
 		p->pin_waiting |= 1ull << c->pin_lane;
+	} else {
+		*head = &p->pb_head[k];
+		*tail = &p->pb_tail[k];
+		p->pb_waiting |= 1u << k;
 	}
 }
 
@@ -856,6 +873,7 @@ void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	counter_bump(&p->st_backlogged); // every call that waits passes here once
+	counter_bump(&p->st_class_backlogged[call_class(c->flags)]);
 	c->next = nullptr;
 	Call **head, **tail;
 	backlog_list(p, c, &head, &tail);
@@ -878,6 +896,7 @@ void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n)
 		*head = c;
 		if (*tail == nullptr)
 			*tail = c;
+		counter_bump(&p->st_class_backlogged[call_class(c->flags)]);
 	}
 	counter_add(&p->st_backlogged, n);
 	// place_queue takes every call it removes out of the count again.
@@ -886,9 +905,16 @@ void dispatch_backlog_requeue(Pool *p, Call *const *calls, uint32_t n)
 
 bool dispatch_backlog_clear_for(Pool *p, const Call *c)
 {
-	if (c->flags & kCallPinned)
-		return p->lanes[c->pin_lane].pin_head == nullptr;
-	return p->pb_head == nullptr;
+	// Nothing of its class or a higher one waits where it would go.
+	const uint32_t k = call_class(c->flags);
+	if (c->flags & kCallPinned) {
+		const Lane *l = &p->lanes[c->pin_lane];
+		for (uint32_t j = 0; j <= k; j++)
+			if (l->pin_head[j] != nullptr)
+				return false;
+		return true;
+	}
+	return (p->pb_waiting & ((2u << k) - 1)) == 0;
 }
 
 bool dispatch_flush_backlog(Pool *p)
@@ -912,7 +938,7 @@ bool dispatch_flush_backlog(Pool *p)
 		dispatch_backlog_append(p, c);
 		got = true;
 	}
-	if (p->pb_head != nullptr || p->pin_waiting != 0)
+	if (p->pb_waiting != 0 || p->pin_waiting != 0)
 		place_private(p);
 	return got || !blocked;
 }

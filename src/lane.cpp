@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "src/calls.h"
+#include "src/dcheck.h"
 #include "src/lane.h"
 #include "src/syncline.h"
 #include "src/trace.h"
@@ -372,7 +373,9 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	// their initial (zero) state and the host's endpoints start over.
 	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
 	zero_shared(l->ext, kBlock); // the running stamp, the started mask
-	(void)lane_attach(p, l, l->block); // the geometry create used: cannot fail
+	const int rc = lane_attach(p, l, l->block); // the geometry create used: cannot fail
+	KNIT_DCHECK(rc == 0);
+	(void)rc;
 	lane_set_state(p, l, kLaneLive);
 	knit_store_relaxed_32(l->parked, 0); // kAwake (src/wake.h)
 	const uint32_t stop_word = fate == kLaneRespawn ? kStopRunning : kStopAcknowledged;

@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "src/dcheck.h"
 #include "src/lock2.h"
 #include "src/pool.h"
 #include "src/steal.h"
@@ -127,7 +128,8 @@ struct Lane {
 	uint32_t staged;   // frames staged in req, not flushed yet
 	uint32_t state;    // LaneState (written by the holder, relaxed-readable)
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
-	Call *pin_head, *pin_tail; // pinned calls waiting for this lane, in order
+	Call *pin_head[kClasses], *pin_tail[kClasses]; // pinned calls waiting for this lane,
+	                                               // per priority class, each in order
 	uint64_t wakes_sent;       // atomic add, any host thread
 	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
 	                           // dispatcher-owned, src/trim.cpp)
@@ -135,8 +137,13 @@ struct Lane {
 	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
 	int32_t line_lost_status; // the status a call on a LOST line ends with
 	                          // (written before S10's CAS publishes LOST)
+	uint32_t line_lost_taken; // the request the lost worker took last (its
+	                          // lane extension's word, read by S10 before
+	                          // its CAS publishes LOST_OPEN; S12)
 	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
 	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
+	uint64_t line_resent; // line calls sent again as ticketed calls (S12; claim
+	                      // holder; stats: relaxed)
 	uint32_t line_nonce; // process pools: the open word given to the lane's
 	                     // last respawned worker (recovery only, relaxed)
 	uint32_t line_token; // the reopen token: that open word while a reopen
@@ -187,6 +194,11 @@ inline LaneState lane_state(const Lane *l)
 inline void lane_set_state(Pool *p, Lane *l, LaneState s)
 {
 	const LaneState was = static_cast<LaneState>(l->state);
+	// A RETIRED lane never comes back; DISTRUSTED only retires (a thread);
+	// DOWN only comes back LIVE (a process).
+	KNIT_DCHECK(was != kLaneRetired || s == kLaneRetired);
+	KNIT_DCHECK(was != kLaneDistrusted || s == kLaneDistrusted || s == kLaneRetired);
+	KNIT_DCHECK(was != kLaneDown || s == kLaneDown || s == kLaneLive);
 	if (was == s)
 		return;
 	if (was == kLaneDistrusted || s == kLaneDistrusted)

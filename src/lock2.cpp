@@ -71,10 +71,23 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	published_ = knit_load_relaxed_32(a_);
 	// Steal: the ring cursor is ours too (stored with every flush).
 	// The word holds 31 - cursor, so zero-filled memory starts at lane 31.
-	ring_ = steal_ctl_ != nullptr ? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes : 0;
+	ring_ = steal_ctl_ != nullptr ? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes
+				      : kLanes - 1;
 	// P2: pairs with the consumer's release store of B in retire() (C3).
 	shadow_ = load_retired();
 	staged_ = 0;
+	if (steal_ctl_ == nullptr) {
+		// Over used memory (frames in flight, lock2.h "Order"): go on
+		// below them, at a free lane whose upper neighbour is in flight,
+		// the end of the ring's run of frames (the first such from the
+		// top: with several runs, order may break this once).
+		const uint32_t busy = published_ ^ shadow_;
+		for (uint32_t l = kLanes; busy != 0 && busy != ~0u && l-- > 0;)
+			if ((busy >> l & 1u) == 0 && (busy >> ((l + 1) % kLanes) & 1u) != 0) {
+				ring_ = l;
+				break;
+			}
+	}
 	memset(lane_arena_, 0xFF, sizeof lane_arena_);
 	// +1: a string or error message of exactly per_call_max bytes carries a NUL.
 	arena_.init(arena, per_call_max + 1);
@@ -104,13 +117,16 @@ uint32_t LockProducer::load_retired()
 
 int LockProducer::pick_lane()
 {
+	// The lane we may fill: any free one under steal, else the ring's.
+	const uint32_t want = steal_ctl_ != nullptr ? ~0u : lane_bit(ring_);
 	uint32_t free = free_cached();
-	if (free == 0) {
-		// Refresh only when the cached free set is exhausted (lock2.h):
-		// a stale shadow can only hide free lanes, never show a busy one.
+	if ((free & want) == 0) {
+		// Refresh only when the cached free set has no lane for us
+		// (lock2.h): a stale shadow can only hide free lanes, never show
+		// a busy one.
 		shadow_ = load_retired();
 		free = free_cached();
-		if (free == 0)
+		if ((free & want) == 0)
 			return -KNIT_EAGAIN;
 		// The lanes the consumer gave back since the last refresh are the
 		// next frames' lines: ask for all of them now (prefetch_ahead then
@@ -119,15 +135,11 @@ int LockProducer::pick_lane()
 			for (uint32_t m = free; m != 0; m &= m - 1)
 				knit_prefetch_write(lock_ + lock_task_offset((uint32_t)__builtin_ctz(m)));
 	}
-	if (steal_ctl_ == nullptr)
-		return (int)highest_lane(free);
-	// Steal: the first free lane at or below the ring cursor, wrapping, so
-	// the lanes a consumer walks down from the cursor come in publish order
-	// (steal_ring_first in steal.h).
-	const uint32_t below = ring_ == kLanes - 1 ? free : free & ((2u << ring_) - 1u);
-	const uint32_t lane = highest_lane(below != 0 ? below : free);
-	ring_ = (lane + kLanes - 1) % kLanes;
-	return (int)lane;
+	// The ring's lane (steal: the first free lane at or below the ring
+	// cursor, wrapping), so the lanes a consumer walks down from its
+	// cursor come in publish order (lock2.h, "Order"; steal:
+	// steal_ring_first in steal.h).
+	return (int)ring_pick(free);
 }
 
 // stage() without its inline scalar fast path (lock2.h).
@@ -144,8 +156,13 @@ int LockProducer::stage_slow(const FrameHead &head, const knit_value_t &value)
 		return lane;
 	TaskLine *line = task_line((uint32_t)lane);
 	rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, line);
-	if (rc != 0)
-		return rc; // nothing allocated; the lane stays free
+	if (rc != 0) {
+		// Nothing allocated; the lane stays free, and the ring's next
+		// lane (lock2.h, "Order": no hole).
+		if (steal_ctl_ == nullptr)
+			ring_ = (uint32_t)lane;
+		return rc;
+	}
 	write_head(head, line);
 	// Our own stores just made (same widths: forwarded, not re-fetched).
 	note_arena((uint32_t)lane, line->where == kWhereArena ? line->arena_slot : 0xFFu);

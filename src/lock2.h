@@ -14,12 +14,20 @@
 // shadow of B and refreshes it only when its cached free set is empty: a
 // stale B can only make a lane look busy, never a busy lane look free.
 //
-// Order: the producer fills the highest free lane and the consumer walks
-// pending lanes downwards from its cursor, so delivery is FIFO in the common
-// case but NOT guaranteed: after a shadow refresh a lane published later can
-// be taken before one published earlier. What is guaranteed: every frame is
-// delivered exactly once, and at most 31 frames published after a frame can
-// be delivered before it (32 lanes). Callers needing order use the ticket.
+// Order: the producer fills the lanes in a ring, downwards and wrapping: the
+// lane below the one it filled last, and only that one (busy: it waits, as
+// for a full queue, after one refresh of its shadow). The consumer walks
+// pending lanes downwards from its cursor (the lane it took last, wrapping),
+// so it takes frames in the order they were published: FIFO. Filling any
+// other free lane breaks that: the highest free one (what this queue did
+// first) or the next free one down, skipping a busy or stale-looking lane,
+// leaves a free hole that a later frame fills after a wrap, ahead of the
+// consumer's cursor and of earlier frames below it. The consumer frees lanes
+// in the order it took them, so the ring costs no capacity. Order holds per
+// producer-consumer pair from their attach on (a re-attach of one side
+// alone, over used memory, may break it once). Every frame is delivered
+// exactly once. The steal topology's producer keeps its own ring order
+// (steal.h), with several consumers.
 //
 // Endpoints are separate types: LockProducer cannot consume, LockConsumer
 // cannot publish. Each endpoint is used by one thread at a time. attach()
@@ -235,7 +243,8 @@ class LockProducer
 		line->deadline = head.deadline_ns;
 	}
 	// Lanes topology, after a stage: start fetching the task lines of the
-	// lanes pick_lane() picks next from `free` (the cached free set). The
+	// lanes pick_lane() picks next from `free` (the cached free set, in
+	// ring order). The
 	// consumer read a free lane's task line when it took the lane's last
 	// frame, so our next store there must first take the line back from
 	// its cache: start that now, while the caller still has other work,
@@ -247,11 +256,13 @@ class LockProducer
 	{
 		if (free == 0)
 			return;
-		const uint32_t next = highest_lane(free);
-		knit_prefetch_write(lock_ + lock_task_offset(next));
+		// The ring's next two lanes, where free.
+		const uint32_t next = ring_, after = (ring_ + kLanes - 1) % kLanes;
+		if ((free >> next) & 1u)
+			knit_prefetch_write(lock_ + lock_task_offset(next));
 		const uint32_t rest = free & ~lane_bit(next);
-		if (rest != 0)
-			knit_prefetch_write(lock_ + lock_task_offset(highest_lane(rest)));
+		if ((rest >> after) & 1u)
+			knit_prefetch_write(lock_ + lock_task_offset(after));
 		// The cached free set is nearly used up: the refresh that follows
 		// loads B, which the consumer wrote last. Start that read now.
 		if ((rest & (rest - 1)) == 0)
@@ -269,7 +280,19 @@ class LockProducer
 	uint32_t staged_ = 0;    // written, not yet published
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
-	uint32_t ring_ = 0;            // steal: next lane to try, walking down
+	uint32_t ring_ = kLanes - 1;   // next lane to fill, walking down (steal: also in the lock)
+	// Steal: the first free lane at or below ring_, wrapping (free != 0).
+	// Else ring_ itself, which must be free. ring_ moves below the lane.
+	uint32_t ring_pick(uint32_t free)
+	{
+		uint32_t lane = ring_;
+		if (steal_ctl_ != nullptr) {
+			const uint32_t below = ring_ == kLanes - 1 ? free : free & ((2u << ring_) - 1u);
+			lane = highest_lane(below != 0 ? below : free);
+		}
+		ring_ = (lane + kLanes - 1) % kLanes;
+		return lane;
+	}
 	// The arena allocation of each lane's last frame (reclaim_lost): its
 	// slot (0xFF = none) and a stage sequence number, and the sequence of
 	// each slot's last allocation; equal sequences = not reallocated since.
@@ -438,9 +461,9 @@ class LockConsumer
 {
 	const uint32_t type = value.type;
 	const uint32_t free = free_cached();
-	if (type > KNIT_VALUE_F64 || free == 0 || steal_ctl_ != nullptr || lock_ == nullptr)
+	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || steal_ctl_ != nullptr || lock_ == nullptr)
 		return stage_slow(head, value);
-	const uint32_t lane = highest_lane(free);
+	const uint32_t lane = ring_pick(free);
 	uint64_t scalar;
 	if (type == KNIT_VALUE_F64)
 		memcpy(&scalar, &value.f64, sizeof scalar);

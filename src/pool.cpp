@@ -66,12 +66,24 @@ void pool_free_common(knit_pool *kp)
 // fork may have caught one changing hands (freed, pointer not cleared yet)
 // in a thread that does not exist here, and a leak in the child beats a
 // double free. The mutex is not destroyed (a parent thread may have held it
-// at the fork).
+// at the fork). The bytes of completions handed out and never released,
+// and their table, are freed as in the parent when mu was free at the fork:
+// every change to the table is made under mu (owned_register_locked,
+// release_owned), so it was whole; held, it may have been half-way through
+// a realloc, and is left.
 void pool_free_forked(knit_pool *kp)
 {
 	Pool *p = &kp->p;
 	if (p->workers != nullptr)
 		p->workers->forget(p);
+	if (pthread_mutex_trylock(&p->mu) == 0) {
+		for (uint32_t i = 0; i < p->owned_n; i++)
+			free(p->owned[i].buf);
+		free(p->owned);
+		p->owned = nullptr;
+		p->owned_n = p->owned_cap = p->owned_free = 0;
+		pthread_mutex_unlock(&p->mu);
+	}
 	p->tickets.fini();
 	p->heap.fini();
 	free(p->abort_in_use);
@@ -374,14 +386,8 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	return rc;
 }
 
-namespace {
+namespace knit::detail {
 
-bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
-
-// After cancel_all on a closed pool: take the completed calls out of the
-// backlog so stats.backlog reads their true count (0). Bounded by
-// deadline_ns (absolute, < 0 = none) while another thread holds the
-// dispatcher.
 void backlog_drop_completed(Pool *p, int64_t deadline_ns)
 {
 	// Every call is completed (cancel_all after closed): a flush removes
@@ -401,6 +407,12 @@ void backlog_drop_completed(Pool *p, int64_t deadline_ns)
 		sched_yield();
 	}
 }
+
+} // namespace knit::detail
+
+namespace {
+
+bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
 
 // knit_stop's body, also knit_pool_destroy's first step. The pool closes
 // (enqueue fails from now on), then: CANCEL completes every call with
@@ -531,6 +543,14 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.arena_committed_bytes = arena_committed_bytes(p);
 	p->workers->stats(p, &s);
 	s.backlogged = knit_load_relaxed_64(&p->st_backlogged);
+	s.class_enqueued[0] = knit_load_relaxed_64(&p->st_class_enqueued[0]);
+	s.class_enqueued[2] = knit_load_relaxed_64(&p->st_class_enqueued[1]);
+	// Read apart, relaxed: a call counted in its class after our read of
+	// enqueued must not make normal wrap.
+	const uint64_t hl = s.class_enqueued[0] + s.class_enqueued[2];
+	s.class_enqueued[1] = s.enqueued > hl ? s.enqueued - hl : 0;
+	for (uint32_t k = 0; k < kClasses; k++)
+		s.class_backlogged[k] = knit_load_relaxed_64(&p->st_class_backlogged[k]);
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		knit_lane_stats_t &ls = s.lane[i];

@@ -69,7 +69,8 @@
 //                        (hard timeout), and at 32 (process workers, lanes
 //                        topology) the started mask: u32, bit s = the frame
 //                        in request slot s was started and is not retired
-//                        yet (kLaneExtOffStarted); [128,256) worker counters
+//                        yet (kLaneExtOffStarted), at 36 the line request it
+//                        took last (u32, kLaneExtOffLineTaken); [128,256) worker counters
 //                        (u64 x 16, single writer: the worker; relaxed)
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
@@ -133,6 +134,9 @@ inline constexpr uint64_t kPoolOffLaneExt = 2 * kBlock;
 inline constexpr uint64_t kLaneExtBytes = 2 * kBlock;
 // The started mask in a lane extension's first block (after the stamp).
 inline constexpr uint64_t kLaneExtOffStarted = 32;
+// The line request the lane's worker took last (u32 sequence, stored
+// before it runs the request; src/syncline.h S12).
+inline constexpr uint64_t kLaneExtOffLineTaken = 36;
 
 // An isolated process pool (src/proc.h, "isolation") keeps every word a
 // worker writes in pages of its own: a lane's extension, line and line
@@ -220,7 +224,13 @@ enum CallFlag : uint32_t {
 	kCallPrivate = 1u << 0,  // knit_call: completion goes to the caller only
 	kCallPinned = 1u << 1,   // KNIT_CALL_LANE
 	kCallTicketed = 1u << 2, // knit_call_ex with a ticket: knit_cancel may reach it
+	// Bits 8..9: the priority class as its rank, kClassHigh .. kClassLow
+	// (call_class). Normal is 1, set by call_args for every call.
+	kCallClassShift = 8,
 };
+// Priority classes in placement order (KNIT_CALL_HIGH, normal, KNIT_CALL_LOW).
+inline constexpr uint32_t kClassHigh = 0, kClassNormal = 1, kClassLow = 2, kClasses = 3;
+inline uint32_t call_class(uint32_t flags) { return (flags >> kCallClassShift) & 3u; }
 
 struct Call {
 	cds_wfcq_node qnode; // backlog link (the wait-free queue)
@@ -486,8 +496,13 @@ struct alignas(128) Pool {
 	alignas(128) uint64_t backlog_count; // calls waiting for a slot (atomic)
 	uint64_t backlog_placed;             // dispatcher-owned: placed, still in backlog_count
 	uint64_t backlog_hw;                 // high-water mark (atomic max)
-	Call *pb_head, *pb_tail;             // dispatcher-owned, unpinned calls in enqueue order
-	uint64_t pin_waiting;                // dispatcher-owned: bit w = lanes[w].pin_head set
+	Call *pb_head[kClasses], *pb_tail[kClasses]; // dispatcher-owned, unpinned calls per
+	                                     // priority class, each in enqueue order
+	uint32_t pb_waiting;                 // dispatcher-owned: bit k = pb_head[k] set
+	uint64_t pin_waiting;                // dispatcher-owned: bit w = a pin_head of lanes[w] set
+	uint64_t st_class_backlogged[kClasses]; // the holder's (counter_add), stats read
+	uint64_t st_class_enqueued[2];       // high and low calls accepted (under mu; normal:
+	                                     // st_enqueued less these)
 	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
 	uint64_t wake_lanes;                 // dispatcher-owned: lanes published, not yet looked
 	                                     // at for a parked worker (W1 in dispatch_unlock)
@@ -659,6 +674,11 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 
 // Complete every uncompleted call with -KNIT_ECLOSED (under mu not held).
 void cancel_all(Pool *p);
+// After cancel_all on a closed pool (or a failed process pool's complete_all,
+// src/proc.cpp): take the completed calls out of the
+// backlog so stats.backlog reads their true count (0). Bounded by deadline_ns
+// (absolute, < 0 = none) while another thread holds the dispatcher.
+void backlog_drop_completed(Pool *p, int64_t deadline_ns);
 // Ask every worker to stop (stop word REQUESTED + wake). Idempotent.
 void request_worker_stop(Pool *p);
 

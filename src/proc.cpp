@@ -50,6 +50,7 @@ struct ProcHost {
 	// The janitor (knit-worker --knit-janitor): unlinks the name when the
 	// host exits without unlinking it (killed). 0: none.
 	pid_t janitor;
+	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
 	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
@@ -231,12 +232,78 @@ void reap(int pidfd, pid_t pid, siginfo_t *si)
 	}
 }
 
-// Start the janitor of a named region: a knit-worker in its own session
-// (a terminal's signals to our process group do not reach it) that outlives
-// us by design. It watches our pid and, when we exit, removes the name if it
-// still names the object it saw at its start; a host killed while the name is
-// linked (respawns on, or during boot) so leaves no name behind. 0 or
-// -KNIT_ESYSTEM.
+// One descriptor handed to a child (a worker, the janitor): ours (src; -1: none this time) and
+// the number it gets there (to).
+struct HandOver {
+	int src;
+	int to;
+};
+
+// Duplicate every src of give[0..n) above every target number (close-on-
+// exec, so only the spawn's dup2 carries it over), so that one dup2 never
+// clobbers the source of another: tmp[i] or -1. 0, or -KNIT_ESYSTEM (*err:
+// the errno; the copies made are closed).
+int hand_over_dup(const HandOver *give, uint32_t n, int *tmp, int *err)
+{
+	int above = 2;
+	for (uint32_t i = 0; i < n; i++)
+		above = give[i].to > above ? give[i].to : above;
+	for (uint32_t i = 0; i < n; i++)
+		tmp[i] = -1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (give[i].src < 0)
+			continue;
+		tmp[i] = fcntl(give[i].src, F_DUPFD_CLOEXEC, above + 1);
+		if (tmp[i] < 0) {
+			*err = errno;
+			for (uint32_t k = 0; k < i; k++)
+				if (tmp[k] >= 0)
+					close(tmp[k]);
+			return -KNIT_ESYSTEM;
+		}
+	}
+	return 0;
+}
+
+// The file actions of a worker's spawn: standard input from /dev/null,
+// each given descriptor dup2'd onto its number, and every other descriptor
+// above 2 closed -- the numbers below the highest given one that are not
+// given this time (a respawn has no status pipe, a named region no fd 3)
+// one by one, the rest in one closefrom: nothing of the host's or the
+// application's reaches the worker, whatever it left open without
+// O_CLOEXEC. 0 or the errno of the action that could not be added.
+int hand_over_actions(posix_spawn_file_actions_t *fa, const HandOver *give, const int *tmp, uint32_t n)
+{
+	int e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+	int high = 2;
+	for (uint32_t i = 0; i < n && e == 0; i++)
+		if (tmp[i] >= 0) {
+			e = posix_spawn_file_actions_adddup2(fa, tmp[i], give[i].to);
+			high = give[i].to > high ? give[i].to : high;
+		}
+	for (int fd = 3; fd < high && e == 0; fd++) {
+		bool given = false;
+		for (uint32_t i = 0; i < n; i++)
+			given = given || (tmp[i] >= 0 && give[i].to == fd);
+		// glibc's child ignores EBADF here: a number we never had.
+		if (!given)
+			e = posix_spawn_file_actions_addclose(fa, fd);
+	}
+	if (e == 0)
+		e = posix_spawn_file_actions_addclosefrom_np(fa, high + 1);
+	return e;
+}
+
+// Start the janitor of the named region h->shm_name, before the name
+// exists: a knit-worker in its own session (a terminal's signals to our
+// process group do not reach it) that outlives us by design. It watches
+// our pid and, when we exit, removes the name (if it still names the
+// object we told it we made, once we did). Told of nothing (we were killed
+// right after our shm_open made the name), it removes the name it was
+// given if it exists: a fresh name of ours, made with O_EXCL. So a host
+// killed at any moment while the name is linked leaves no name behind.
+// We tell it through a pipe on its descriptor 3: "+" once the name is made
+// (janitor_told). 0 or -KNIT_ESYSTEM.
 int spawn_janitor(ProcHost *h)
 {
 	char pid[16];
@@ -245,20 +312,32 @@ int spawn_janitor(ProcHost *h)
 	char arg1[] = "--knit-janitor";
 	char *argv[] = {arg0, arg1, h->shm_name, pid, nullptr};
 	char *empty_env[] = {nullptr};
+	int told[2];
+	if (pipe2(told, O_CLOEXEC) != 0)
+		return -KNIT_ESYSTEM;
+	const HandOver give[] = {{told[0], 3}};
+	int tmp[1];
+	int err = 0;
+	if (hand_over_dup(give, 1, tmp, &err) != 0) {
+		close(told[0]);
+		close(told[1]);
+		return -KNIT_ESYSTEM;
+	}
+	close(told[0]);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		return -KNIT_ESYSTEM;
-	if (posix_spawnattr_init(&attr) != 0) {
+	int e = posix_spawn_file_actions_init(&fa);
+	if (e == 0 && (e = posix_spawnattr_init(&attr)) != 0)
 		posix_spawn_file_actions_destroy(&fa);
+	if (e != 0) {
+		close(tmp[0]);
+		close(told[1]);
 		return -KNIT_ESYSTEM;
 	}
 	sigset_t none, all;
 	sigemptyset(&none);
 	sigfillset(&all);
-	int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (e == 0)
-		e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	e = hand_over_actions(&fa, give, tmp, 1);
 	if (e == 0)
 		e = posix_spawnattr_setsigmask(&attr, &none);
 	if (e == 0)
@@ -270,10 +349,24 @@ int spawn_janitor(ProcHost *h)
 		e = posix_spawn(&child, h->worker_path, &fa, &attr, argv, empty_env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
-	if (e != 0)
+	close(tmp[0]);
+	if (e != 0) {
+		close(told[1]);
 		return -KNIT_ESYSTEM;
+	}
 	h->janitor = child;
+	h->janitor_w = told[1];
 	return 0;
+}
+
+// Tell the janitor the name is made (its object is the one to watch).
+void janitor_told(ProcHost *h)
+{
+	if (h->janitor_w < 0)
+		return;
+	(void)!write(h->janitor_w, "+", 1);
+	close(h->janitor_w);
+	h->janitor_w = -1;
 }
 
 // The name is gone (unlinked by us): the janitor has nothing left to do.
@@ -286,6 +379,9 @@ void janitor_done(ProcHost *h)
 	while (waitpid(h->janitor, nullptr, 0) < 0 && errno == EINTR) {
 	}
 	h->janitor = 0;
+	if (h->janitor_w >= 0)
+		close(h->janitor_w);
+	h->janitor_w = -1;
 }
 
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
@@ -321,23 +417,23 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	argv[k++] = h->lib_path;
 	argv[k] = nullptr;
 	char *empty_env[] = {nullptr};
-	// Move every descriptor we hand over above the target numbers first,
-	// so one dup2 never clobbers the source of another.
+	// What the worker is given, at the numbers it finds them on (proc.h).
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	// Isolation: its own lane's memfd and the steal control pages' too,
-	// never another lane's (proc.h).
-	constexpr int kHanded = 6;
-	static_assert(kBootFdSteal == kBootFdRing + 2 && kBootFdLane == kBootFdRing + 1, "hand-over numbers");
-	int src[kHanded] = {h->shm_name[0] != 0 ? -1 : p->region.fd, status_w, h->bridge[lane],
-			    p->rings ? p->lanes[lane].ring_fd : -1, p->isolated ? h->lane_fd[lane] : -1,
-			    p->isolated && p->steal.on ? h->steal_fd : -1};
-	int tmp[kHanded] = {-1, -1, -1, -1, -1, -1};
-	int rc = 0;
+	const HandOver give[] = {
+	    {h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
+	    {status_w, kBootFdStatus},
+	    {h->bridge[lane], kBootFdBridge},
+	    {p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
+	    // Isolation: its own lane's memfd and the steal control pages',
+	    // never another lane's (proc.h).
+	    {p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
+	    {p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
+	};
+	constexpr uint32_t kGive = sizeof give / sizeof give[0];
+	int tmp[kGive];
 	int err = 0; // the errno of a failure, for the message
-	for (int i = 0; i < kHanded && rc == 0; i++)
-		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, kBootFdSteal + 1)) < 0)
-			rc = -KNIT_ESYSTEM, err = errno;
+	int rc = hand_over_dup(give, kGive, tmp, &err);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	bool fa_ok = false, attr_ok = false;
@@ -348,24 +444,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			rc = -KNIT_ESYSTEM, err = ENOMEM;
 	}
 	if (rc == 0) {
-		int e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		if (e == 0 && tmp[0] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[0], kBootFdRegion);
-		if (e == 0 && tmp[1] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[1], kBootFdStatus);
-		if (e == 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[2], kBootFdBridge);
-		if (e == 0 && tmp[3] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[3], kBootFdRing);
-		if (e == 0 && tmp[4] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[4], kBootFdLane);
-		if (e == 0 && tmp[5] >= 0)
-			e = posix_spawn_file_actions_adddup2(&fa, tmp[5], kBootFdSteal);
-		// Nothing else of ours (or the application's) reaches the worker.
-		const int last = tmp[5] >= 0 ? kBootFdSteal : tmp[4] >= 0 ? kBootFdLane : tmp[3] >= 0 ? kBootFdRing
-														    : kBootFdBridge;
-		if (e == 0)
-			e = posix_spawn_file_actions_addclosefrom_np(&fa, last + 1);
+		int e = hand_over_actions(&fa, give, tmp, kGive);
 		sigset_t none, all;
 		sigemptyset(&none);
 		sigfillset(&all);
@@ -417,7 +496,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);
-	for (int i = 0; i < kHanded; i++)
+	for (uint32_t i = 0; i < kGive; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
 	if (rc != 0 && why != nullptr) {
@@ -560,8 +639,23 @@ int boot_all(Pool *p, char *why)
 			// A whole line, a full buffer or EOF: the verdict.
 			open_[i] = false;
 			msg[i][got[i]] = 0;
-			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0)
+			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0) {
+				// A prefix program must stay the worker's parent (the
+				// worker checked at its start, knit-worker(8)); one that
+				// exited since, while its worker booted, forked it and
+				// left: refused as the worker refuses it. One that exits
+				// later is a crash (and the worker dies with it).
+				struct pollfd f = {h->pidfd[i], POLLIN, 0};
+				if (h->nprefix != 0 && poll(&f, 1, 0) == 1) {
+					snprintf(why, kErrorMax,
+						 "worker %u: the worker_prefix program \"%s\" exited while its worker "
+						 "booted: it must stay the worker's parent (not fork and exit)",
+						 i, h->prefix[0]);
+					rc = -KNIT_EINVAL;
+					break;
+				}
 				continue;
+			}
 			if (got[i] == 0) {
 				boot_silent_end(h, i, why);
 				rc = -KNIT_ECRASHED; // died (or exited) before its verdict
@@ -631,6 +725,10 @@ void pool_fail(Pool *p)
 	ProcHost *h = p->proc;
 	mark_failed(p);
 	complete_all(p, -KNIT_ECRASHED);
+	// The completed calls leave the backlog too, so stats.backlog reads
+	// what waits now (0). We do not hold the dispatcher here (on_death
+	// released it), and no pass waits for this thread.
+	backlog_drop_completed(p, -1);
 	// S8 (src/syncline.h): knit_calls on the lines end too (-KNIT_ECRASHED,
 	// ended_status): a stopping worker need not serve its line. seq_cst:
 	// between the store of closed and the lines' CAS, pairs with the
@@ -929,6 +1027,13 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 	int rc = 0;
 	if (lib == nullptr) {
 		rc = error_set(-KNIT_EINVAL, "task library \"%s\" has no symbol " KNIT_TASK_LIBRARY_SYMBOL, path);
+	} else if (lib->size > sizeof(knit_task_library_t)) {
+		// As every size field: a larger one is a newer library's
+		// structure, whose fields past ours we would ignore.
+		rc = error_set(-KNIT_EVERSION,
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u, larger than this library "
+			       "knows (%zu): built against a newer libknitting",
+			       path, lib->size, sizeof(knit_task_library_t));
 	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION) {
 		rc = error_set(-KNIT_EINVAL,
 			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u and version %u (this "
@@ -953,7 +1058,10 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 	return 0;
 }
 
-uint64_t proc_start_time(int pid)
+namespace {
+
+// Field `field` (3 or later) of /proc/PID/stat as a number, or 0.
+uint64_t proc_stat_field(int pid, int field)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -966,14 +1074,20 @@ uint64_t proc_start_time(int pid)
 		return 0;
 	buf[n] = 0;
 	// The command name (field 2) may hold anything: fields count from the
-	// last ')'. Field 3 follows it; field 22 is 19 further.
+	// last ')'. Field 3 follows it.
 	const char *q = strrchr(buf, ')');
 	if (q == nullptr)
 		return 0;
-	for (int f = 2; f < 22 && q != nullptr; f++)
+	for (int f = 2; f < field && q != nullptr; f++)
 		q = strchr(q + 1, ' ');
 	return q != nullptr ? strtoull(q + 1, nullptr, 10) : 0;
 }
+
+} // namespace
+
+uint64_t proc_start_time(int pid) { return proc_stat_field(pid, 22); }
+
+int proc_parent(int pid) { return (int)proc_stat_field(pid, 4); }
 
 namespace {
 uint32_t g_shm_seq; // atomic: part of every fresh shm name
@@ -996,10 +1110,17 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		const uint64_t salt = (uint64_t)knit_now_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
 		snprintf(h->shm_name, sizeof h->shm_name, "/knitting-%d-%x-%08x", (int)getpid(), seq,
 			 (uint32_t)(salt >> 32));
+		// The janitor first: from our shm_open on, the name has one.
+		if (spawn_janitor(h) != 0) {
+			h->shm_name[0] = 0;
+			return -KNIT_ESYSTEM;
+		}
 		// O_EXCL: a name someone else made (or planted) is never ours.
 		fd = shm_open(h->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST) {
-			const int e = errno;
+		const int e = errno;
+		if (fd < 0)
+			janitor_done(h); // that name is not ours: its janitor goes
+		if (fd < 0 && e != EEXIST) {
 			h->shm_name[0] = 0;
 			return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM ? -KNIT_ENOMEM
 											 : -KNIT_ESYSTEM;
@@ -1010,6 +1131,7 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		return -KNIT_ESYSTEM;
 	}
 	h->shm_linked = true;
+	janitor_told(h);
 	int rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -KNIT_ENOMEM;
 	if (rc == 0)
 		rc = region_map_fd(fd, bytes, &p->region, false);
@@ -1018,6 +1140,7 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
 		h->shm_name[0] = 0;
+		janitor_done(h);
 	}
 	return rc;
 }
@@ -1064,6 +1187,7 @@ int proc_host_new(Pool *p, void *dl)
 	h->dl = dl;
 	h->ctl = -1;
 	h->steal_fd = -1;
+	h->janitor_w = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
@@ -1071,8 +1195,7 @@ int proc_host_new(Pool *p, void *dl)
 	return 0;
 }
 
-int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
-		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off)
+int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 {
 	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
@@ -1118,9 +1241,13 @@ int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg
 		snprintf(why, sizeof why, "%s", knit_last_error());
 		return error_set(rc, "%s (from %s; set worker_path or KNIT_WORKER_PATH)", why, from);
 	}
-	if (h->shm_linked && spawn_janitor(h) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot spawn the janitor of the named shared memory (\"%s\" "
-						"--knit-janitor)", h->worker_path);
+	return 0;
+}
+
+int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off, uint64_t stride,
+		 uint64_t abort_off, uint64_t steal_off)
+{
+	ProcHost *h = p->proc;
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (h->ctl < 0)
 		return error_set_errno(-KNIT_ESYSTEM, -h->ctl, "cannot make the monitor's eventfd");
@@ -1385,6 +1512,10 @@ int proc_tasks(Pool *p, const knit_pool_options_t *opts, const knit_task_t *, si
 	int rc = proc_load_tasks(p, opts->task_library, &dl); // records its message
 	if (rc == 0 && (rc = proc_host_new(p, dl)) != 0)    // owns dl from here on
 		error_set(rc, "out of memory for the process pool's host state");
+	// The paths and the prefix before the region: a named one's janitor
+	// (knit-worker) runs before its name exists. Records its message.
+	if (rc == 0)
+		rc = proc_resolve(p, opts);
 	return rc;
 }
 
@@ -1413,8 +1544,8 @@ int proc_region(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan
 int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan)
 {
 	// Both record their message (src/proc.h).
-	int rc = proc_prepare(p, opts, p->cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off,
-			      plan.steal_off);
+	(void)opts; // taken by proc_resolve (proc_tasks)
+	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off, plan.steal_off);
 	if (rc == 0)
 		rc = proc_start(p);
 	return rc;

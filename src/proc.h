@@ -210,21 +210,29 @@ bool proc_isolation_possible(bool named);
 // (region_seal_readonly). Sets p->isolated. 0, -KNIT_ENOMEM,
 // -KNIT_ESYSTEM (the message recorded).
 int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_off);
-// knit_pool_create, KNIT_PROC_NAMED_SHM: create the pool's region as a
-// named shm object (O_EXCL, mode 0600, a fresh name) instead of a memfd.
-// The name lives until proc_shutdown (or is unlinked at once if anything
-// fails). 0 or what region_create returns.
+// knit_pool_create, next, before the region: take the options' paths and
+// prefix, resolve the worker path and check it is an executable file. 0,
+// -KNIT_ENOENT (no knit-worker there), -KNIT_EACCES (not an executable
+// regular file), -KNIT_ENOMEM; the message recorded (src/error.h).
+int proc_resolve(Pool *p, const knit_pool_options_t *opts);
+// knit_pool_create, KNIT_PROC_NAMED_SHM, after proc_resolve: create the
+// pool's region as a named shm object (O_EXCL, mode 0600, a fresh name)
+// instead of a memfd. Its janitor runs before the name exists, so a host
+// killed at any point after leaves no name. The name lives until
+// proc_shutdown (or is unlinked at once if anything fails). 0,
+// -KNIT_ESYSTEM (no janitor) or what region_create returns.
 int proc_region_create_named(Pool *p, uint64_t size);
 
 // The start time of process `pid` (field 22 of /proc/PID/stat), or 0.
 uint64_t proc_start_time(int pid);
+// The parent of process `pid` (field 4 of /proc/PID/stat), or 0.
+int proc_parent(int pid);
 
-// knit_pool_create, after the region and lanes are built: resolve the
-// worker path, make the eventfds, fill the boot record. 0, -KNIT_ENOENT (no
-// knit-worker there), -KNIT_EACCES (not an executable regular file),
-// -KNIT_ENOMEM, -KNIT_ESYSTEM; the message recorded (src/error.h).
-int proc_prepare(Pool *p, const knit_pool_options_t *opts, const PoolConfig &cfg, uint64_t region_size,
-		 uint64_t lanes_off, uint64_t stride, uint64_t abort_off, uint64_t steal_off);
+// knit_pool_create, after the region and lanes are built: make the
+// eventfds and ring pages, fill the boot record. 0, -KNIT_ENOMEM,
+// -KNIT_ESYSTEM; the message recorded (src/error.h).
+int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off, uint64_t stride,
+		 uint64_t abort_off, uint64_t steal_off);
 // Then start the monitor thread, which spawns every worker, and wait
 // until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
 // -KNIT_ENOENT / -KNIT_EACCES (the worker_prefix program not found, not

@@ -16,7 +16,9 @@
 // pid, checks by the start time in the boot record that the pid still names
 // the host (not a reused pid, not a process of another pid namespace), and
 // a watcher thread exits the worker when the host exits. A worker that
-// cannot watch its host refuses to start.
+// cannot watch its host refuses to start, and so does one whose line of
+// parents does not lead to the host (a wrapper that forked and exited:
+// nothing of the host's would end it).
 //
 // KNIT_PROC_NAMED_SHM: the boot record names a POSIX shm object; fd 3 is
 // not used.
@@ -127,6 +129,18 @@ const char *watch_host_start(const ProcBoot &b)
 	return nullptr;
 }
 
+// Does the line of parents from `pid` up reach `host` (within a bound:
+// wrappers nest a few deep, not more)?
+bool host_is_ancestor(pid_t pid, int32_t host)
+{
+	for (int depth = 0; depth < 16 && pid > 1; depth++) {
+		if (pid == host)
+			return true;
+		pid = proc_parent(pid);
+	}
+	return false;
+}
+
 // The identity of a named object: 0 and *id, or -1 (no such name).
 int shm_identity(const char *name, struct stat *id)
 {
@@ -138,10 +152,16 @@ int shm_identity(const char *name, struct stat *id)
 	return rc;
 }
 
-// knit-worker --knit-janitor NAME HOSTPID (spawn_janitor in src/proc.cpp):
-// wait for the host to exit, then remove NAME if it still names the object
-// it named when we started (a name the host unlinked and someone created
-// again is not ours). The host kills us once it unlinked the name itself.
+// knit-worker --knit-janitor NAME HOSTPID (spawn_janitor in src/proc.cpp),
+// started before the host makes NAME: wait for the host to exit, then
+// remove NAME. Descriptor 3 is the host's pipe: "+" on it says the host
+// made the name, and we note which object it names then; at the end we
+// remove NAME only if it still names that object (a name the host
+// unlinked and someone created again is not ours). Told nothing (the host
+// was killed right after its shm_open, before it could say so), we remove
+// NAME if it exists: a fresh name of the host's, made with O_EXCL. The
+// host kills us once it unlinked the name itself, or when its shm_open
+// found the name taken.
 int janitor_main(const char *name, const char *pid_text)
 {
 	char *end = nullptr;
@@ -151,19 +171,33 @@ int janitor_main(const char *name, const char *pid_text)
 		fprintf(stderr, "knit-worker: bad janitor arguments\n");
 		return 2;
 	}
-	struct stat at_start;
-	if (shm_identity(name, &at_start) != 0)
-		return 0; // unlinked already: nothing to watch for
+	struct stat made;
+	bool known = false;
 	// The pidfd first, then the parent check: a host that died before the
 	// pidfd existed shows as a changed parent.
 	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)host, 0);
-	if (fd >= 0 && getppid() == (pid_t)host) {
-		struct pollfd f = {fd, POLLIN, 0};
-		while (poll(&f, 1, -1) < 0 || (f.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0)
-			f.revents = 0;
+	struct pollfd f[2] = {{fd, POLLIN, 0}, {3, POLLIN, 0}};
+	bool waiting = fd >= 0 && getppid() == (pid_t)host;
+	while (waiting) {
+		if (poll(f, 2, -1) < 0)
+			continue;
+		if (f[1].revents != 0) {
+			char c = 0;
+			const ssize_t r = read(3, &c, 1);
+			if (r == 1 && c == '+' && !known) {
+				if (shm_identity(name, &made) != 0)
+					return 0; // unlinked already: nothing to watch for
+				known = true;
+			}
+			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+				f[1].fd = -1; // the host closed it (or none was given): poll ignores it
+		}
+		waiting = f[0].revents == 0;
+		f[0].revents = f[1].revents = 0;
 	}
 	struct stat now;
-	if (shm_identity(name, &now) == 0 && now.st_dev == at_start.st_dev && now.st_ino == at_start.st_ino)
+	if (shm_identity(name, &now) == 0 &&
+	    (!known || (now.st_dev == made.st_dev && now.st_ino == made.st_ino)))
 		shm_unlink(name);
 	return 0;
 }
@@ -239,11 +273,24 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		const int prc = place_self(b, &cpu, &why);
 		if (prc != 0)
 			return boot_fail(prc, "%s (lane %u)", why, b.lane);
-		if (b.ppid != (int32_t)getppid()) {
+		const pid_t parent = getppid();
+		if (b.ppid != (int32_t)parent) {
 			// A forking wrapper, or the host is gone already.
 			why = watch_host_start(b);
 			if (why != nullptr)
 				return boot_fail(KNIT_EPROTO, "%s (pid %d)", why, (int)b.ppid);
+			// The wrapper must stay between the host and us: our
+			// parent-death signal (set above, before this look) ends us
+			// with our parent, and the host's kill of the wrapper reaches
+			// us so. One that forked us and exited (setsid --fork, a
+			// daemonizing wrapper) left us to init or a subreaper:
+			// nothing the host does would end us.
+			if (!host_is_ancestor(parent, b.ppid))
+				return boot_fail(KNIT_EINVAL,
+						 "the worker is not the host's descendant (its parent is pid %d; the "
+						 "host is %d): a worker_prefix program must stay the worker's parent, not "
+						 "fork and exit",
+						 (int)parent, (int)b.ppid);
 		}
 	} else {
 		// No status fd we could trust: the well-known one if it is open.
@@ -311,6 +358,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}
 	if (rc != 0)
 		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
+	// The mapping is all we use: its descriptor goes, so a task finds no
+	// descriptor of the pool's memory (knit-worker(8) lists what it finds).
+	close(p->region.fd);
+	p->region.fd = -1;
 
 	uint8_t *base = p->region.base;
 	p->db_seq = word_at(base, kPoolOffDoorbellSeq);
@@ -326,6 +377,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (rc != 0)
 			return boot_fail(KNIT_EPROTO, "cannot map the ring page (%s)", knit_strerror(rc));
 		close(kBootFdRing); // the Region holds its own duplicate
+		close(ring.fd);     // and the mapping is all we use
+		ring.fd = -1;
 		if (b.fd_lane >= 0) // isolated: as the pool's range (above)
 			(void)madvise(ring.base, (size_t)ring.size, MADV_DONTFORK);
 		p->db_armed = word_at(ring.base, kRingOffArmed);

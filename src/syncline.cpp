@@ -487,9 +487,25 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	// with its slots and line_seq): hand the token over (DOWN) and reopen.
 	// Acq_rel: pairs with S10's CAS to LOST_OPEN and with line_reopen's
 	// CAS of whoever reopens: our S2 stores come before its base.
+	bool resend = false;
 	if (!released && knit_load_relaxed_32(&l->line_state) == kLineLostOpen &&
-	    knit_cas_acq_rel_32(&l->line_state, kLineLostOpen, kLineDown) == kLineLostOpen)
+	    knit_cas_acq_rel_32(&l->line_state, kLineLostOpen, kLineDown) == kLineLostOpen) {
+		// S12: the dead worker never took our request (its last taken
+		// one is not s; read after the CAS above, which read from S10's
+		// CAS that published it): no task of ours began, and the new
+		// worker never runs it (the base covers it, S11). So it is sent
+		// again on the ticketed path, as an unstarted ticketed call is
+		// placed again: the line counts it neither enqueued nor done.
+		resend = !replied && knit_load_relaxed_32(&l->line_lost_taken) != s;
 		line_reopen(l);
+	}
+	if (resend) {
+		knit_store_relaxed_64(&l->line_done, knit_load_relaxed_64(&l->line_done) - 1);
+		knit_store_relaxed_64(&l->line_resent, knit_load_relaxed_64(&l->line_resent) + 1);
+		KNIT_TRACE_TASK_COMPLETE(p, line_trace_id(l->index, s), status);
+		outstanding_drop(p);
+		return kLineNo;
+	}
 
 	// S7: the completion, as knit_call's (ticket 0: never a valid ticket).
 	KNIT_TRACE_TASK_COMPLETE(p, line_trace_id(l->index, s), status);
@@ -567,6 +583,10 @@ bool line_serve(Lane *l)
 		ctx.wlane = nullptr; // knit_ctx_alloc: malloc'd (the return arena is the ticketed path's)
 		memset(&ctx.res, 0, sizeof ctx.res);
 		TaskOutcome o;
+		// S12: taken, before the task runs. Relaxed: only a host that
+		// reaped us reads it (our exit and its waitid order it), and a
+		// kill lands between instructions, so a task that began left it.
+		knit_store_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffLineTaken), want);
 		KNIT_TRACE_TASK_START(p, l->index, line_trace_id(l->index, want));
 		run_task(p, &ctx, task, arg, &o);
 		KNIT_TRACE_TASK_DONE(p, l->index, line_trace_id(l->index, want), o.status);
@@ -689,9 +709,15 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 			to = reopen ? kLineDown : kLineRetired;
 		} else if (st == kLineClaimed || st == kLineLostOpen) {
 			to = reopen ? kLineLostOpen : kLineLost;
-			if (st == kLineClaimed) // published by the CAS (ended_status)
+			if (st == kLineClaimed) { // published by the CAS (ended_status; S12)
 				knit_store_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status),
 						      (uint32_t)status);
+				// S12: what the dead worker took, before lane_lost
+				// wipes its lane extension (relaxed: it is reaped).
+				knit_store_relaxed_32(
+				    &l->line_lost_taken,
+				    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffLineTaken)));
+			}
 		} else {
 			return; // CANCELLED, RETIRED, LOST: never claimed again
 		}
@@ -724,7 +750,7 @@ void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)
 {
 	uint64_t e = 0, c = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
-		e += knit_load_relaxed_64(&p->lanes[i].line_seq);
+		e += knit_load_relaxed_64(&p->lanes[i].line_seq) - knit_load_relaxed_64(&p->lanes[i].line_resent);
 		c += knit_load_relaxed_64(&p->lanes[i].line_done);
 	}
 	*enqueued = e;

@@ -169,8 +169,8 @@
 //          worker's open word (its boot record's line_nonce,
 //          Lane::line_nonce). Then wait out OPENING; if DOWN: S11.
 //     The caller of a LOST_OPEN line completes with line_lost_status as
-//     for LOST, then, on its way out (before its S7 count drop): CAS
-//     LOST_OPEN -> DOWN (acq_rel), S11.
+//     for LOST (or is sent again, S12), then, on its way out (before its
+//     S7 count drop): CAS LOST_OPEN -> DOWN (acq_rel), S11.
 //  S11 reopen (process pools; any host thread: the recovery or that
 //     caller): CAS DOWN -> OPENING (acq_rel; one party at a time), then
 //     n = xchg(line_token, 0) (acq_rel). n == 0 (the recovery has not
@@ -215,6 +215,22 @@
 //        a reopen finds an IDLE line (S1 sees closed). A second loss
 //        before the first reopen voids the old token in (a); its caller (if
 //        any) then takes the new one.
+//  S12 re-send (process pools, a loss with a respawn): the worker stores
+//     the sequence it takes in its lane extension (kLaneExtOffLineTaken,
+//     relaxed) at S4, before the task runs. S10, from CLAIMED, copies that
+//     word into Lane::line_lost_taken (the worker is reaped: its stores are
+//     final; before lane_lost wipes the extension) before its CAS to
+//     LOST_OPEN publishes it. The caller, after its CAS LOST_OPEN -> DOWN
+//     (which reads from S10's), compares: taken != s means the dead worker
+//     never began the call, and the new worker never serves it (S11's
+//     base covers it), so line_call undoes its line count (line_done back,
+//     line_resent + 1: stats count the call once) and returns kLineNo --
+//     knit_call sends it again on the ticketed path, as lane_lost
+//     places a dead worker's unstarted ticketed calls again. taken == s
+//     (or a reply came): it began, and ends with line_lost_status. A lie
+//     in the word can make a started call run again or an unstarted one
+//     fail, as the started mask of the ticketed path can. LOST (no
+//     respawn: the pool fails or stops) ends the call as before.
 //
 // Process workers: a worker process cannot hand over malloc'd memory, so a
 // result too big for the reply block goes to the lane's spill slot in the
@@ -262,6 +278,10 @@
 //                                          (rq_open); store_release(IDLE)    load_acquire
 //                                                                            (rq_open); S1
 //  S11' worker adopts the base             load_acquire(rq_open); rp_seq     S11
+//  S12 taken -> the caller's decision      relaxed store (worker, dead and   S10's CAS to
+//                                          reaped); S10 copies it before its LOST_OPEN; the
+//                                          CAS; the caller's CAS LOST_OPEN   caller's CAS
+//                                          -> DOWN reads it after            (acq_rel both)
 //
 // Where it plugs in (one call into this room each; the rooms' own logic
 // stays where it is):
@@ -361,7 +381,8 @@ inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s <
 
 // knit_call's fast path: 0 with *out filled, -KNIT_ECLOSED (the pool closed
 // after the claim: no call was made), or kLineNo: not eligible, or no line
-// free, and nothing changed: take the ticketed path. The arguments were
+// free, and nothing changed, or (S12) the line's worker died before it
+// took the call, which is not counted on the line: take the ticketed path. The arguments were
 // checked by the caller (pool, fork, task id); the value is checked here
 // (a bad one is kLineNo, and the ticketed path reports it).
 inline constexpr int kLineNo = 1;

@@ -139,6 +139,23 @@ KT(create_errors, library_without_table)
 	HAS(m, "has no symbol knit_task_library");
 }
 
+KT(create_errors, library_size_too_large)
+{
+	/* A size larger than the structure this library knows is refused
+	 * as every other size field is: -KNIT_EVERSION, and why. */
+	setenv("KT_LIB_SIZE_EXTRA", "8", 1);
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.task_library = MISMATCH_LIB;
+	const char *m = create_fails(&o, NULL, 0, -KNIT_EVERSION);
+	HAS(m, "task library \"" MISMATCH_LIB "\"");
+	char size[64];
+	snprintf(size, sizeof size, "size %zu, larger than", sizeof(knit_task_library_t) + 8);
+	HAS(m, size);
+	unsetenv("KT_LIB_SIZE_EXTRA");
+	cr_assert_eq(kt_count_children(), 0);
+}
+
 /* ---- knit-worker ------------------------------------------------------------------ */
 
 KT(create_errors, missing_worker_env)

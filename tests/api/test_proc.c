@@ -516,6 +516,95 @@ KT(proc, no_respawn)
 	kt_destroy(p);
 }
 
+/* A pool that fails past respawn_max with calls waiting in its backlog
+ * completes them all -KNIT_ECRASHED, and its stats say nothing waits any
+ * more: backlog 0, as pending. */
+KT(proc, failed_pool_empties_its_backlog)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.respawn_max = KNIT_ZERO;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	enum { kWaiting = 300 };
+	kt_enq(p, kt_id(p, "sleep"), kt_i64(100), NULL);
+	kt_enq(p, kt_id(p, "exit"), kt_none(), NULL);
+	for (int i = 0; i < kWaiting; i++)
+		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_gt(s.backlog, 0, "some calls wait in the backlog (lane slots: fewer than %d)", kWaiting);
+	static knit_completion_t out[kWaiting + 2];
+	const int got = kt_reap(p, out, kWaiting + 2);
+	cr_assert_eq(got, kWaiting + 2);
+	int crashed = 0;
+	for (int i = 0; i < got; i++) {
+		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECRASHED, "status %d", out[i].status);
+		crashed += out[i].status == -KNIT_ECRASHED;
+	}
+	/* The sleep's result may not have left the worker before its exit. */
+	cr_assert_geq(crashed, kWaiting + 1, "every call after the sleep fails with the pool (%d of %d)", crashed, got);
+	for (int i = 0; i < got; i++)
+		knit_completion_release(p, &out[i]);
+	kt_stats(p, &s);
+	cr_assert_eq(s.pending, 0);
+	cr_assert_eq(s.backlog, 0, "stats.backlog is a current value: nothing waits");
+	cr_assert_eq(s.crashes, 1);
+	kt_destroy(p);
+}
+
+/* Calls pinned to a worker process's lane start in the order they were
+ * enqueued there, whether they found room at once or waited in the
+ * backlog: each "prev" call returns the argument of the call its worker
+ * ran before, which must be the one pinned there before it. */
+KT(proc, pinned_calls_start_in_order_per_lane)
+{
+	knit_pool_t *p = proc_pool_t(2, KNIT_TOPOLOGY_LANES);
+	const uint32_t prev = kt_id(p, "prev");
+	enum { kCalls = 20000 };
+	static int64_t want[kCalls]; /* the call pinned to the same lane before */
+	int64_t last[2] = { -1, -1 };
+	uint32_t rng = 777;
+	int reaped = 0, wrong = 0;
+	knit_completion_t c[64];
+	for (int i = 0; i <= kCalls; i++) {
+		if (i < kCalls) {
+			rng = rng * 1103515245u + 12345u;
+			const uint32_t lane = (rng >> 16) % 4 == 0 ? 1 : 0;
+			want[i] = last[lane];
+			last[lane] = i;
+			knit_value_t v = kt_i64(i);
+			knit_call_options_t o = { .size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane };
+			int rc;
+			while ((rc = knit_enqueue_ex(p, prev, &v, (void *)(intptr_t)i, &o, NULL)) == -KNIT_EAGAIN) {
+				const int n = knit_complete(p, c, 64, (int64_t)(KT_BOUND_S * 1e9));
+				cr_assert_gt(n, 0);
+				for (int k = 0; k < n; k++) {
+					wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+					knit_completion_release(p, &c[k]);
+				}
+				reaped += n;
+			}
+			cr_assert_eq(rc, 0, "enqueue %d: %s", i, knit_strerror(rc));
+		}
+		const int n = knit_complete(p, c, 64, i < kCalls ? 0 : (int64_t)(KT_BOUND_S * 1e9));
+		cr_assert_geq(n, 0);
+		for (int k = 0; k < n; k++) {
+			wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+			knit_completion_release(p, &c[k]);
+		}
+		reaped += n;
+		if (i == kCalls && reaped < kCalls) {
+			cr_assert_gt(n, 0, "%d of %d completed", reaped, kCalls);
+			i--; /* reap the rest (each round is bounded by KT_BOUND_S) */
+		}
+	}
+	cr_assert_eq(reaped, kCalls);
+	cr_expect_eq(wrong, 0, "%d of %d pinned calls did not start right after the one pinned there before",
+		     wrong, kCalls);
+	kt_destroy(p);
+}
+
 /* ---- cleanup ---------------------------------------------------------------------- */
 
 KT(proc, destroy_leaves_nothing)

@@ -7,10 +7,14 @@
  * that dies during a line call ends that call with -KNIT_ECRASHED and the
  * pool serves on (respawned, over the line again: the host reopens it for
  * the new worker), and a pool out of respawns ends it the same way and
- * refuses further calls.
+ * refuses further calls; a knit_call still waiting on the line of a worker
+ * that dies before it started the call is sent again and completes with
+ * its own result.
  */
 #include "api/kt.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 static knit_pool_t *line_pool(uint32_t workers, uint32_t respawn_max)
@@ -234,6 +238,67 @@ KT(proc_line, line_reopens_after_each_respawn)
 		     (unsigned long long)s.enqueued, (unsigned long long)s.completed);
 	cr_assert_eq(s.lane[0].calls, ran, "nothing ran twice: %llu runs for %llu calls",
 		     (unsigned long long)s.lane[0].calls, (unsigned long long)ran);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+struct waiter {
+	knit_pool_t *p;
+	knit_completion_t c;
+	int rc;
+};
+
+static void *wait_on_line(void *arg)
+{
+	struct waiter *w = arg;
+	knit_value_t v = kt_i64(77);
+	w->rc = knit_call(w->p, kt_id(w->p, "echo"), &v, &w->c, 0);
+	return NULL;
+}
+
+/* A knit_call waits on the line of a worker busy in a long ticketed task;
+ * the worker is killed before it ever looked at the line. The ticketed
+ * call it was running fails; the waiting knit_call never started, so it is
+ * sent again (as an unstarted ticketed call is) and completes with its own
+ * result, on the respawned worker; the stats count it once. */
+KT(proc_line, waiting_call_survives_its_workers_death)
+{
+	knit_pool_t *p = line_pool(1, 0);
+	const int64_t pid = line_call(p, "pid", kt_none()).result.i64;
+	knit_pool_stats_t s0;
+	kt_stats(p, &s0);
+	const knit_ticket_t busy = kt_enq(p, kt_id(p, "sleep"), kt_i64(400), NULL);
+	kt_sleep_ms(50); /* the worker runs the sleep */
+	struct waiter w = {p, {0}, -1};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, wait_on_line, &w), 0);
+	/* The knit_call is on the line once it counts as enqueued there
+	 * (bounded wait; the worker is asleep in its task meanwhile). */
+	knit_pool_stats_t s;
+	for (int i = 0; i < 400; i++) {
+		kt_stats(p, &s);
+		if (s.enqueued == s0.enqueued + 2)
+			break;
+		kt_sleep_ms(1);
+	}
+	cr_assert_eq(s.enqueued, s0.enqueued + 2, "the sleep and the knit_call were made");
+	kt_sleep_ms(50);
+	cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(w.rc, 0, "knit_call: %s", knit_strerror(w.rc));
+	cr_assert_eq(w.c.status, 0, "the call the dead worker never started: %s", knit_strerror(w.c.status));
+	cr_assert_eq(w.c.result.i64, 77);
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq(c.ticket, busy);
+	cr_assert_eq(c.status, -KNIT_ECRASHED, "the call it was running fails");
+	knit_completion_release(p, &c);
+	kt_stats(p, &s);
+	cr_assert_eq(s.crashes, 1);
+	cr_assert_eq(s.respawns, 1);
+	cr_assert_eq(s.pending, 0);
+	cr_assert_eq(s.enqueued, s0.enqueued + 2, "each call counted once");
+	cr_assert_eq(s.completed, s0.completed + 2);
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }

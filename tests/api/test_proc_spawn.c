@@ -4,14 +4,19 @@
  * prefix (worker_prefix) that execs in place or forks and waits, its
  * validation, and named shared memory (KNIT_PROC_NAMED_SHM): round trips,
  * the name gone after destroy (and after a crash and respawn), children
- * dying with the host behind a forking wrapper.
+ * dying with the host behind a forking wrapper; and what a worker holds:
+ * exactly the descriptors knit-worker(8) lists, none of the host's, on
+ * its first start and after a respawn, named or not.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -433,6 +438,50 @@ KT(spawn, named_shm_host_killed_leaves_no_name)
 	cr_assert_eq(left, 0, "the killed host's name is gone");
 }
 
+/* shm_open, interposed for this program (the library's calls resolve to
+ * the executable's definition first): with g_die_after_shm_create set, a
+ * create of a /knitting-... object kills the process right after the real
+ * call made the name -- the host killed at the worst moment of a create. */
+static volatile int g_die_after_shm_create;
+
+int shm_open(const char *name, int oflag, mode_t mode)
+{
+	int (*real)(const char *, int, mode_t) = (int (*)(const char *, int, mode_t))dlsym(RTLD_NEXT, "shm_open");
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	const int fd = real(name, oflag, mode);
+	if (fd >= 0 && g_die_after_shm_create && (oflag & O_CREAT) != 0 && strncmp(name, "/knitting-", 10) == 0)
+		raise(SIGKILL);
+	return fd;
+}
+
+/* A host killed right after its create made the name, before anything
+ * else of the create ran, leaves no name either. */
+KT(spawn, named_shm_host_killed_in_create_leaves_no_name)
+{
+	const pid_t host = fork();
+	cr_assert_neq(host, -1);
+	if (host == 0) {
+		knit_pool_options_t o;
+		kt_proc_opts(&o, 1);
+		o.proc_flags = KNIT_PROC_NAMED_SHM;
+		knit_pool_t *p = NULL;
+		g_die_after_shm_create = 1;
+		knit_pool_create(&o, NULL, 0, &p);
+		_exit(3); /* not reached: the interposer killed us */
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(host, &st, 0), host);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the host died in its shm_open (status 0x%x)", st);
+	/* The janitor runs on its own time: wait for it, with a hang guard. */
+	for (int i = 0; i < 500 && shm_names(host) != 0; i++)
+		usleep(10 * 1000);
+	const int left = shm_names_swept(host);
+	cr_assert_eq(left, 0, "the host killed in its create left its name");
+}
+
 /* Both together: a forking wrapper and a named object. */
 KT(spawn, named_shm_behind_a_forking_wrapper)
 {
@@ -465,4 +514,193 @@ KT(spawn, named_shm_failed_create_leaves_no_name)
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT);
 	cr_assert_eq(shm_names(getpid()), 0);
+}
+
+/* ---- descriptors ------------------------------------------------------------------ */
+
+/* In a child of the test (no Criterion there: stderr and the exit status
+ * say what failed). Worker `pid` holds exactly 0, 1, 2 and 5 (its lane's
+ * bridge eventfd; knit-worker(8)) and nothing that is the host's pipe
+ * (dev, ino of ends[0..2)). 0 or the number of the failed check. */
+static int worker_fds_ok(int64_t pid, const struct stat *ends, const char *when)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dir);
+	if (d == NULL) {
+		fprintf(stderr, "%s: cannot open %s\n", when, dir);
+		return 20;
+	}
+	uint64_t seen = 0;
+	int rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		const int fd = atoi(e->d_name);
+		char path[128], target[256];
+		snprintf(path, sizeof path, "%s/%d", dir, fd);
+		const ssize_t n = readlink(path, target, sizeof target - 1);
+		target[n > 0 ? n : 0] = 0;
+		struct stat st;
+		if (stat(path, &st) == 0)
+			for (int i = 0; i < 2; i++)
+				if (st.st_dev == ends[i].st_dev && st.st_ino == ends[i].st_ino) {
+					fprintf(stderr, "%s: the worker holds the host's pipe on %d (%s)\n", when, fd,
+						target);
+					rc = rc ? rc : 21;
+					break; /* the two ends share one inode */
+				}
+		if (fd != 0 && fd != 1 && fd != 2 && fd != 5) {
+			fprintf(stderr, "%s: the worker holds descriptor %d (%s), not one knit-worker(8) lists\n",
+				when, fd, target);
+			rc = rc ? rc : 22;
+		}
+		if (fd < 64)
+			seen |= 1ull << fd;
+	}
+	closedir(d);
+	if (rc == 0 && seen != 0x27) {
+		fprintf(stderr, "%s: the worker lacks one of 0, 1, 2, 5 (mask 0x%llx)\n", when,
+			(unsigned long long)seen);
+		rc = 23;
+	}
+	return rc;
+}
+
+static int child_pid_call(knit_pool_t *p, int64_t *pid)
+{
+	knit_value_t none = kt_none();
+	knit_completion_t c;
+	if (knit_call(p, knit_pool_task_id(p, "pid"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 || c.status != 0)
+		return 0;
+	*pid = c.result.i64;
+	return 1;
+}
+
+/* A fresh host (every descriptor above 2 closed), whose pipe() returns 3
+ * and 4 without O_CLOEXEC, as in a plain program; it creates a pool, looks
+ * at its worker, crashes it and looks at the respawned one. */
+static int host_with_pipe(uint32_t proc_flags)
+{
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+		return 2;
+	int pfd[2];
+	if (pipe(pfd) != 0 || pfd[0] != 3 || pfd[1] != 4)
+		return 3;
+	struct stat ends[2];
+	if (fstat(pfd[0], &ends[0]) != 0 || fstat(pfd[1], &ends[1]) != 0)
+		return 4;
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.topology = KNIT_TOPOLOGY_LANES;
+	o.proc_flags = proc_flags;
+	knit_pool_t *p = NULL;
+	if (knit_pool_create(&o, NULL, 0, &p) != 0) {
+		fprintf(stderr, "create: %s\n", knit_last_error());
+		return 5;
+	}
+	int64_t first = 0, second = 0;
+	if (!child_pid_call(p, &first))
+		return 6;
+	int rc = worker_fds_ok(first, ends, "first start");
+	knit_value_t none = kt_none();
+	knit_completion_t c;
+	if (knit_call(p, knit_pool_task_id(p, "exit"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 ||
+	    c.status != -KNIT_ECRASHED)
+		return 7;
+	if (!child_pid_call(p, &second) || second == first)
+		return 8;
+	const int rc2 = worker_fds_ok(second, ends, "respawned");
+	if (knit_pool_destroy(p) != 0)
+		return 9;
+	return rc ? rc : rc2;
+}
+
+static void descriptors_case(uint32_t proc_flags)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		_exit(host_with_pipe(proc_flags));
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "the host child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	cr_assert_eq(WEXITSTATUS(st), 0, "the host child failed check %d (its stderr says why)", WEXITSTATUS(st));
+}
+
+KT(spawn, workers_hold_no_host_descriptor) { descriptors_case(0); }
+KT(spawn, named_shm_workers_hold_no_host_descriptor) { descriptors_case(KNIT_PROC_NAMED_SHM); }
+
+/* ---- a wrapper that does not stay the worker's parent ------------------------------ */
+
+/* Live processes but us whose environment holds `tag` ("KEY=VALUE"). */
+static int tagged_processes(const char *tag)
+{
+	DIR *d = opendir("/proc");
+	cr_assert_not_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoll(e->d_name) == getpid() ||
+		    !alive(atoll(e->d_name)))
+			continue;
+		char path[300], env[8192];
+		snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		const size_t got = fread(env, 1, sizeof env - 1, f);
+		fclose(f);
+		for (size_t at = 0; at < got; at += strlen(env + at) + 1) {
+			env[got] = 0;
+			if (strcmp(env + at, tag) == 0) {
+				n++;
+				break;
+			}
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* setsid --fork forks the worker and exits at once: the worker is nobody's
+ * child of ours, so neither the host's kill of the wrapper nor its
+ * parent-death signal would ever end it. Refused at create with
+ * -KNIT_EINVAL and why, and no detached worker is left. */
+KT(spawn, prefix_that_forks_and_exits_is_refused)
+{
+	char tag[64];
+	snprintf(tag, sizeof tag, "KT_DETACH_TAG=%d", (int)getpid());
+	cr_assert_eq(putenv(tag), 0);
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.proc_flags = KNIT_PROC_INHERIT_ENV; /* the tag marks the workers */
+	knit_pool_t *p = NULL;
+	/* The count sees workers: two, behind a wrapper that execs. */
+	const char *const env[] = {"env", NULL};
+	o.worker_prefix = env;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	cr_assert_eq(tagged_processes(tag), 2);
+	kt_destroy(p);
+	cr_assert_eq(tagged_processes(tag), 0);
+	const char *const prefix[] = {"setsid", "--fork", NULL};
+	o.worker_prefix = prefix;
+	p = NULL;
+	const int rc = knit_pool_create(&o, NULL, 0, &p);
+	if (rc == 0)
+		knit_pool_destroy(p);
+	const char *m = knit_last_error();
+	cr_expect_eq(rc, -KNIT_EINVAL, "create: %d (%s), message \"%s\"", rc, knit_strerror(rc), m);
+	cr_expect(strstr(m, "worker_prefix") != NULL && strstr(m, "stay the worker's parent") != NULL,
+		  "message \"%s\"", m);
+	cr_assert_eq(kt_count_children(), 0);
+	/* A refused worker exits by itself: wait (bounded) for none to live. */
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	int left;
+	while ((left = tagged_processes(tag)) != 0 && kt_now_ns() < end)
+		kt_sleep_ms(20);
+	cr_assert_eq(left, 0, "%d detached worker(s) outlived the create", left);
 }

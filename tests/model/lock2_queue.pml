@@ -5,9 +5,11 @@
  *
  * A is the producer's publish word, B the consumer's acknowledge word; lane i
  * is free iff bit i of A equals bit i of B. The producer keeps its own copy of
- * A (lastLocal) and a stale shadow of B that it reloads only when its cached
- * free set is empty; it picks the highest free lane, writes the slot payload
- * (a message sequence number), then publishes with one store of A. The
+ * A (lastLocal) and a stale shadow of B that it reloads only when the lane it
+ * wants is not free in its cached set; it fills the lanes in a ring, downwards
+ * and wrapping, the lane below the one it filled last and only that one
+ * (src/lock2.h "Order"), writes the slot payload (a message sequence number),
+ * then publishes with one store of A. The
  * consumer loads A fresh on every pass, takes the pending lanes of that
  * snapshot in descending round-robin order (cursor), copies each payload out,
  * and retires every lane it took with one store of B; it may also retire the
@@ -25,7 +27,8 @@
  * see nothing new changes no state, so only the successful poll matters);
  * likewise the producer's backlog retry blocks until B moved.
  *
- * Checked: every message consumed exactly once, with the payload that was
+ * Checked: every message consumed exactly once and in the order produced
+ * (FIFO: the n-th message consumed is message n), with the payload that was
  * published for that lane generation (no overwrite of live data); the producer
  * never writes or publishes a lane that is in flight; each retire flips only
  * in-flight bits; the consumer never blocks while a message is pending
@@ -45,6 +48,13 @@
  *                         -> lost messages / stale payload
  *   MUTANT_CACHE_A        consumer loads A once and never again
  *                         -> consumer sleeps with work pending (invalid end)
+ *   MUTANT_HIGHEST_FREE   producer fills the highest free lane, refreshing
+ *                         its shadow only when no lane is free (the first
+ *                         rule) -> a later message overtakes (FIFO assertion)
+ *   MUTANT_RING_SKIPS_FAILED a stage that fails after picking its lane
+ *                         (no arena room for the payload) leaves the ring
+ *                         past that lane -> the free hole is filled after a
+ *                         wrap, ahead of the consumer (FIFO assertion)
  * Not a bug (spin proves it safe, see README): MUTANT_CACHE_A_REFRESH_ON_EMPTY,
  * a consumer that caches A and reloads it only when its cached pending set is
  * empty (a cached pending lane cannot change until the consumer retires it).
@@ -57,6 +67,8 @@
 /* check: mutant_retire_fresh | spin: -DMUTANT_RETIRE_FRESH | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_early_retire_all | spin: -DMUTANT_EARLY_RETIRE_ALL | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: mutant_cache_a | spin: -DMUTANT_CACHE_A | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_highest_free | spin: -DMUTANT_HIGHEST_FREE | cc: -DSAFETY | pan: -m20000 | expect: fail */
+/* check: mutant_ring_skips_failed | spin: -DMUTANT_RING_SKIPS_FAILED | cc: -DSAFETY | pan: -m20000 | expect: fail */
 /* check: cache_a_refresh_on_empty_is_safe | spin: -DMUTANT_CACHE_A_REFRESH_ON_EMPTY | cc: -DSAFETY | pan: -m20000 */
 
 #ifndef LANES
@@ -85,6 +97,8 @@ active proctype producer()
 	byte shadow = 0;    /* stale copy of B */
 	byte atRefresh = 0; /* lastLocal when shadow was last refreshed (mutant) */
 	byte freeSet, n = 1, i;
+	byte ring = LANES - 1; /* the next lane to fill */
+	byte want;             /* the lanes it may fill now */
 
 	do
 	:: n > MSGS -> break
@@ -95,29 +109,51 @@ active proctype producer()
 #else
 		freeSet = ~(lastLocal ^ shadow) & FULL;
 #endif
+#if defined(MUTANT_HIGHEST_FREE)
+		want = FULL;
+#else
+		want = BIT(ring);
+#endif
 		if
-		:: freeSet == 0 ->
+		:: (freeSet & want) == 0 ->
 			shadow = B; /* acquire load of B */
 			atRefresh = lastLocal;
 			freeSet = ~(lastLocal ^ shadow) & FULL;
 			if
-			:: freeSet == 0 ->
-				/* queue full: the task is backlogged and retried; a
-				 * retry before B moves would find the same state */
+			:: (freeSet & want) == 0 ->
+				/* no lane for us (the ring's is busy): the task is
+				 * backlogged and retried; a retry before B moves would
+				 * find the same state */
 				B != shadow;
 				goto retry
 			:: else -> skip
 			fi
 		:: else -> skip
 		fi;
-		/* step 3: the highest free lane */
+		/* step 3: the lane */
 		d_step {
+#if defined(MUTANT_HIGHEST_FREE)
 			i = LANES - 1;
 			do
 			:: (freeSet & BIT(i)) != 0 -> break
 			:: else -> i--
 			od
+#else
+			i = ring;
+			ring = (ring + LANES - 1) % LANES
+#endif
 		}
+		/* The payload may not fit (arena full, src/lock2.cpp stage_slow):
+		 * nothing is written, the lane stays free and the ring goes back
+		 * to it; the stage is retried. */
+		if
+		:: true ->
+#ifndef MUTANT_RING_SKIPS_FAILED
+			ring = i;
+#endif
+			goto retry
+		:: true -> skip
+		fi;
 		/* the lane is truly free (A_i == B_i): never overwrite live data */
 		assert(((A ^ B) & BIT(i)) == 0);
 		lastLocal = lastLocal ^ BIT(i);
@@ -193,6 +229,7 @@ active proctype consumer()
 			d_step {
 				assert(v >= 1 && v <= MSGS);
 				assert(v == pubval[i]); /* what this generation carried */
+				assert(v == nconsumed + 1); /* FIFO */
 				consumed[v]++;
 				assert(consumed[v] == 1); /* exactly once */
 				nconsumed++

@@ -195,3 +195,21 @@ def test_complete_tickets_and_wait_idle(pypool):
     assert pypool.wait_idle(timeout=0) is True
     with pytest.raises(ValueError):
         pypool.complete_tickets([])
+
+
+def test_priority_option_and_class_stats(pypool):
+    """1.2: priority="high"|"low" reaches the pool (class counters), bad
+    values are refused before anything is enqueued."""
+    t = [pypool.enqueue("echo", i, user_data=i, priority=p)
+         for i, p in enumerate([None, "high", "low", "high"])]
+    with pytest.raises(ValueError):
+        pypool.enqueue("echo", 9, priority="urgent")
+    got = {}
+    while len(got) < 4:
+        for _tk, ud, r in pypool.complete(timeout=None):
+            got[ud] = r
+    assert got == {0: 0, 1: 1, 2: 2, 3: 3} and len(t) == 4
+    st = pypool.stats()
+    assert st["class_enqueued"][0] == 2 and st["class_enqueued"][2] == 1
+    assert sum(st["class_enqueued"]) == st["enqueued"]
+    assert sum(st["class_backlogged"]) == st["backlogged"]

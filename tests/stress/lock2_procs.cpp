@@ -5,7 +5,7 @@
 // same memfd a second time with region_map_fd(), unmaps the mapping it
 // inherited (so any absolute pointer left in shared memory would fault), and
 // consumes at that different address, verifying every frame exactly as the
-// thread test does (exactly once, bounded reordering, length, checksum). The
+// thread test does (exactly once, order (FIFO), length, checksum). The
 // child then reports its totals as one frame on the lane block's return lock,
 // with the roles reversed, and the parent checks them against its own.
 //
@@ -268,7 +268,7 @@ int main()
 	     s.parent_base == (uint64_t)(uintptr_t)region.base && s.child_base != s.parent_base;
 	uint32_t a = *word_at(l.req, kLockOffA), b = *word_at(l.req, kLockOffB);
 	uint32_t live = *word_at(l.req, kLockOffPA) ^ *word_at(l.req, kLockOffPB);
-	ok = ok && a == b && live == 0;
+	ok = ok && a == b && live == 0 && s.out_of_order == 0; // FIFO (lock2.h, "Order")
 	printf("lock2_procs: %" PRIu64 " frames in %.2f s = %.2f M frames/s (parent map %#" PRIx64
 	       ", child map %#" PRIx64 "); out of order %" PRIu64
 	       "; producer waits: lane full %" PRIu64 ", arena full %" PRIu64 "\n",

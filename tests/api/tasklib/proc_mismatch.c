@@ -4,6 +4,9 @@
  * the environment: with KT_MISMATCH set, "echo" has a 7 ms default timeout,
  * else none. A host that sets it and a worker that does not inherit it (the
  * default) load different tables: the worker must refuse to start.
+ * With KT_LIB_SIZE_EXTRA=N its size field claims N bytes more than the
+ * structure this library was built with (a task library of a newer
+ * libknitting): the host must refuse it.
  */
 #include <stdlib.h>
 
@@ -25,4 +28,7 @@ __attribute__((constructor)) static void pick_table(void)
 {
 	if (getenv("KT_MISMATCH") != NULL)
 		tasks[0].timeout_ms = 7;
+	const char *extra = getenv("KT_LIB_SIZE_EXTRA");
+	if (extra != NULL)
+		knit_task_library.size += (uint32_t)atoi(extra);
 }

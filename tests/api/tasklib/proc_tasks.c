@@ -206,12 +206,25 @@ static int t_where(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+/* The argument of the call this worker ran before (-1 for its first): a
+ * host that pins calls to one lane reads the order they started in. */
+static int t_prev(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	static int64_t last = -1;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = last;
+	last = arg->i64;
+	return 0;
+}
+
 static const knit_task_t tasks[] = {
 	{"aborted", t_aborted, 0, KNIT_TASK_ABORTABLE},
 	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},     {"abort", t_abort, 0, 0},
 	{"segv", t_segv, 0, 0},   {"exit", t_exit, 0, 0},   {"spin", t_spin, 0, 0},
 	{"sleep", t_sleep, 0, 0}, {"error", t_error, 0, 0}, {"alloc", t_alloc, 0, 0},
 	{"where", t_where, 0, 0}, {"await", t_await, 0, 0}, {"tally", t_tally, 0, 0},
+	{"prev", t_prev, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

@@ -26,6 +26,7 @@ KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
 KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
+KNIT_CALL_HIGH, KNIT_CALL_LOW = 8, 16  # 1.2
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
 KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 2, 0
@@ -95,7 +96,8 @@ class PoolStats(C.Structure):
                     "doorbell_arms", "doorbell_wakes", "inline_calls", "proto_errors",
                     "late_drops", "arena_committed_bytes", "sync_calls")] + [
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
-        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")]
+        (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
+        ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3)]
 
 
 class TaskLibrary(C.Structure):

@@ -45,6 +45,9 @@ _REAP_MAX = 64
 _CANCELLED = object()  # an outcome: resolve the future as cancelled
 
 
+_PRIORITY_FLAGS = {None: 0, "high": A.KNIT_CALL_HIGH, "low": A.KNIT_CALL_LOW}
+
+
 def _wait_ns(timeout: Optional[float]) -> int:
     """A wait in seconds (None: forever) as knit_complete's timeout_ns."""
     if timeout is None:
@@ -424,9 +427,14 @@ class Pool(concurrent.futures.Executor):
             return task
         return self.task_id(task)
 
-    def _options(self, timeout: Optional[float]) -> Optional[A.CallOptions]:
+    def _options(self, timeout: Optional[float], priority: Optional[str] = None) -> Optional[A.CallOptions]:
         ms = _deadline_ms(timeout)
-        return A.CallOptions(size=C.sizeof(A.CallOptions), timeout_ms=ms) if ms else None
+        flags = _PRIORITY_FLAGS.get(priority, -1)
+        if flags < 0:
+            raise ValueError("priority must be None, 'high' or 'low'")
+        if not ms and not flags:
+            return None
+        return A.CallOptions(size=C.sizeof(A.CallOptions), flags=flags, timeout_ms=ms)
 
     # ---- one synchronous call ----
     def call(self, task: Union[str, int], arg: Any = None, timeout: Optional[float] = None) -> Any:
@@ -482,13 +490,15 @@ class Pool(concurrent.futures.Executor):
             self._core.entries.pop(key, None)
 
     def submit(self, task: Union[str, int], arg: Any = None, /, *,  # type: ignore[override]
-               timeout: Optional[float] = None) -> Future:
+               timeout: Optional[float] = None, priority: Optional[str] = None) -> Future:
         """Enqueue task(arg) and return its Future. timeout: the call's
-        deadline in seconds (it then fails with TimeoutError)."""
+        deadline in seconds (it then fails with TimeoutError). priority:
+        None (normal), "high" or "low" (libknitting 1.2: KNIT_CALL_HIGH /
+        KNIT_CALL_LOW; placed before waiting calls of lower classes)."""
         core = self._core
         core.set_mode("pool")
         v, _buf = to_value(arg)
-        tid, opts = self._tid(task), self._options(timeout)
+        tid, opts = self._tid(task), self._options(timeout, priority)
         fut = Future(core)
         key = self._register(_FutureEntry(fut))
         try:
@@ -636,14 +646,15 @@ class Pool(concurrent.futures.Executor):
 
     # ---- reaping by hand ----
     def enqueue(self, task: Union[str, int], arg: Any = None, user_data: int = 0,
-                timeout: Optional[float] = None) -> int:
+                timeout: Optional[float] = None, priority: Optional[str] = None) -> int:
         """Enqueue task(arg) for complete() to reap; returns the ticket.
-        user_data: an int in [0, 2**64) handed back by complete()."""
+        user_data: an int in [0, 2**64) handed back by complete(); priority
+        as submit()'s."""
         if not isinstance(user_data, int) or not 0 <= user_data < (1 << 64):
             raise ValueError("user_data must be an int in [0, 2**64)")
         self._core.set_mode("user")
         v, _buf = to_value(arg)
-        return self._enqueue(self._tid(task), v, user_data, self._options(timeout))
+        return self._enqueue(self._tid(task), v, user_data, self._options(timeout, priority))
 
     def complete(self, max: int = 64, timeout: Optional[float] = None
                  ) -> List[Tuple[int, int, Any]]:
@@ -746,13 +757,20 @@ class Pool(concurrent.futures.Executor):
     # ---- the rest ----
     def stats(self) -> Dict[str, Any]:
         """knit_pool_stats as a dict; "lane" is a list of per-lane dicts."""
-        st = A.PoolStats(size=C.sizeof(A.PoolStats))
+        # A 1.1 library knows the struct up to backlogged only.
+        v12 = hasattr(self._core.lib, "knit_wait_idle")
+        size = C.sizeof(A.PoolStats) if v12 else A.PoolStats.class_enqueued.offset
+        st = A.PoolStats(size=size)
         h = self._core.enter("knit_pool_stats")
         try:
-            check(self._core.lib.knit_pool_stats(h, C.byref(st), C.sizeof(st)), "knit_pool_stats")
+            check(self._core.lib.knit_pool_stats(h, C.byref(st), size), "knit_pool_stats")
         finally:
             self._core.leave()
-        d = {n: getattr(st, n) for n, _ in A.PoolStats._fields_ if n not in ("lane", "size")}
+        skip = ("lane", "size") if v12 else ("lane", "size", "class_enqueued", "class_backlogged")
+        d = {n: getattr(st, n) for n, _ in A.PoolStats._fields_ if n not in skip}
+        for n in ("class_enqueued", "class_backlogged"):
+            if n in d:
+                d[n] = list(d[n])  # [high, normal, low]
         d["lane"] = [{n: getattr(st.lane[i], n) for n, _ in A.LaneStats._fields_}
                      for i in range(st.lanes)]
         return d
