@@ -34,15 +34,6 @@ struct EnqueueArgs {
 	void *user_data;
 };
 
-int check_value(const knit_value_t &v, uint64_t cap)
-{
-	if (v.type > KNIT_VALUE_ERROR)
-		return -KNIT_EINVAL;
-	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
-		return -KNIT_EINVAL;
-	return codec_check(v, cap);
-}
-
 // The caller's argument (NULL = KNIT_VALUE_NONE) as the call keeps it: only
 // the members its type gives meaning to, the others 0 (what a task on a
 // worker lane sees after the codec, and now an inline task too). Read
@@ -70,7 +61,7 @@ int check_value(const knit_value_t &v, uint64_t cap)
 	case KNIT_VALUE_ERROR:
 		v->code = src->code;
 		[[fallthrough]];
-	default: // BYTES, STRING; an unknown type is refused by check_value
+	default: // BYTES, STRING; an unknown type is refused by codec_value_check
 		v->data = src->data;
 		v->len = src->len;
 		break;
@@ -87,7 +78,7 @@ int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (i
 {
 	value_take(arg_in, arg);
 	*buf = nullptr;
-	int rc = check_value(*arg, p->cfg.max_payload_bytes);
+	int rc = codec_value_check(*arg, p->cfg.max_payload_bytes);
 	if (rc != 0)
 		return rc;
 	if (knit_load_relaxed_32(&p->closed))
@@ -155,6 +146,34 @@ void refused_pass(Pool *p)
 	mu_counter_add_64(&p->st_enqueued, n);
 }
 
+// The records of calls a[0 .. n-1] (arguments v, their bytes buf) under
+// one hold of mu, allocated, filled and counted in: returns how many (a
+// prefix of the n), with *err why the next one got none (the closed code,
+// or call_alloc_locked's). Only a call with a deadline keeps its record's
+// enqueue hold (enqueue()).
+[[gnu::always_inline]] inline uint32_t records_take(Pool *p, const EnqueueArgs *a, const knit_value_t *v,
+						     uint8_t *const *buf, uint32_t n, Call **calls,
+						     knit_ticket_t *t, int *err)
+{
+	uint32_t na = 0;
+	pthread_mutex_lock(&p->mu);
+	if (knit_load_relaxed_32(&p->closed)) {
+		*err = pool_closed_code(p);
+	} else {
+		for (; na < n; na++) {
+			Call *c = call_alloc_locked(p, a[na].abortable, a[na].deadline_ns != 0, &t[na], err);
+			if (c == nullptr)
+				break;
+			call_fill(p, c, a[na], v[na], buf[na]);
+			calls[na] = c;
+		}
+	}
+	if (na != 0)
+		count_enqueued_locked(p, na);
+	pthread_mutex_unlock(&p->mu);
+	return na;
+}
+
 // After tracking a deadline (mu released): a sleeping host may have planned
 // to wake later than it.
 void deadline_tracked(Pool *p)
@@ -193,25 +212,15 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	// it holds the dispatcher itself. A call that is refused or not queued
 	// keeps kHoldHostQueue, which only we drop, so it stays ours either way.
 	const bool keep = a.deadline_ns != 0;
-	pthread_mutex_lock(&p->mu);
-	if (knit_load_relaxed_32(&p->closed)) {
-		pthread_mutex_unlock(&p->mu);
-		free(buf);
-		return pool_closed_code(p);
-	}
 	int err = 0;
 	knit_ticket_t t = 0;
-	Call *c = call_alloc_locked(p, a.abortable, keep, &t, &err);
-	if (c == nullptr) {
-		pthread_mutex_unlock(&p->mu);
+	Call *c = nullptr;
+	if (records_take(p, &a, &arg, &buf, 1, &c, &t, &err) == 0) {
 		free(buf);
 		if (err == -KNIT_EAGAIN)
 			refused_pass(p);
 		return err;
 	}
-	call_fill(p, c, a, arg, buf);
-	count_enqueued_locked(p, 1);
-	pthread_mutex_unlock(&p->mu);
 
 	const int admitted = dispatch_submit(p, c);
 	const bool queued = admitted > 0;
@@ -365,27 +374,12 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 			break;
 		}
 	}
-	// The records, under one hold of mu (enqueue() does the same per call).
-	uint32_t na = 0;
+	// The records, under one hold of mu.
 	int err = 0;
+	const uint32_t na = records_take(p, a, v, buf, np, calls, t, &err);
 	bool any_keep = false;
-	pthread_mutex_lock(&p->mu);
-	if (knit_load_relaxed_32(&p->closed)) {
-		err = pool_closed_code(p);
-	} else {
-		for (; na < np; na++) {
-			const bool keep = a[na].deadline_ns != 0; // as in enqueue()
-			Call *c = call_alloc_locked(p, a[na].abortable, keep, &t[na], &err);
-			if (c == nullptr)
-				break;
-			call_fill(p, c, a[na], v[na], buf[na]);
-			calls[na] = c;
-			any_keep |= keep;
-		}
-	}
-	if (na != 0)
-		count_enqueued_locked(p, na);
-	pthread_mutex_unlock(&p->mu);
+	for (uint32_t j = 0; j < na; j++)
+		any_keep |= a[j].deadline_ns != 0;
 	for (uint32_t j = na; j < np; j++)
 		free(buf[j]); // never given to a record
 	if (na == 0) {
@@ -466,6 +460,34 @@ bool call_ready(Pool *, void *arg)
 {
 	// Acquire: pairs with the release store of done in call_complete_locked().
 	return knit_load_acquire_32(&static_cast<Call *>(arg)->done) != 0;
+}
+
+// The ticketed path of knit_call and knit_call_ex (*out already cleared):
+// enqueue a private call, publish its ticket when the caller asked for one
+// (to cancel it from another thread), wait for its completion and hand it
+// out.
+int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, const knit_call_options_t *opts,
+		  knit_ticket_t *ticket, knit_completion_t *out, int64_t timeout_ns)
+{
+	Call *c = nullptr;
+	knit_ticket_t t = 0;
+	const uint32_t flags = kCallPrivate | (ticket != nullptr ? (uint32_t)kCallTicketed : 0u);
+	int rc = enqueue_ex(pool, task, arg, nullptr, opts, flags, &c, &t, timeout_ns);
+	if (rc != 0)
+		return rc;
+	Pool *p = &pool->p;
+	// Release: pairs with the acquire load by the thread that reads the
+	// ticket to cancel the call (documented in knit_call(3)); the call may
+	// be complete already, and its ticket is never reused, so a late
+	// cancel finds nothing (-KNIT_ENOTFOUND).
+	if (ticket != nullptr)
+		__atomic_store_n(ticket, t, __ATOMIC_RELEASE);
+	host_wait(p, call_ready, c, -1, false);
+	pthread_mutex_lock(&p->mu);
+	hand_out_locked(p, c, out);
+	pthread_mutex_unlock(&p->mu);
+	out->ticket = t;
+	return 0;
 }
 
 } // namespace
@@ -764,25 +786,7 @@ extern "C" KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const kni
 	out->result.type = KNIT_VALUE_NONE;
 	if (pool != nullptr && in_task_of(&pool->p))
 		return -KNIT_EBUSY;
-	Call *c = nullptr;
-	knit_ticket_t t = 0;
-	const uint32_t flags = kCallPrivate | (ticket != nullptr ? (uint32_t)kCallTicketed : 0u);
-	int rc = enqueue_ex(pool, task, arg, nullptr, opts, flags, &c, &t, timeout_ns);
-	if (rc != 0)
-		return rc;
-	Pool *p = &pool->p;
-	// Release: pairs with the acquire load by the thread that reads the
-	// ticket to cancel the call (documented in knit_call(3)); the call may
-	// be complete already, and its ticket is never reused, so a late
-	// cancel finds nothing (-KNIT_ENOTFOUND).
-	if (ticket != nullptr)
-		__atomic_store_n(ticket, t, __ATOMIC_RELEASE);
-	host_wait(p, call_ready, c, -1, false);
-	pthread_mutex_lock(&p->mu);
-	hand_out_locked(p, c, out);
-	pthread_mutex_unlock(&p->mu);
-	out->ticket = t;
-	return 0;
+	return call_ticketed(pool, task, arg, opts, ticket, out, timeout_ns);
 }
 
 extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
@@ -796,24 +800,13 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	if (pool != nullptr && in_task_of(&pool->p))
 		return -KNIT_EBUSY;
 	// The fast path first (src/syncline.h): kLineNo leaves everything to
-	// the ticketed path below, which also reports every argument error.
+	// the ticketed path, which also reports every argument error.
 	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {
 		const int lr = line_call(&pool->p, task, arg, out, timeout_ns);
 		if (lr != kLineNo)
 			return lr;
 	}
-	Call *c = nullptr;
-	knit_ticket_t t = 0;
-	int rc = enqueue_ex(pool, task, arg, nullptr, nullptr, kCallPrivate, &c, &t, timeout_ns);
-	if (rc != 0)
-		return rc;
-	Pool *p = &pool->p;
-	host_wait(p, call_ready, c, -1, false);
-	pthread_mutex_lock(&p->mu);
-	hand_out_locked(p, c, out);
-	pthread_mutex_unlock(&p->mu);
-	out->ticket = t;
-	return 0;
+	return call_ticketed(pool, task, arg, nullptr, nullptr, out, timeout_ns);
 }
 
 extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags) KNIT_NOEXCEPT

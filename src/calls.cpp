@@ -29,6 +29,118 @@ namespace knit::detail {
 
 namespace {
 uint64_t g_ticket_tables; // tables made in this process (atomic)
+
+// Arm the completion descriptor's timerfd at `at` (absolute, knit_now_ns's
+// CLOCK_MONOTONIC; 0 disarms). Re-arming also resets a fired timer, so the
+// descriptor reads "a deadline passed that no pass has handled" exactly:
+// the pass that expires the heap top changes the top, and we land here.
+// A syscall only while a completion descriptor exists and only when the
+// earliest deadline changes.
+void deadline_timer_arm_locked(Pool *p, int64_t at)
+{
+	if (p->tfd < 0 || at == p->tfd_target)
+		return;
+	struct itimerspec its;
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_sec = at / 1000000000;
+	its.it_value.tv_nsec = at % 1000000000;
+	// An absolute time already past fires at once: the deadline waits for
+	// a pass, so the descriptor is readable, as it should be.
+	if (knit_sys_timerfd_settime(p->tfd, at != 0 ? TFD_TIMER_ABSTIME : 0, &its) == 0)
+		p->tfd_target = at;
+}
+
+void update_earliest_locked(Pool *p)
+{
+	Call *t = p->heap.top();
+	const int64_t at = t ? t->deadline_ns : 0;
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline), (uint64_t)at);
+	deadline_timer_arm_locked(p, at);
+}
+
+// A completion's check word: ties its handle to this pool, so stray bytes
+// are unlikely to pass for a handle even before the table lookup.
+uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
+
+// Register result bytes about to be handed out (under mu): the handle
+// (never 0), or 0 when the table cannot grow.
+uint64_t owned_register_locked(Pool *p, uint8_t *buf)
+{
+	uint32_t slot;
+	if (p->owned_free != 0) {
+		slot = p->owned_free - 1;
+		p->owned_free = p->owned[slot].next;
+	} else {
+		if (p->owned_n == p->owned_cap) {
+			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
+			if (ncap <= p->owned_cap)
+				return 0;
+			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
+			if (m == nullptr)
+				return 0;
+			p->owned = static_cast<OwnedBuf *>(m);
+			p->owned_cap = ncap;
+		}
+		slot = p->owned_n++;
+		p->owned[slot].gen = 0;
+	}
+	OwnedBuf *o = &p->owned[slot];
+	o->gen++;
+	if (o->gen == 0)
+		o->gen = 1;
+	o->buf = buf;
+	o->next = 0;
+	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
+}
+
+// hand_out_locked() without its count in st_completed (deliver() counts a
+// whole batch at once).
+void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
+{
+	// Field by field, every field once: a memset of the whole completion
+	// and then the copy cost twice the stores, per completion handed out.
+	// The record's result needs no clearing: nothing reads it after the
+	// hand-out, and the next use of the record resets it (TicketTable::alloc).
+	static_assert(sizeof(knit_completion_t) == 8 + 8 + 4 + 4 + sizeof(knit_value_t) + 16,
+		      "knit_completion_t changed: fill its new fields here");
+	out->ticket = ticket_of(c);
+	out->user_data = c->user_data;
+	out->status = c->status;
+	out->task = c->task;
+	out->result = c->result;
+	out->reserved[0] = 0;
+	out->reserved[1] = 0;
+	if (c->result_buf != nullptr) {
+		hand_out_bytes_locked(p, c->result_buf, out);
+		c->result_buf = nullptr;
+	}
+	call_unhold_locked(p, c, kHoldUser);
+}
+
+// Free the bytes registered under handle h that completion *c names (takes
+// mu): 0, or -KNIT_EINVAL when they are not (or no longer) its. Out of line,
+// so that the common release -- a completion that owns nothing -- saves and
+// restores no registers for it.
+[[gnu::noinline]] int release_owned(Pool *p, const knit_completion_t *c, uint64_t h)
+{
+	const uint32_t slot = (uint32_t)h - 1;
+	const uint32_t gen = (uint32_t)(h >> 32);
+	pthread_mutex_lock(&p->mu);
+	OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
+	if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
+	    c->result.data != o->buf) {
+		pthread_mutex_unlock(&p->mu);
+		return -KNIT_EINVAL; // a copy already released, or never ours
+	}
+	uint8_t *buf = o->buf;
+	o->buf = nullptr;
+	o->next = p->owned_free;
+	p->owned_free = slot + 1;
+	pthread_mutex_unlock(&p->mu);
+	free(buf);
+	return 0;
+}
+
 } // namespace
 
 int TicketTable::init(uint32_t capacity)
@@ -203,38 +315,6 @@ void DeadlineHeap::remove(Call *c)
 }
 
 // ---- the lifecycle ------------------------------------------------------------------
-
-namespace {
-
-// Arm the completion descriptor's timerfd at `at` (absolute, knit_now_ns's
-// CLOCK_MONOTONIC; 0 disarms). Re-arming also resets a fired timer, so the
-// descriptor reads "a deadline passed that no pass has handled" exactly:
-// the pass that expires the heap top changes the top, and we land here.
-// A syscall only while a completion descriptor exists and only when the
-// earliest deadline changes.
-void deadline_timer_arm_locked(Pool *p, int64_t at)
-{
-	if (p->tfd < 0 || at == p->tfd_target)
-		return;
-	struct itimerspec its;
-	memset(&its, 0, sizeof its);
-	its.it_value.tv_sec = at / 1000000000;
-	its.it_value.tv_nsec = at % 1000000000;
-	// An absolute time already past fires at once: the deadline waits for
-	// a pass, so the descriptor is readable, as it should be.
-	if (knit_sys_timerfd_settime(p->tfd, at != 0 ? TFD_TIMER_ABSTIME : 0, &its) == 0)
-		p->tfd_target = at;
-}
-
-void update_earliest_locked(Pool *p)
-{
-	Call *t = p->heap.top();
-	const int64_t at = t ? t->deadline_ns : 0;
-	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline), (uint64_t)at);
-	deadline_timer_arm_locked(p, at);
-}
-
-} // namespace
 
 int deadline_timer_open_locked(Pool *p)
 {
@@ -470,45 +550,6 @@ int value_copy_bytes(const knit_value_t &v, knit_value_t *out, uint8_t **buf)
 	return 0;
 }
 
-namespace {
-
-// A completion's check word: ties its handle to this pool, so stray bytes
-// are unlikely to pass for a handle even before the table lookup.
-uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
-
-// Register result bytes about to be handed out (under mu): the handle
-// (never 0), or 0 when the table cannot grow.
-uint64_t owned_register_locked(Pool *p, uint8_t *buf)
-{
-	uint32_t slot;
-	if (p->owned_free != 0) {
-		slot = p->owned_free - 1;
-		p->owned_free = p->owned[slot].next;
-	} else {
-		if (p->owned_n == p->owned_cap) {
-			const uint32_t ncap = p->owned_cap ? p->owned_cap * 2 : 64;
-			if (ncap <= p->owned_cap)
-				return 0;
-			void *m = realloc(p->owned, (size_t)ncap * sizeof(OwnedBuf));
-			if (m == nullptr)
-				return 0;
-			p->owned = static_cast<OwnedBuf *>(m);
-			p->owned_cap = ncap;
-		}
-		slot = p->owned_n++;
-		p->owned[slot].gen = 0;
-	}
-	OwnedBuf *o = &p->owned[slot];
-	o->gen++;
-	if (o->gen == 0)
-		o->gen = 1;
-	o->buf = buf;
-	o->next = 0;
-	return ((uint64_t)o->gen << 32) | ((uint64_t)slot + 1);
-}
-
-} // namespace
-
 void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
 {
 	const uint64_t h = owned_register_locked(p, buf);
@@ -523,34 +564,6 @@ void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
 		memset(&out->result, 0, sizeof out->result);
 	}
 }
-
-namespace {
-
-// hand_out_locked() without its count in st_completed (deliver() counts a
-// whole batch at once).
-void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
-{
-	// Field by field, every field once: a memset of the whole completion
-	// and then the copy cost twice the stores, per completion handed out.
-	// The record's result needs no clearing: nothing reads it after the
-	// hand-out, and the next use of the record resets it (TicketTable::alloc).
-	static_assert(sizeof(knit_completion_t) == 8 + 8 + 4 + 4 + sizeof(knit_value_t) + 16,
-		      "knit_completion_t changed: fill its new fields here");
-	out->ticket = ticket_of(c);
-	out->user_data = c->user_data;
-	out->status = c->status;
-	out->task = c->task;
-	out->result = c->result;
-	out->reserved[0] = 0;
-	out->reserved[1] = 0;
-	if (c->result_buf != nullptr) {
-		hand_out_bytes_locked(p, c->result_buf, out);
-		c->result_buf = nullptr;
-	}
-	call_unhold_locked(p, c, kHoldUser);
-}
-
-} // namespace
 
 // Move a completed record into *out (the bytes change owner) and drop the
 // user hold (under mu).
@@ -666,34 +679,6 @@ uint32_t unreaped_compact_locked(Pool *p, knit_ticket_t *t, uint32_t n)
 			t[k++] = t[i];
 	return k;
 }
-
-namespace {
-
-// Free the bytes registered under handle h that completion *c names (takes
-// mu): 0, or -KNIT_EINVAL when they are not (or no longer) its. Out of line,
-// so that the common release -- a completion that owns nothing -- saves and
-// restores no registers for it.
-[[gnu::noinline]] int release_owned(Pool *p, const knit_completion_t *c, uint64_t h)
-{
-	const uint32_t slot = (uint32_t)h - 1;
-	const uint32_t gen = (uint32_t)(h >> 32);
-	pthread_mutex_lock(&p->mu);
-	OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
-	if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
-	    c->result.data != o->buf) {
-		pthread_mutex_unlock(&p->mu);
-		return -KNIT_EINVAL; // a copy already released, or never ours
-	}
-	uint8_t *buf = o->buf;
-	o->buf = nullptr;
-	o->next = p->owned_free;
-	p->owned_free = slot + 1;
-	pthread_mutex_unlock(&p->mu);
-	free(buf);
-	return 0;
-}
-
-} // namespace
 
 int completion_release(Pool *p, knit_completion_t *c)
 {

@@ -34,6 +34,57 @@ int codec_check(const knit_value_t &v, uint64_t per_call_max)
 	}
 }
 
+uint64_t codec_scalar_of(const knit_value_t &v)
+{
+	if (v.type == KNIT_VALUE_BOOL || v.type == KNIT_VALUE_I64)
+		return (uint64_t)v.i64;
+	if (v.type == KNIT_VALUE_F64) {
+		uint64_t bits;
+		memcpy(&bits, &v.f64, sizeof bits);
+		return bits;
+	}
+	if (codec_has_bytes(v.type))
+		return (uint64_t)v.len;
+	return 0;
+}
+
+knit_value_t codec_value_of(uint32_t type, int32_t code, uint64_t scalar, const uint8_t *payload)
+{
+	knit_value_t v;
+	memset(&v, 0, sizeof v);
+	v.type = type;
+	if (type == KNIT_VALUE_BOOL || type == KNIT_VALUE_I64) {
+		v.i64 = (int64_t)scalar;
+	} else if (type == KNIT_VALUE_F64) {
+		memcpy(&v.f64, &scalar, sizeof v.f64);
+	} else if (codec_has_bytes(type)) {
+		v.data = payload;
+		v.len = (size_t)scalar;
+		if (type == KNIT_VALUE_ERROR)
+			v.code = code;
+	}
+	return v;
+}
+
+bool codec_words_ok(uint32_t type, uint64_t scalar, const uint8_t *payload, uint64_t capacity)
+{
+	switch (type) {
+	case KNIT_VALUE_NONE:
+	case KNIT_VALUE_I64:
+	case KNIT_VALUE_F64:
+		return true;
+	case KNIT_VALUE_BOOL:
+		return scalar <= 1;
+	case KNIT_VALUE_BYTES:
+		return scalar <= capacity;
+	case KNIT_VALUE_STRING:
+	case KNIT_VALUE_ERROR:
+		return scalar < capacity && payload[scalar] == 0;
+	default:
+		return false;
+	}
+}
+
 static void clear_value_words(TaskLine *line, uint32_t type)
 {
 	line->vtype = type;

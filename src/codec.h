@@ -50,6 +50,32 @@ constexpr bool codec_fits_inline(uint32_t type, uint64_t len)
 // (len > per_call_max or len does not fit a u32: never publishable).
 int codec_check(const knit_value_t &v, uint64_t per_call_max);
 
+// Check a value handed in by a caller or back by a task: codec_check, and a
+// BOOL must be 0 or 1. Returns 0, -KNIT_EINVAL or -KNIT_ETOOBIG.
+inline int codec_value_check(const knit_value_t &v, uint64_t per_call_max)
+{
+	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
+		return -KNIT_EINVAL;
+	return codec_check(v, per_call_max);
+}
+
+// ---- the scalar-word form (a synchronous line's slots, src/syncline.h) ----
+// A value as a type, an error code, one 64-bit scalar word and the payload
+// bytes (strings and error messages NUL-terminated), without a TaskLine.
+
+// The scalar word of a value: the int64 (BOOL, I64), the IEEE-754 bits
+// (F64), or the payload length (BYTES, STRING, ERROR); 0 for NONE.
+uint64_t codec_scalar_of(const knit_value_t &v);
+// Rebuild a value of a known type from its words (the payload, if any, at
+// `payload`, `scalar` bytes long). The caller checked them
+// (codec_words_ok).
+knit_value_t codec_value_of(uint32_t type, int32_t code, uint64_t scalar, const uint8_t *payload);
+// Are these words a value that fits `capacity` payload bytes? (Type known,
+// BOOL 0/1, the payload within capacity, strings and error messages
+// NUL-terminated inside it.) Total: reads payload[scalar] only when
+// scalar < capacity.
+bool codec_words_ok(uint32_t type, uint64_t scalar, const uint8_t *payload, uint64_t capacity);
+
 // Encode v (already accepted by codec_check) into the value words of *line
 // (vtype, vcode, vlen, scalar, where, arena_slot, arena_off; other fields are
 // left alone) and, for byte payloads, into inline_area (kInlineBytes, the

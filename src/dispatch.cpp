@@ -27,6 +27,8 @@
 #include "src/lane.h"
 #include "src/pool.h"
 #include "src/trace.h"
+#include "src/spin.h"
+#include "src/task.h"
 #include "src/wake.h"
 #include "src/workers.h"
 
@@ -478,13 +480,7 @@ uint32_t run_inline(Pool *p)
 			status = -KNIT_ETIMEDOUT; // skipped, never run
 		} else {
 			knit_ctx ctx;
-			ctx.pool = p;
-			ctx.lane = l->index;
-			ctx.abort_bit = c->abort_bit;
-			ctx.deadline_ns = c->deadline_ns;
-			ctx.allocs = nullptr;
-			ctx.wlane = nullptr;
-			memset(&ctx.res, 0, sizeof ctx.res);
+			ctx_init(&ctx, p, l->index, c->abort_bit, c->deadline_ns, nullptr);
 			TaskOutcome o;
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);
@@ -536,7 +532,7 @@ struct SleepCheck {
 	void *arg;
 	int64_t deadline_ns; // absolute, < 0 = none
 	int64_t slice;       // periodic look (backoff ladder), < 0 = none
-	bool refill;         // armed for a refill (wake.h): results alone do not count
+	bool refill;         // armed for a refill (spin.h): results alone do not count
 };
 
 bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
@@ -570,39 +566,19 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 	// earliest deadline; tests/model/doorbell.pml and host_event.pml).
 	int64_t slice = -1;
 	if (!doorbell) {
-		// The backoff ladder: 0, 1, 2, ... max_backoff_ms ms.
-		uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
-		if (rung > p->cfg.max_backoff_ms)
-			rung = p->cfg.max_backoff_ms;
-		if (rung == 0) {
+		slice = host_backoff_ns(p, stall); // the backoff ladder (spin.h)
+		if (slice == 0) {
 			sched_yield();
 			return;
 		}
-		slice = (int64_t)rung * 1000000;
 	}
 	// With every CPU running a worker and calls queued behind a full
-	// submit lock, wait to be needed for a refill (wake.h), not for each
+	// submit lock, wait to be needed for a refill (spin.h), not for each
 	// result.
 	SleepCheck sc = {ready, arg, deadline_ns, slice, doorbell && host_refill_arm(p)};
 	host_doorbell_sleep(p, doorbell, sleep_recheck, &sc, &sc.refill);
 }
 
-} // namespace
-
-// ---- public-to-the-runtime functions --------------------------------------------------
-
-void backlog_hw_update(Pool *p, uint64_t now_count)
-{
-	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
-	while (now_count > hw) {
-		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
-		if (seen == hw)
-			break;
-		hw = seen;
-	}
-}
-
-namespace {
 // Count up to n calls into the backlog at once (any thread): how many were
 // counted in, within max_pending (one RMW; a second gives back what did
 // not fit), and the high-water mark raised to what this admission brought
@@ -683,21 +659,72 @@ void reap_for_room(Pool *p)
 	if (produced)
 		host_event(p, true);
 }
-} // namespace
 
 // No push into the multi-producer backlog queue has begun since it was
 // last emptied: its tail is still the head's own node (a pusher moves the
 // tail first, with an atomic exchange, then links its node). Relaxed, as
 // cds_wfcq_empty()'s loads; a push that began is never missed by a caller
 // that fenced after the pusher's try-lock could fail (dispatch_unlock).
-namespace {
-
 bool backlog_queue_idle(Pool *p)
 {
 	return __atomic_load_n(&p->bq_tail.p, __ATOMIC_RELAXED) == &p->bq_head.node;
 }
 
+// The private list c waits on (its lane's pinned queue of its class, or
+// the pool's list of its class), marked as having calls waiting.
+void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
+{
+	const uint32_t k = call_class(c->flags);
+	KNIT_DCHECK(k < kClasses);
+	if (c->flags & kCallPinned) {
+		Lane *l = &p->lanes[c->pin_lane];
+		*head = &l->pin_head[k];
+		*tail = &l->pin_tail[k];
+		p->pin_waiting |= 1ull << c->pin_lane;
+	} else {
+		*head = &p->pb_head[k];
+		*tail = &p->pb_tail[k];
+		p->pb_waiting |= 1u << k;
+	}
+}
+
+// This thread's look at the pool's enqueue count at its last pre-sleep point.
+__thread uint64_t t_enq_seen;
+
+// Instead of sleeping: yield the CPU when calls were enqueued since our
+// last look; true (go on waiting, unslept) when the yield gave the CPU away
+// for at least a spin and calls were enqueued meanwhile. Bounded by the
+// enqueuers: with none (an idle pool, a lone caller) it yields at most once
+// per wait and sleeps; an enqueuer on another CPU does not keep it busy
+// (nothing else runs here, the yield returns at once). The count is a
+// relaxed look, only a choice: sleeping is always safe.
+bool doorbell_yield(Pool *p)
+{
+	if (!p->cfg.doorbell)
+		return false; // the backoff ladder yields already
+	const uint64_t e0 = knit_load_relaxed_64(&p->st_enqueued);
+	if (e0 == t_enq_seen)
+		return false; // nothing enqueued since our last look: sleep
+	t_enq_seen = e0;
+	const int64_t t0 = knit_now_ns();
+	sched_yield();
+	return knit_load_relaxed_64(&p->st_enqueued) != e0 && knit_now_ns() - t0 >= kHostSpinNs;
+}
+
 } // namespace
+
+// ---- public-to-the-runtime functions --------------------------------------------------
+
+void backlog_hw_update(Pool *p, uint64_t now_count)
+{
+	uint64_t hw = knit_load_relaxed_64(&p->backlog_hw);
+	while (now_count > hw) {
+		uint64_t seen = knit_cas_relaxed_64(&p->backlog_hw, hw, now_count);
+		if (seen == hw)
+			break;
+		hw = seen;
+	}
+}
 
 int dispatch_submit(Pool *p, Call *c)
 {
@@ -848,28 +875,6 @@ void dispatch_unlock(Pool *p)
 	}
 }
 
-namespace {
-
-// The private list c waits on (its lane's pinned queue of its class, or
-// the pool's list of its class), marked as having calls waiting.
-void backlog_list(Pool *p, const Call *c, Call ***head, Call ***tail)
-{
-	const uint32_t k = call_class(c->flags);
-	KNIT_DCHECK(k < kClasses);
-	if (c->flags & kCallPinned) {
-		Lane *l = &p->lanes[c->pin_lane];
-		*head = &l->pin_head[k];
-		*tail = &l->pin_tail[k];
-		p->pin_waiting |= 1ull << c->pin_lane;
-	} else {
-		*head = &p->pb_head[k];
-		*tail = &p->pb_tail[k];
-		p->pb_waiting |= 1u << k;
-	}
-}
-
-} // namespace
-
 void dispatch_backlog_append(Pool *p, Call *c)
 {
 	counter_bump(&p->st_backlogged); // every call that waits passes here once
@@ -996,33 +1001,6 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	return produced;
 }
 
-namespace {
-
-// This thread's look at the pool's enqueue count at its last pre-sleep point.
-__thread uint64_t t_enq_seen;
-
-// Instead of sleeping: yield the CPU when calls were enqueued since our
-// last look; true (go on waiting, unslept) when the yield gave the CPU away
-// for at least a spin and calls were enqueued meanwhile. Bounded by the
-// enqueuers: with none (an idle pool, a lone caller) it yields at most once
-// per wait and sleeps; an enqueuer on another CPU does not keep it busy
-// (nothing else runs here, the yield returns at once). The count is a
-// relaxed look, only a choice: sleeping is always safe.
-bool doorbell_yield(Pool *p)
-{
-	if (!p->cfg.doorbell)
-		return false; // the backoff ladder yields already
-	const uint64_t e0 = knit_load_relaxed_64(&p->st_enqueued);
-	if (e0 == t_enq_seen)
-		return false; // nothing enqueued since our last look: sleep
-	t_enq_seen = e0;
-	const int64_t t0 = knit_now_ns();
-	sched_yield();
-	return knit_load_relaxed_64(&p->st_enqueued) != e0 && knit_now_ns() - t0 >= kHostSpinNs;
-}
-
-} // namespace
-
 bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll)
 {
 	uint32_t stall = 0;
@@ -1056,14 +1034,14 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 		// a worker's round trip, so the free passes alone would arm the
 		// doorbell before any worker could answer).
 		// While the pool's awake workers fill every CPU, only if such
-		// spins pay (wake.h).
-		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0 && host_spin_worth(p)) {
-			const int64_t t0 = knit_now_ns();
-			// This thread just woke a worker: spin on through the wake's
-			// measured latency, so the result does not need a second wake
-			// (wake.h).
-			const int64_t wake_end = host_wake_spin_begin(p, t0);
-			const int64_t end = max_of(t0 + spin_left, wake_end);
+		// spins pay (spin.h).
+		// If this thread just woke a worker, the spin goes on through the
+		// wake's measured latency, so the result does not need a second
+		// wake (spin.h).
+		HostSpin s;
+		int64_t t0;
+		if (spin_left > 0 && knit_load_relaxed_64(&p->outstanding) != 0 &&
+		    (t0 = host_spin_open(p, &s, 0, spin_left)) != 0) {
 			bool found = false;
 			for (uint32_t i = 1;; i++) {
 				if (ready(p, arg) || work_pending(p, t0)) {
@@ -1071,13 +1049,11 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 					break;
 				}
 				knit_cpu_relax();
-				if ((i & 63) == 0 && knit_now_ns() >= end) // the clock costs more than a round
+				if ((i & 63) == 0 && knit_now_ns() >= s.end) // the clock costs more than a round
 					break;
 			}
 			spin_left -= knit_now_ns() - t0;
-			if (wake_end != 0)
-				host_wake_spin_done();
-			host_spin_outcome(found);
+			host_spin_close(&s, found);
 			if (found) {
 				host_wake_seen(p);
 				continue;

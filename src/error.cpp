@@ -16,13 +16,6 @@ namespace {
 // Plain storage (no constructor, no destructor): no C++ runtime support
 // and nothing to run at thread exit.
 __thread char t_message[kErrorMax];
-} // namespace
-
-void error_clear() { t_message[0] = 0; }
-
-bool error_recorded() { return t_message[0] != 0; }
-
-namespace {
 
 void record(int e, const char *fmt, va_list ap)
 {
@@ -40,6 +33,10 @@ void record(int e, const char *fmt, va_list ap)
 }
 
 } // namespace
+
+void error_clear() { t_message[0] = 0; }
+
+bool error_recorded() { return t_message[0] != 0; }
 
 int error_set(int code, const char *fmt, ...)
 {

@@ -1,32 +1,36 @@
 // SPDX-License-Identifier: MIT
-// src/pool.h - the runtime's types behind the C ABI: the pool, the
-// host-side call records and the worker-side context, plus the entry points
-// of the rooms that share them: src/options.cpp (option resolution),
-// src/pool.cpp (create, stop, destroy, stats), src/dispatch.cpp (the host
-// dispatcher: admission, placement, the backlog, deadlines, the waiting
-// ladder), src/trim.cpp (arena give-back) and src/worker.cpp (the worker
-// loop, the task runner, knit_ctx_*). Rooms with their own contract header
-// above this one: src/lane.h (a worker lane, its mechanism and its life:
-// attach, stage, reap, distrust, lane_lost), src/calls.h (call records'
-// lifecycle, hand-out), src/wake.h (park/unpark, the doorbell, host events,
-// the eventfd), src/syncline.h (the synchronous call line), src/workers.h
-// (the seam to the kind of workers: threads in src/workers_thread.cpp,
-// processes in src/proc.cpp, src/proc.h). src/api.cpp holds the other host
-// ABI entries: argument checks, then a call into a room.
+// src/pool.h - the runtime's types behind the C ABI: the pool and the
+// host-side call records, plus the entry points of the rooms that share
+// them: src/options.cpp (option resolution), src/pool.cpp (create, stop,
+// destroy, stats), src/dispatch.cpp (the host dispatcher: admission,
+// placement, the backlog, deadlines, the waiting ladder), src/trim.cpp
+// (arena give-back) and src/worker.cpp (the worker loop). Rooms with their
+// own contract header above this one: src/lane.h (a worker lane, its
+// mechanism and its life: attach, stage, reap, distrust, lane_lost),
+// src/calls.h (call records' lifecycle, hand-out), src/task.h (one task
+// run: knit_ctx, the runner, knit_ctx_*), src/wake.h (park/unpark, the
+// doorbell, host events, the eventfd), src/spin.h (the spinning policy and
+// the refill arm, above wake.h), src/syncline.h (the synchronous call
+// line), src/workers.h (the seam to the kind of workers: threads in
+// src/workers_thread.cpp, processes in src/proc.cpp, src/proc.h).
+// src/api.cpp holds the other host ABI entries: argument checks, then a
+// call into a room.
 //
 // Floors (project headers; every #include points down, none back up):
 //   arch/arch.h -> src/common.h -> src/region.h -> src/arena.h ->
 //   src/layout.h -> src/codec.h -> src/lock2.h -> src/steal.h (the claim
 //   protocol only) -> src/pool.h (types) -> src/lane.h -> {src/wake.h,
-//   src/calls.h, src/syncline.h, src/workers.h} -> src/proc.h ->
-//   {dispatch.cpp, worker.cpp, api.cpp, pool.cpp, trim.cpp, lane.cpp,
-//   workers_thread.cpp, proc.cpp}
+//   src/calls.h, src/task.h, src/syncline.h, src/workers.h} -> src/spin.h
+//   (reads wake.h's words) -> src/proc.h -> {dispatch.cpp, worker.cpp,
+//   api.cpp, pool.cpp, trim.cpp, lane.cpp, workers_thread.cpp, proc.cpp}
 // (include/knitting.h and src/trace.h are the ground floor: they include
-// nothing of ours). calls.cpp includes only pool.h (and trace.h) below its
-// own header, so it calls no room above it. lane.cpp calls src/syncline.h's
-// line_lost (a lost lane's line) while syncline.cpp needs the Lane: the two
-// modules include each other's header, one way for types, the other for
-// that one call.
+// nothing of ours; src/README.md has the floor table tests/layering.sh
+// checks). calls.cpp and task.cpp include only pool.h (and trace.h,
+// codec.h) below their own header, so they call no room above them;
+// spin.cpp calls only wake. lane.cpp calls src/syncline.h's line_lost (a
+// lost lane's line) while syncline.cpp needs the Lane: the two modules
+// include each other's header, one way for types, the other for that one
+// call.
 //
 // Topology (per-lane, KNIT_TOPOLOGY_LANES): W worker lanes, each a worker (a
 // thread or a process, src/workers.h) with
@@ -115,7 +119,7 @@ inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fi
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
 inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
 inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
-inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (wake.h)
+inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (spin.h)
 inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
 inline constexpr uint32_t kResultFlushTasks = 16;    // ... or after this many tasks (even)
 
@@ -699,23 +703,19 @@ bool worker_arena_trimmable(Lane *l);
 uint64_t arena_committed_bytes(Pool *p);
 
 // ---- workers (src/worker.cpp) ----------------------------------------------------------
-// Idle spinning is bounded by the machine: at most spin_cap_of_machine()
-// (online CPUs - 1) worker threads of the whole process spin at once, so a
-// host always has a CPU. A worker takes a slot before it spins and gives it
-// back when the spin ends; without one it parks at once.
-uint32_t spin_cap_of_machine();
-bool spin_slot_acquire(uint32_t *spinners, uint32_t cap);
-void spin_slot_release(uint32_t *spinners);
-extern uint32_t g_spinners; // the process's spinning workers (atomic, relaxed)
 // Thread entry of worker lane `arg` (a Lane *).
 void *worker_main(void *arg);
 
-// What a task run produced: a frame status and a value whose bytes stay
-// valid until ctx_free_allocs() (they point into the task's memory).
-struct TaskOutcome {
-	int32_t status; // 0, -KNIT_ETASK or -KNIT_ETOOBIG
-	knit_value_t value;
-};
+// The pool whose task function the calling thread is running now (set by
+// run_task, src/task.h, around the call, the previous value restored after:
+// a task may call into another pool whose inline lane runs a task of its
+// own), or null. The entries that would wait on their own pool from inside
+// one of its tasks return -KNIT_EBUSY instead (knit_call, knit_complete and
+// friends with a wait, knit_stop, knit_pool_destroy): the wait could need
+// the very thread it blocks. A task in a worker process runs under that
+// process's own pool record, never the host's.
+extern __thread const Pool *t_task_pool;
+inline bool in_task_of(const Pool *p) { return t_task_pool == p; }
 
 } // namespace knit::detail
 
@@ -723,37 +723,5 @@ struct TaskOutcome {
 struct knit_pool {
 	knit::detail::Pool p;
 };
-
-struct knit_ctx {
-	knit::detail::Pool *pool;
-	uint32_t lane;
-	int32_t abort_bit; // -1 = none
-	int64_t deadline_ns;
-	void *task_data; // the running task's knit_task_t.data
-	void *allocs; // knit_ctx_alloc blocks, freed after the result is shipped
-	// Worker lanes only (nullptr on the inline lane): the first
-	// knit_ctx_alloc of a run reserves room in the return arena, and a
-	// result pointing at it is published in place (no copy).
-	knit::detail::Lane *wlane;
-	knit::detail::Reservation res;
-};
-
-namespace knit::detail {
-// Run task `task` on the calling thread (a worker, or a host thread for the
-// inline lane) with *ctx, and classify what it returned (see TaskOutcome).
-void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
-// The pool whose task function the calling thread is running now (set by
-// run_task around the call, the previous value restored after: a task may
-// call into another pool whose inline lane runs a task of its own), or null.
-// The entries that would wait on their own pool from inside one of its tasks
-// return -KNIT_EBUSY instead (knit_call, knit_complete and friends with a
-// wait, knit_stop, knit_pool_destroy): the wait could need the very thread
-// it blocks. A task in a worker process runs under that process's own pool
-// record, never the host's.
-extern __thread const Pool *t_task_pool;
-inline bool in_task_of(const Pool *p) { return t_task_pool == p; }
-// Free every block knit_ctx_alloc handed out during this run.
-void ctx_free_allocs(knit_ctx *ctx);
-} // namespace knit::detail
 
 #endif

@@ -21,7 +21,6 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -214,8 +213,8 @@ void free_prefix(ProcHost *h)
 	h->nprefix = 0;
 }
 
-int sys_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-int sys_pidfd_kill(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
+int sys_pidfd_open(pid_t pid) { return knit_sys_pidfd_open(pid, 0); }
+int sys_pidfd_kill(int pidfd, int sig) { return knit_sys_pidfd_send_signal(pidfd, sig, nullptr, 0); }
 
 // Reap the child behind pidfd (it exited). Returns the siginfo code/status
 // or, when someone else reaped it (SIGCHLD ignored, a waitpid(-1) of the
@@ -224,7 +223,7 @@ void reap(int pidfd, pid_t pid, siginfo_t *si)
 {
 	memset(si, 0, sizeof *si);
 	// P_PIDFD (3) needs glibc 2.36 headers; the kernel has it since 5.4.
-	if (syscall(SYS_waitid, 3, pidfd, si, WEXITED, nullptr) != 0) {
+	if (knit_sys_waitid(3, pidfd, si, WEXITED, nullptr) != 0) {
 		if (waitpid(pid, nullptr, WNOHANG) <= 0) {
 			si->si_code = CLD_KILLED;
 			si->si_status = 0;
@@ -482,7 +481,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			// as not allowed with process pools).
 			const int fd = sys_pidfd_open(pid);
 			if (fd < 0) {
-				err = errno;
+				err = -fd;
 				kill(pid, SIGKILL);
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
@@ -551,7 +550,7 @@ void boot_silent_end(ProcHost *h, uint32_t i, char *into)
 	memset(&si, 0, sizeof si);
 	// P_PIDFD (3); WNOWAIT: kill_all reaps it after.
 	const bool ended = h->pidfd[i] >= 0 && poll(&f, 1, 1000) == 1 &&
-			   syscall(SYS_waitid, 3, h->pidfd[i], &si, WEXITED | WNOWAIT, nullptr) == 0;
+			   knit_sys_waitid(3, h->pidfd[i], &si, WEXITED | WNOWAIT, nullptr) == 0;
 	const char *hint = h->nprefix != 0 ? "" : " (is it a knit-worker?)";
 	if (!ended)
 		snprintf(into, kErrorMax, "worker %u (\"%s\") closed its boot status pipe before reporting ready%s", i,
@@ -795,7 +794,7 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 		                // sees their -KNIT_ECRASHED finds the pool failed
 	// Counted before lane_lost completes the lane's calls: a caller that
 	// reaps the -KNIT_ECRASHED then reads the stats sees the respawn it
-	// caused (a test that did so failed now and then).
+	// caused.
 	if (!ending && budget)
 		knit_add_relaxed_64(&h->respawns, 1);
 	loss->status = proto ? -KNIT_EPROTO : -KNIT_ECRASHED;

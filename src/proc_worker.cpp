@@ -38,7 +38,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "src/proc.h"
@@ -110,7 +109,7 @@ void *watch_host(void *arg)
 // host by its pid. 0, or a message for boot_fail.
 const char *watch_host_start(const ProcBoot &b)
 {
-	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)b.ppid, 0);
+	const int fd = knit_sys_pidfd_open((int)b.ppid, 0);
 	if (fd < 0)
 		return "cannot watch the host: its pid is gone or in another pid namespace";
 	// The pidfd first, the start time second: if the start time matches,
@@ -175,7 +174,7 @@ int janitor_main(const char *name, const char *pid_text)
 	bool known = false;
 	// The pidfd first, then the parent check: a host that died before the
 	// pidfd existed shows as a changed parent.
-	const int fd = (int)syscall(SYS_pidfd_open, (pid_t)host, 0);
+	const int fd = knit_sys_pidfd_open((int)host, 0);
 	struct pollfd f[2] = {{fd, POLLIN, 0}, {3, POLLIN, 0}};
 	bool waiting = fd >= 0 && getppid() == (pid_t)host;
 	while (waiting) {

@@ -35,15 +35,6 @@ constexpr int kRegionSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-int sys_fcntl(int fd, int cmd, long arg) { return (int)knit_syscall3(SYS_fcntl, fd, cmd, arg); }
-
-int sys_fstat(int fd, struct stat *st) { return (int)knit_syscall2(SYS_fstat, fd, (long)st); }
-
-int sys_madvise(void *addr, uint64_t len, int advice)
-{
-	return (int)knit_syscall3(SYS_madvise, (long)addr, (long)len, advice);
-}
-
 // errno of a failed resource request -> KNIT code: running out of something
 // the caller could get back is ENOMEM, anything else is a refusal.
 int resource_error(long neg_errno)
@@ -139,7 +130,7 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out,
 	}
 	int rc = knit_sys_ftruncate(fd, (long)bytes);
 	if (rc == 0) {
-		rc = sys_fcntl(fd, F_ADD_SEALS, sealed_final ? kRegionSeals : kRegionSeals & ~F_SEAL_SEAL);
+		rc = knit_sys_fcntl(fd, F_ADD_SEALS, sealed_final ? kRegionSeals : kRegionSeals & ~F_SEAL_SEAL);
 	}
 	if (rc != 0) {
 		knit_sys_close(fd);
@@ -171,18 +162,18 @@ int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal, b
 	// Seals first, size second: once SHRINK is on, the size we read can only
 	// stay or grow, so the check cannot be raced into a SIGBUS later.
 	if (need_seal) {
-		int seals = sys_fcntl(fd, F_GET_SEALS, 0);
+		int seals = knit_sys_fcntl(fd, F_GET_SEALS, 0);
 		if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
 			return -KNIT_EPROTO;
 		}
 	}
 	struct stat st;
 	memset(&st, 0, sizeof st);
-	if (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+	if (knit_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
 	    (uint64_t)st.st_size < bytes) {
 		return -KNIT_EPROTO;
 	}
-	int dup = sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	int dup = knit_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (dup < 0) {
 		return resource_error(dup);
 	}
@@ -198,7 +189,7 @@ int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal, b
 
 int region_seal_readonly(int fd)
 {
-	const int rc = sys_fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	const int rc = knit_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
 	return rc == 0 ? 0 : -KNIT_ESYSTEM;
 }
 
@@ -215,7 +206,7 @@ int region_memfd(uint64_t size, const char *name, int *out)
 		return resource_error(fd);
 	int rc = knit_sys_ftruncate(fd, (long)bytes);
 	if (rc == 0)
-		rc = sys_fcntl(fd, F_ADD_SEALS, kRegionSeals);
+		rc = knit_sys_fcntl(fd, F_ADD_SEALS, kRegionSeals);
 	if (rc != 0) {
 		knit_sys_close(fd);
 		return resource_error(rc);
@@ -231,10 +222,10 @@ int region_overlay(Region *r, uint64_t off, uint64_t len, int fd, bool writable)
 	    off > r->size || len > r->size - off)
 		return -KNIT_EINVAL;
 	// As region_map_fd: sealed against shrinking, and long enough.
-	const int seals = sys_fcntl(fd, F_GET_SEALS, 0);
+	const int seals = knit_sys_fcntl(fd, F_GET_SEALS, 0);
 	struct stat st;
 	memset(&st, 0, sizeof st);
-	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || knit_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size < 0 || (uint64_t)st.st_size < len)
 		return -KNIT_EPROTO;
 	void *p = knit_sys_mmap(r->base + off, (size_t)len, writable ? PROT_READ | PROT_WRITE : PROT_READ,
@@ -272,7 +263,7 @@ int region_release(Region *r, uint64_t off, uint64_t len)
 	if (hi <= lo) {
 		return 0; // no whole page inside the range
 	}
-	int rc = sys_madvise(r->base + lo, hi - lo, MADV_REMOVE);
+	int rc = knit_sys_madvise(r->base + lo, hi - lo, MADV_REMOVE);
 	if (rc != 0) {
 		return rc == -EINVAL ? -KNIT_EINVAL : -KNIT_ESYSTEM;
 	}

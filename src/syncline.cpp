@@ -18,6 +18,8 @@
 #include "src/codec.h"
 #include "src/lane.h"
 #include "src/pool.h"
+#include "src/spin.h"
+#include "src/task.h"
 #include "src/syncline.h"
 #include "src/trace.h"
 #include "src/wake.h"
@@ -42,63 +44,6 @@ uint64_t rd64(const uint8_t *slot, uint64_t off)
 }
 void wr32(uint8_t *slot, uint64_t off, uint32_t v) { memcpy(slot + off, &v, sizeof v); }
 void wr64(uint8_t *slot, uint64_t off, uint64_t v) { memcpy(slot + off, &v, sizeof v); }
-
-// The scalar word of a value: the int64 (BOOL, I64), the IEEE-754 bits
-// (F64), or the payload length (BYTES, STRING, ERROR).
-uint64_t scalar_of(const knit_value_t &v)
-{
-	if (v.type == KNIT_VALUE_BOOL || v.type == KNIT_VALUE_I64)
-		return (uint64_t)v.i64;
-	if (v.type == KNIT_VALUE_F64) {
-		uint64_t bits;
-		memcpy(&bits, &v.f64, sizeof bits);
-		return bits;
-	}
-	if (codec_has_bytes(v.type))
-		return (uint64_t)v.len;
-	return 0;
-}
-
-// Rebuild a value of a known type from its words (the payload, if any, at
-// `payload`, `scalar` bytes long). The caller checked the length.
-knit_value_t value_of(uint32_t type, int32_t code, uint64_t scalar, const uint8_t *payload)
-{
-	knit_value_t v;
-	memset(&v, 0, sizeof v);
-	v.type = type;
-	if (type == KNIT_VALUE_BOOL || type == KNIT_VALUE_I64) {
-		v.i64 = (int64_t)scalar;
-	} else if (type == KNIT_VALUE_F64) {
-		memcpy(&v.f64, &scalar, sizeof v.f64);
-	} else if (codec_has_bytes(type)) {
-		v.data = payload;
-		v.len = (size_t)scalar;
-		if (type == KNIT_VALUE_ERROR)
-			v.code = code;
-	}
-	return v;
-}
-
-// Are these words a value the line can carry inline? (type known, BOOL 0/1,
-// the payload within the slot, strings and error messages NUL-terminated.)
-bool inline_value_ok(uint32_t type, uint64_t scalar, const uint8_t *payload)
-{
-	switch (type) {
-	case KNIT_VALUE_NONE:
-	case KNIT_VALUE_I64:
-	case KNIT_VALUE_F64:
-		return true;
-	case KNIT_VALUE_BOOL:
-		return scalar <= 1;
-	case KNIT_VALUE_BYTES:
-		return scalar <= kLinePayload;
-	case KNIT_VALUE_STRING:
-	case KNIT_VALUE_ERROR:
-		return scalar < kLinePayload && payload[scalar] == 0;
-	default:
-		return false;
-	}
-}
 
 // line_outstanding -= 1 (S7, or S1's undo). Reaching 0 matters
 // only to a stop (DRAIN waits for it; knit_complete and the fd report a
@@ -262,9 +207,10 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 {
 	LineWait w = {l, s, -1};
 	bool replied = false;
-	// The clock only from round 64 on: a hot reply comes sooner.
-	int64_t end = 0, wake_end = 0;
-	bool found = false, judged = false;
+	// The clock only from round 64 on, and the spin judged there (spin.h,
+	// as host_wait's): a hot reply comes sooner.
+	HostSpin sp;
+	bool found = false;
 	for (uint32_t i = 1;; i++) {
 		if (line_ready(&w, &replied)) {
 			found = true;
@@ -273,37 +219,25 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 		knit_cpu_relax();
 		if ((i & 63) == 0) {
 			const int64_t t = knit_now_ns();
-			if (end == 0) {
-				// While the pool's awake workers fill every CPU, spin
-				// on only if such spins pay (wake.h), as host_wait does.
-				if (!host_spin_worth(p))
+			if (!sp.judged) {
+				if (host_spin_open(p, &sp, t, kHostSpinNs) == 0)
 					break;
-				judged = true;
-				wake_end = host_wake_spin_begin(p, t);
-				end = max_of(t + kHostSpinNs, wake_end);
-			} else if (t >= end) {
+			} else if (t >= sp.end) {
 				break;
 			}
 		}
 	}
-	if (wake_end != 0)
-		host_wake_spin_done();
-	if (judged)
-		host_spin_outcome(found);
+	host_spin_close(&sp, found);
 	const bool doorbell = p->cfg.doorbell;
 	for (uint32_t stall = 0; !found; stall++) {
 		if (!doorbell) {
-			// The backoff ladder, as host_wait's: yields first, then
-			// 1, 2, ... max_backoff_ms ms.
-			uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
-			if (rung > p->cfg.max_backoff_ms)
-				rung = p->cfg.max_backoff_ms;
-			if (rung == 0) {
+			const int64_t slice = host_backoff_ns(p, stall); // the backoff ladder (spin.h)
+			if (slice == 0) {
 				sched_yield();
 				found = line_ready(&w, &replied);
 				continue;
 			}
-			w.wake_at = knit_now_ns() + (int64_t)rung * 1000000;
+			w.wake_at = knit_now_ns() + slice;
 		}
 		host_sleep_begin();
 		host_doorbell_sleep(p, doorbell, line_recheck, &w);
@@ -342,7 +276,7 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 		// the copy is looked at; value_copy NUL-terminates it).
 		if (!codec_has_bytes(type) || scalar > p->cfg.max_payload_bytes)
 			return -KNIT_EPROTO;
-		if (value_copy(value_of(type, code, scalar, l->line_spill_area), v, buf) != 0) {
+		if (value_copy(codec_value_of(type, code, scalar, l->line_spill_area), v, buf) != 0) {
 			memset(v, 0, sizeof *v);
 			return -KNIT_ENOMEM;
 		}
@@ -358,17 +292,33 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 		l->line_spill = nullptr; // taken (the worker writes it again only
 					 // for the next request: S9 orders it)
 		l->line_spill_len = 0;
-		*v = value_of(type, code, scalar, spill);
+		*v = codec_value_of(type, code, scalar, spill);
 		*buf = spill;
 		return status;
 	}
-	if (where != kLineWhereInline || !inline_value_ok(type, scalar, payload))
+	if (where != kLineWhereInline || !codec_words_ok(type, scalar, payload, kLinePayload))
 		return -KNIT_EPROTO;
-	if (value_copy(value_of(type, code, scalar, payload), v, buf) != 0) {
+	if (value_copy(codec_value_of(type, code, scalar, payload), v, buf) != 0) {
 		memset(v, 0, sizeof *v);
 		return -KNIT_ENOMEM;
 	}
 	return status;
+}
+
+// Wait out a reopen half-way (a host thread between OPENING and its store
+// of IDLE or DOWN, a few stores: bounded by that thread's progress) and
+// return the state after it. Acquire: pairs with line_reopen's release
+// stores of the state.
+uint32_t state_settled(Lane *l)
+{
+	for (uint32_t i = 1;; i++) {
+		const uint32_t st = knit_load_acquire_32(&l->line_state);
+		if (st != kLineOpening)
+			return st;
+		knit_cpu_relax();
+		if ((i & 63) == 0)
+			sched_yield();
+	}
 }
 
 } // namespace
@@ -386,8 +336,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	memset(&v, 0, sizeof v);
 	if (arg != nullptr)
 		v = *arg;
-	if (v.type > KNIT_VALUE_ERROR || (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1) ||
-	    codec_check(v, p->cfg.max_payload_bytes) != 0)
+	if (codec_value_check(v, p->cfg.max_payload_bytes) != 0)
 		return kLineNo; // the ticketed path reports it
 	if (codec_has_bytes(v.type) && codec_stored_bytes(v.type, v.len) > kLinePayload)
 		return kLineNo;
@@ -433,7 +382,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	wr32(rq, kLineOffTask, task);
 	wr32(rq, kLineOffRqLane, l->index);
 	wr32(rq, kLineOffType, v.type);
-	wr64(rq, kLineOffScalar, scalar_of(v));
+	wr64(rq, kLineOffScalar, codec_scalar_of(v));
 	wr32(rq, kLineOffRqCode, v.type == KNIT_VALUE_ERROR ? (uint32_t)v.code : 0);
 	// (+28, the open word, is S11's: a stale caller's S2 must not touch it.)
 	if (codec_has_bytes(v.type)) {
@@ -572,16 +521,12 @@ bool line_serve(Lane *l)
 	uint64_t rscalar = 0;
 	int32_t rcode = 0;
 	uint8_t *spill = nullptr;
-	if (task < p->ntasks && lane == l->index && inline_value_ok(type, scalar, payload)) {
-		const knit_value_t arg = value_of(type, code, scalar, payload);
+	if (task < p->ntasks && lane == l->index && codec_words_ok(type, scalar, payload, kLinePayload)) {
+		const knit_value_t arg = codec_value_of(type, code, scalar, payload);
 		knit_ctx ctx;
-		ctx.pool = p;
-		ctx.lane = l->index;
-		ctx.abort_bit = -1;
-		ctx.deadline_ns = 0;
-		ctx.allocs = nullptr;
-		ctx.wlane = nullptr; // knit_ctx_alloc: malloc'd (the return arena is the ticketed path's)
-		memset(&ctx.res, 0, sizeof ctx.res);
+		// No wlane: knit_ctx_alloc mallocs (the return arena is the
+		// ticketed path's).
+		ctx_init(&ctx, p, l->index, -1, 0, nullptr);
 		TaskOutcome o;
 		// S12: taken, before the task runs. Relaxed: only a host that
 		// reaped us reads it (our exit and its waitid order it), and a
@@ -595,7 +540,7 @@ bool line_serve(Lane *l)
 		if (status == 0 || status == -KNIT_ETASK) {
 			const knit_value_t &r = o.value;
 			rtype = r.type;
-			rscalar = scalar_of(r);
+			rscalar = codec_scalar_of(r);
 			rcode = r.type == KNIT_VALUE_ERROR ? r.code : 0;
 			if (codec_has_bytes(r.type) && codec_stored_bytes(r.type, r.len) <= kLinePayload) {
 				if (r.len != 0)
@@ -657,24 +602,6 @@ void line_cancel_all(Pool *p)
 	if (any)
 		host_event(p, true);
 }
-
-namespace {
-// Wait out a reopen half-way (a host thread between OPENING and its store
-// of IDLE or DOWN, a few stores: bounded by that thread's progress) and
-// return the state after it. Acquire: pairs with line_reopen's release
-// stores of the state.
-uint32_t state_settled(Lane *l)
-{
-	for (uint32_t i = 1;; i++) {
-		const uint32_t st = knit_load_acquire_32(&l->line_state);
-		if (st != kLineOpening)
-			return st;
-		knit_cpu_relax();
-		if ((i & 63) == 0)
-			sched_yield();
-	}
-}
-} // namespace
 
 void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 {

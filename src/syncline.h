@@ -1,40 +1,32 @@
 // SPDX-License-Identifier: MIT
 // src/syncline.h - the synchronous call line of a worker lane: the room of
 // the knit_call fast path (protocol, words, pairing table, lifecycle),
-// proved by tests/model/syncline.pml. Implemented in src/syncline.cpp.
+// proved by tests/model/syncline.pml (tests/model/README.md has the
+// hazards its runs and mutants cover). Implemented in src/syncline.cpp.
 //
-// Why: a knit_call that has nothing to track (no deadline, no abort bit)
-// needs none of the ticket table, the mutex, the backlog, the dispatcher
-// pass or the completion queue; its caller is blocked until the result
-// comes back anyway. A line is one request slot and one reply slot per
+// A knit_call that has nothing to track (no deadline, no abort bit) needs
+// none of the ticket table, the mutex, the backlog, the dispatcher pass or
+// the completion queue. A line is one request slot and one reply slot per
 // worker lane that the caller fills, publishes with one release store, and
-// spins on, like an SPSC ping-pong; the worker looks at it once per loop pass
-// and in its park re-check.
+// waits on, like an SPSC ping-pong; the worker looks at it once per loop
+// pass (between batches: a sync call waits at most one batch) and in its
+// park re-check.
 //
 // Eligibility (decided by the caller before it claims a line; any "no" takes
-// today's path, which stays the complete implementation of knit_call):
-//  - no hard timeout (hard_timeout_ms == 0: the running-stamp watchdog and
-//    the forced stop stay the dispatcher's). Thread or process workers: a
-//    worker process serves its lane's line from its own mapping of the
-//    region; the Lane words below are each side's private ones (a process
-//    worker's busy hint stays its own: the host sees every line idle), and
-//    the spill goes through the region (see "Process workers" below);
-//  - no inline lane (KNIT_INLINE_OFF: with one, the balancer's rotation
-//    includes the host's own lane, so where a call runs stays the
-//    dispatcher's choice);
-//  - timeout_ns <= 0 and the task's timeout_ms == 0 (no deadline to track),
-//    and the task not abortable (no abort bit to allocate);
-//  - the argument's payload fits the request slot inline (kLinePayload);
+// the ticketed path, which stays the complete implementation of knit_call):
+//  - no hard timeout (the running stamp and the forced stop are the
+//    dispatcher's); thread or process workers (a process worker serves its
+//    line from its own mapping of the region; see "Process workers");
+//  - no inline lane (with one, where a call runs is the balancer's choice);
+//  - no deadline to track (timeout_ns <= 0, the task's timeout_ms == 0) and
+//    the task not abortable;
+//  - the argument is valid and its payload fits the request slot inline
+//    (kLinePayload);
 //  - some worker lane's line is IDLE and the CAS that claims it wins. The
 //    caller tries lanes from a relaxed rotating cursor, idle workers first
-//    (Lane::busy == 0: the worker's hint, set while it runs a batch of
-//    ticketed calls; under the steal topology the host cannot know which
-//    worker holds a long task otherwise), and never waits for a line (none IDLE, or
-//    the pool closed: the ticketed path, without touching line_outstanding,
-//    answers as before), and a lost CAS on every
-//    lane falls back. The lane need not be idle: the worker serves the line
-//    between batches, so a sync call waits at most one batch (kWorkerBatch
-//    tasks) behind queued calls, and queued calls never see the line.
+//    (Lane::busy == 0, the worker's hint), and never waits for a line: none
+//    IDLE, the pool closed, or a lost CAS on every lane falls back without
+//    touching line_outstanding.
 //
 // Words (per worker lane; the line's region area: line_area_off() after
 // the lane extensions, kLineBytes per worker lane):
@@ -83,63 +75,55 @@
 //     path's outstanding stays written under mu; whoever waits for "no call
 //     outstanding" reads both, none_outstanding() in pool.h); CAS line_state
 //     IDLE -> CLAIMED (acq_rel; lost: undo the count, fall back); a
-//     seq_cst fence (what makes the two steps seq_cst); then load closed:
-//     set -> line_state = IDLE, undo the count (ring host waiters if it
-//     reached 0), return -KNIT_ECLOSED. The claim comes BEFORE the closed
-//     load so a knit_stop(CANCEL) either sees the claim or the caller sees
-//     closed (model: MUTANT_CLOSED_BEFORE_CLAIM hangs the caller).
+//     seq_cst fence; then load closed: set -> line_state = IDLE, undo the
+//     count (ring host waiters if it reached 0), return -KNIT_ECLOSED. The
+//     claim comes BEFORE the closed load, so a knit_stop(CANCEL) either sees
+//     the claim or the caller sees closed.
 //  S2 write the request fields, then store_release(rq_seq, s); seq_cst fence;
 //     load parked; lane_wake if parked (wake.h W1: the line is "work" for
 //     the park re-check).
-//  S3 worker, once per pass and in park_recheck (wake.h W2): load_acquire
-//     rq_seq == line_served + 1 -> a request. Any other value but
-//     line_served is a protocol fault: counted, not served.
+//  S3 worker, once per pass and in its park re-check (wake.h W2):
+//     load_acquire rq_seq == line_served + 1 -> a request. Any other value
+//     but line_served is a protocol fault: counted, not served.
 //  S4 the worker validates the request like the codec validates a frame
-//     (task < ntasks, lane == its own, type known, BOOL 0/1, length <=
-//     kLinePayload, string NUL present) and runs it (run_task with no
-//     deadline, no abort bit, knit_ctx_alloc memory malloc'd: the return
-//     arena stays the ticketed path's; kWcCalls counts it), or replies
-//     -KNIT_EPROTO without running it.
+//     (task < ntasks, lane == its own, codec_words_ok) and runs it (run_task
+//     with no deadline, no abort bit, knit_ctx_alloc memory malloc'd: the
+//     return arena stays the ticketed path's; kWcCalls counts it), or
+//     replies -KNIT_EPROTO without running it.
 //  S5 the worker writes the reply fields (a result that does not fit goes
 //     to line_spill, or -KNIT_ETOOBIG beyond max_payload_bytes exactly as on
 //     the ticketed path), store_release(rp_seq, s), line_served = s; then
-//     worker_ring (wake.h D2/D3: seq_cst fence, load db_armed, ring).
-//  S6 the caller spins (bounded by the host spin budget, pause between
-//     loads) on load_acquire(rp_seq) == s or line_state == CANCELLED; then
-//     sleeps on the doorbell (wake.h D1/D4, host_doorbell_sleep with that
-//     re-check; without the doorbell option, the backoff ladder's timed
-//     sleeps). On the reply it copies the fields out, validates them (rp_seq
-//     == s, lane == its lane, status 0 / -KNIT_ETASK / -KNIT_ETOOBIG /
-//     -KNIT_ENOMEM, type known, length within the slot or equal to the
-//     spill's), THEN releases the line: CAS CLAIMED -> IDLE (acq_rel). Won:
-//     the call completes with the reply (a bad one: -KNIT_EPROTO,
-//     st_proto_errors, and the line goes RETIRED: its words cannot be
-//     trusted again). Lost (CANCELLED): the reply is dropped (st_late_drops)
-//     and the call completes with -KNIT_ECLOSED. Reading before releasing is
-//     what keeps the next claim holder's request from overwriting this reply
-//     (model: MUTANT_RELEASE_BEFORE_READ returns another caller's value).
+//     worker_ring (wake.h D2/D3).
+//  S6 the caller waits (the wait ladder of src/spin.h: a bounded spin, then
+//     the doorbell sleep of wake.h D1/D4, or the backoff ladder) for
+//     load_acquire(rp_seq) == s or line_state == CANCELLED. On the reply it
+//     copies the fields out, validates them (rp_seq == s, lane == its lane,
+//     status 0 / -KNIT_ETASK / -KNIT_ETOOBIG / -KNIT_ENOMEM, type known,
+//     length within the slot or equal to the spill's), THEN releases the
+//     line: CAS CLAIMED -> IDLE (acq_rel). Won: the call completes with the
+//     reply (a bad one: -KNIT_EPROTO, st_proto_errors, and the line goes
+//     RETIRED: its words cannot be trusted again). Lost (CANCELLED): the
+//     reply is dropped (st_late_drops) and the call completes with
+//     -KNIT_ECLOSED. Reading before releasing keeps the next claim holder's
+//     request from overwriting this reply.
 //  S7 completion: line_seq counted the call as enqueued at S2, line_done
-//     (stored by the claim holder before its S6 CAS: either outcome is a
-//     completion of this call) counts it completed; knit_pool_stats adds
-//     both into enqueued / completed (st_enqueued and st_completed are
-//     written under mu only) and reports the sum of line_done as sync_calls.
-//     line_outstanding -= 1; when it reached 0: seq_cst fence, load closed, and
-//     host_event if it is set (a knit_stop(DRAIN) waits for it; before a
-//     stop nobody waits for the counts to reach 0). The
-//     completion is handed out as knit_call's today: ticket 0 is never a
-//     valid ticket, so out->ticket = 0 marks "no ticket" for the fast path
-//     (knit_cancel on it is -KNIT_ENOTFOUND, as for any unknown ticket);
-//     payload results are registered in the owned table (one mu pair).
+//     (stored by the claim holder before its S6 CAS) counts it completed;
+//     knit_pool_stats adds both into enqueued / completed and reports the
+//     sum of line_done as sync_calls. line_outstanding -= 1; when it reached
+//     0: seq_cst fence, load closed, and host_event if it is set (a
+//     knit_stop(DRAIN) waits for it). The completion is handed out as
+//     knit_call's: out->ticket = 0 marks "no ticket" (knit_cancel on it is
+//     -KNIT_ENOTFOUND, as for any unknown ticket); payload results are
+//     registered in the owned table (one mu pair).
 //  S8 knit_stop(CANCEL) / knit_pool_destroy, after storing closed and the
 //     fence of host_event: for each worker lane, CAS line_state CLAIMED ->
-//     CANCELLED, then host_event (rings the caller asleep on the doorbell;
-//     model: MUTANT_NO_CANCEL_RING hangs it). The caller completes with
-//     -KNIT_ECLOSED, exactly as a running call cancelled by cancel_all: the
-//     observable behaviour of the ticketed path. A CANCELLED line is never
-//     claimed again (the pool is closed for good); the worker may serve it or
-//     acknowledge its stop first, both are fine. knit_stop(DRAIN) needs
-//     nothing new: none_outstanding() covers line calls, and the worker serves a
-//     line request before it can see a stop requested after the drain.
+//     CANCELLED, then host_event (rings the caller asleep on the doorbell).
+//     The caller completes with -KNIT_ECLOSED, as a running call cancelled
+//     by cancel_all. A CANCELLED line is never claimed again; the worker may
+//     serve it or acknowledge its stop first. knit_stop(DRAIN) needs
+//     nothing new: none_outstanding() covers line calls, and the worker
+//     serves a line request before it can see a stop requested after the
+//     drain.
 //  S10 the lane's worker is lost (lane_lost: retired for a
 //     protocol error, or a process worker's death), by the dispatcher's
 //     holder after it stored the lane's state RETIRED: line_state IDLE ->
@@ -147,14 +131,11 @@
 //     storing line_lost_status) and host_event; retried while a caller's
 //     claim or release moves the state between the two, which ends because
 //     S1 skips a retired lane. The caller's S6 sees LOST (wait) or loses its
-//     release CAS to it, and completes with line_lost_status: the CAS of S6
-//     against the CAS of S10 decides, as against S8's. The lost worker may
-//     still serve the request later (a thread cannot be killed); the reply
-//     lands in a slot nobody reads again, its spill is freed at destroy.
-//     That is all for a thread pool (S10 there is a protocol-error
-//     retirement: the line's words cannot be trusted again). A process
-//     pool's recovery that respawns the worker (lane_lost, reopen) goes
-//     to the reopenable states instead, in three steps:
+//     release CAS to it, and completes with line_lost_status. The lost
+//     worker may still serve the request later (a thread cannot be killed);
+//     the reply lands in a slot nobody reads again, its spill is freed at
+//     destroy. A process pool's recovery that respawns the worker
+//     (lane_lost, reopen) goes to the reopenable states instead, in three steps:
 //      (a) xchg(line_token, 0) (acq_rel): a reopen due for the dead
 //          predecessor is void from now on;
 //      (b) the step: wait out OPENING, then CAS IDLE or DOWN -> DOWN,
@@ -176,45 +157,13 @@
 //     n = xchg(line_token, 0) (acq_rel). n == 0 (the recovery has not
 //     stored the token yet, or it was taken): store_release(DOWN) and stop
 //     (the recovery's (c) sees that DOWN and reopens). Else base = the
-//     low 32 bits of line_seq (the host's sequence goes on: it stays a
-//     monotonic stats counter); rq_seq = rp_seq = base; store_release
+//     low 32 bits of line_seq; rq_seq = rp_seq = base; store_release
 //     (rq_open, n); store_release(line_state, IDLE). The respawned worker,
 //     at each S3 look: load_acquire(rq_open) == its nonce -> line_served =
 //     rp_seq (the base), and it serves from then on; before that it serves
-//     nothing and counts nothing.
-//     Why it is safe (model: -DREOPEN and its mutants):
-//      - hazard 1, a stale request: a caller that claimed before the loss
-//        may store rq_seq (S2) after the recovery, after the new worker
-//        started. The line is reopened only from DOWN, and a line with a
-//        caller on it reaches DOWN only by that caller's CAS on its way
-//        out, after its S2 (program order; the reopener's CAS reads from
-//        it). So the base covers the stale request: rq_seq == base is
-//        "served" for the new worker, never run (MUTANT_REOPEN_EARLY: the
-//        recovery reopens without waiting for the caller: a call ends
-//        twice or hangs; MUTANT_SERVE_BEFORE_OPEN: the worker takes a base
-//        before the open word and runs the stale request).
-//      - one reopen per loss, never over a retirement: the token is taken
-//        by one exchange; a protocol error's RETIRED (S6), CANCELLED (S8)
-//        and LOST / RETIRED (a loss without a respawn) are never left, and
-//        S11 starts only from DOWN.
-//      - from DOWN / LOST_OPEN the token is stored after the step (c), and
-//        the step waits out a
-//        reopen half-way: a reopen for the dead predecessor still in
-//        progress finishes before the step (its open word is then stale:
-//        the step takes the line down again, and the reopen after it
-//        writes the new one); a reopen that starts after the step sees
-//        the new nonce, or 0 and leaves the reopen to (c). Stored before
-//        the step (MUTANT_TOKEN_EARLY), a late reopen for the predecessor
-//        could open the line with the new nonce, a claim of the old epoch
-//        slip in before the step, and the new worker run it.
-//      - the worker trusts nothing it reads: a garbled open word or base
-//        only makes the line's requests out of sequence (counted faults,
-//        never served: the caller waits for a stop or the next loss, as
-//        for a garbled rq_seq); the host reads nothing new from the region.
-//      - stop and a second loss: S8 still flips CLAIMED only; a stop after
-//        a reopen finds an IDLE line (S1 sees closed). A second loss
-//        before the first reopen voids the old token in (a); its caller (if
-//        any) then takes the new one.
+//     nothing and counts nothing. The line is reopened only from DOWN, one
+//     reopen per loss (the token is taken by one exchange), never over a
+//     RETIRED, CANCELLED or LOST line.
 //  S12 re-send (process pools, a loss with a respawn): the worker stores
 //     the sequence it takes in its lane extension (kLaneExtOffLineTaken,
 //     relaxed) at S4, before the task runs. S10, from CLAIMED, copies that
@@ -283,25 +232,10 @@
 //                                          CAS; the caller's CAS LOST_OPEN   caller's CAS
 //                                          -> DOWN reads it after            (acq_rel both)
 //
-// Where it plugs in (one call into this room each; the rooms' own logic
-// stays where it is):
-//  - api.cpp knit_call: after the argument checks, try the line (eligible,
-//    claimed, not closed) and return its completion; otherwise enqueue_ex
-//    as today.
-//  - worker.cpp worker_request_pending: OR the line's S3 check in, so the
-//    idle spin and park_recheck (W2) both see a line request; worker_main:
-//    serve the line once per pass, after take_requests, before run_batch.
-//  - api.cpp knit_stop(CANCEL) and knit_pool_destroy: S8 next to cancel_all.
-//  - pool.cpp: the line area in the region (line_area_off) and the Lane
-//    words; stats: line_stats() into enqueued / completed and the
-//    sync_calls field (man/man3/knit_pool_stats.3, the ffi mirrors in
-//    tests/ffi); knit_pool_destroy: line_free() after the join.
-//
-// Not covered by the model (limits): the payload bytes themselves (the
-// model checks the value word), the spill hand-off (ordered by S5/S6 like
-// the reply fields), several lanes (lines are independent; claim failure
-// is a fallback, not a wait) and the process workers' spill slot (ordered
-// by S5/S6 like the reply fields; a worker's death is S10).
+// Callers: knit_call (api.cpp) tries line_call first; the worker loop
+// (worker.cpp) ORs line_pending into its work check and serves the line
+// between batches; knit_stop(CANCEL) and knit_pool_destroy run line_cancel_all
+// beside cancel_all; pool.cpp plans the line area and adds line_stats.
 #ifndef KNIT_SRC_SYNCLINE_H
 #define KNIT_SRC_SYNCLINE_H
 

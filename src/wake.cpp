@@ -34,6 +34,9 @@ namespace knit::detail {
 
 namespace {
 
+// The last wake this thread sent (wake.h SentWake).
+__thread SentWake t_sent_wake;
+
 // Leave the parked state. Returns true when a host claimed our park (its CAS
 // parked -> kAwake in lane_wake() won): that host sends exactly one wake,
 // and this is where the worker counts it as received, so sent == received.
@@ -77,6 +80,105 @@ bool refill_low(Lane *l)
 	if (l->pool->steal.on)
 		return (uint32_t)__builtin_popcount(l->sc.pending()) <= kRefillLowWater;
 	return (uint32_t)__builtin_popcount(l->wreq.outstanding()) <= kLaneRefillLowWater;
+}
+
+// A waiting host armed the doorbell / its sleep ended rung (stats, trace).
+void count_arm(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_arms, 1);
+	KNIT_TRACE_DOORBELL_ARM(p);
+}
+
+void count_rung(Pool *p)
+{
+	knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
+	KNIT_TRACE_DOORBELL_WAKE(p);
+}
+
+// host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
+// wake.h "process pools"): D1-D4 per worker, on that worker's own words,
+// and one futex_waitv on the host-event sequence (host-private) and every
+// armed worker's ring sequence. A worker can only leave its own ring
+// unrung (its results then wait as if it had not answered: the hard
+// timeout covers that) or ring for nothing (a spurious wake it pays a
+// syscall for); the other workers' rings still reach us.
+void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
+{
+	if (refill != nullptr)
+		*refill = false; // never asked for in a process pool (refill_wanted)
+	knit_futex_waiter w[KNIT_MAX_WORKERS + 1];
+	uint32_t n = 0;
+	// D4, acquire: pairs with the add in host_event() (H2).
+	knit_futex_waiter_set(&w[n++], p->db_seq, knit_load_acquire_32(p->db_seq), p->futex_shared);
+	if (arm)
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (lane_state(l) == kLaneRetired)
+				continue; // its words are never read again
+			// D4, acquire: pairs with that worker's add to its own
+			// ring sequence (D3), read before we arm it (D1).
+			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
+		}
+	knit_add_acq_rel_32(&p->host_waiters, 1);
+	if (arm) {
+		// Every worker we wait on is armed: a worker that clears its
+		// own word silences only itself.
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			if (lane_state(l) != kLaneRetired)
+				knit_store_relaxed_32(l->ring_armed, kArmedAny);
+		}
+		count_arm(p);
+	}
+	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
+	// its release store of A and its load of its own armed word
+	// (worker_ring); H1 and the rest as in host_doorbell_sleep().
+	knit_fence_seq_cst();
+	int64_t wake = -1;
+	if (!recheck(p, arg, &wake)) {
+		if (knit_futex_waitv(w, n, wake, 1, nullptr) < 0) {
+			// Refused (the probe said it exists, so not expected): the
+			// bounded sleep, so a refusal never turns into a busy loop.
+			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
+			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
+					    p->futex_shared);
+		}
+		if (arm)
+			for (uint32_t i = 1; i < n; i++)
+				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
+					count_rung(p);
+					break;
+				}
+	}
+	// acq_rel: as in host_doorbell_sleep().
+	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
+}
+
+// ---- the completion eventfd (its contract: above efd_sync()) --------------------------
+
+void efd_write(Pool *p)
+{
+	uint64_t one = 1;
+	(void)knit_sys_write(p->efd, &one, sizeof one);
+}
+
+bool efd_pending(Pool *p)
+{
+	if (knit_load_relaxed_32(&p->cq_count) != 0)
+		return true;
+	// Acquire: as in knit_complete(), a zero outstanding means every
+	// completion is already counted in cq_count.
+	if (knit_load_relaxed_32(&p->closed) && none_outstanding(p))
+		return true;
+	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
+		return false; // its holder re-checks on release (efd_sync()'s contract)
+	return work_pending(p, 0);
+}
+
+void efd_clear(Pool *p)
+{
+	uint64_t v;
+	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
 }
 
 } // namespace
@@ -169,210 +271,14 @@ void worker_ring(Lane *l)
 		ring_wake(p);
 }
 
-namespace {
-
-// This thread's last wake and its measured wake -> result time (wake.h).
-struct HostWake {
-	Pool *pool;   // the pool of the last wake sent (nullptr: none pending)
-	int64_t at;   // when it was sent
-	int64_t est;  // wake -> result estimate, ns (0: no sample yet): peak-hold
-};
-__thread HostWake t_wake;
-// Host threads in their after-wake spin (process-wide; relaxed, a count).
-uint32_t g_host_spinners;
-uint32_t g_cpu_cap; // spin_cap_of_machine() + 1, cached (0: not read yet)
-
-// The first guess, before any sample: a wake on an idle 2-CPU VM.
-constexpr int64_t kWakeGuessNs = 50 * 1000;
-
-} // namespace
-
-namespace {
-
-uint32_t online_cpus()
-{
-	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
-	if (cap == 0) {
-		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
-		knit_store_relaxed_32(&g_cpu_cap, cap);
-	}
-	return cap;
-}
-
-} // namespace
-
-bool host_spin_cpu_free(Pool *p)
-{
-	const uint32_t cpus = online_cpus();
-	uint32_t awake = 0;
-	for (uint32_t i = 0; i < p->nworkers; i++)
-		if (knit_load_relaxed_32(p->lanes[i].parked) == kAwake && ++awake >= cpus)
-			return false;
-	return true;
-}
-
-namespace {
-
-// host_spin_worth()'s memory: the last look found every CPU taken; a spin
-// with every CPU taken came up empty (skip the next); the sleep being timed.
-__thread bool t_cpus_full;
-__thread bool t_skip_spin;
-__thread int64_t t_sleep_at;
-
-} // namespace
-
-namespace {
-
-// The steal submit lock's lanes published and not yet claimed: the
-// producer's A XOR every consumer's ACK (any thread). Acquire: pairs with
-// the producer's release store of A (S5) and the consumers' release stores
-// of ACK (S2, L3 in wake.h).
-uint32_t submit_pending(Pool *p)
-{
-	uint32_t m = knit_load_acquire_32(word_at(p->steal.lock, kLockOffA));
-	for (uint32_t c = 0; c < p->nworkers; c++)
-		m ^= knit_load_acquire_32(word_at(p->steal.ctl, steal_ack_offset(c)));
-	return m;
-}
-
-// Lanes: is some worker lane (not retired) at or below the low-water mark
-// (frames published and not yet retired)? *live: how many lanes are not
-// retired (counted up to the first low one). Any thread. Acquire loads of A
-// and B (lock2.h outstanding_shared): B pairs with the worker's release
-// store C3 (L3 in wake.h).
-bool lane_low(Pool *p, uint32_t *live)
-{
-	*live = 0;
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		if (lane_state(l) == kLaneRetired)
-			continue; // never placed on again: its words say nothing
-		++*live;
-		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
-			return true;
-	}
-	return false;
-}
-
-// host_refill_arm() without the CPU look. Steal: more lanes pending in the
-// submit lock than the mark. Lanes: every worker lane above its mark, and
-// enough calls in the backlog to fill every lane, so the refill the ring
-// asks for tops up each lane: the last calls of a backlog are then placed
-// as each slot comes back (an arm for any result), not split round robin
-// between a lane at the mark and a fuller one, which would leave the lanes
-// unequal when the backlog runs out (the makespan's tail).
-bool refill_wanted(Pool *p)
-{
-	const uint64_t backlog = knit_load_relaxed_64(&p->backlog_count);
-	if (p->untrusted_workers || backlog == 0) // Pool::untrusted_workers: never a refill
-		return false;
-	if (p->steal.on)
-		return (uint32_t)__builtin_popcount(submit_pending(p)) > kRefillLowWater;
-	uint32_t live;
-	return !lane_low(p, &live) && live != 0 && backlog >= (uint64_t)live * kLaneInflightMax;
-}
-
-} // namespace
-
-bool host_refill_arm(Pool *p) { return refill_wanted(p) && !host_spin_cpu_free(p); }
-
-bool host_refill_recheck(Pool *p)
-{
-	if (p->steal.on) {
-		if ((uint32_t)__builtin_popcount(submit_pending(p)) <= kRefillLowWater)
-			return true;
-	} else {
-		uint32_t live;
-		// L3 (lanes): after the D1 fence, against the worker's L1 fence
-		// between its retire (B) and its load of armed.
-		if (lane_low(p, &live) || live == 0)
-			return true;
-	}
-	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Lane *l = &p->lanes[i];
-		if (lane_state(l) == kLaneRetired)
-			continue; // never reaped again: its words say nothing
-		// L3: after the D1 fence, against the worker's W2 fence (L2).
-		const uint32_t st = knit_load_relaxed_32(l->parked);
-		if (st == kParkedForRoom)
-			return true; // its results wait for our reap
-		// A worker that parked before we armed rang nobody: its results
-		// are ours to take now. Acquire: pairs with its release store of
-		// A (P1).
-		if (st != kAwake && knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
-			return true;
-	}
-	return false;
-}
-
-bool host_spin_worth(Pool *p)
-{
-	t_cpus_full = !host_spin_cpu_free(p);
-	if (t_cpus_full && refill_wanted(p))
-		return false; // the wait arms for a refill (host_refill_arm)
-	return !t_cpus_full || !t_skip_spin;
-}
-
-void host_spin_outcome(bool found)
-{
-	if (t_cpus_full)
-		t_skip_spin = !found;
-}
-
-void host_sleep_begin()
-{
-	if (t_cpus_full && t_skip_spin)
-		t_sleep_at = knit_now_ns();
-}
-
-void host_sleep_end()
-{
-	// A sleep a spin would have covered: spin again next time.
-	if (t_sleep_at != 0 && knit_now_ns() - t_sleep_at < kHostSpinNs)
-		t_skip_spin = false;
-	t_sleep_at = 0;
-	t_cpus_full = false;
-}
-
 void host_sent_wake(Pool *p)
 {
-	t_wake.pool = p;
-	t_wake.at = knit_now_ns(); // one read per wake sent: the cold path only
+	SentWake *w = &t_sent_wake;
+	w->pool = p;
+	w->at = knit_now_ns(); // one read per wake sent: the cold path only
 }
 
-int64_t host_wake_spin_begin(Pool *p, int64_t now)
-{
-	if (t_wake.pool != p || t_wake.at == 0)
-		return 0;
-	const int64_t e = t_wake.est != 0 ? t_wake.est : kWakeGuessNs;
-	const int64_t end = t_wake.at + min_of(2 * e, kHostWakeSpinMaxNs);
-	if (end <= now) {
-		t_wake.at = 0; // stale (the thread did not wait for it): no sample
-		return 0;
-	}
-	const uint32_t cap = online_cpus();
-	// One host spinner, and only beside fewer spinning workers than their
-	// own cap (CPUs - 1): with it, never more spinners than CPUs.
-	if (knit_load_relaxed_32(&g_spinners) + 1 >= cap || !spin_slot_acquire(&g_host_spinners, 1))
-		return 0;
-	return end;
-}
-
-void host_wake_spin_done() { spin_slot_release(&g_host_spinners); }
-
-void host_wake_seen(Pool *p)
-{
-	if (t_wake.pool != p || t_wake.at == 0)
-		return;
-	// Capped: a sample that includes our own sleep, or a preempted worker,
-	// may only raise the average to the spin's bound.
-	const int64_t d = min_of(knit_now_ns() - t_wake.at, kHostWakeSpinMaxNs);
-	t_wake.at = 0;
-	// Wake times have a long tail (a busy CPU): a slower wake raises the
-	// estimate at once, faster ones lower it slowly (1/16 of the gap), so
-	// the window covers the tail, not the mean.
-	t_wake.est = d > t_wake.est ? d : t_wake.est + (d - t_wake.est) / 16;
-}
+SentWake *host_sent_wake_last() { return &t_sent_wake; }
 
 bool lane_wake_claim(Pool *p, Lane *l, uint32_t v)
 {
@@ -413,82 +319,6 @@ bool steal_wake_one(Pool *p)
 	}
 	return false;
 }
-
-namespace {
-
-// A waiting host armed the doorbell / its sleep ended rung (stats, trace).
-void count_arm(Pool *p)
-{
-	knit_add_relaxed_64(&p->st_doorbell_arms, 1);
-	KNIT_TRACE_DOORBELL_ARM(p);
-}
-
-void count_rung(Pool *p)
-{
-	knit_add_relaxed_64(&p->st_doorbell_wakes, 1);
-	KNIT_TRACE_DOORBELL_WAKE(p);
-}
-
-// host_doorbell_sleep() in a process pool with ring pages (Pool::rings,
-// wake.h "process pools"): D1-D4 per worker, on that worker's own words,
-// and one futex_waitv on the host-event sequence (host-private) and every
-// armed worker's ring sequence. A worker can only leave its own ring
-// unrung (its results then wait as if it had not answered: the hard
-// timeout covers that) or ring for nothing (a spurious wake it pays a
-// syscall for); the other workers' rings still reach us.
-void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
-{
-	if (refill != nullptr)
-		*refill = false; // never asked for in a process pool (refill_wanted)
-	knit_futex_waiter w[KNIT_MAX_WORKERS + 1];
-	uint32_t n = 0;
-	// D4, acquire: pairs with the add in host_event() (H2).
-	knit_futex_waiter_set(&w[n++], p->db_seq, knit_load_acquire_32(p->db_seq), p->futex_shared);
-	if (arm)
-		for (uint32_t i = 0; i < p->nworkers; i++) {
-			Lane *l = &p->lanes[i];
-			if (lane_state(l) == kLaneRetired)
-				continue; // its words are never read again
-			// D4, acquire: pairs with that worker's add to its own
-			// ring sequence (D3), read before we arm it (D1).
-			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
-		}
-	knit_add_acq_rel_32(&p->host_waiters, 1);
-	if (arm) {
-		// Every worker we wait on is armed: a worker that clears its
-		// own word silences only itself.
-		for (uint32_t i = 0; i < p->nworkers; i++) {
-			Lane *l = &p->lanes[i];
-			if (lane_state(l) != kLaneRetired)
-				knit_store_relaxed_32(l->ring_armed, kArmedAny);
-		}
-		count_arm(p);
-	}
-	// D1 (Dekker), per worker: pairs with each worker's D2 fence between
-	// its release store of A and its load of its own armed word
-	// (worker_ring); H1 and the rest as in host_doorbell_sleep() below.
-	knit_fence_seq_cst();
-	int64_t wake = -1;
-	if (!recheck(p, arg, &wake)) {
-		if (knit_futex_waitv(w, n, wake, 1, nullptr) < 0) {
-			// Refused (the probe said it exists, so not expected): the
-			// bounded sleep, so a refusal never turns into a busy loop.
-			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
-					    p->futex_shared);
-		}
-		if (arm)
-			for (uint32_t i = 1; i < n; i++)
-				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
-					count_rung(p);
-					break;
-				}
-	}
-	// acq_rel: as below.
-	knit_add_acq_rel_32(&p->host_waiters, (uint32_t)-1);
-}
-
-} // namespace
 
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill)
 {
@@ -628,35 +458,6 @@ bool work_pending(Pool *p, int64_t now)
 // release instead. Dekker: its release + fence + work_pending() against the
 // caller's fence (after its progress: the worker's publish, a clear) + load
 // of dispatch_lock here: either the holder sees the work or we see it gone.
-
-namespace {
-
-void efd_write(Pool *p)
-{
-	uint64_t one = 1;
-	(void)knit_sys_write(p->efd, &one, sizeof one);
-}
-
-bool efd_pending(Pool *p)
-{
-	if (knit_load_relaxed_32(&p->cq_count) != 0)
-		return true;
-	// Acquire: as in knit_complete(), a zero outstanding means every
-	// completion is already counted in cq_count.
-	if (knit_load_relaxed_32(&p->closed) && none_outstanding(p))
-		return true;
-	if (knit_load_relaxed_32(&p->dispatch_lock) != 0)
-		return false; // its holder re-checks on release (above)
-	return work_pending(p, 0);
-}
-
-void efd_clear(Pool *p)
-{
-	uint64_t v;
-	(void)knit_sys_read(p->efd, &v, sizeof v); // EFD_NONBLOCK: EAGAIN when already clear
-}
-
-} // namespace
 
 void efd_sync(Pool *p)
 {

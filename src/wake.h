@@ -67,70 +67,35 @@
 //  E3 write or clear, then re-check           seq_cst fence; efd_pending()     E3 (another
 //     (efd_sync)                                                               thread's), D2
 //
-// Process pools (tests/model/doorbell_proc.pml). The pool header's armed
-// and db_seq, like every word of the pool's memfd, can be scribbled by any
-// worker process: a hostile worker could clear armed so honest workers
-// never ring (D2/D3 then pair with nothing), or freeze db_seq under a host
-// event. Per-worker words in that memfd would not help (every worker maps
-// all of it). So each worker gets a ring page of its own (src/proc.h
-// kRingBytes: a sealed memfd handed to that worker alone, which maps it as
-// its db_armed/db_seq): it runs D2/D3 on it unchanged. The host's db_seq
-// is then host_seq, in its private memory (host events, H1/H2, unchanged),
-// and a waiting host arms every live worker's page and sleeps on all the
-// sequences at once with futex_waitv (R1/R2, ring_sleep in wake.cpp). A
-// worker can now only leave its own ring unrung (its results wait, as if
-// it had not answered: the hard timeout covers that) or ring for nothing
-// (a spurious wake, bounded by its own syscalls); the host sleeps untimed,
-// as in a thread pool. (This holds against a worker that writes what it has
-// mapped: a scribbling or forging task. One that runs arbitrary code as
-// the host's user can open the host's descriptors through /proc, as it can
-// signal the host; no shared-memory protocol reaches that far.) Without
-// futex_waitv (kernels before 5.16; qemu-user, which answers ENOSYS; a
-// seccomp filter that refuses it) or with KNIT_PROC_NAMED_SHM (no
-// descriptor can be handed over) the pool has no ring pages: its workers
-// ring through the pool header's words and the host never sleeps longer
-// than kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring delays a
-// waiter, it never strands it. Thread pools keep the untimed sleep.
-// The completion fd's path out of a worker process is split the same way
-// (src/proc.h): worker_ring's E2 load reads a flag in the worker's own ring
-// page and it writes its own lane's bridge eventfd, so clearing the flag or
-// draining the bridge hides only that worker's results from the fd; without
-// ring pages the monitor syncs the fd every kProcDoorbellWatchdogNs.
+// Process pools (tests/model/doorbell_proc.pml; tests/model/README.md has
+// why): the pool header's armed and db_seq can be scribbled by any worker
+// process, so each worker gets a ring page of its own (src/proc.h
+// kRingBytes: a sealed memfd handed to that worker alone, mapped as its
+// db_armed/db_seq) and runs D2/D3 on it unchanged. The host's db_seq is then
+// host_seq, in its private memory (H1/H2 unchanged), and a waiting host arms
+// every live worker's page and sleeps on all the sequences at once with
+// futex_waitv (R1/R2, ring_sleep), untimed as in a thread pool. Without
+// futex_waitv (kernels before 5.16, qemu-user, a seccomp filter) or with
+// KNIT_PROC_NAMED_SHM (no descriptor can be handed over) the pool has no
+// ring pages: its workers ring through the pool header's words and the host
+// sleeps at most kProcDoorbellWatchdogNs per doorbell sleep, so a lost ring
+// delays a waiter, it never strands it. The completion fd's path out of a
+// worker process is split the same way (src/proc.h): worker_ring's E2 load
+// reads a flag in the worker's own ring page and it writes its own lane's
+// bridge eventfd; without ring pages the monitor syncs the fd every
+// kProcDoorbellWatchdogNs.
 //
-// The refill doorbell (steal pools; tests/model/doorbell_refill.pml): a
-// host waiting in knit_complete() while calls wait in the backlog for room
-// in the submit lock, on a machine whose every CPU runs an awake worker,
-// shares its CPU with a worker that has work. Woken for every result, it
-// takes that CPU from the worker once per result or two (a futex wake, two
-// context switches), and spinning instead takes it for good. So it arms
-// kArmedRefill: it wants to run again only when it has something to do that
-// the workers need -- refill the submit lock before it runs dry. A worker
-// rings it after publishing a result once the lanes still pending in the
-// submit lock are kRefillLowWater or fewer (L1; pending falls claim by claim
-// while the host sleeps, and every claim is followed by its result's
-// publish, so the claim that crosses the mark is followed by a ring), and
-// every worker that parks rings it (L2: a worker that stops claiming --
-// nothing left, or no return-arena room for its results -- never leaves
-// it asleep). The host's re-check (L3) sees the submit lock already low, a
-// worker parked for room, or a parked worker's unreaped results. The cost:
-// results wait in the return locks until the ring (at most the time the
-// workers take to run the lanes above the mark), only while more calls are
-// queued than the submit lock holds.
-//
-// Lanes pools (tests/model/doorbell_refill_lanes.pml) do the same per lane:
-// the host arms for a refill while every worker lane not retired holds more
-// than kLaneRefillLowWater frames published and not yet retired (A ^ B of
-// its request lock) and the backlog holds enough calls to fill every lane
-// (so each refill tops every lane up, and the backlog's last calls go out
-// slot by slot as before: lanes left unequal when it runs out would
-// lengthen the tail); a worker rings it once its own lane is at the mark
-// (L1: it retires the frames it ran -- release store of B -- before it
-// publishes their results, so the retire that crosses the mark is followed
-// by a ring), and at every park (L2); the host's re-check (L3) counts a lane
-// at the mark besides what it counts for steal. Woken, the host reaps both
-// lanes and tops both up. Before this a host waiting behind full lanes was
-// rung at every early result flush (kResultFlushNs: every second task of
-// 200 us), each time taking worker 0's CPU.
+// The refill doorbell (steal pools, tests/model/doorbell_refill.pml; lanes
+// pools, doorbell_refill_lanes.pml): a host may arm kArmedRefill instead of
+// kArmedAny (when is src/spin.h's choice). A worker rings such a host once
+// the submit lock's pending lanes (lanes: its own lane's frames published
+// and not yet retired) are at or below the low-water mark after it
+// published results (L1: pending falls claim by claim, and every claim or
+// retire is followed by its result's publish, so the one that crosses the
+// mark is followed by a ring), and at every park (L2: a worker that stops
+// claiming never leaves the host asleep). The host's re-check (L3,
+// host_refill_recheck in src/spin.cpp) sees the mark crossed, a worker
+// parked for room, or a parked worker's unreaped results.
 //
 // Park states (the parked word of a lane, ParkState) are written by the
 // worker (announce, unpark, acknowledge stop) and CASed to kAwake by the one
@@ -160,8 +125,8 @@ enum ArmState : uint32_t {
 	kArmedRefill = 2, // steal: ring once the submit lock runs low (L1), or at a park (L2)
 };
 // The submit lock's pending lanes at or below which a worker rings a host
-// armed for a refill: enough left to keep two workers busy for about a
-// host's wake (~30 us on a loaded 2-CPU VM, ~10 calls of a few us each).
+// armed for a refill: enough left to keep the workers busy for about a
+// host's wake.
 inline constexpr uint32_t kRefillLowWater = 12;
 // Lanes: a worker's own lane's frames (published, not yet retired) at or
 // below which it rings a host armed for a refill; the host arms only while
@@ -231,66 +196,16 @@ inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
 // reads it, must then count results as an arm for any result does).
 void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill = nullptr);
 
-// Should a host thread about to sleep in a wait for completions arm for a
-// refill (kArmedRefill, see above) instead of for any result? A thread
-// pool's steal topology, calls waiting in the backlog, more lanes pending in
-// the submit lock than kRefillLowWater, and every CPU running an awake
-// worker; or its lanes topology, every worker lane above
-// kLaneRefillLowWater, enough calls in the backlog to fill every lane, and
-// every CPU running an awake worker. Any thread; relaxed looks, only a choice (either arm is safe).
-bool host_refill_arm(Pool *p);
-// The re-check of a host armed for a refill (L3), besides what is not a
-// result (host_work_pending): true when it must not sleep -- the submit
-// lock (lanes: some worker lane) is at or below its low-water mark, a
-// worker parked for room, or a parked worker's results wait.
-bool host_refill_recheck(Pool *p);
-
-// ---- the host's spin after a wake it sent (cold calls) -----------------------------
-//
-// A host thread that just woke a parked worker expects a result one wake
-// latency later (20-170 us on a loaded 2-CPU VM), longer than the fixed
-// pre-sleep spin (kHostSpinNs): it would arm the doorbell and sleep, and the
-// worker would have to wake it too, two wakes per call. So the thread that
-// sent a wake spins on, before arming, for twice its own estimate of the
-// wake -> result time (peak-hold: a slow wake raises it at once, fast ones
-// lower it slowly; at most kHostWakeSpinMaxNs in all), if a CPU is left:
-// at most one such host thread at a time, and only while fewer workers spin
-// than spin_cap_of_machine() (online CPUs - 1), so spinning host + spinning
-// workers never exceed the CPUs. Thread-local state: no shared write.
-
-// Is a CPU left for a host thread of p to spin on? False when at least as
-// many of p's workers are awake (running a task, spinning, or woken) as the
-// machine has online CPUs. Any thread; a relaxed snapshot (sleeping is
-// always safe, the doorbell rings the sleeper).
-bool host_spin_cpu_free(Pool *p);
-// Should this waiting host thread spin before it sleeps (the kHostSpinNs
-// spin of host_wait)? Yes while a CPU is left. When p's awake workers fill
-// every CPU, a spin runs on the CPU of a worker that has work: then only
-// while this thread's waits there are short (its last such spin found what
-// it waited for, or its last such sleep was shorter than a spin), so short
-// tasks keep the cheap spin (a sleep would cost a ring, a worker's futex
-// syscall, per result) and long ones, whose results a spin never catches,
-// sleep at once instead of taking kHostSpinNs from a worker per result.
-// Never when the wait would arm for a refill (host_refill_arm): a spin there
-// finds a result every few microseconds, so the host would never leave the
-// worker's CPU. Thread-local state, no shared write.
-bool host_spin_worth(Pool *p);
-// The spin host_spin_worth() allowed ended: found = what it waited for.
-void host_spin_outcome(bool found);
-// Around the sleep that follows a wait's spin (or its skipped spin): timed
-// only when every CPU was taken and the spin was skipped or came up empty.
-void host_sleep_begin();
-void host_sleep_end();
+// The last wake this host thread sent (lane_wake_claim records it; the
+// after-wake spin of src/spin.h reads it and clears `at` once used).
+// Thread-local.
+struct SentWake {
+	Pool *pool; // nullptr: none sent yet
+	int64_t at; // when it was sent (0: none pending)
+};
 // lane_wake sent a wake to a worker of p (this thread).
 void host_sent_wake(Pool *p);
-// Before arming: if this thread sent a wake for p and a spin slot is free,
-// take the slot and return the absolute end of the spin window; else 0.
-// A nonzero return must be followed by host_wake_spin_done().
-int64_t host_wake_spin_begin(Pool *p, int64_t now);
-void host_wake_spin_done();
-// The waiter found its result (or work) after this thread's wake: feed the
-// wake -> result time to the moving average.
-void host_wake_seen(Pool *p);
+SentWake *host_sent_wake_last();
 
 // Tell host waiters something happened (completions, inline work, stop, a
 // new deadline): bump the doorbell sequence and wake them if any sleep (H1,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// src/worker.cpp - the worker loop of a thread lane, the task runner shared
-// with the inline lane, and the worker-side knit_ctx_* entries.
+// src/worker.cpp - the worker loop of a thread lane (the task runner and
+// the knit_ctx_* entries it shares with the inline lane and the line are
+// src/task.h's).
 //
 // One pass of the loop (lane i's thread only):
 //   0. stop word != RUNNING -> store ACKNOWLEDGED, wake the host, leave;
@@ -35,26 +36,15 @@
 #include "src/calls.h"
 #include "src/lane.h"
 #include "src/pool.h"
+#include "src/spin.h"
 #include "src/syncline.h"
+#include "src/task.h"
 #include "src/trace.h"
 #include "src/wake.h"
 
 namespace knit::detail {
 
 namespace {
-
-const char kInvalidResult[] = "task returned an invalid value";
-// Ends an error message cut to max_payload_bytes.
-const char kTruncatedMark[] = " [truncated]";
-
-// A result value a task handed back: 0, -KNIT_EINVAL (malformed) or
-// -KNIT_ETOOBIG (over the per-call cap).
-int result_check(const knit_value_t &v, uint64_t cap)
-{
-	if (v.type == KNIT_VALUE_BOOL && v.i64 != 0 && v.i64 != 1)
-		return -KNIT_EINVAL;
-	return codec_check(v, cap);
-}
 
 // Running stamp (hard timeout): seqlock over {ticket, generation, start}.
 void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
@@ -293,13 +283,7 @@ void run_batch(Lane *l)
 		// The clock only for a deadline or the running stamp.
 		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
-		ctx.pool = p;
-		ctx.lane = l->index;
-		ctx.abort_bit = abort_id ? (int32_t)(abort_id - 1) : -1;
-		ctx.deadline_ns = (int64_t)f.head.deadline_ns;
-		ctx.allocs = nullptr;
-		ctx.wlane = l;
-		memset(&ctx.res, 0, sizeof ctx.res);
+		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1, (int64_t)f.head.deadline_ns, l);
 		if (f.rc != 0 || (abort_id != 0 && abort_id - 1 >= p->cfg.abort_capacity) ||
 		    (int64_t)f.head.deadline_ns < 0) {
 			// A malformed request: answer so the host's count stays right
@@ -339,10 +323,8 @@ void run_batch(Lane *l)
 		// passed since its unpublished tasks began. The clock is read after
 		// every second task only (and only when another task follows: the
 		// last one is flushed below anyway): a finished result waits for at
-		// most one further task, as it did with a read after every task
-		// (which first stamped the finished result, then published after
-		// the next task), at half the reads; for short tasks, which never
-		// reach kResultFlushNs, a clock read costs as much as a task.
+		// most one further task; for short tasks, which never reach
+		// kResultFlushNs, a clock read costs as much as a task.
 		// A batch of short tasks publishes after every kResultFlushTasks
 		// tasks too (an even count: looked at where the clock is, so no
 		// task pays for the look), with the same retire (C3) and publish
@@ -356,8 +338,7 @@ void run_batch(Lane *l)
 			if (group_n >= kResultFlushTasks || (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest
-				// of a long batch runs, not after all of it (which made
-				// lanes take work in rounds of kWorkerBatch).
+				// of a long batch runs, not after all of it.
 				l->wreq.retire(retire); // C3: release store of B
 				if (mark)
 					started_set(l, retire, false);
@@ -387,7 +368,7 @@ void run_batch(Lane *l)
 // frame; a stop request or a synchronous call on the lane's line ends it.
 // Not for a round trip (the take after its batch finds nothing), nor under
 // stealing (the submit lock's A is every worker's). kGatherNs is a few host
-// enqueues' worth (~0.3 us each here): several frames per load of A, short
+// enqueues' worth: several frames per load of A, short
 // beside a batch's or a stream's run time. Nor when the take before the
 // batch found kGatherTakeMax frames or more: the host then publishes faster
 // than we run (or in bunches, from its backlog), the take after the batch
@@ -486,29 +467,6 @@ void acknowledge_stop(Lane *l)
 
 } // namespace
 
-uint32_t g_spinners;
-
-uint32_t spin_cap_of_machine()
-{
-	const long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 1 ? (uint32_t)(n - 1) : 0;
-}
-
-// Only a count: nothing is published through it, so relaxed is enough.
-bool spin_slot_acquire(uint32_t *spinners, uint32_t cap)
-{
-	uint32_t n = knit_load_relaxed_32(spinners);
-	while (n < cap) {
-		const uint32_t seen = knit_cas_relaxed_32(spinners, n, n + 1);
-		if (seen == n)
-			return true;
-		n = seen;
-	}
-	return false;
-}
-
-void spin_slot_release(uint32_t *spinners) { knit_fetch_add_relaxed_32(spinners, (uint32_t)-1); }
-
 void *worker_main(void *arg)
 {
 	Lane *l = static_cast<Lane *>(arg);
@@ -570,162 +528,5 @@ void *worker_main(void *arg)
 	return nullptr;
 }
 
-namespace {
-void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out);
-} // namespace
-
-__thread const Pool *t_task_pool;
-
-void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out)
-{
-	knit_value_t ret;
-	memset(&ret, 0, sizeof ret);
-	ret.type = KNIT_VALUE_NONE;
-	ctx->task_data = p->tasks[task].data;
-	const Pool *const outer = t_task_pool;
-	t_task_pool = p;
-	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
-	t_task_pool = outer;
-	const uint64_t cap = p->cfg.max_payload_bytes;
-	if (rc == 0) {
-		int v = result_check(ret, cap);
-		if (v == 0) {
-			// The common outcome: the task's value as it is (every field
-			// written, no clearing first).
-			out->status = 0;
-			out->value = ret;
-			return;
-		}
-		memset(&out->value, 0, sizeof out->value);
-		if (v == -KNIT_ETOOBIG) {
-			out->status = -KNIT_ETOOBIG;
-		} else {
-			out->status = -KNIT_ETASK;
-			out->value.type = KNIT_VALUE_ERROR;
-			out->value.code = -KNIT_EINVAL;
-			out->value.data = kInvalidResult;
-			out->value.len = sizeof kInvalidResult - 1;
-		}
-		return;
-	}
-	memset(&out->value, 0, sizeof out->value);
-	out->status = -KNIT_ETASK;
-	if (ret.type == KNIT_VALUE_ERROR) {
-		int v = result_check(ret, cap);
-		if (v == 0) {
-			out->value = ret;
-			return;
-		}
-		if (v == -KNIT_ETOOBIG) {
-			// The error is what the caller needs: keep its code, and cut
-			// the message to the cap, marked (or drop it when there is no
-			// memory for the cut copy).
-			out->value.type = KNIT_VALUE_ERROR;
-			out->value.code = ret.code;
-			error_truncate(ctx, ret, cap, &out->value);
-			return;
-		}
-	}
-	out->value.type = KNIT_VALUE_ERROR;
-	out->value.code = rc;
-	out->value.data = nullptr;
-	out->value.len = 0;
-}
-
-namespace {
-struct AllocHead {
-	AllocHead *next;
-	uint64_t pad; // keeps the payload 16-byte aligned
-};
-// The first `cap` bytes of a too-long error message, the last of them
-// replaced by kTruncatedMark (documented in knit_complete(3)), in a block
-// freed with the run's knit_ctx_alloc blocks. Leaves *out's bytes empty when
-// there is no memory.
-void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out)
-{
-	out->data = nullptr;
-	out->len = 0;
-	// err.len > cap, so at least cap bytes of the message are readable.
-	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + cap + 1));
-	if (h == nullptr)
-		return;
-	h->next = static_cast<AllocHead *>(ctx->allocs);
-	ctx->allocs = h;
-	char *b = reinterpret_cast<char *>(h + 1);
-	const uint64_t m = sizeof kTruncatedMark - 1;
-	if (cap >= m) {
-		memcpy(b, err.data, cap - m);
-		memcpy(b + cap - m, kTruncatedMark, m);
-	} else {
-		memcpy(b, kTruncatedMark, cap); // no room for any of the message
-	}
-	b[cap] = 0;
-	out->data = b;
-	out->len = (uint32_t)cap;
-}
-
-} // namespace
-
-void ctx_free_allocs(knit_ctx *ctx)
-{
-	AllocHead *h = static_cast<AllocHead *>(ctx->allocs);
-	while (h != nullptr) {
-		AllocHead *next = h->next;
-		free(h);
-		h = next;
-	}
-	ctx->allocs = nullptr;
-}
-
 } // namespace knit::detail
 
-using namespace knit::detail;
-
-extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT
-{
-	if (ctx == nullptr)
-		return -KNIT_EINVAL;
-	if (ctx->abort_bit < 0)
-		return 0;
-	const uint32_t b = (uint32_t)ctx->abort_bit;
-	// Acquire: pairs with the host's OR in knit_cancel(SIGNAL).
-	return (knit_load_acquire_32(&ctx->pool->abort_words[b / 32]) >> (b % 32)) & 1;
-}
-
-extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT
-{
-	if (ctx == nullptr)
-		return -KNIT_EINVAL;
-	return ctx->deadline_ns;
-}
-
-extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT
-{
-	if (ctx == nullptr)
-		return -KNIT_EINVAL;
-	return (int)ctx->lane;
-}
-
-extern "C" KNIT_API void *knit_ctx_task_data(const knit_ctx_t *ctx) KNIT_NOEXCEPT
-{
-	return ctx != nullptr ? ctx->task_data : nullptr;
-}
-
-extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT
-{
-	if (ctx == nullptr || size == 0 || size > ctx->pool->cfg.max_payload_bytes)
-		return nullptr;
-	// The first block of a worker run comes from the return arena, so a
-	// result built in it ships without a copy. Not while older results wait
-	// for room (they go first), and only while the arena has room now.
-	Lane *l = ctx->wlane;
-	if (l != nullptr && !ctx->res.live && l->local->pend_count == 0 && size < 0xFFFFFFFFu &&
-	    l->wret.reserve((uint32_t)size, &ctx->res) == 0)
-		return ctx->res.data;
-	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + size));
-	if (h == nullptr)
-		return nullptr;
-	h->next = static_cast<AllocHead *>(ctx->allocs);
-	ctx->allocs = h;
-	return h + 1;
-}

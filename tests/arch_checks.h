@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1798,6 +1799,105 @@ KC_FN int kc_check_fd_wrappers(void)
 	return fails;
 }
 
+/* The process and file wrappers proc.cpp and region.cpp use:
+ * pidfd_open / pidfd_send_signal / waitid(P_PIDFD) on a child, and fcntl /
+ * fstat / madvise on a memfd. Every one returns -errno and leaves errno. */
+KC_FN int kc_check_proc_wrappers(void)
+{
+	int fails = 0;
+	int fd, r;
+	pid_t child;
+	siginfo_t si;
+	struct stat st;
+	void *p;
+
+	errno = 4242;
+	child = fork();
+	if (child == 0) {
+		for (;;)
+			pause();
+	}
+	KC_EXPECT(fails, child > 0, "fork failed");
+	if (child > 0) {
+		fd = knit_sys_pidfd_open(child, 0);
+		if (fd == -ENOSYS) {
+			printf("  SKIP-SUBCHECK pidfd_open/pidfd_send_signal/waitid(P_PIDFD): the kernel (or "
+			       "emulator) says -ENOSYS\n");
+			kill(child, SIGKILL);
+			waitpid(child, 0, 0);
+		} else {
+			KC_EXPECT(fails, fd >= 0, "pidfd_open(child) returned %d", fd);
+			r = knit_sys_pidfd_send_signal(fd, SIGKILL, 0, 0);
+			if (r == -ENOSYS) {
+				printf("  SKIP-SUBCHECK pidfd_send_signal: -ENOSYS\n");
+				kill(child, SIGKILL);
+			} else {
+				KC_EXPECT(fails, r == 0, "pidfd_send_signal(SIGKILL) returned %d", r);
+			}
+			memset(&si, 0, sizeof si);
+			r = knit_sys_waitid(3 /* P_PIDFD */, fd, &si, WEXITED, 0);
+			if (r == -EINVAL) {
+				printf("  SKIP-SUBCHECK waitid(P_PIDFD): -EINVAL (before Linux 5.4)\n");
+				waitpid(child, 0, 0);
+			} else {
+				KC_EXPECT(fails, r == 0, "waitid(P_PIDFD) returned %d", r);
+				KC_EXPECT(fails, si.si_pid == child && si.si_code == CLD_KILLED &&
+				                         si.si_status == SIGKILL,
+				          "waitid: pid %d code %d status %d", (int)si.si_pid, si.si_code, si.si_status);
+				r = knit_sys_waitid(3, fd, &si, WEXITED | WNOHANG, 0);
+				KC_EXPECT(fails, r == -ECHILD, "a second waitid returned %d, want -ECHILD", r);
+			}
+			KC_EXPECT(fails, knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -EBADF ||
+			                         knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -ENOSYS,
+			          "pidfd_send_signal(-1) is not -EBADF");
+			if (fd >= 0)
+				KC_EXPECT(fails, knit_sys_close(fd) == 0, "close(pidfd)");
+		}
+	}
+
+	fd = knit_sys_memfd_create("knit-check", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	KC_EXPECT(fails, fd >= 0, "memfd_create returned %d", fd);
+	if (fd >= 0) {
+		KC_EXPECT(fails, knit_sys_ftruncate(fd, 8192) == 0, "ftruncate(memfd)");
+		r = knit_sys_fcntl(fd, F_GETFD, 0);
+		KC_EXPECT(fails, r == FD_CLOEXEC, "fcntl(F_GETFD) returned %d", r);
+		r = knit_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+		KC_EXPECT(fails, r == 0, "fcntl(F_ADD_SEALS) returned %d", r);
+		r = knit_sys_fcntl(fd, F_GET_SEALS, 0);
+		KC_EXPECT(fails, r == F_SEAL_SHRINK, "fcntl(F_GET_SEALS) returned %d", r);
+		memset(&st, 0, sizeof st);
+		r = knit_sys_fstat(fd, &st);
+		KC_EXPECT(fails, r == 0 && S_ISREG(st.st_mode) && st.st_size == 8192,
+		          "fstat(memfd) returned %d, size %ld", r, (long)st.st_size);
+		p = knit_sys_mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		KC_EXPECT(fails, !knit_sys_mmap_failed(p), "mmap(memfd) failed: %ld", (long)p);
+		if (!knit_sys_mmap_failed(p)) {
+			memset(p, 0x5a, 8192);
+			r = knit_sys_madvise((char *)p + 4096, 4096, MADV_REMOVE);
+			if (r == -EINVAL || r == -ENOSYS) {
+				printf("  SKIP-SUBCHECK madvise(MADV_REMOVE): %d\n", r);
+			} else {
+				KC_EXPECT(fails, r == 0, "madvise(MADV_REMOVE) returned %d", r);
+#ifdef KNIT_CHECKS_EMULATED
+				/* qemu-user answers madvise without passing it on. */
+				printf("  SKIP-SUBCHECK MADV_REMOVE contents: emulated (qemu-user drops madvise)\n");
+#else
+				KC_EXPECT(fails, ((unsigned char *)p)[4096] == 0 && ((unsigned char *)p)[0] == 0x5a,
+				          "MADV_REMOVE did not punch the second page only");
+#endif
+			}
+			knit_sys_munmap(p, 8192);
+		}
+		KC_EXPECT(fails, knit_sys_close(fd) == 0, "close(memfd)");
+	}
+	KC_EXPECT(fails, knit_sys_fcntl(-1, F_GETFD, 0) == -EBADF, "fcntl(-1) is not -EBADF");
+	KC_EXPECT(fails, knit_sys_fstat(-1, &st) == -EBADF, "fstat(-1) is not -EBADF");
+	KC_EXPECT(fails, errno == 4242, "errno changed to %d by the process/file wrappers", errno);
+	printf("  pidfd_send_signal / waitid / fcntl / fstat / madvise wrappers: %s\n",
+	       fails ? "FAILED" : "ok");
+	return fails;
+}
+
 /* ---- tables for the drivers ---------------------------------------------------------- */
 
 struct kc_check {
@@ -1862,6 +1962,16 @@ KC_UNUSED static const struct kc_check kc_futex_checks[] = {
     {"fd_wrappers", kc_run_fd_wrappers, 0},
 };
 #define KC_N_FUTEX_CHECKS (sizeof(kc_futex_checks) / sizeof(kc_futex_checks[0]))
+
+KC_FN int kc_run_proc_wrappers(int a)
+{
+	return (void)a, kc_check_proc_wrappers();
+}
+
+KC_UNUSED static const struct kc_check kc_sys_checks[] = {
+    {"proc_and_file_wrappers", kc_run_proc_wrappers, 0},
+};
+#define KC_N_SYS_CHECKS (sizeof(kc_sys_checks) / sizeof(kc_sys_checks[0]))
 
 /* For plain-C drivers: run a table, print PASS/FAIL per check, return the
  * number of checks that failed. */

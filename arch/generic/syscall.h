@@ -52,6 +52,9 @@ static inline long knit_syscall4(long nr, long a1, long a2, long a3, long a4)
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
 #endif
@@ -72,6 +75,21 @@ static inline int knit_sys_memfd_create(const char *name, unsigned flags)
 static inline int knit_sys_pidfd_open(int pid, unsigned flags)
 {
 	return (int)knit_syscall2(SYS_pidfd_open, (long)pid, (long)flags);
+}
+
+/* pidfd_send_signal(2): 0 or -errno (-ENOSYS before Linux 5.1). `info` is
+ * a siginfo_t or NULL (passed untyped so this header needs no <signal.h>). */
+static inline int knit_sys_pidfd_send_signal(int pidfd, int sig, void *info, unsigned flags)
+{
+	return (int)knit_syscall4(SYS_pidfd_send_signal, pidfd, sig, (long)info, (long)flags);
+}
+
+/* waitid(2), the raw call (its fifth argument is a struct rusage * or
+ * NULL): 0 or -errno. idtype 3 is P_PIDFD (Linux 5.4), which libc headers
+ * before glibc 2.36 do not name; `infop` is a siginfo_t. */
+static inline int knit_sys_waitid(int idtype, int id, void *infop, int options, void *rusage)
+{
+	return (int)knit_syscall6(SYS_waitid, idtype, id, (long)infop, options, (long)rusage, 0);
 }
 
 /* mmap(2): returns the address, or -errno cast to a pointer; test with
@@ -106,6 +124,18 @@ static inline int knit_sys_ftruncate(int fd, long len)
 	return (int)knit_syscall2(SYS_ftruncate, fd, len);
 }
 static inline int knit_sys_gettid(void) { return (int)knit_syscall0(SYS_gettid); }
+
+/* fcntl(2) with an integer argument, fstat(2) (`st` is a struct stat),
+ * madvise(2): the result or -errno. */
+static inline int knit_sys_fcntl(int fd, int cmd, long arg)
+{
+	return (int)knit_syscall3(SYS_fcntl, fd, cmd, arg);
+}
+static inline int knit_sys_fstat(int fd, void *st) { return (int)knit_syscall2(SYS_fstat, fd, (long)st); }
+static inline int knit_sys_madvise(void *addr, size_t len, int advice)
+{
+	return (int)knit_syscall3(SYS_madvise, (long)addr, (long)len, advice);
+}
 
 /* timerfd_create(2) / timerfd_settime(2): the fd or 0, else -errno. `its`
  * is a struct itimerspec (passed untyped so this header needs no <time.h>). */

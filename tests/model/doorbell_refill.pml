@@ -2,7 +2,8 @@
 /*
  * tests/model/doorbell_refill.pml - the refill doorbell of a steal pool
  * (src/wake.h "The refill doorbell", L1-L3; src/wake.cpp worker_ring(),
- * worker_park(), host_refill_recheck(); src/dispatch.cpp sleep_recheck()).
+ * worker_park(); src/spin.cpp host_refill_recheck(); src/dispatch.cpp
+ * sleep_recheck()).
  *
  * One host produces TOTAL calls into a submit lock of FULL lanes (the rest
  * wait in its backlog) and reaps the results; NW workers claim one call at

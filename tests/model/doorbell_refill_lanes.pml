@@ -2,7 +2,7 @@
 /*
  * tests/model/doorbell_refill_lanes.pml - the refill doorbell of a lanes
  * pool (src/wake.h "The refill doorbell", L1-L3 with their lanes clauses;
- * src/wake.cpp worker_ring() / refill_low(), worker_park(),
+ * src/wake.cpp worker_ring() / refill_low(), worker_park(); src/spin.cpp
  * host_refill_recheck() / lane_low(); src/dispatch.cpp sleep_recheck()).
  * doorbell_refill.pml is the steal pool's; here each worker has its own
  * request lane of FULL slots.

@@ -19,6 +19,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 }
 
 #include "src/pool.h"
+#include "src/spin.h"
 #include "src/wake.h"
 
 using namespace knit::detail;

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// src/task.cpp - one task run (src/task.h has the contract): the runner,
+// its result check and error cut, the run's allocations, and the
+// knit_ctx_* entries.
+#include "src/common.h"
+
+#include <stdlib.h>
+
+#include "src/codec.h"
+#include "src/lane.h"
+#include "src/pool.h"
+#include "src/task.h"
+
+namespace knit::detail {
+
+namespace {
+
+const char kInvalidResult[] = "task returned an invalid value";
+// Ends an error message cut to max_payload_bytes.
+const char kTruncatedMark[] = " [truncated]";
+
+struct AllocHead {
+	AllocHead *next;
+	uint64_t pad; // keeps the payload 16-byte aligned
+};
+
+// The first `cap` bytes of a too-long error message, the last of them
+// replaced by kTruncatedMark (documented in knit_complete(3)), in a block
+// freed with the run's knit_ctx_alloc blocks. Leaves *out's bytes empty when
+// there is no memory.
+void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_value_t *out)
+{
+	out->data = nullptr;
+	out->len = 0;
+	// err.len > cap, so at least cap bytes of the message are readable.
+	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + cap + 1));
+	if (h == nullptr)
+		return;
+	h->next = static_cast<AllocHead *>(ctx->allocs);
+	ctx->allocs = h;
+	char *b = reinterpret_cast<char *>(h + 1);
+	const uint64_t m = sizeof kTruncatedMark - 1;
+	if (cap >= m) {
+		memcpy(b, err.data, cap - m);
+		memcpy(b + cap - m, kTruncatedMark, m);
+	} else {
+		memcpy(b, kTruncatedMark, cap); // no room for any of the message
+	}
+	b[cap] = 0;
+	out->data = b;
+	out->len = (uint32_t)cap;
+}
+
+} // namespace
+
+__thread const Pool *t_task_pool;
+
+void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out)
+{
+	knit_value_t ret;
+	memset(&ret, 0, sizeof ret);
+	ret.type = KNIT_VALUE_NONE;
+	ctx->task_data = p->tasks[task].data;
+	const Pool *const outer = t_task_pool;
+	t_task_pool = p;
+	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
+	t_task_pool = outer;
+	const uint64_t cap = p->cfg.max_payload_bytes;
+	if (rc == 0) {
+		int v = codec_value_check(ret, cap);
+		if (v == 0) {
+			// The common outcome: the task's value as it is (every field
+			// written, no clearing first).
+			out->status = 0;
+			out->value = ret;
+			return;
+		}
+		memset(&out->value, 0, sizeof out->value);
+		if (v == -KNIT_ETOOBIG) {
+			out->status = -KNIT_ETOOBIG;
+		} else {
+			out->status = -KNIT_ETASK;
+			out->value.type = KNIT_VALUE_ERROR;
+			out->value.code = -KNIT_EINVAL;
+			out->value.data = kInvalidResult;
+			out->value.len = sizeof kInvalidResult - 1;
+		}
+		return;
+	}
+	memset(&out->value, 0, sizeof out->value);
+	out->status = -KNIT_ETASK;
+	if (ret.type == KNIT_VALUE_ERROR) {
+		int v = codec_value_check(ret, cap);
+		if (v == 0) {
+			out->value = ret;
+			return;
+		}
+		if (v == -KNIT_ETOOBIG) {
+			// The error is what the caller needs: keep its code, and cut
+			// the message to the cap, marked (or drop it when there is no
+			// memory for the cut copy).
+			out->value.type = KNIT_VALUE_ERROR;
+			out->value.code = ret.code;
+			error_truncate(ctx, ret, cap, &out->value);
+			return;
+		}
+	}
+	out->value.type = KNIT_VALUE_ERROR;
+	out->value.code = rc;
+	out->value.data = nullptr;
+	out->value.len = 0;
+}
+
+void ctx_free_allocs(knit_ctx *ctx)
+{
+	AllocHead *h = static_cast<AllocHead *>(ctx->allocs);
+	while (h != nullptr) {
+		AllocHead *next = h->next;
+		free(h);
+		h = next;
+	}
+	ctx->allocs = nullptr;
+}
+
+} // namespace knit::detail
+
+using namespace knit::detail;
+
+extern "C" KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	if (ctx->abort_bit < 0)
+		return 0;
+	const uint32_t b = (uint32_t)ctx->abort_bit;
+	// Acquire: pairs with the host's OR in knit_cancel(SIGNAL).
+	return (knit_load_acquire_32(&ctx->pool->abort_words[b / 32]) >> (b % 32)) & 1;
+}
+
+extern "C" KNIT_API int64_t knit_ctx_deadline_ns(const knit_ctx_t *ctx) KNIT_NOEXCEPT
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	return ctx->deadline_ns;
+}
+
+extern "C" KNIT_API int knit_ctx_lane(const knit_ctx_t *ctx) KNIT_NOEXCEPT
+{
+	if (ctx == nullptr)
+		return -KNIT_EINVAL;
+	return (int)ctx->lane;
+}
+
+extern "C" KNIT_API void *knit_ctx_task_data(const knit_ctx_t *ctx) KNIT_NOEXCEPT
+{
+	return ctx != nullptr ? ctx->task_data : nullptr;
+}
+
+extern "C" KNIT_API void *knit_ctx_alloc(knit_ctx_t *ctx, size_t size) KNIT_NOEXCEPT
+{
+	if (ctx == nullptr || size == 0 || size > ctx->pool->cfg.max_payload_bytes)
+		return nullptr;
+	// The first block of a worker run comes from the return arena, so a
+	// result built in it ships without a copy. Not while older results wait
+	// for room (they go first), and only while the arena has room now.
+	Lane *l = ctx->wlane;
+	if (l != nullptr && !ctx->res.live && l->local->pend_count == 0 && size < 0xFFFFFFFFu &&
+	    l->wret.reserve((uint32_t)size, &ctx->res) == 0)
+		return ctx->res.data;
+	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + size));
+	if (h == nullptr)
+		return nullptr;
+	h->next = static_cast<AllocHead *>(ctx->allocs);
+	ctx->allocs = h;
+	return h + 1;
+}
