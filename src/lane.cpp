@@ -100,7 +100,7 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	s.lock = area + kStealLockOff;
 	uint8_t *arena = s.lock + lock_arena_offset();
 	prefault(arena, min_of(p->cfg.payload_initial_bytes, arena_cap));
-	ArenaShared sh = lock_arena_shared(s.lock, arena, arena_cap);
+	ArenaShared sh = steal_submit_arena(s.ctl, s.lock, arena_cap);
 	const int rc = s.req.attach_steal(s.lock, sh, p->cfg.max_payload_bytes, s.ctl, p->nworkers);
 	KNIT_DCHECK(rc == 0); // geometry we computed ourselves
 	if (rc != 0)
@@ -113,6 +113,12 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 		// started (steal.h, claim size).
 		p->lanes[i].sc.set_take_max(1);
 		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
+		// Its signal words are the control block's (layout.h): a
+		// worker process's peers wake it without mapping its lane.
+		// Before any worker runs (other host threads read them).
+		p->lanes[i].wake_seq = word_at(s.ctl, steal_wake_offset(i));
+		p->lanes[i].parked = word_at(s.ctl, steal_parked_offset(i));
+		p->lanes[i].peer_wakes = reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;

@@ -106,7 +106,7 @@ struct Lane {
 	uint32_t *wake_seq;
 	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
-	uint8_t *ext; // lane extension in the pool header
+	uint8_t *ext; // lane extension in the pool header (an isolated process pool: the lane's tail)
 	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
 	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
 	// Process pools with ring pages (Pool::rings, src/wake.h): this
@@ -115,6 +115,8 @@ struct Lane {
 	uint32_t *ring_armed; // ArmState, the worker's D2/D3 word
 	uint32_t *ring_seq;   // its ring sequence (futex word, D3/D4)
 	int ring_fd;          // host: the page's memfd, handed to each worker spawned on the lane
+	uint64_t *peer_wakes; // the count of wakes worker processes sent it (kWcPeerWakes in
+	                      // its extension; a steal pool's: the control block's PEERW)
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----

@@ -80,7 +80,19 @@
 //  132 + 128*c          CLAIM[c]  consumer c (with     the host, once c is dead (steal.h,
 //                                 ACK[c]: one u64)     "Dead consumers"); nobody else
 //  4096+128*c    128  WANT[c]   consumer c           peers (Dekker: seq_cst)
-//         8064        end (kStealControlBytes), c < kMaxStealConsumers = 31
+//         8064        end of the claim words (kStealControlBytes), c < 31
+//         8064   128  SUBMIT PB the submit arena's      the host producer (arena.h):
+//                       "freed" toggles (consumers'     moved out of the submit lock so
+//                       atomic XOR; producer rollback)  that the lock can be read-only
+//  8192+384*c    128  WAKE[c]   wakers (add, then       worker c futex-waits on it
+//                                 FUTEX_WAKE)           (steal pools: its lane's wake seq)
+//  8320+384*c    128  PARKED[c] worker c; wakers' CAS   wakers (Dekker, wake.h)
+//  8448+384*c    128  PEERW[c]  worker processes that  the host's stats (u64, relaxed add)
+//                                 woke c (steal_wake_one)
+//        20096        end; the submit lock starts at kStealLockOff (20480)
+//  The steal pool's signal words of every worker live here, not in the lane
+//  blocks: a worker process's peers reach them without mapping its lane
+//  (src/proc.h, "isolation").
 #ifndef KNIT_SRC_LAYOUT_H
 #define KNIT_SRC_LAYOUT_H
 
@@ -220,6 +232,17 @@ constexpr uint32_t steal_want_offset(uint32_t c)
 	return kBlock + (kMaxStealConsumers + c) * kBlock;
 }
 inline constexpr uint32_t kStealControlBytes = kBlock * (1 + 2 * kMaxStealConsumers);
+// The submit arena's PB word (see the table).
+inline constexpr uint32_t kStealOffSubmitPB = kStealControlBytes;
+// Consumer c's signal words in a steal pool: its wake sequence, its parked
+// word, and the count of wakes worker processes sent it.
+constexpr uint32_t steal_wake_offset(uint32_t c)
+{
+	return kStealControlBytes + kBlock + c * 3 * kBlock;
+}
+constexpr uint32_t steal_parked_offset(uint32_t c) { return steal_wake_offset(c) + kBlock; }
+constexpr uint32_t steal_peerw_offset(uint32_t c) { return steal_wake_offset(c) + 2 * kBlock; }
+inline constexpr uint32_t kStealSignalEnd = steal_wake_offset(kMaxStealConsumers);
 
 // ---- access --------------------------------------------------------------------
 // The u32 word at byte offset off of a region. The offset is a layout constant
@@ -244,6 +267,7 @@ static_assert(kLaneOffReqLock == 1024 && kLaneOffRetLock == 22272 && kLaneFixedB
 static_assert(lane_req_arena_offset() == 45056);
 static_assert(kStealControlBytes == 8064 && steal_want_offset(0) == 4096 &&
               steal_want_offset(kMaxStealConsumers - 1) + kBlock == kStealControlBytes);
+static_assert(steal_wake_offset(0) == 8192 && kStealSignalEnd == 20096);
 static_assert(lock_arena_offset() % kArenaAlign == 0);
 static_assert(steal_ack_offset(0) % 8 == 0 && kBlock % 8 == 0, "ACK/CLAIM is one aligned u64");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ACK is the low half of ACK/CLAIM");

@@ -99,7 +99,10 @@ namespace {
 
 uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
 
-RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, uint32_t nlanes, uint32_t abort_words)
+static_assert(kLineBytes == 2 * kBlock, "lane_tail_bytes (pool.h) counts a line as two blocks");
+
+// lane_tail: each lane carries its tail (pool.h; an isolated process pool).
+RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, bool lane_tail, uint32_t nlanes, uint32_t abort_words)
 {
 	RegionPlan r;
 	const uint64_t cap = arena_capacity(cfg);
@@ -112,7 +115,7 @@ RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, uint32_t nlanes, 
 		end = r.spill_off + (uint64_t)cfg.workers * line_spill_stride(cfg);
 	}
 	r.lanes_off = align_up(end, kArenaAlign);
-	r.stride = lane_block_bytes(cap, cap);
+	r.stride = lane_block_bytes(cap, cap) + (lane_tail ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
 	r.steal_off = 0;
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
@@ -257,9 +260,11 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		p->lanes[i].cpu = -1;
 	}
 
-	RegionPlan plan = plan_region(cfg, ops->line_spill, p->nlanes, p->abort_nwords);
+	const bool lane_tail = ops->isolated != nullptr && ops->isolated(&popts);
+	RegionPlan plan = plan_region(cfg, ops->line_spill, lane_tail, p->nlanes, p->abort_nwords);
+	plan.lane_tail = lane_tail;
 	const char *what = "";
-	rc = ops->region(p, &popts, plan.total, &what);
+	rc = ops->region(p, &popts, plan, &what);
 	if (rc != 0) {
 		pool_free(kp);
 		return error_set(rc, "cannot create the pool's shared memory (%llu bytes%s): %s",
@@ -273,12 +278,22 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	for (uint32_t i = 0; i < p->nlanes; i++) {
 		Lane *l = &p->lanes[i];
 		l->ext = lane_ext(p, i);
+		l->peer_wakes = lane_counter(l->ext, kWcPeerWakes);
 		if (l->is_inline)
 			continue;
+		uint8_t *block = base + plan.lanes_off + (uint64_t)i * plan.stride;
 		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
 		if (plan.spill_off != 0)
 			l->line_spill_area = base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
-		rc = lane_attach(p, l, base + plan.lanes_off + (uint64_t)i * plan.stride);
+		if (plan.lane_tail) {
+			// The lane's tail (pool.h): in the lane's own pages.
+			uint8_t *tail = block + lane_block_bytes(arena_capacity(cfg), arena_capacity(cfg));
+			l->ext = tail;
+			l->peer_wakes = lane_counter(l->ext, kWcPeerWakes);
+			l->line = tail + kLaneExtBytes;
+			l->line_spill_area = tail + kLaneExtBytes + kLineBytes;
+		}
+		rc = lane_attach(p, l, block);
 		if (rc != 0) {
 			pool_free(kp);
 			return error_set(rc, "cannot attach lane %u: %s", i, knit_strerror(rc));
@@ -470,7 +485,7 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
 		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
 		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent) +
-		                knit_load_relaxed_64(lane_counter(l->ext, kWcPeerWakes));
+		                knit_load_relaxed_64(l->peer_wakes);
 		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));

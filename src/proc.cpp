@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "src/calls.h"
+#include "src/dcheck.h"
 #include "src/error.h"
 #include "src/lane.h"
 #include "src/proc.h"
@@ -56,6 +57,8 @@ struct ProcHost {
 	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
 	int ctl;              // eventfd that wakes the monitor (shutdown)
 	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
+	int lane_fd[KNIT_MAX_WORKERS]; // isolation: each lane's memfd (its worker's pages), or -1
+	int steal_fd;         // isolation, stealing: the steal control pages' memfd, or -1
 	uint32_t *efd_flag;   // the pool header's: 1 once the completion fd exists
 	uint32_t efd_watch;   // atomic: the fd is on and the flag is the header's (no ring
 			      // pages): the monitor syncs it every kProcDoorbellWatchdogNs
@@ -91,6 +94,23 @@ uint64_t fnv(uint64_t h, const void *d, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001B3ull;
 	return h;
+}
+
+// The probe for futex_waitv (ring pages, isolation): with no waiters the
+// call is refused with EINVAL where it exists (not ENOSYS, nor EPERM from
+// a seccomp filter).
+bool futex_waitv_works() { return knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL; }
+
+void close_lane_fds(ProcHost *h)
+{
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+		if (h->lane_fd[i] >= 0) {
+			close(h->lane_fd[i]);
+			h->lane_fd[i] = -1;
+		}
+	if (h->steal_fd >= 0)
+		close(h->steal_fd);
+	h->steal_fd = -1;
 }
 
 char *dup_str(const char *s)
@@ -377,6 +397,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	b.lane = lane;
 	b.fd_status = status_w >= 0 ? kBootFdStatus : -1;
 	b.fd_ring = p->rings ? kBootFdRing : -1;
+	b.fd_lane = p->isolated ? kBootFdLane : -1;
+	b.fd_steal = p->isolated && p->steal.on ? kBootFdSteal : -1;
 	// A respawn waits for its line's open word (S11; lane_lost stored
 	// it, on this thread); the first workers serve theirs from the start.
 	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
@@ -404,6 +426,10 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	    {status_w, kBootFdStatus},
 	    {h->bridge[lane], kBootFdBridge},
 	    {p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
+	    // Isolation: its own lane's memfd and the steal control pages',
+	    // never another lane's (proc.h).
+	    {p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
+	    {p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
 	};
 	constexpr uint32_t kGive = sizeof give / sizeof give[0];
 	int tmp[kGive];
@@ -1120,6 +1146,37 @@ int proc_region_create_named(Pool *p, uint64_t size)
 	return rc;
 }
 
+bool proc_isolation_possible(bool named)
+{
+	return !named && region_page_size() == kArenaAlign && futex_waitv_works();
+}
+
+int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_off)
+{
+	ProcHost *h = p->proc;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		int rc = region_memfd(stride, "knit-lane", &h->lane_fd[i]);
+		if (rc == 0)
+			rc = region_overlay(&p->region, lanes_off + (uint64_t)i * stride, stride, h->lane_fd[i], true);
+		if (rc != 0)
+			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i, knit_strerror(rc));
+	}
+	if (steal_off != 0) {
+		int rc = region_memfd(kStealLockOff, "knit-steal", &h->steal_fd);
+		if (rc == 0)
+			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd, true);
+		if (rc != 0)
+			return error_set(rc, "cannot make the steal control pages (a memfd): %s", knit_strerror(rc));
+	}
+	// Our mapping is made: from now on the shared memfd maps read-only
+	// for everyone (F_SEAL_FUTURE_WRITE).
+	const int rc = region_seal_readonly(p->region.fd);
+	if (rc != 0)
+		return error_set(rc, "cannot seal the pool's shared memory read-only (F_SEAL_FUTURE_WRITE)");
+	p->isolated = true;
+	return 0;
+}
+
 int proc_host_new(Pool *p, void *dl)
 {
 	ProcHost *h = static_cast<ProcHost *>(calloc(1, sizeof(ProcHost)));
@@ -1130,9 +1187,10 @@ int proc_host_new(Pool *p, void *dl)
 	p->proc = h;
 	h->dl = dl;
 	h->ctl = -1;
+	h->steal_fd = -1;
 	h->janitor_w = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
-		h->pidfd[i] = h->bridge[i] = -1;
+		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -1206,9 +1264,7 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// ENOSYS) and can hand each worker a descriptor (not with
 	// KNIT_PROC_NAMED_SHM); else the pool header's words and the
 	// kProcDoorbellWatchdogNs cap, as before.
-	// The probe: with no waiters the call is refused with EINVAL where it
-	// exists (not ENOSYS, nor EPERM from a seccomp filter).
-	if (h->shm_name[0] == 0 && knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL) {
+	if (h->shm_name[0] == 0 && futex_waitv_works()) {
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
 			if (rc != 0)
@@ -1222,6 +1278,9 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 		// Host events now wake sleepers through a word no worker maps.
 		p->db_seq = &p->host_seq;
 	}
+	KNIT_DCHECK(!p->isolated || p->rings); // isolation needs futex_waitv, as the ring pages do
+	if (p->isolated && !p->rings)
+		return error_set(-KNIT_ESYSTEM, "an isolated process pool without ring pages");
 	// A worker's words may say anything (Pool::untrusted_workers); a
 	// worker's successor on the lanes topology runs the calls it never
 	// started (Lane::rerun).
@@ -1244,6 +1303,10 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	b.stride = stride;
 	b.abort_off = abort_off;
 	b.steal_off = steal_off;
+	if (p->isolated) {
+		const uint64_t cap = align_up(cfg.payload_max_bytes, kArenaGranule);
+		b.ext_off = lane_block_bytes(cap, cap); // the lane's tail (pool.h)
+	}
 	b.table_hash = task_table_hash(p->tasks, p->ntasks);
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
@@ -1307,6 +1370,7 @@ void proc_shutdown(Pool *p)
 	janitor_done(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // zero-filled (never created): nothing
+	close_lane_fds(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		if (h->bridge[i] >= 0)
 			close(h->bridge[i]);
@@ -1335,6 +1399,7 @@ void proc_forget(Pool *p)
 			close(h->pidfd[i]);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		region_destroy(&h->ring[i]); // our copies (the pages are the parent's workers')
+	close_lane_fds(h);
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
 		if (h->bridge[i] >= 0)
 			close(h->bridge[i]);
@@ -1456,14 +1521,26 @@ int proc_tasks(Pool *p, const knit_pool_options_t *opts, const knit_task_t *, si
 	return rc;
 }
 
-int proc_region(Pool *p, const knit_pool_options_t *opts, uint64_t bytes, const char **what)
+bool proc_isolated(const knit_pool_options_t *opts)
+{
+	return proc_isolation_possible((opts->proc_flags & KNIT_PROC_NAMED_SHM) != 0);
+}
+
+int proc_region(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan, const char **what)
 {
 	if ((opts->proc_flags & KNIT_PROC_NAMED_SHM) != 0) {
 		*what = ", a named shm object";
-		return proc_region_create_named(p, bytes); // unlinked by proc_shutdown
+		return proc_region_create_named(p, plan.total); // unlinked by proc_shutdown
 	}
 	*what = ", a memfd";
-	return region_create(RegionKind::kMemfd, bytes, "knitting", &p->region);
+	// Isolated (proc.h): the shared memfd is sealed read-only once the
+	// lanes' own memfds are mapped over it (proc_isolate).
+	int rc = region_create(RegionKind::kMemfd, plan.total, "knitting", &p->region, !plan.lane_tail);
+	if (rc == 0 && plan.lane_tail) {
+		*what = ", memfds";
+		rc = proc_isolate(p, plan.lanes_off, plan.stride, plan.steal_off);
+	}
+	return rc;
 }
 
 int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan)
@@ -1519,6 +1596,7 @@ void proc_stats_of(Pool *p, knit_pool_stats_t *s) { proc_stats(p, &s->spawns, &s
 const WorkerOps kProcWorkers = {
 	proc_check,
 	proc_tasks,
+	proc_isolated,
 	proc_region,
 	proc_start_all,
 	proc_stop_wait,

@@ -28,6 +28,37 @@
 // then also syncs the fd every kProcDoorbellWatchdogNs while it is on,
 // the bound the doorbell keeps there too.
 //
+// Isolation (Pool::isolated): a worker process can write only memory that
+// is its own. The pool's region is one range of addresses on both sides,
+// backed by several memfds (src/region.h):
+//   memfd        range                               host   its worker  other workers
+//   shared       everything not below                rw     read-only   read-only
+//   lane i       lanes_off + i * stride, + stride:    rw     rw          not mapped
+//                its lane block (signal words, request
+//                and return locks, both arenas) and its
+//                tail (extension: stamp, started mask,
+//                counters; line; spill slot, pool.h)
+//   steal ctl    steal_off, + kStealLockOff: claim    rw     rw          rw
+//                words, the submit arena's PB, every
+//                worker's wake/parked words (layout.h)
+//   ring page i  (its own mapping, src/wake.h)        rw     rw          not mapped
+// The shared memfd carries F_SEAL_FUTURE_WRITE, added once the host mapped
+// it: the submit lock and its arena, the pool header, the abort bitmap can
+// be mapped read-only and nothing else, through any descriptor. A worker is
+// handed the shared memfd, its own lane's and ring page's memfds (and the
+// steal control memfd), never another lane's: a write through its
+// read-only mapping is a SIGSEGV, an honest crash of that worker. A lane's
+// memfd is reused by the worker respawned on the lane: the dead worker,
+// reaped, holds no mapping any more, a child a task forked inherits none
+// (the worker maps the pool MADV_DONTFORK), and the worker closed the
+// descriptor after mapping it; lane_lost (src/lane.h) resets the words. The steal
+// control pages are the one part every worker of a steal pool writes: the
+// claim protocol (steal.h) has each consumer read every peer's ACK and
+// WANT, and a page a worker writes cannot be made read-only for its peers
+// while its successor must map it writable. Lanes pools have no such page.
+// Without isolation (KNIT_PROC_NAMED_SHM, no futex_waitv, pages that are
+// not 4 KiB) every worker maps the whole region read-write, as before.
+//
 // The monitor thread (one per process pool, never on a call's path) spawns
 // the workers (so PR_SET_PDEATHSIG, which follows the spawning thread, lasts
 // as long as the pool), polls their pidfds, their bridges and a control
@@ -81,12 +112,14 @@ inline constexpr size_t kBootVerdictMax = 512;
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
-// and a bridge eventfd per lane.
-inline constexpr uint32_t kBootVersion = 7;
+// and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
+inline constexpr uint32_t kBootVersion = 8;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
 inline constexpr int kBootFdRing = 6;   // the worker's own ring page (fd_ring)
+inline constexpr int kBootFdLane = 7;   // isolation: the worker's own lane pages (fd_lane)
+inline constexpr int kBootFdSteal = 8;  // isolation, stealing: the steal control pages
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
@@ -112,6 +145,14 @@ struct ProcBoot {
 	// The steal area (steal control block, submit lock, its arena:
 	// src/steal.h), or 0 for the lanes topology.
 	uint64_t steal_off;
+	// Isolation: the lane's extension, from its lane block (the lane's
+	// tail, src/pool.h); 0: the pool header's.
+	uint64_t ext_off;
+	// Isolation: kBootFdLane (the memfd of this worker's lane, mapped
+	// read-write over its lane's range) and, stealing, kBootFdSteal (the
+	// steal control pages); -1: one memfd mapped read-write (fd 3).
+	int32_t fd_lane;
+	int32_t fd_steal;
 	uint64_t table_hash;
 	// The host's start time (clock ticks since boot, /proc/PID/stat field
 	// 22): with a wrapper between host and worker, the worker watches the
@@ -154,6 +195,21 @@ int proc_load_tasks(Pool *p, const char *path, void **handle);
 // which owns the library handle from now on (pool_free -> proc_shutdown
 // closes it). 0 or -KNIT_ENOMEM (the handle closed).
 int proc_host_new(Pool *p, void *dl);
+// Can a process pool be isolated (below)? Not with KNIT_PROC_NAMED_SHM
+// (`named`: nothing is handed over, and a name can be reopened writable),
+// and only where the host can sleep on every worker's own ring page
+// (futex_waitv, Linux 5.16+: the pool header's doorbell words would have
+// to stay writable by every worker) and pages are 4 KiB (the layout's
+// granule).
+bool proc_isolation_possible(bool named);
+// knit_pool_create, isolation: p->region is the shared memfd, mapped
+// read-write and not sealed yet. Back each worker lane's range [lanes_off
+// + i * stride, + stride) by a memfd of its own and, stealing, the steal
+// control pages [steal_off, + kStealLockOff) by another (both mapped over
+// the range, read-write), then seal the shared memfd read-only
+// (region_seal_readonly). Sets p->isolated. 0, -KNIT_ENOMEM,
+// -KNIT_ESYSTEM (the message recorded).
+int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_off);
 // knit_pool_create, next, before the region: take the options' paths and
 // prefix, resolve the worker path and check it is an executable file. 0,
 // -KNIT_ENOENT (no knit-worker there), -KNIT_EACCES (not an executable

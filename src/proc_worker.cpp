@@ -330,9 +330,30 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		rc = region_map_fd(fd, b.region_size, &p->region, false);
 		close(fd);
 	} else {
-		rc = region_map_fd(kBootFdRegion, b.region_size, &p->region);
+		// Isolated (src/proc.h): the shared memfd read-only (it is
+		// sealed so: nothing else would map), our own pages over it.
+		const bool iso = b.fd_lane >= 0;
+		if (iso && (b.fd_lane != kBootFdLane || (b.fd_steal != -1 && b.fd_steal != kBootFdSteal) ||
+			    (b.fd_steal >= 0) != (p->cfg.topology == KNIT_TOPOLOGY_STEAL) || b.fd_ring < 0))
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		rc = region_map_fd(kBootFdRegion, b.region_size, &p->region, true, !iso);
 		if (rc == 0)
 			close(kBootFdRegion); // the Region holds its own duplicate
+		if (rc == 0 && iso) {
+			rc = region_overlay(&p->region, b.lanes_off + (uint64_t)b.lane * b.stride, b.stride, kBootFdLane, true);
+			if (rc == 0 && b.fd_steal >= 0)
+				rc = b.steal_off <= b.region_size && kStealLockOff <= b.region_size - b.steal_off
+					     ? region_overlay(&p->region, b.steal_off, kStealLockOff, kBootFdSteal, true)
+					     : -KNIT_EPROTO;
+			close(kBootFdLane); // the mappings keep the memory
+			if (b.fd_steal >= 0)
+				close(kBootFdSteal);
+			// A child a task forks gets none of it: a process that
+			// outlived us must not write our lane under the worker
+			// respawned on it (which maps the same lane memfd).
+			if (rc == 0 && madvise(p->region.base, (size_t)p->region.size, MADV_DONTFORK) != 0)
+				rc = -KNIT_ESYSTEM;
+		}
 	}
 	if (rc != 0)
 		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
@@ -357,6 +378,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		close(kBootFdRing); // the Region holds its own duplicate
 		close(ring.fd);     // and the mapping is all we use
 		ring.fd = -1;
+		if (b.fd_lane >= 0) // isolated: as the pool's range (above)
+			(void)madvise(ring.base, (size_t)ring.size, MADV_DONTFORK);
 		p->db_armed = word_at(ring.base, kRingOffArmed);
 		p->db_seq = word_at(ring.base, kRingOffSeq);
 		// The completion fd's flag too: the header's can be cleared by
@@ -392,7 +415,16 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		pl->wake_seq = word_at(pl->block, kLaneOffWake);
 		pl->parked = word_at(pl->block, kLaneOffParked);
 		pl->stop = word_at(pl->block, kLaneOffStop);
-		pl->ext = lane_ext(p, pl->index);
+		pl->ext = b.ext_off != 0 ? pl->block + b.ext_off : lane_ext(p, pl->index);
+		pl->peer_wakes = lane_counter(pl->ext, kWcPeerWakes);
+		if (steal) {
+			// Every worker's signal words are the control block's
+			// (layout.h): a peer's lane is not mapped here.
+			uint8_t *ctl = base + b.steal_off;
+			pl->wake_seq = word_at(ctl, steal_wake_offset(pl->index));
+			pl->parked = word_at(ctl, steal_parked_offset(pl->index));
+			pl->peer_wakes = reinterpret_cast<uint64_t *>(ctl + steal_peerw_offset(pl->index));
+		}
 	}
 	Lane *l = &p->lanes[steal ? b.lane : 0];
 	l->cpu = cpu;
@@ -412,6 +444,14 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		l->line = base + line_area_off(b.nworkers) + (uint64_t)b.lane * kLineBytes;
 		l->line_spill_area = base + spill_off + (uint64_t)b.lane * sstride;
+		if (b.ext_off != 0) {
+			// Isolated: the lane's tail (src/pool.h), in our own pages.
+			const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
+			if (b.ext_off != lane_block_bytes(cap, cap) || b.ext_off + lane_tail_bytes(sstride) > b.stride)
+				return boot_fail(KNIT_EPROTO, "boot record out of range");
+			l->line = l->block + b.ext_off + kLaneExtBytes;
+			l->line_spill_area = l->line + kLineBytes;
+		}
 		l->line_wait = b.line_nonce;
 	}
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
@@ -426,7 +466,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		// revived the id for us if a predecessor died: steal_revive).
 		p->steal.ctl = base + b.steal_off;
 		p->steal.lock = p->steal.ctl + kStealLockOff;
-		ArenaShared sh = lock_arena_shared(p->steal.lock, p->steal.lock + lock_arena_offset(), cap);
+		ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
 		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane, p->cfg.steal_g) != 0)
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
 		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)

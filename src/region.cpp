@@ -29,7 +29,11 @@ namespace knit::detail {
 namespace {
 
 // The seals every region memfd carries; region_map_fd() insists on SHRINK.
+// SEAL too, unless the caller seals it read-only later (region_seal_readonly).
 constexpr int kRegionSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
 
 // errno of a failed resource request -> KNIT code: running out of something
 // the caller could get back is ENOMEM, anything else is a refusal.
@@ -66,10 +70,10 @@ uint64_t region_round(uint64_t size)
 	return align_up(size, region_page_size());
 }
 
-int map_shared(int fd, uint64_t size, bool anonymous, uint8_t **base)
+int map_shared(int fd, uint64_t size, bool anonymous, uint8_t **base, bool writable = true)
 {
 	int flags = MAP_SHARED | MAP_NORESERVE | (anonymous ? MAP_ANONYMOUS : 0);
-	void *p = knit_sys_mmap(nullptr, (size_t)size, PROT_READ | PROT_WRITE, flags, fd, 0);
+	void *p = knit_sys_mmap(nullptr, (size_t)size, writable ? PROT_READ | PROT_WRITE : PROT_READ, flags, fd, 0);
 	if (knit_sys_mmap_failed(p)) {
 		return resource_error((long)(intptr_t)p);
 	}
@@ -86,6 +90,11 @@ uint64_t region_page_size()
 }
 
 int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
+{
+	return region_create(kind, size, name, out, true);
+}
+
+int region_create(RegionKind kind, uint64_t size, const char *name, Region *out, bool sealed_final)
 {
 	if (out == nullptr) {
 		return -KNIT_EINVAL;
@@ -121,7 +130,7 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
 	}
 	int rc = knit_sys_ftruncate(fd, (long)bytes);
 	if (rc == 0) {
-		rc = knit_sys_fcntl(fd, F_ADD_SEALS, kRegionSeals);
+		rc = knit_sys_fcntl(fd, F_ADD_SEALS, sealed_final ? kRegionSeals : kRegionSeals & ~F_SEAL_SEAL);
 	}
 	if (rc != 0) {
 		knit_sys_close(fd);
@@ -137,7 +146,7 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
 	return 0;
 }
 
-int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal)
+int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal, bool writable)
 {
 	if (out == nullptr) {
 		return -KNIT_EINVAL;
@@ -168,13 +177,61 @@ int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal)
 	if (dup < 0) {
 		return resource_error(dup);
 	}
-	int rc = map_shared(dup, bytes, false, &out->base);
+	int rc = map_shared(dup, bytes, false, &out->base, writable);
 	if (rc != 0) {
 		knit_sys_close(dup);
 		return rc;
 	}
 	out->size = bytes;
 	out->fd = dup;
+	return 0;
+}
+
+int region_seal_readonly(int fd)
+{
+	const int rc = knit_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	return rc == 0 ? 0 : -KNIT_ESYSTEM;
+}
+
+int region_memfd(uint64_t size, const char *name, int *out)
+{
+	*out = -1;
+	const uint64_t bytes = region_round(size);
+	if (bytes == 0)
+		return -KNIT_ENOMEM;
+	int fd = knit_sys_memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd == -EINVAL)
+		fd = knit_sys_memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return resource_error(fd);
+	int rc = knit_sys_ftruncate(fd, (long)bytes);
+	if (rc == 0)
+		rc = knit_sys_fcntl(fd, F_ADD_SEALS, kRegionSeals);
+	if (rc != 0) {
+		knit_sys_close(fd);
+		return resource_error(rc);
+	}
+	*out = fd;
+	return 0;
+}
+
+int region_overlay(Region *r, uint64_t off, uint64_t len, int fd, bool writable)
+{
+	const uint64_t page = region_page_size();
+	if (r == nullptr || r->base == nullptr || fd < 0 || len == 0 || off % page != 0 || len % page != 0 ||
+	    off > r->size || len > r->size - off)
+		return -KNIT_EINVAL;
+	// As region_map_fd: sealed against shrinking, and long enough.
+	const int seals = knit_sys_fcntl(fd, F_GET_SEALS, 0);
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || knit_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < 0 || (uint64_t)st.st_size < len)
+		return -KNIT_EPROTO;
+	void *p = knit_sys_mmap(r->base + off, (size_t)len, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+				MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0);
+	if (knit_sys_mmap_failed(p))
+		return resource_error((long)(intptr_t)p);
 	return 0;
 }
 

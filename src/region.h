@@ -56,6 +56,34 @@ uint64_t region_page_size();
 // is committed.
 int region_create(RegionKind kind, uint64_t size, const char *name, Region *out);
 
+// ---- process pools: one address range, several memfds ("isolation") ------------
+// A process pool's region is one range of addresses (the same offsets on
+// both sides) whose parts are backed by different memfds: the host's
+// mapping is read-write everywhere; a worker maps the shared part read-only
+// and only its own parts read-write (src/proc.h). The shared memfd is
+// created by region_create(kMemfd, ..., sealed_final = false): it carries
+// SHRINK | GROW but not SEAL yet, and region_seal_readonly() adds
+// F_SEAL_FUTURE_WRITE | F_SEAL_SEAL once the host has mapped it: from then
+// on nobody can map it writable again or write(2) it, whatever descriptor
+// they hold (a read-only descriptor of a memfd can be reopened read-write
+// through /proc/self/fd, and mprotect upgrades a shared mapping of a
+// writable descriptor; the seal is on the file itself). Linux 5.1+.
+int region_create(RegionKind kind, uint64_t size, const char *name, Region *out, bool sealed_final);
+// F_SEAL_FUTURE_WRITE | F_SEAL_SEAL on memfd fd. 0, -KNIT_ESYSTEM
+// (not sealable, or a kernel without F_SEAL_FUTURE_WRITE: -EINVAL).
+int region_seal_readonly(int fd);
+// A new memfd of `size` bytes (page multiple), sealed SHRINK | GROW | SEAL,
+// close-on-exec, not mapped: *fd. 0, -KNIT_ENOMEM, -KNIT_ESYSTEM.
+int region_memfd(uint64_t size, const char *name, int *fd);
+// Map memfd fd (from offset 0) over [off, off + len) of r's range in place
+// (MAP_FIXED | MAP_SHARED), read-write or read-only. off and len page
+// multiples inside r. Replaces what was mapped there at once: a thread
+// reading the range meanwhile sees the old or the new memory, never a
+// hole. fd must be sealed against shrinking and at least len long
+// (-KNIT_EPROTO otherwise, as region_map_fd). 0, -KNIT_EINVAL, -KNIT_EPROTO,
+// -KNIT_ENOMEM, -KNIT_ESYSTEM.
+int region_overlay(Region *r, uint64_t off, uint64_t len, int fd, bool writable);
+
 // Map an existing memfd (e.g. inherited by a process worker) read-write,
 // MAP_SHARED, `expected_size` bytes rounded up to the page size. Before
 // mapping it checks that the fd carries F_SEAL_SHRINK (so the file can never
@@ -67,7 +95,9 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out)
 // and closes only that one. need_seal false (a named POSIX shm object,
 // which cannot be sealed): only the file type and size are checked, so the
 // size can later shrink under the mapping (see KNIT_PROC_NAMED_SHM).
-int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal = true);
+// writable false: a read-only mapping (a sealed read-only memfd allows no
+// other).
+int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal = true, bool writable = true);
 
 // Unmap and close. Idempotent: the Region is zeroed (fd -1) afterwards and a
 // zeroed Region is accepted. The caller guarantees that no thread of this

@@ -59,7 +59,10 @@
 //   abort_off            abort bitmap: ceil(abort_capacity/32) u32 words
 //   spill_off + i*sstride process pools only: worker lane i's line spill slot
 //                        (line_spill_off / line_spill_stride, src/syncline.h)
-//   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap))
+//   lanes_off + i*stride lane block i (lane_block_bytes(req_cap, ret_cap));
+//                        an isolated process pool adds the lane's tail
+//                        (its extension, line and spill slot: lane_tail_bytes)
+//                        to its stride, and leaves the header's unused
 //   steal_off            steal topology only: steal control block, submit
 //                        lock and its arena (steal_area_bytes(cap))
 #ifndef KNIT_SRC_RUNTIME_H
@@ -116,6 +119,19 @@ inline constexpr uint64_t kLaneExtOffStarted = 32;
 // The line request the lane's worker took last (u32 sequence, stored
 // before it runs the request; src/syncline.h S12).
 inline constexpr uint64_t kLaneExtOffLineTaken = 36;
+
+// An isolated process pool (src/proc.h, "isolation") keeps every word a
+// worker writes in pages of its own: a lane's extension, line and line
+// spill slot follow its lane block, in its stride ("the lane's tail"):
+//   lane_block_bytes(cap, cap)   extension (kLaneExtBytes)
+//   + kLaneExtBytes              line (kLineBytes, src/syncline.h)
+//   + kLaneExtBytes + kLineBytes spill slot (line_spill_stride)
+// and the pool header's extensions, lines and spill slots stay unused.
+// The tail's size: lane_tail_bytes(spill_stride), 4096-aligned.
+inline constexpr uint64_t lane_tail_bytes(uint64_t spill_stride)
+{
+	return align_up(kLaneExtBytes + 2 * kBlock + spill_stride, kArenaAlign);
+}
 
 // Worker counters (u64 indexes in the lane extension's second block).
 enum WorkerCounter : uint32_t {
@@ -430,6 +446,8 @@ struct alignas(128) Pool {
 	int futex_shared;                     // 0: thread workers (private futexes)
 	bool rings;                           // host of a process pool: every worker rings through
 	                                      // its own ring page, and db_seq is host_seq (wake.h)
+	bool isolated;                        // host of a process pool whose workers map writable
+	                                      // only their own pages (src/proc.h, "isolation")
 	const struct WorkerOps *workers;      // the worker kind's operations (src/workers.h)
 	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything

@@ -371,4 +371,11 @@ uint64_t steal_area_bytes(uint64_t arena_cap)
 	return kStealLockOff + lock_region_bytes(arena_cap);
 }
 
+ArenaShared steal_submit_arena(uint8_t *ctl, uint8_t *lock, uint64_t arena_cap)
+{
+	ArenaShared sh = lock_arena_shared(lock, lock + lock_arena_offset(), arena_cap);
+	sh.pb = word_at(ctl, kStealOffSubmitPB);
+	return sh;
+}
+
 } // namespace knit::detail

@@ -251,9 +251,15 @@ class StealConsumer
 	uint64_t claims_ = 0, conflicts_ = 0;
 };
 
-// The steal area of a pool region: the control block, then the submit lock
-// at kStealLockOff, then its arena.
-inline constexpr uint64_t kStealLockOff = align_up(kStealControlBytes, kArenaAlign);
+// The steal area of a pool region: the control block (claim words, the
+// submit arena's PB, every worker's signal words: layout.h), then the
+// submit lock at kStealLockOff, then its arena. A process pool maps the
+// control pages [0, kStealLockOff) writable in every worker and the lock
+// and its arena read-only (src/proc.h, "isolation").
+inline constexpr uint64_t kStealLockOff = align_up(kStealSignalEnd, kArenaAlign);
+// The ArenaShared of the submit lock: its PB is the control block's
+// (kStealOffSubmitPB), not the lock's own.
+ArenaShared steal_submit_arena(uint8_t *ctl, uint8_t *lock, uint64_t arena_cap);
 // Bytes of the steal area (control block, submit lock and its arena of
 // arena_cap bytes), 4096-aligned.
 uint64_t steal_area_bytes(uint64_t arena_cap);

@@ -61,7 +61,10 @@ void host_arena_trim(Pool *p, int64_t now)
 	const int64_t idle_ns = (int64_t)p->cfg.park_ms * 1000000;
 	const uint64_t keep = keep_bytes(p);
 	if (p->steal.on) {
-		if (p->steal.req.arena_high_water() <= keep)
+		// An isolated process pool's submit arena is in the memfd sealed
+		// F_SEAL_FUTURE_WRITE (src/proc.h), where the kernel refuses to
+		// punch holes (MADV_REMOVE: EPERM): it keeps its pages.
+		if (p->isolated || p->steal.req.arena_high_water() <= keep)
 			return; // nothing above the floor: skip the ACK loads of idle()
 		bool busy = p->steal.staged != 0 || !p->steal.req.idle();
 		if (now == 0)

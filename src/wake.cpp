@@ -291,7 +291,7 @@ bool lane_wake_claim(Pool *p, Lane *l, uint32_t v)
 	// place efd_flag is set) l is this process's private view of a peer's
 	// lane: the count goes to the peer's shared counters, where the host's
 	// stats read it.
-	knit_add_relaxed_64(p->efd_flag != nullptr ? lane_counter(l->ext, kWcPeerWakes) : &l->wakes_sent, 1);
+	knit_add_relaxed_64(p->efd_flag != nullptr ? l->peer_wakes : &l->wakes_sent, 1);
 	// W3, release: pairs with the worker's acquire load of the sequence
 	// after its futex wait (W4: a changed sequence = it was rung).
 	knit_add_acq_rel_32(l->wake_seq, 1);

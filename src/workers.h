@@ -32,6 +32,8 @@ struct RegionPlan {
 	uint64_t stride;
 	uint64_t steal_off; // steal topology: the steal area (steal.h), else 0
 	uint64_t total;
+	bool lane_tail;     // each lane's stride ends in its tail (src/pool.h: an isolated
+	                    // process pool's extension, line and spill slot)
 };
 
 struct WorkerOps {
@@ -42,9 +44,13 @@ struct WorkerOps {
 	// (processes: also makes the backend's host state). 0 or the create's
 	// code, the message recorded.
 	int (*tasks)(Pool *p, const knit_pool_options_t *opts, const knit_task_t *tasks, size_t ntasks);
-	// Create the shared region (bytes) into p->region. 0 or what
-	// region_create returns; *what: how it was made, for the message.
-	int (*region)(Pool *p, const knit_pool_options_t *opts, uint64_t bytes, const char **what);
+	// Does this kind isolate its workers' memory (src/proc.h,
+	// "isolation"), so that each lane carries its tail? nullptr: never.
+	bool (*isolated)(const knit_pool_options_t *opts);
+	// Create the shared region (plan.total bytes) into p->region, laid
+	// out as planned. 0 or what region_create returns; *what: how it was
+	// made, for the message.
+	int (*region)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan, const char **what);
 	// Start every worker (the lanes attached). 0 or the create's code, the
 	// message recorded; on failure no worker is left running.
 	int (*start)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan);

@@ -132,10 +132,10 @@ int thread_tasks(Pool *p, const knit_pool_options_t *, const knit_task_t *tasks,
 	return task_table_build(p, tasks, ntasks);
 }
 
-int thread_region(Pool *p, const knit_pool_options_t *, uint64_t bytes, const char **what)
+int thread_region(Pool *p, const knit_pool_options_t *, const RegionPlan &plan, const char **what)
 {
 	*what = "";
-	return region_create(RegionKind::kAnonymous, bytes, "knitting", &p->region);
+	return region_create(RegionKind::kAnonymous, plan.total, "knitting", &p->region);
 }
 
 int thread_start(Pool *p, const knit_pool_options_t *, const RegionPlan &)
@@ -194,6 +194,7 @@ void thread_completion_fd_on(Pool *) {}
 const WorkerOps kThreadWorkers = {
 	thread_check,
 	thread_tasks,
+	nullptr, // one region, one mapping: nothing to isolate
 	thread_region,
 	thread_start,
 	thread_stop_wait,

@@ -923,7 +923,7 @@ void test_steal_dead_worker_calls_crash(void **)
 	uint8_t *const lock = f.p->steal.lock;
 	auto arena_live = [&] {
 		return __atomic_load_n(word_at(lock, kLockOffPA), __ATOMIC_ACQUIRE) ^
-		       __atomic_load_n(word_at(lock, kLockOffPB), __ATOMIC_ACQUIRE);
+		       __atomic_load_n(word_at(f.p->steal.ctl, kStealOffSubmitPB), __ATOMIC_ACQUIRE); // its PB (layout.h)
 	};
 	assert_int_not_equal(arena_live(), 0u);
 	const uint64_t pe = proto_errors(&f);

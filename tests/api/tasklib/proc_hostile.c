@@ -67,7 +67,7 @@
 #define STEAL_OFF_ACK 128u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
 #define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 7u      /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 8u      /* kBootVersion: bump with src/proc.h's ProcBoot */
 #define POOL_OFF_EFD 64u      /* kPoolOffEfdFlag */
 #define RING_OFF_EFD 256u     /* kRingOffEfd */
 #define FD_BRIDGE 5           /* kBootFdBridge */
@@ -76,12 +76,14 @@ struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
 	int32_t fd_status, ppid;
 	uint64_t host_pool, region_size, lanes_off, stride, abort_off, steal_off;
+	uint64_t ext_off; /* isolated pools: the lane's extension, from its lane block */
 };
 
 struct where {
 	uint8_t *base;
 	uint64_t size, lanes_off, stride, steal_off;
 	uint32_t lane;
+	uint8_t *ext; /* its lane's extension (running stamp, started mask, counters) */
 };
 
 static int hexval(char c)
@@ -118,7 +120,10 @@ static int read_boot(struct boot *b)
 	return b->magic == BOOT_MAGIC && b->version == BOOT_VERSION && b->size >= sizeof *b ? 0 : -1;
 }
 
-/* This process's mapping of the pool (the memfd of region_size bytes). */
+/* This process's mapping of the pool: the range of region_size bytes that
+ * starts with the pool's memfd ("/memfd:knitting" at file offset 0; an
+ * isolated pool maps its own lane's and the steal control pages' memfds
+ * over parts of it, so /proc/self/maps shows it in pieces). */
 static int find(struct where *w)
 {
 	struct boot b;
@@ -130,12 +135,16 @@ static int find(struct where *w)
 	char line[512];
 	int rc = -1;
 	while (fgets(line, sizeof line, f) != NULL) {
-		unsigned long lo, hi;
-		if (strstr(line, "/memfd:") == NULL || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+		unsigned long lo, hi, off;
+		char perms[8];
+		if (strstr(line, "/memfd:knitting") == NULL ||
+		    sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &off) != 4 || off != 0)
 			continue;
-		if (hi - lo < b.region_size || b.lanes_off + (uint64_t)(b.lane + 1) * b.stride > b.region_size)
+		if (b.lanes_off + (uint64_t)(b.lane + 1) * b.stride > b.region_size)
 			continue;
 		w->base = (uint8_t *)(uintptr_t)lo;
+		w->ext = b.ext_off != 0 ? w->base + b.lanes_off + (uint64_t)b.lane * b.stride + b.ext_off
+					: w->base + POOL_OFF_LANE_EXT + (uint64_t)b.lane * LANE_EXT_BYTES;
 		w->size = b.region_size;
 		w->lanes_off = b.lanes_off;
 		w->stride = b.stride;
@@ -146,6 +155,27 @@ static int find(struct where *w)
 	}
 	fclose(f);
 	return rc;
+}
+
+/* Can this process write the byte at p (a writable mapping covers it)? */
+static int writable(const void *p)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (f == NULL)
+		return 0;
+	char line[512];
+	int w = 0;
+	const unsigned long a = (unsigned long)(uintptr_t)p;
+	while (fgets(line, sizeof line, f) != NULL) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
+			w = perms[1] == 'w';
+			break;
+		}
+	}
+	fclose(f);
+	return w;
 }
 
 static uint64_t rnd(uint64_t *s)
@@ -214,7 +244,7 @@ static int t_scribble(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 		return 7; /* the test sees a status it does not expect */
 	uint64_t s = (uint64_t)arg->i64 * 0x9E3779B97F4A7C15ull + 1;
 	uint8_t *lane = w.base + w.lanes_off + (uint64_t)w.lane * w.stride;
-	uint8_t *ext = w.base + POOL_OFF_LANE_EXT + (uint64_t)w.lane * LANE_EXT_BYTES;
+	uint8_t *ext = w.ext;
 	/* The fixed part (signal words, both locks: control words, arena
 	 * tables, slots) is where the protocol lives: most writes go there. */
 	const uint64_t fixed = w.stride < 43520 ? w.stride : 43520;
@@ -252,7 +282,7 @@ static int t_forge(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	/* The running stamp (src/pool.h): seqlock u32 seq, u32 ticket,
 	 * u32 generation, u32 pad, u64 start. Written as the worker writes
 	 * it, only naming another call, started long ago. */
-	uint8_t *ext = w.base + POOL_OFF_LANE_EXT + (uint64_t)w.lane * LANE_EXT_BYTES;
+	uint8_t *ext = w.ext;
 	uint32_t *sw = (uint32_t *)ext;
 	uint64_t *start = (uint64_t *)(ext + 16);
 	const uint64_t t = (uint64_t)arg->i64;
@@ -295,11 +325,17 @@ static int t_disarm(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	struct where w;
 	if (find(&w) != 0)
 		return 7;
+	/* The pool header's word only where this worker may write it (an
+	 * isolated pool maps the header read-only: honest workers ring
+	 * through their own pages there). */
 	uint32_t *armed = (uint32_t *)(w.base + POOL_OFF_ARMED);
+	if (!writable(armed))
+		armed = NULL;
 	uint32_t *own = find_ring();
 	const int64_t end = now_ns() + arg->i64 * 1000000;
 	for (uint32_t i = 0;; i++) {
-		__atomic_store_n(armed, 0, __ATOMIC_RELAXED);
+		if (armed != NULL)
+			__atomic_store_n(armed, 0, __ATOMIC_RELAXED);
 		if (own != NULL)
 			__atomic_store_n(own, 0, __ATOMIC_RELAXED);
 		if ((i & 63) == 0) {
@@ -319,11 +355,14 @@ static int t_hide(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	if (find(&w) != 0)
 		return 7;
 	uint32_t *shared = (uint32_t *)(w.base + POOL_OFF_EFD);
+	if (!writable(shared))
+		shared = NULL; /* read-only here (isolated pool) */
 	uint32_t *ring = find_ring();
 	uint32_t *own = ring != NULL ? (uint32_t *)((uint8_t *)ring + RING_OFF_EFD) : NULL;
 	const int64_t end = now_ns() + arg->i64 * 1000000;
 	for (uint32_t i = 0;; i++) {
-		__atomic_store_n(shared, 0, __ATOMIC_RELAXED);
+		if (shared != NULL)
+			__atomic_store_n(shared, 0, __ATOMIC_RELAXED);
 		if (own != NULL)
 			__atomic_store_n(own, 0, __ATOMIC_RELAXED);
 		uint64_t v;
@@ -390,8 +429,7 @@ static int t_liar(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	if (find(&w) != 0)
 		return 7;
 	uint8_t *lock = w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_REQ_LOCK;
-	uint32_t *started = (uint32_t *)(w.base + POOL_OFF_LANE_EXT + (uint64_t)w.lane * LANE_EXT_BYTES +
-					 EXT_OFF_STARTED);
+	uint32_t *started = (uint32_t *)(w.ext + EXT_OFF_STARTED);
 	if (arg->i64 == 0) {
 		__atomic_store_n(started, 0, __ATOMIC_RELAXED);
 	} else {
