@@ -6,6 +6,7 @@
 #   make demo            build and run the demo
 #   make bench           install the peers, build and run knit-bench
 #   make check           every test suite, one summary line at the end
+#   make format | format-check         clang-format the tree, or check it
 #   make check-style | check-unit | check-api | check-stress | check-cross | check-model |
 #        check-fuzz | check-ffi | check-python | check-cxx | check-install | abi-check | man-check
 #   make man-version     write the version of include/knitting.h into the man footers
@@ -472,10 +473,19 @@ check-install: $(LIB_LINK) $(LIB_A)
 	$(Q)MAKE="$(MAKE)" $(RUN) $(SP)install stage -- tests/install/check.sh $(LIB_SO)
 	$(Q)$(call SUMMARY,0,$(SP)install)
 
-# style: the floors of src/ (tests/layering.sh reads src/README.md).
+# style: the floors of src/ (tests/layering.sh reads src/README.md) and the
+# format of every C and C++ file (.clang-format; the generated vmlinux.h is
+# left as bpftool wrote it). `make format` rewrites them, `make format-check`
+# only looks.
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.cpp' '*.h' '*.hpp' 2>/dev/null | grep -v '/vmlinux/')
+format:
+	$(Q)clang-format --style=file -i $(FORMAT_SRCS)
+format-check:
+	$(Q)tests/format-check.sh $(FORMAT_SRCS)
 check-style:
 	$(Q)$(RUN) --clear $(SP)style
 	$(Q)$(RUN) $(SP)style layering -- tests/layering.sh src
+	$(Q)$(RUN) $(SP)style format -- tests/format-check.sh $(FORMAT_SRCS)
 	$(Q)$(call SUMMARY,0,$(SP)style)
 
 CHECK_SUITES := check-style check-unit check-api check-stress check-examples check-model check-fuzz \
@@ -712,5 +722,5 @@ BUILD_DIRS := $(sort $(B) $(B)/obj $(B)/obj/src $(B)/obj-test/src $(B)/lib $(B)/
 $(BUILD_DIRS):
 	$(Q)mkdir -p $@
 
-.PHONY: abi-baseline all tools deps deps-demo deps-bench bench check demo install uninstall install-python uninstall-python clean abi-check man-check man-version FORCE $(CHECK_SUITES)
+.PHONY: abi-baseline all tools format format-check deps deps-demo deps-bench bench check demo install uninstall install-python uninstall-python clean abi-check man-check man-version FORCE $(CHECK_SUITES)
 .DELETE_ON_ERROR:

@@ -18,7 +18,7 @@
 #endif
 
 #define KNIT_SIZE(type, n) _Static_assert(sizeof(type) == (n), "sizeof(" #type ") changed")
-#define KNIT_AT(type, member, off) \
+#define KNIT_AT(type, member, off)                                                                 \
 	_Static_assert(offsetof(type, member) == (off), #type "." #member " moved")
 
 /* knit_value_t */
@@ -133,8 +133,8 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
-KNIT_AT(knit_pool_stats_t, backlogged, 6384); /* 1.1 */
-KNIT_AT(knit_pool_stats_t, class_enqueued, 6392); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
 
 /* knit_task_library_t */

@@ -37,14 +37,14 @@ extern "C" {
 #define KNIT_VERSION_MINOR 2
 #define KNIT_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable as an integer. */
-#define KNIT_VERSION_NUMBER \
+#define KNIT_VERSION_NUMBER                                                                        \
 	((KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH)
 /* Whether a library reporting version v (knit_version()) can serve a program
  * compiled with this header: the same major version, and not older than the
  * header (an older one may lack functions, flags or struct members the
  * program uses). A program checks it once at start-up; see knit_version(3). */
-#define KNIT_VERSION_COMPATIBLE(v) \
-	((((uint32_t)(v)) >> 16) == (uint32_t)KNIT_VERSION_MAJOR && \
+#define KNIT_VERSION_COMPATIBLE(v)                                                                 \
+	((((uint32_t)(v)) >> 16) == (uint32_t)KNIT_VERSION_MAJOR &&                                \
 	 ((uint32_t)(v)) >= (uint32_t)KNIT_VERSION_NUMBER)
 
 /*
@@ -136,11 +136,11 @@ enum knit_task_flags {
 };
 
 typedef struct knit_task {
-	const char *name;    /* unique, non-empty; the pool copies it */
-	knit_task_fn fn;     /* must not be NULL */
-	uint32_t timeout_ms; /* default per-call timeout; 0 = none */
-	uint32_t flags;      /* knit_task_flags */
-	void *data;          /* the task's own state: knit_ctx_task_data() */
+	const char *name;     /* unique, non-empty; the pool copies it */
+	knit_task_fn fn;      /* must not be NULL */
+	uint32_t timeout_ms;  /* default per-call timeout; 0 = none */
+	uint32_t flags;       /* knit_task_flags */
+	void *data;           /* the task's own state: knit_ctx_task_data() */
 	uint64_t reserved[2]; /* must be 0: room for members a later release
 				 gives meaning to (zero keeps today's behaviour) */
 } knit_task_t;
@@ -160,8 +160,8 @@ enum knit_topology {
 enum knit_balancer {
 	KNIT_BALANCE_DEFAULT = 0, /* round robin */
 	KNIT_BALANCE_ROUND_ROBIN = 1,
-	KNIT_BALANCE_FIRST_IDLE = 2,          /* first lane with nothing in flight,
-						 else round robin */
+	KNIT_BALANCE_FIRST_IDLE = 2, /* first lane with nothing in flight,
+					else round robin */
 	KNIT_BALANCE_RANDOM = 3,
 	KNIT_BALANCE_FIRST_IDLE_OR_RANDOM = 4 /* first idle lane, else random */
 };
@@ -176,7 +176,7 @@ enum knit_inline_lane {
 enum knit_doorbell {
 	KNIT_DOORBELL_DEFAULT = 0, /* on */
 	KNIT_DOORBELL_ON = 1,
-	KNIT_DOORBELL_OFF = 2      /* waiting polls with a bounded sleep ladder */
+	KNIT_DOORBELL_OFF = 2 /* waiting polls with a bounded sleep ladder */
 };
 
 #define KNIT_MAX_WORKERS 64
@@ -191,51 +191,51 @@ enum knit_cpu_flags {
 };
 
 typedef struct knit_pool_options {
-	uint32_t size;               /* sizeof(knit_pool_options_t) */
-	uint32_t workers;            /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
-	uint32_t topology;           /* enum knit_topology */
-	uint32_t balancer;           /* enum knit_balancer (lanes topology) */
-	uint32_t inline_lane;        /* enum knit_inline_lane */
-	uint32_t inline_batch;       /* inline tasks run per dispatcher pass; 0 = 1 */
-	uint32_t steal_region_lanes; /* lanes per steal claim; 0 = widest allowed */
-	uint32_t stall_free_loops;   /* fruitless reap passes before sleeping;
-					0 = 1 with the doorbell, 128 without */
-	uint32_t max_backoff_ms;     /* doorbell off: longest sleep between polls; 0 = 10 */
-	uint32_t doorbell;           /* enum knit_doorbell */
-	uint32_t spin_us;            /* worker spin before parking; 0 = 50 with one
-					worker, none with more; KNIT_ZERO = none */
-	uint32_t park_ms;            /* worker park watchdog; 0 = none */
-	uint32_t abort_capacity;     /* abort bits for abortable calls; 0 = 258 */
-	uint32_t hard_timeout_ms;    /* 0 = none; see knit_pool_create(3) */
-	uint32_t max_pending;        /* most calls waiting for a free slot; an
-					enqueue finding that many fails with
-					-KNIT_EAGAIN; 0 = 65536 */
-	uint32_t reserved0;          /* must be 0 */
-	uint64_t payload_max_bytes;  /* arena size per queue direction per lane;
-					0 = 64 MiB; reserved, committed on use */
+	uint32_t size;                  /* sizeof(knit_pool_options_t) */
+	uint32_t workers;               /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
+	uint32_t topology;              /* enum knit_topology */
+	uint32_t balancer;              /* enum knit_balancer (lanes topology) */
+	uint32_t inline_lane;           /* enum knit_inline_lane */
+	uint32_t inline_batch;          /* inline tasks run per dispatcher pass; 0 = 1 */
+	uint32_t steal_region_lanes;    /* lanes per steal claim; 0 = widest allowed */
+	uint32_t stall_free_loops;      /* fruitless reap passes before sleeping;
+					   0 = 1 with the doorbell, 128 without */
+	uint32_t max_backoff_ms;        /* doorbell off: longest sleep between polls; 0 = 10 */
+	uint32_t doorbell;              /* enum knit_doorbell */
+	uint32_t spin_us;               /* worker spin before parking; 0 = 50 with one
+					   worker, none with more; KNIT_ZERO = none */
+	uint32_t park_ms;               /* worker park watchdog; 0 = none */
+	uint32_t abort_capacity;        /* abort bits for abortable calls; 0 = 258 */
+	uint32_t hard_timeout_ms;       /* 0 = none; see knit_pool_create(3) */
+	uint32_t max_pending;           /* most calls waiting for a free slot; an
+					   enqueue finding that many fails with
+					   -KNIT_EAGAIN; 0 = 65536 */
+	uint32_t reserved0;             /* must be 0 */
+	uint64_t payload_max_bytes;     /* arena size per queue direction per lane;
+					   0 = 64 MiB; reserved, committed on use */
 	uint64_t payload_initial_bytes; /* arena bytes committed at creation; 0 = none */
-	uint64_t max_payload_bytes;  /* per-call payload cap; 0 = payload_max_bytes / 8;
-					at most payload_max_bytes / 8 */
+	uint64_t max_payload_bytes;     /* per-call payload cap; 0 = payload_max_bytes / 8;
+					   at most payload_max_bytes / 8 */
 	/* Worker CPU placement, applied before a worker runs anything. All zero
 	 * (or a shorter, older struct) = none: workers inherit the creating
 	 * thread's affinity. Every CPU must be one the process may use. */
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS]; /* the workers' CPUs */
-	uint32_t cpu_flags;          /* enum knit_cpu_flags */
-	uint32_t reserved1;          /* must be 0 */
+	uint32_t cpu_flags;                     /* enum knit_cpu_flags */
+	uint32_t reserved1;                     /* must be 0 */
 	/* Process workers (see knit_pool_create(3), libknitting(7)). A shorter,
 	 * older struct gets thread workers. */
-	uint32_t worker_kind;        /* enum knit_worker_kind; 0 = threads */
-	uint32_t proc_flags;         /* enum knit_proc_flags (processes only) */
-	const char *task_library;    /* processes: the task library's path (a
-					shared object exporting knit_task_library);
-					required with processes, NULL with threads */
-	const char *worker_path;     /* processes: the knit-worker executable; NULL =
-					$KNIT_WORKER_PATH, else the one installed
-					beside the library */
-	uint32_t respawn_max;        /* processes: worker crashes the pool survives
-					(each respawns the worker); one more fails
-					the pool; 0 = 5; KNIT_ZERO = no respawn */
-	uint32_t reserved2;          /* must be 0 */
+	uint32_t worker_kind;             /* enum knit_worker_kind; 0 = threads */
+	uint32_t proc_flags;              /* enum knit_proc_flags (processes only) */
+	const char *task_library;         /* processes: the task library's path (a
+					     shared object exporting knit_task_library);
+					     required with processes, NULL with threads */
+	const char *worker_path;          /* processes: the knit-worker executable; NULL =
+					     $KNIT_WORKER_PATH, else the one installed
+					     beside the library */
+	uint32_t respawn_max;             /* processes: worker crashes the pool survives
+					     (each respawns the worker); one more fails
+					     the pool; 0 = 5; KNIT_ZERO = no respawn */
+	uint32_t reserved2;               /* must be 0 */
 	const char *const *worker_prefix; /* processes: a NULL-terminated argv run
 					before the knit-worker command line (a
 					sandbox: bwrap, systemd-run ...); its
@@ -272,8 +272,8 @@ enum knit_proc_flags {
 #define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
 #define KNIT_TASK_LIBRARY_VERSION 1
 typedef struct knit_task_library {
-	uint32_t size;            /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
-	uint32_t version;         /* KNIT_TASK_LIBRARY_VERSION */
+	uint32_t size;    /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
+	uint32_t version; /* KNIT_TASK_LIBRARY_VERSION */
 	const struct knit_task *tasks;
 	size_t ntasks;
 } knit_task_library_t;
@@ -283,8 +283,8 @@ typedef struct knit_task_library {
 /* ------------------------------------------------------------------------ */
 
 enum knit_call_flags {
-	KNIT_CALL_ABORTABLE = 1u << 0, /* give this call an abort bit */
-	KNIT_CALL_LANE = 1u << 1,      /* run on `lane` (lanes topology) */
+	KNIT_CALL_ABORTABLE = 1u << 0,  /* give this call an abort bit */
+	KNIT_CALL_LANE = 1u << 1,       /* run on `lane` (lanes topology) */
 	KNIT_CALL_NO_TIMEOUT = 1u << 2, /* ignore the task's default timeout */
 	/* 1.2: the call's priority class (neither: normal; both: -KNIT_EINVAL).
 	 * A waiting call is placed before waiting calls of a lower class that
@@ -304,22 +304,22 @@ typedef struct knit_call_options {
  * is frozen for the major version; it grows by meaning (opts, reserved),
  * never by size. */
 typedef struct knit_request {
-	uint32_t task;       /* task id */
-	uint32_t reserved;   /* must be 0 (-KNIT_EINVAL otherwise) */
-	const knit_value_t *arg; /* NULL = KNIT_VALUE_NONE */
-	void *user_data;     /* comes back in the completion */
+	uint32_t task;                   /* task id */
+	uint32_t reserved;               /* must be 0 (-KNIT_EINVAL otherwise) */
+	const knit_value_t *arg;         /* NULL = KNIT_VALUE_NONE */
+	void *user_data;                 /* comes back in the completion */
 	const knit_call_options_t *opts; /* NULL = the defaults */
 } knit_request_t;
 
 typedef struct knit_completion {
 	knit_ticket_t ticket;
-	void *user_data;     /* as given to knit_enqueue */
-	int32_t status;      /* 0, or -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_ECANCELED,
-				-KNIT_ECLOSED, -KNIT_ECRASHED, -KNIT_ETOOBIG,
-				-KNIT_EPROTO, -KNIT_ENOMEM */
-	uint32_t task;       /* task id */
-	knit_value_t result; /* status 0: the result; -KNIT_ETASK: an error value;
-				else KNIT_VALUE_NONE */
+	void *user_data;      /* as given to knit_enqueue */
+	int32_t status;       /* 0, or -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_ECANCELED,
+				 -KNIT_ECLOSED, -KNIT_ECRASHED, -KNIT_ETOOBIG,
+				 -KNIT_EPROTO, -KNIT_ENOMEM */
+	uint32_t task;        /* task id */
+	knit_value_t result;  /* status 0: the result; -KNIT_ETASK: an error value;
+				 else KNIT_VALUE_NONE */
 	uint64_t reserved[2]; /* library use */
 } knit_completion_t;
 
@@ -356,35 +356,35 @@ typedef struct knit_lane_stats {
 } knit_lane_stats_t;
 
 typedef struct knit_pool_stats {
-	uint32_t size;               /* in: the size argument (see knit_pool_stats(3)) */
-	uint32_t lanes;              /* out: lanes filled in below */
-	uint32_t topology;           /* out: enum knit_topology actually used */
-	uint32_t workers;            /* out: worker threads */
-	uint64_t enqueued;           /* calls accepted */
-	uint64_t completed;          /* completions handed out */
-	uint64_t pending;            /* calls not yet completed */
-	uint64_t backlog;            /* calls waiting for a free slot now */
-	uint64_t backlog_high_water; /* most ever waiting at once */
-	uint64_t doorbell_arms;      /* times a waiting host armed the doorbell */
-	uint64_t doorbell_wakes;     /* times it was woken by a ring */
-	uint64_t inline_calls;       /* calls run on the inline lane */
-	uint64_t proto_errors;       /* frames from workers failing validation */
-	uint64_t late_drops;         /* results for calls completed already */
+	uint32_t size;                  /* in: the size argument (see knit_pool_stats(3)) */
+	uint32_t lanes;                 /* out: lanes filled in below */
+	uint32_t topology;              /* out: enum knit_topology actually used */
+	uint32_t workers;               /* out: worker threads */
+	uint64_t enqueued;              /* calls accepted */
+	uint64_t completed;             /* completions handed out */
+	uint64_t pending;               /* calls not yet completed */
+	uint64_t backlog;               /* calls waiting for a free slot now */
+	uint64_t backlog_high_water;    /* most ever waiting at once */
+	uint64_t doorbell_arms;         /* times a waiting host armed the doorbell */
+	uint64_t doorbell_wakes;        /* times it was woken by a ring */
+	uint64_t inline_calls;          /* calls run on the inline lane */
+	uint64_t proto_errors;          /* frames from workers failing validation */
+	uint64_t late_drops;            /* results for calls completed already */
 	uint64_t arena_committed_bytes; /* payload arena bytes committed now: every
 					   lane, both directions, the submit arena */
-	uint64_t sync_calls;         /* knit_call calls completed on the fast path
-					(counted in enqueued and completed too) */
+	uint64_t sync_calls;            /* knit_call calls completed on the fast path
+					   (counted in enqueued and completed too) */
 	knit_lane_stats_t lane[KNIT_MAX_WORKERS + 1];
 	/* Process workers (0 for thread pools; a shorter struct omits them). */
-	uint64_t spawns;             /* worker processes started, respawns included */
-	uint64_t crashes;            /* worker processes that died unasked */
-	uint64_t respawns;           /* workers started again after a crash or a
-					hard-timeout kill */
-	uint64_t hard_kills;         /* workers killed for the hard timeout */
+	uint64_t spawns;     /* worker processes started, respawns included */
+	uint64_t crashes;    /* worker processes that died unasked */
+	uint64_t respawns;   /* workers started again after a crash or a
+				hard-timeout kill */
+	uint64_t hard_kills; /* workers killed for the hard timeout */
 	/* 1.1: after the process fields (a shorter struct omits it). */
-	uint64_t backlogged;         /* calls that waited in the backlog for a
-					free slot (a call put back after its worker
-					process died counts again) */
+	uint64_t backlogged; /* calls that waited in the backlog for a
+				free slot (a call put back after its worker
+				process died counts again) */
 	/* 1.2: per priority class, [0] KNIT_CALL_HIGH, [1] normal, [2]
 	   KNIT_CALL_LOW (a shorter struct omits them). */
 	uint64_t class_enqueued[3];   /* calls accepted */
@@ -434,7 +434,8 @@ KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out, unsigned m
  * knit_complete: each completion goes to exactly one reaper. See
  * knit_complete_tickets(3). Since 1.2. */
 KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets, unsigned n,
-				   knit_completion_t *out, unsigned max, int64_t timeout_ns) KNIT_NOEXCEPT;
+				   knit_completion_t *out, unsigned max,
+				   int64_t timeout_ns) KNIT_NOEXCEPT;
 
 /* Wait until every call enqueued before this call began has been reaped
  * (by any thread; this function reaps nothing), without stopping the pool.
@@ -469,7 +470,8 @@ KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KN
 /* Stop (cancelling) if needed, join the workers, free everything. */
 KNIT_API int knit_pool_destroy(knit_pool_t *pool) KNIT_NOEXCEPT;
 
-KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT;
+KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats,
+			     size_t size) KNIT_NOEXCEPT;
 
 /* Worker side: only valid inside a task function, on its own ctx. */
 KNIT_API int knit_ctx_aborted(const knit_ctx_t *ctx) KNIT_NOEXCEPT;

@@ -88,23 +88,14 @@ enum class error : int {
 };
 
 // knit_strerror's static text for e; never NULL.
-inline const char *message(knit::error e) noexcept
-{
-	return knit_strerror(static_cast<int>(e));
-}
+inline const char *message(knit::error e) noexcept { return knit_strerror(static_cast<int>(e)); }
 
 // Why this thread's last knit::pool::create (knit_pool_create) failed, naming
 // the file or value: knit_last_error(3). "" after a success; never NULL.
-inline const char *last_error() noexcept
-{
-	return knit_last_error();
-}
+inline const char *last_error() noexcept { return knit_last_error(); }
 
 // The error of a negative C return value (rc < 0).
-constexpr knit::error error_of(int rc) noexcept
-{
-	return static_cast<knit::error>(-rc);
-}
+constexpr knit::error error_of(int rc) noexcept { return static_cast<knit::error>(-rc); }
 
 namespace detail {
 class category_impl final : public std::error_category {
@@ -134,12 +125,12 @@ inline std::error_code make_error_code(knit::error e) noexcept
 class exception : public std::system_error {
 public:
 	explicit exception(knit::error e, std::int32_t task_code = 0)
-		: std::system_error(knit::make_error_code(e),
-				    e == knit::error::task ? "knit (task code " + std::to_string(task_code) + ")"
-							   : std::string("knit")),
-		  err_(e), task_code_(task_code)
-	{
-	}
+	    : std::system_error(knit::make_error_code(e),
+				e == knit::error::task
+					? "knit (task code " + std::to_string(task_code) + ")"
+					: std::string("knit")),
+	      err_(e), task_code_(task_code)
+	{}
 	knit::error error() const noexcept { return err_; }
 	std::int32_t task_code() const noexcept { return task_code_; }
 
@@ -161,14 +152,15 @@ public:
 
 	result(const T &v) : val_(v) {}
 	result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>) : val_(std::move(v)) {}
-	result(knit::error e, std::int32_t task_code = 0) noexcept : err_(e), task_code_(task_code) {}
+	result(knit::error e, std::int32_t task_code = 0) noexcept : err_(e), task_code_(task_code)
+	{}
 
 	bool has_value() const noexcept { return val_.has_value(); }
 	explicit operator bool() const noexcept { return val_.has_value(); }
 
-	T &operator*() & noexcept { return *val_; }
-	const T &operator*() const & noexcept { return *val_; }
-	T &&operator*() && noexcept { return std::move(*val_); }
+	T &operator*() &noexcept { return *val_; }
+	const T &operator*() const &noexcept { return *val_; }
+	T &&operator*() &&noexcept { return std::move(*val_); }
 	T *operator->() noexcept { return &*val_; }
 	const T *operator->() const noexcept { return &*val_; }
 
@@ -179,7 +171,10 @@ public:
 	{
 		return has_value() ? std::error_code() : knit::make_error_code(err_);
 	}
-	const char *message() const noexcept { return has_value() ? knit_strerror(0) : knit::message(err_); }
+	const char *message() const noexcept
+	{
+		return has_value() ? knit_strerror(0) : knit::message(err_);
+	}
 
 	template <class U> T value_or(U &&other) const &
 	{
@@ -228,7 +223,9 @@ public:
 	using value_type = void;
 
 	result() noexcept = default;
-	result(knit::error e, std::int32_t task_code = 0) noexcept : ok_(false), err_(e), task_code_(task_code) {}
+	result(knit::error e, std::int32_t task_code = 0) noexcept
+	    : ok_(false), err_(e), task_code_(task_code)
+	{}
 
 	bool has_value() const noexcept { return ok_; }
 	explicit operator bool() const noexcept { return ok_; }
@@ -238,7 +235,10 @@ public:
 	{
 		return ok_ ? std::error_code() : knit::make_error_code(err_);
 	}
-	const char *message() const noexcept { return ok_ ? knit_strerror(0) : knit::message(err_); }
+	const char *message() const noexcept
+	{
+		return ok_ ? knit_strerror(0) : knit::message(err_);
+	}
 #if KNIT_HPP_EXCEPTIONS
 	void value() const
 	{
@@ -294,17 +294,16 @@ class bytes {
 public:
 	constexpr bytes() noexcept = default;
 	bytes(const void *data, std::size_t size) noexcept
-		: data_(static_cast<const unsigned char *>(data)), size_(size)
-	{
-	}
+	    : data_(static_cast<const unsigned char *>(data)), size_(size)
+	{}
 	// Any contiguous container of one-byte elements (std::vector<unsigned
 	// char>, std::array<std::byte, N>, std::string ...); explicit, so that a
 	// std::string argument is a string, not bytes, unless asked.
-	template <class C, class E = std::remove_pointer_t<decltype(std::data(std::declval<const C &>()))>,
+	template <class C,
+		  class E = std::remove_pointer_t<decltype(std::data(std::declval<const C &>()))>,
 		  std::enable_if_t<sizeof(E) == 1 && std::is_trivially_copyable_v<E>, int> = 0>
 	explicit bytes(const C &c) noexcept : bytes(std::data(c), std::size(c))
-	{
-	}
+	{}
 
 	const unsigned char *data() const noexcept { return data_; }
 	std::size_t size() const noexcept { return size_; }
@@ -330,13 +329,15 @@ public:
 		v_.type = KNIT_VALUE_BOOL;
 		v_.i64 = b ? 1 : 0;
 	}
-	template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+	template <class I,
+		  std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
 	value(I i) noexcept : v_()
 	{
 		v_.type = KNIT_VALUE_I64;
 		v_.i64 = static_cast<std::int64_t>(i);
 	}
-	template <class F, std::enable_if_t<std::is_floating_point_v<F>, int> = 0> value(F f) noexcept : v_()
+	template <class F, std::enable_if_t<std::is_floating_point_v<F>, int> = 0>
+	value(F f) noexcept : v_()
 	{
 		v_.type = KNIT_VALUE_F64;
 		v_.f64 = static_cast<double>(f);
@@ -367,7 +368,8 @@ public:
 	std::int32_t code() const noexcept { return v_.code; }
 	std::string_view str() const noexcept
 	{
-		return v_.len ? std::string_view(static_cast<const char *>(v_.data), v_.len) : std::string_view();
+		return v_.len ? std::string_view(static_cast<const char *>(v_.data), v_.len)
+			      : std::string_view();
 	}
 	knit::bytes data() const noexcept { return knit::bytes(v_.data, v_.len); }
 
@@ -395,12 +397,15 @@ public:
 			if (v_.type != KNIT_VALUE_I64)
 				return mismatch<T>();
 			if constexpr (std::is_signed_v<T>) {
-				if (v_.i64 < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-				    v_.i64 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+				if (v_.i64 < static_cast<std::int64_t>(
+						     std::numeric_limits<T>::min()) ||
+				    v_.i64 > static_cast<std::int64_t>(
+						     std::numeric_limits<T>::max()))
 					return mismatch<T>();
 			} else {
-				if (v_.i64 < 0 ||
-				    static_cast<std::uint64_t>(v_.i64) > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+				if (v_.i64 < 0 || static_cast<std::uint64_t>(v_.i64) >
+							  static_cast<std::uint64_t>(
+								  std::numeric_limits<T>::max()))
 					return mismatch<T>();
 			}
 			return knit::result<T>(static_cast<T>(v_.i64));
@@ -425,13 +430,20 @@ public:
 				return mismatch<T>();
 			return knit::result<T>(T(data().begin(), data().end()));
 		} else {
-			static_assert(detail::dependent_false<T>, "knit::value::as<T>: no conversion to T");
+			static_assert(detail::dependent_false<T>,
+				      "knit::value::as<T>: no conversion to T");
 		}
 	}
 
 private:
-	template <class T> static knit::result<T> mismatch() { return knit::result<T>(knit::error::invalid_argument); }
-	bool has_bytes() const noexcept { return v_.type == KNIT_VALUE_BYTES || v_.type == KNIT_VALUE_STRING; }
+	template <class T> static knit::result<T> mismatch()
+	{
+		return knit::result<T>(knit::error::invalid_argument);
+	}
+	bool has_bytes() const noexcept
+	{
+		return v_.type == KNIT_VALUE_BYTES || v_.type == KNIT_VALUE_STRING;
+	}
 	knit_value_t v_;
 };
 
@@ -472,19 +484,23 @@ public:
 	reply() noexcept = default;
 	reply(knit::value v) noexcept : v_(v.raw()) {}
 	reply(bool b) noexcept : reply(knit::value(b)) {}
-	template <class I, std::enable_if_t<std::is_arithmetic_v<I> && !std::is_same_v<I, bool>, int> = 0>
+	template <class I,
+		  std::enable_if_t<std::is_arithmetic_v<I> && !std::is_same_v<I, bool>, int> = 0>
 	reply(I i) noexcept : reply(knit::value(i))
-	{
-	}
+	{}
 	reply(std::string_view s) noexcept : reply(knit::value(s)) {}
 	reply(const char *s) noexcept : reply(knit::value(s)) {}
 	reply(knit::bytes b) noexcept : reply(knit::value(b)) {}
-	reply(std::string s) noexcept : owned_(std::move(s)), copy_(true) { v_.type = KNIT_VALUE_STRING; }
+	reply(std::string s) noexcept : owned_(std::move(s)), copy_(true)
+	{
+		v_.type = KNIT_VALUE_STRING;
+	}
 	reply(const std::vector<unsigned char> &b) : owned_(b.begin(), b.end()), copy_(true)
 	{
 		v_.type = KNIT_VALUE_BYTES;
 	}
-	reply(knit::task_error e) noexcept : owned_(std::move(e.message)), copy_(true), failed_(true)
+	reply(knit::task_error e) noexcept
+	    : owned_(std::move(e.message)), copy_(true), failed_(true)
 	{
 		v_.type = KNIT_VALUE_ERROR;
 		v_.code = e.code;
@@ -502,7 +518,8 @@ public:
 				void *p = knit_ctx_alloc(ctx, owned_.size() + 1);
 				if (p == nullptr)
 					return refuse(ret, -KNIT_ENOMEM,
-						      "knitting.hpp: knit_ctx_alloc refused the result's bytes");
+						      "knitting.hpp: knit_ctx_alloc refused the "
+						      "result's bytes");
 				std::memcpy(p, owned_.data(), owned_.size());
 				static_cast<char *>(p)[owned_.size()] = '\0';
 				v_.data = p;
@@ -548,7 +565,8 @@ template <class F> struct task_def {
 };
 
 template <class F>
-task_def<std::decay_t<F>> task(const char *name, F &&fn, std::uint32_t timeout_ms = 0, std::uint32_t flags = 0)
+task_def<std::decay_t<F>> task(const char *name, F &&fn, std::uint32_t timeout_ms = 0,
+			       std::uint32_t flags = 0)
 {
 	return task_def<std::decay_t<F>>{name, std::forward<F>(fn), timeout_ms, flags};
 }
@@ -556,7 +574,8 @@ task_def<std::decay_t<F>> task(const char *name, F &&fn, std::uint32_t timeout_m
 namespace detail {
 // Each task's knit_task_t.data: its callable and how to run it.
 struct task_slot {
-	int (*invoke)(void *fn, knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret) noexcept;
+	int (*invoke)(void *fn, knit_ctx_t *ctx, const knit_value_t *arg,
+		      knit_value_t *ret) noexcept;
 	void *fn;
 };
 
@@ -582,20 +601,24 @@ template <class F, class R> int finish(F &&run, knit_ctx_t *ctx, knit_value_t *r
 	} catch (const std::exception &e) {
 		return knit::reply(knit::task_error{knit::exception_code, e.what()}).ship(ctx, ret);
 	} catch (...) {
-		return knit::reply::refuse(ret, knit::exception_code, "knitting.hpp: the task threw a non-std exception");
+		return knit::reply::refuse(ret, knit::exception_code,
+					   "knitting.hpp: the task threw a non-std exception");
 	}
 #endif
 }
 
-template <class F> int invoke(void *obj, knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret) noexcept
+template <class F>
+int invoke(void *obj, knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret) noexcept
 {
 	F &f = *static_cast<F *>(obj);
-	if constexpr (std::is_invocable_r_v<int, F &, knit_ctx_t *, const knit_value_t *, knit_value_t *>) {
+	if constexpr (std::is_invocable_r_v<int, F &, knit_ctx_t *, const knit_value_t *,
+					    knit_value_t *>) {
 #if KNIT_HPP_EXCEPTIONS
 		try {
 			return f(ctx, arg, ret);
 		} catch (...) {
-			return knit::reply::refuse(ret, knit::exception_code, "knitting.hpp: the task threw");
+			return knit::reply::refuse(ret, knit::exception_code,
+						   "knitting.hpp: the task threw");
 		}
 #else
 		return f(ctx, arg, ret);
@@ -610,8 +633,10 @@ template <class F> int invoke(void *obj, knit_ctx_t *ctx, const knit_value_t *ar
 		auto run = [&]() -> R { return f(knit::value(*arg)); };
 		return finish<decltype(run) &, R>(run, ctx, ret);
 	} else {
-		static_assert(dependent_false<F>, "knit::task: the callable takes (knit::task_context &, knit::value), "
-						  "(knit::value) or (knit_ctx_t *, const knit_value_t *, knit_value_t *)");
+		static_assert(
+			dependent_false<F>,
+			"knit::task: the callable takes (knit::task_context &, knit::value), "
+			"(knit::value) or (knit_ctx_t *, const knit_value_t *, knit_value_t *)");
 		return 0;
 	}
 }
@@ -624,10 +649,7 @@ template <class... F> struct task_block {
 	template <class... A> explicit task_block(A &&...a) : fns(std::forward<A>(a)...), slots() {}
 };
 
-template <class B> void delete_block(void *b) noexcept
-{
-	delete static_cast<B *>(b);
-}
+template <class B> void delete_block(void *b) noexcept { delete static_cast<B *>(b); }
 } // namespace detail
 
 // ---- completions --------------------------------------------------------------------
@@ -680,7 +702,10 @@ public:
 	// view valid until this completion is released.
 	knit::value get() const noexcept { return knit::value(c_.result); }
 	// -KNIT_ETASK: the task's code and message (0 and empty otherwise).
-	std::int32_t task_code() const noexcept { return c_.result.type == KNIT_VALUE_ERROR ? c_.result.code : 0; }
+	std::int32_t task_code() const noexcept
+	{
+		return c_.result.type == KNIT_VALUE_ERROR ? c_.result.code : 0;
+	}
 	std::string_view message() const noexcept
 	{
 		return c_.result.type == KNIT_VALUE_ERROR ? get().str() : std::string_view();
@@ -710,9 +735,8 @@ public:
 	static constexpr unsigned batch = 32;
 
 	completion_range(knit_pool_t *pool, std::chrono::nanoseconds timeout) noexcept
-		: pool_(pool), timeout_(timeout.count())
-	{
-	}
+	    : pool_(pool), timeout_(timeout.count())
+	{}
 	completion_range(const completion_range &) = delete;
 	completion_range &operator=(const completion_range &) = delete;
 	~completion_range()
@@ -811,7 +835,8 @@ inline knit_pool_options_t thread_options(std::uint32_t workers = 1) noexcept
 
 // Process workers running the tasks of a task library (the path must stay
 // valid until the pool is created; the pool keeps what it needs).
-inline knit_pool_options_t process_options(const char *task_library, std::uint32_t workers = 1) noexcept
+inline knit_pool_options_t process_options(const char *task_library,
+					   std::uint32_t workers = 1) noexcept
 {
 	knit_pool_options_t o = thread_options(workers);
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
@@ -819,7 +844,8 @@ inline knit_pool_options_t process_options(const char *task_library, std::uint32
 	return o;
 }
 
-inline knit_call_options_t call_options(std::uint32_t flags = 0, std::uint32_t timeout_ms = 0) noexcept
+inline knit_call_options_t call_options(std::uint32_t flags = 0,
+					std::uint32_t timeout_ms = 0) noexcept
 {
 	knit_call_options_t o{};
 	o.size = sizeof o;
@@ -830,10 +856,7 @@ inline knit_call_options_t call_options(std::uint32_t flags = 0, std::uint32_t t
 
 // Whether the loaded library can serve a program built with this header
 // (KNIT_VERSION_COMPATIBLE; see knit_version(3)).
-inline bool library_compatible() noexcept
-{
-	return KNIT_VERSION_COMPATIBLE(knit_version());
-}
+inline bool library_compatible() noexcept { return KNIT_VERSION_COMPATIBLE(knit_version()); }
 
 // ---- the pool ------------------------------------------------------------------------
 
@@ -881,9 +904,8 @@ public:
 	// a process pool (process_options()).
 	template <class... F>
 	explicit pool(const knit_pool_options_t &opts, task_def<F>... tasks)
-		: pool(create(opts, std::move(tasks)...).value())
-	{
-	}
+	    : pool(create(opts, std::move(tasks)...).value())
+	{}
 #endif
 
 	// knit_pool_destroy now (the callables after it); the pool is then
@@ -928,18 +950,21 @@ public:
 	// the call's ticket stored there before the wait, for cancel() from
 	// another thread (knit_call_ex).
 	template <class T = knit::completion>
-	knit::result<T> call(std::uint32_t task, const knit::value &arg, const knit_call_options_t &opts,
+	knit::result<T> call(std::uint32_t task, const knit::value &arg,
+			     const knit_call_options_t &opts,
 			     std::chrono::nanoseconds timeout = knit::task_default,
 			     knit::ticket *ticket = nullptr) const
 	{
 		knit_completion_t c;
-		const int rc = knit_call_ex(p_, task, &arg.raw(), &opts, ticket, &c, timeout.count());
+		const int rc =
+			knit_call_ex(p_, task, &arg.raw(), &opts, ticket, &c, timeout.count());
 		return finish_call<T>(rc, c);
 	}
 
 	// Enqueue a call; its one completion comes from complete() or
 	// completions(), carrying user_data.
-	knit::result<knit::ticket> enqueue(std::uint32_t task, const knit::value &arg = knit::value(),
+	knit::result<knit::ticket> enqueue(std::uint32_t task,
+					   const knit::value &arg = knit::value(),
 					   void *user_data = nullptr) const noexcept
 	{
 		knit::ticket t = 0;
@@ -948,7 +973,8 @@ public:
 			return knit::result<knit::ticket>(knit::error_of(rc));
 		return knit::result<knit::ticket>(t);
 	}
-	knit::result<knit::ticket> enqueue(std::uint32_t task, const knit::value &arg, void *user_data,
+	knit::result<knit::ticket> enqueue(std::uint32_t task, const knit::value &arg,
+					   void *user_data,
 					   const knit_call_options_t &opts) const noexcept
 	{
 		knit::ticket t = 0;
@@ -976,7 +1002,8 @@ public:
 	// (knit_complete_tickets, 1.2): knit::error::timed_out when it did not
 	// complete within timeout, knit::error::not_found when t names no call
 	// of this pool still to be reaped.
-	knit::result<knit::completion> complete(knit::ticket t, std::chrono::nanoseconds timeout) const noexcept
+	knit::result<knit::completion> complete(knit::ticket t,
+						std::chrono::nanoseconds timeout) const noexcept
 	{
 		knit_completion_t c;
 		const int n = knit_complete_tickets(p_, &t, 1, &c, 1, timeout.count());
@@ -1004,7 +1031,8 @@ public:
 	}
 
 	// knit_cancel: KNIT_CANCEL_NOW (the default) or KNIT_CANCEL_SIGNAL.
-	knit::result<void> cancel(knit::ticket t, std::uint32_t flags = KNIT_CANCEL_NOW) const noexcept
+	knit::result<void> cancel(knit::ticket t,
+				  std::uint32_t flags = KNIT_CANCEL_NOW) const noexcept
 	{
 		return detail::check(knit_cancel(p_, t, flags));
 	}
@@ -1031,16 +1059,17 @@ public:
 
 	// knit_stop: KNIT_STOP_DRAIN or KNIT_STOP_CANCEL, waiting up to timeout
 	// (no_timeout: without limit).
-	knit::result<void> stop(std::uint32_t flags, std::chrono::nanoseconds timeout = knit::no_timeout) const noexcept
+	knit::result<void> stop(std::uint32_t flags,
+				std::chrono::nanoseconds timeout = knit::no_timeout) const noexcept
 	{
-		return detail::check(knit_stop(p_, flags, timeout == knit::no_timeout ? -1 : timeout.count()));
+		return detail::check(
+			knit_stop(p_, flags, timeout == knit::no_timeout ? -1 : timeout.count()));
 	}
 
 private:
 	pool(knit_pool_t *p, void *fns, void (*free_fns)(void *) noexcept) noexcept
-		: p_(p), fns_(fns), free_fns_(free_fns)
-	{
-	}
+	    : p_(p), fns_(fns), free_fns_(free_fns)
+	{}
 
 	static knit::result<pool> make(const knit_pool_options_t *opts) noexcept
 	{
@@ -1055,14 +1084,16 @@ private:
 	static void bind(detail::task_block<F...> &b, knit_task_t *out, task_def<F> &...defs,
 			 std::index_sequence<I...>) noexcept
 	{
-		((b.slots[I].invoke = &detail::invoke<F>, b.slots[I].fn = &std::get<I>(b.fns), out[I].name = defs.name,
-		  out[I].fn = &detail::trampoline, out[I].timeout_ms = defs.timeout_ms, out[I].flags = defs.flags,
+		((b.slots[I].invoke = &detail::invoke<F>, b.slots[I].fn = &std::get<I>(b.fns),
+		  out[I].name = defs.name, out[I].fn = &detail::trampoline,
+		  out[I].timeout_ms = defs.timeout_ms, out[I].flags = defs.flags,
 		  out[I].data = &b.slots[I]),
 		 ...);
 	}
 
 	template <class F0, class... F>
-	static knit::result<pool> make(const knit_pool_options_t *opts, task_def<F0> t0, task_def<F>... tasks)
+	static knit::result<pool> make(const knit_pool_options_t *opts, task_def<F0> t0,
+				       task_def<F>... tasks)
 	{
 		using block = detail::task_block<F0, F...>;
 		constexpr std::size_t n = 1 + sizeof...(F);
@@ -1088,10 +1119,13 @@ private:
 		if constexpr (std::is_same_v<T, knit::completion>) {
 			return knit::result<T>(std::move(done));
 		} else {
-			static_assert(!std::is_same_v<T, std::string_view> && !std::is_same_v<T, knit::bytes> &&
-					      !std::is_same_v<T, knit::value>,
-				      "pool::call<T>: T is a view of bytes the completion frees; call<knit::completion>() "
-				      "keeps them, or ask for std::string / std::vector<unsigned char>");
+			static_assert(
+				!std::is_same_v<T, std::string_view> &&
+					!std::is_same_v<T, knit::bytes> &&
+					!std::is_same_v<T, knit::value>,
+				"pool::call<T>: T is a view of bytes the completion frees; "
+				"call<knit::completion>() "
+				"keeps them, or ask for std::string / std::vector<unsigned char>");
 			return done.as<T>();
 		}
 	}

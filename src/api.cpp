@@ -68,13 +68,17 @@ struct EnqueueArgs {
 	}
 }
 
-int64_t deadline_after_ms(uint32_t ms) { return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0); }
+int64_t deadline_after_ms(uint32_t ms)
+{
+	return deadline_after(knit_now_ns(), (int64_t)ms * 1000000, 0);
+}
 
 // A call's argument `arg_in` (may be NULL) checked and taken (value_take)
 // into *arg, its bytes copied into *buf (malloc'd; nullptr for a scalar):
 // 0, or the code the enqueue fails with (nothing kept). The caller's
 // buffer is theirs again when the enqueue returns.
-[[gnu::always_inline]] inline int take_arg(Pool *p, const knit_value_t *arg_in, knit_value_t *arg, uint8_t **buf)
+[[gnu::always_inline]] inline int take_arg(Pool *p, const knit_value_t *arg_in, knit_value_t *arg,
+					   uint8_t **buf)
 {
 	value_take(arg_in, arg);
 	*buf = nullptr;
@@ -117,13 +121,14 @@ void refused_pass(Pool *p)
 }
 
 // A freshly allocated record (under mu) takes its call's fields.
-[[gnu::always_inline]] inline void call_fill(Pool *p, Call *c, const EnqueueArgs &a, const knit_value_t &arg,
-					    uint8_t *buf)
+[[gnu::always_inline]] inline void call_fill(Pool *p, Call *c, const EnqueueArgs &a,
+					     const knit_value_t &arg, uint8_t *buf)
 {
 	// A high or low call is counted in its class (normal: the rest of
 	// st_enqueued, no count to keep), and out again by call_undo_locked().
 	if (call_class(a.flags) != kClassNormal)
-		mu_counter_add_64(&p->st_class_enqueued[call_class(a.flags) == kClassHigh ? 0 : 1], 1);
+		mu_counter_add_64(&p->st_class_enqueued[call_class(a.flags) == kClassHigh ? 0 : 1],
+				  1);
 	c->task = a.task;
 	c->flags = a.flags;
 	c->pin_lane = a.pin_lane;
@@ -151,9 +156,10 @@ void refused_pass(Pool *p)
 // prefix of the n), with *err why the next one got none (the closed code,
 // or call_alloc_locked's). Only a call with a deadline keeps its record's
 // enqueue hold (enqueue()).
-[[gnu::always_inline]] inline uint32_t records_take(Pool *p, const EnqueueArgs *a, const knit_value_t *v,
-						     uint8_t *const *buf, uint32_t n, Call **calls,
-						     knit_ticket_t *t, int *err)
+[[gnu::always_inline]] inline uint32_t records_take(Pool *p, const EnqueueArgs *a,
+						    const knit_value_t *v, uint8_t *const *buf,
+						    uint32_t n, Call **calls, knit_ticket_t *t,
+						    int *err)
 {
 	uint32_t na = 0;
 	pthread_mutex_lock(&p->mu);
@@ -161,7 +167,8 @@ void refused_pass(Pool *p)
 		*err = pool_closed_code(p);
 	} else {
 		for (; na < n; na++) {
-			Call *c = call_alloc_locked(p, a[na].abortable, a[na].deadline_ns != 0, &t[na], err);
+			Call *c = call_alloc_locked(p, a[na].abortable, a[na].deadline_ns != 0,
+						    &t[na], err);
 			if (c == nullptr)
 				break;
 			call_fill(p, c, a[na], v[na], buf[na]);
@@ -193,7 +200,8 @@ void deadline_tracked(Pool *p)
 // Enqueue a validated call with argument `arg_in` (may be NULL). On success
 // *out_call (if non-null) is the record (still holding kHoldUser) and
 // *ticket its ticket.
-int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **out_call, knit_ticket_t *ticket)
+int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **out_call,
+	    knit_ticket_t *ticket)
 {
 	knit_value_t arg;
 	uint8_t *buf;
@@ -279,7 +287,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 // call's, in knit_enqueue and in a burst, and a call to them costs as much
 // as their common case.)
 [[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
-					    uint32_t flags, void *user_data, int64_t timeout_ns, EnqueueArgs *a)
+					    uint32_t flags, void *user_data, int64_t timeout_ns,
+					    EnqueueArgs *a)
 {
 	if (task >= p->ntasks)
 		return -KNIT_ENOTASK;
@@ -291,9 +300,10 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 			return -KNIT_EVERSION;
 		memset(&o, 0, sizeof o);
 		memcpy(&o, opts, opts->size);
-		const uint32_t known =
-			KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT | KNIT_CALL_HIGH | KNIT_CALL_LOW;
-		if ((o.flags & ~known) != 0 || (o.flags & (KNIT_CALL_HIGH | KNIT_CALL_LOW)) == (KNIT_CALL_HIGH | KNIT_CALL_LOW))
+		const uint32_t known = KNIT_CALL_ABORTABLE | KNIT_CALL_LANE | KNIT_CALL_NO_TIMEOUT |
+				       KNIT_CALL_HIGH | KNIT_CALL_LOW;
+		if ((o.flags & ~known) != 0 || (o.flags & (KNIT_CALL_HIGH | KNIT_CALL_LOW)) ==
+						       (KNIT_CALL_HIGH | KNIT_CALL_LOW))
 			return -KNIT_EINVAL;
 		oflags = o.flags;
 		otimeout_ms = o.timeout_ms;
@@ -326,8 +336,8 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 }
 
 int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *user_data,
-	       const knit_call_options_t *opts, uint32_t flags, Call **out_call, knit_ticket_t *ticket,
-	       int64_t timeout_ns)
+	       const knit_call_options_t *opts, uint32_t flags, Call **out_call,
+	       knit_ticket_t *ticket, int64_t timeout_ns)
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -365,7 +375,8 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 	uint32_t np = 0;
 	for (; np < m; np++) {
 		const knit_request_t &r = reqs[np];
-		int rc = r.reserved != 0 ? -KNIT_EINVAL : call_args(p, r.task, r.opts, 0, r.user_data, 0, &a[np]);
+		int rc = r.reserved != 0 ? -KNIT_EINVAL
+					 : call_args(p, r.task, r.opts, 0, r.user_data, 0, &a[np]);
 		if (rc == 0)
 			rc = take_arg(p, r.arg, &v[np], &buf[np]);
 		if (rc != 0) {
@@ -412,7 +423,9 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 				Call *c = calls[j];
 				if (!c->completed)
 					produced |= call_fail_locked(
-						p, c, knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED);
+						p, c,
+						knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED
+										 : -KNIT_ECANCELED);
 			}
 			// The rest were never reachable by anyone else: undo them.
 			for (uint32_t j = acc; j < na; j++)
@@ -466,8 +479,9 @@ bool call_ready(Pool *, void *arg)
 // enqueue a private call, publish its ticket when the caller asked for one
 // (to cancel it from another thread), wait for its completion and hand it
 // out.
-int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, const knit_call_options_t *opts,
-		  knit_ticket_t *ticket, knit_completion_t *out, int64_t timeout_ns)
+int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+		  const knit_call_options_t *opts, knit_ticket_t *ticket, knit_completion_t *out,
+		  int64_t timeout_ns)
 {
 	Call *c = nullptr;
 	knit_ticket_t t = 0;
@@ -516,7 +530,8 @@ extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_
 	uint32_t done = 0;
 	while (done < n) {
 		const uint32_t m = n - done < kBurst ? n - done : kBurst;
-		const int k = enqueue_burst(p, reqs + done, m, tickets != nullptr ? tickets + done : nullptr);
+		const int k = enqueue_burst(p, reqs + done, m,
+					    tickets != nullptr ? tickets + done : nullptr);
 		if (k < 0)
 			return done != 0 ? (int)done : k;
 		done += (uint32_t)k;
@@ -556,7 +571,8 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		efd_sync(p);
 		return k;
 	}
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	const int64_t deadline =
+		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	int n;
 	for (;;) {
 		n = deliver(p, out, max);
@@ -568,7 +584,8 @@ extern "C" KNIT_API int knit_complete(knit_pool_t *pool, knit_completion_t *out,
 		if (knit_load_relaxed_32(&p->closed) && none_outstanding(p) &&
 		    knit_load_relaxed_32(&p->cq_count) == 0)
 			return -KNIT_ECLOSED; // the fd stays readable (efd_pending)
-		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) || timeout_ns == 0) {
+		if (!host_wait(p, complete_ready, nullptr, deadline, timeout_ns == 0) ||
+		    timeout_ns == 0) {
 			n = deliver(p, out, max);
 			break;
 		}
@@ -625,8 +642,8 @@ void pick_leave(Pool *p)
 
 } // namespace
 
-extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets, unsigned n,
-					      knit_completion_t *out, unsigned max,
+extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_ticket_t *tickets,
+					      unsigned n, knit_completion_t *out, unsigned max,
 					      int64_t timeout_ns) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || tickets == nullptr || n == 0 || out == nullptr || max == 0)
@@ -637,11 +654,12 @@ extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_tick
 	const bool from_task = in_task_of(p);
 	if (from_task && timeout_ns != 0)
 		return -KNIT_EBUSY;
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	const int64_t deadline =
+		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	PickWait w = {0, 0, 0};
 	bool counted = false;
 	int rc;
-	for (bool last = false;; ) {
+	for (bool last = false;;) {
 		unsigned alive = 0;
 		pthread_mutex_lock(&p->mu);
 		w.seen = pick_progress(p);
@@ -685,7 +703,8 @@ extern "C" KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KN
 	const bool from_task = in_task_of(p);
 	if (from_task && timeout_ns != 0)
 		return -KNIT_EBUSY;
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	const int64_t deadline =
+		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	knit_ticket_t *t = nullptr;
 	uint32_t left = 0;
 	pthread_mutex_lock(&p->mu);
@@ -720,7 +739,8 @@ extern "C" KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KN
 	return rc;
 }
 
-extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT
+extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool,
+						knit_completion_t *c) KNIT_NOEXCEPT
 {
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
@@ -809,7 +829,8 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	return call_ticketed(pool, task, arg, nullptr, nullptr, out, timeout_ns);
 }
 
-extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags) KNIT_NOEXCEPT
+extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket,
+				    uint32_t flags) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;

@@ -143,7 +143,8 @@ int ArenaProducer::alloc(uint32_t n, uint32_t *slot, uint32_t *offset)
 					continue;
 				}
 				used_ &= ~bit(old);
-				uint32_t s = pick_slot(live); // finds old at worst: freed, so its live bit is clear
+				uint32_t s = pick_slot(live); // finds old at worst: freed, so its
+							      // live bit is clear
 				order_[i] = (uint8_t)s;
 				commit(s, start_[old], size);
 				*slot = s;
@@ -267,7 +268,7 @@ int ArenaProducer::trim(Region *region, uint64_t keep)
 	int rc = region_release(region, base_off + lo, top - (base_off + lo));
 	if (rc == 0) {
 		set_high_water(lo);
-		if (align_up(base_off + lo, page) < top) { // a whole page went back
+		if (align_up(base_off + lo, page) < top) {          // a whole page went back
 			knit_store_relaxed_64(&trims_, trims_ + 1); // relaxed: statistic
 		}
 	}

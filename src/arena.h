@@ -46,8 +46,8 @@
 
 namespace knit::detail {
 
-inline constexpr uint32_t kArenaSlots = 32;   // allocator slots (>= queue lanes)
-inline constexpr uint32_t kArenaGranule = 64; // size and alignment granule
+inline constexpr uint32_t kArenaSlots = 32;                      // allocator slots (>= queue lanes)
+inline constexpr uint32_t kArenaGranule = 64;                    // size and alignment granule
 inline constexpr uint64_t kArenaMaxCapacity = (1ull << 32) - 64; // offsets are u32
 
 static_assert(kArenaSlots == 32, "PA/PB are 32-bit toggle words");
@@ -56,11 +56,13 @@ static_assert(kArenaSlots == 32, "PA/PB are 32-bit toggle words");
 // process from its own mapping of the region (the region is position
 // independent). pa, pb and table must be 4-byte aligned.
 struct ArenaShared {
-	uint32_t *pa;      // "allocated" toggles: written only by the producer (release store), read by consumers
-	uint32_t *pb;      // "freed" toggles: atomic XOR by every consumer, and by the producer on rollback
-	uint32_t *table;   // kArenaSlots x {offset, size} u32 pairs: written by the producer before it
-	                   // publishes the frame that uses the slot; read by consumers to validate
-	uint8_t *base;     // first byte of arena data (64-byte aligned)
+	uint32_t *pa; // "allocated" toggles: written only by the producer (release store), read by
+		      // consumers
+	uint32_t *pb; // "freed" toggles: atomic XOR by every consumer, and by the producer on
+		      // rollback
+	uint32_t *table; // kArenaSlots x {offset, size} u32 pairs: written by the producer before
+			 // it publishes the frame that uses the slot; read by consumers to validate
+	uint8_t *base;   // first byte of arena data (64-byte aligned)
 	uint64_t capacity; // bytes of data, multiple of 64, <= kArenaMaxCapacity
 };
 

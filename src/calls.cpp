@@ -60,7 +60,10 @@ void update_earliest_locked(Pool *p)
 
 // A completion's check word: ties its handle to this pool, so stray bytes
 // are unlikely to pass for a handle even before the table lookup.
-uint64_t owned_check(const Pool *p, uint64_t handle) { return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt; }
+uint64_t owned_check(const Pool *p, uint64_t handle)
+{
+	return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt;
+}
 
 // Register result bytes about to be handed out (under mu): the handle
 // (never 0), or 0 when the table cannot grow.
@@ -127,8 +130,8 @@ void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
 	const uint32_t gen = (uint32_t)(h >> 32);
 	pthread_mutex_lock(&p->mu);
 	OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
-	if (o == nullptr || o->buf == nullptr || o->gen != gen || c->reserved[1] != owned_check(p, h) ||
-	    c->result.data != o->buf) {
+	if (o == nullptr || o->buf == nullptr || o->gen != gen ||
+	    c->reserved[1] != owned_check(p, h) || c->result.data != o->buf) {
 		pthread_mutex_unlock(&p->mu);
 		return -KNIT_EINVAL; // a copy already released, or never ours
 	}
@@ -292,7 +295,8 @@ void DeadlineHeap::sift_down(uint32_t i)
 
 void DeadlineHeap::push(Call *c)
 {
-	KNIT_DCHECK(c->heap_pos == kNoHeap && n_ < cap_); // one entry per live record, cap = records
+	KNIT_DCHECK(c->heap_pos == kNoHeap &&
+		    n_ < cap_); // one entry per live record, cap = records
 	if (c->heap_pos != kNoHeap || n_ >= cap_)
 		return;
 	place(n_, c);
@@ -346,8 +350,9 @@ uint64_t call_undo_locked(Pool *p, Call *c)
 {
 	abort_release_locked(p, c);
 	mu_counter_add_64(&p->st_enqueued, (uint64_t)-1); // counted in enqueue()
-	if (call_class(c->flags) != kClassNormal) // counted in call_fill()
-		mu_counter_add_64(&p->st_class_enqueued[call_class(c->flags) == kClassHigh ? 0 : 1], (uint64_t)-1);
+	if (call_class(c->flags) != kClassNormal)         // counted in call_fill()
+		mu_counter_add_64(&p->st_class_enqueued[call_class(c->flags) == kClassHigh ? 0 : 1],
+				  (uint64_t)-1);
 	// Release (a load + store: every write of outstanding is under mu):
 	// pairs with the acquire loads of outstanding in drained_ready() /
 	// knit_complete() (as the increment in enqueue()).
@@ -366,8 +371,8 @@ void deadline_track_locked(Pool *p, Call *c)
 	update_earliest_locked(p);
 }
 
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
-			  CompleteBatch *batch)
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
+			  uint8_t *result_buf, CompleteBatch *batch)
 {
 	if (c->completed || !c->live) {
 		free(result_buf);
@@ -384,7 +389,8 @@ bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &
 	}
 	// A call without an abort bit (most) has nothing to raise or release.
 	if (c->abort_bit >= 0) {
-		if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED || status == -KNIT_ETIMEDOUT) {
+		if (status == -KNIT_ECANCELED || status == -KNIT_ECLOSED ||
+		    status == -KNIT_ETIMEDOUT) {
 			// Completed ahead of its task (cancel NOW, stop CANCEL, a
 			// passed deadline): tell a running task to stop, its result
 			// is no longer wanted. The bit stays allocated, and raised,
@@ -440,7 +446,8 @@ uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclai
 	const uint32_t high = p->tickets.high();
 	for (uint32_t i = 0; i < high; i++) {
 		Call *c = p->tickets.lookup(i);
-		if (c == nullptr || !c->live || (c->lane != w && !(unclaimed && c->lane == kStealLane)) ||
+		if (c == nullptr || !c->live ||
+		    (c->lane != w && !(unclaimed && c->lane == kStealLane)) ||
 		    (c->holds & kHoldHostQueue) == 0)
 			continue;
 		c->lane = kNoLane; // no frame of this lane counts for it any more
@@ -609,8 +616,8 @@ Call *unreaped_locked(Pool *p, knit_ticket_t t)
 	return c;
 }
 
-unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
-			     unsigned max, unsigned *alive)
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n,
+			     knit_completion_t *out, unsigned max, unsigned *alive)
 {
 	unsigned got = 0, live = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -653,7 +660,8 @@ int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n)
 	const uint32_t used = p->tickets.used();
 	for (uint32_t i = 0; i < used; i++) {
 		const Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 &&
+		    (c->flags & kCallPrivate) == 0)
 			cnt++;
 	}
 	if (cnt == 0)
@@ -664,7 +672,8 @@ int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n)
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < used && k < cnt; i++) {
 		const Call *c = p->tickets.lookup(i);
-		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 && (c->flags & kCallPrivate) == 0)
+		if (c != nullptr && c->live && (c->holds & kHoldUser) != 0 &&
+		    (c->flags & kCallPrivate) == 0)
 			t[k++] = ticket_of(c);
 	}
 	*out = t;

@@ -34,7 +34,8 @@ namespace knit::detail {
 // mu is released.
 // Inline: every enqueue's, and most calls want no abort bit.
 Call *call_alloc_abort_locked(Pool *p, Call *c, int *err); // its abort bit, or c freed
-inline Call *call_alloc_locked(Pool *p, bool abortable, bool enqueue_hold, uint64_t *ticket, int *err)
+inline Call *call_alloc_locked(Pool *p, bool abortable, bool enqueue_hold, uint64_t *ticket,
+			       int *err)
 {
 	Call *c = p->tickets.alloc(ticket, err);
 	if (c == nullptr)
@@ -60,8 +61,8 @@ struct CompleteBatch {
 // false (and does nothing) when it was already completed. Takes ownership of
 // result_buf either way (frees it when dropped). With a batch, the counts
 // wait for complete_batch_end_locked().
-bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result, uint8_t *result_buf,
-			  CompleteBatch *batch = nullptr);
+bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
+			  uint8_t *result_buf, CompleteBatch *batch = nullptr);
 // Append a completed call to the completion queue (under mu).
 inline void cq_append_locked(Pool *p, Call *c)
 {
@@ -79,7 +80,8 @@ inline void cq_append_locked(Pool *p, Call *c)
 inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
 				       uint8_t *result_buf, CompleteBatch *batch)
 {
-	if (c->completed || !c->live || c->heap_pos != kNoHeap || c->abort_bit >= 0 || (c->flags & kCallPrivate))
+	if (c->completed || !c->live || c->heap_pos != kNoHeap || c->abort_bit >= 0 ||
+	    (c->flags & kCallPrivate))
 		return call_complete_locked(p, c, status, result, result_buf, batch);
 	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
 	knit_store_relaxed_32(&c->completed, 1);
@@ -129,7 +131,8 @@ inline void call_unhold_locked(Pool *p, Call *c, uint32_t holds)
 	c->holds &= ~holds;
 	if (c->holds != 0)
 		return;
-	if (c->heap_pos != kNoHeap || c->abort_bit >= 0 || c->arg_buf != nullptr || c->result_buf != nullptr)
+	if (c->heap_pos != kNoHeap || c->abort_bit >= 0 || c->arg_buf != nullptr ||
+	    c->result_buf != nullptr)
 		call_recycle_locked(p, c);
 	else
 		p->tickets.free(c);
@@ -180,8 +183,8 @@ Call *unreaped_locked(Pool *p, knit_ticket_t t);
 // Hand out up to max completed calls among tickets[0 .. n-1] into out, in
 // the order of the list (under mu); *alive counts the tickets still to be
 // reaped before this call (taken ones included). Returns how many.
-unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n, knit_completion_t *out,
-			     unsigned max, unsigned *alive);
+unsigned take_tickets_locked(Pool *p, const knit_ticket_t *tickets, unsigned n,
+			     knit_completion_t *out, unsigned max, unsigned *alive);
 // The tickets of every call still to be reaped (under mu): a malloc'd array
 // in *out with its count in *n (nullptr when 0). 0, or -KNIT_ENOMEM.
 int unreaped_snapshot_locked(Pool *p, knit_ticket_t **out, uint32_t *n);

@@ -9,8 +9,7 @@
 
 #include "src/codec.h"
 
-namespace knit::detail
-{
+namespace knit::detail {
 
 int codec_check(const knit_value_t &v, uint64_t per_call_max)
 {
@@ -145,7 +144,7 @@ int codec_encode(const knit_value_t &v, uint8_t *inline_area, ArenaProducer *are
 }
 
 int codec_encode_arena(uint32_t type, int32_t code, uint32_t len, uint32_t slot, uint32_t offset,
-                       uint8_t *data, TaskLine *line)
+		       uint8_t *data, TaskLine *line)
 {
 	if (!codec_has_bytes(type))
 		return -KNIT_EINVAL;
@@ -161,7 +160,7 @@ int codec_encode_arena(uint32_t type, int32_t code, uint32_t len, uint32_t slot,
 }
 
 int codec_decode(const TaskLine &snap, const uint8_t *inline_area, const ArenaShared &arena,
-                 uint32_t held_slots, knit_value_t *view, uint32_t *arena_slot)
+		 uint32_t held_slots, knit_value_t *view, uint32_t *arena_slot)
 {
 	memset(view, 0, sizeof *view);
 	view->type = KNIT_VALUE_NONE;

@@ -23,8 +23,7 @@
 #include "src/common.h"
 #include "src/layout.h"
 
-namespace knit::detail
-{
+namespace knit::detail {
 
 inline constexpr uint32_t kNoArenaSlot = 0xFFFFFFFFu;
 
@@ -89,7 +88,7 @@ int codec_encode(const knit_value_t &v, uint8_t *inline_area, ArenaProducer *are
 // BYTES, STRING or ERROR (code used for ERROR). Writes the NUL of strings.
 // Returns 0 or -KNIT_EINVAL (type has no bytes).
 int codec_encode_arena(uint32_t type, int32_t code, uint32_t len, uint32_t slot, uint32_t offset,
-                       uint8_t *data, TaskLine *line);
+		       uint8_t *data, TaskLine *line);
 
 // Decode the value words of a private snapshot of a task line. inline_area is
 // the slot's (kInlineBytes). held_slots: arena slots this consumer already
@@ -101,7 +100,7 @@ int codec_encode_arena(uint32_t type, int32_t code, uint32_t len, uint32_t slot,
 // kNoArenaSlot. On a malformed frame returns -KNIT_EPROTO, *view is NONE and
 // *arena_slot is kNoArenaSlot.
 int codec_decode(const TaskLine &snap, const uint8_t *inline_area, const ArenaShared &arena,
-                 uint32_t held_slots, knit_value_t *view, uint32_t *arena_slot);
+		 uint32_t held_slots, knit_value_t *view, uint32_t *arena_slot);
 
 } // namespace knit::detail
 

@@ -28,7 +28,7 @@ namespace knit::detail {
 #define KNIT_DCHECK(cond)                                                                          \
 	do {                                                                                       \
 		if (__builtin_expect(!(cond), 0))                                                  \
-			::knit::detail::dcheck_failed(__FILE__, __LINE__, #cond);                          \
+			::knit::detail::dcheck_failed(__FILE__, __LINE__, #cond);                  \
 	} while (0)
 #else
 #define KNIT_DCHECK(cond) ((void)sizeof(!(cond)))

@@ -105,7 +105,7 @@ int place(Pool *p, Call *c)
 	if ((p->lanes_retired | p->lanes_distrusted) != 0 &&
 	    ((p->lanes_retired == p->nworkers && p->nlanes == p->nworkers) ||
 	     ((c->flags & kCallPinned) && (p->lanes[c->pin_lane].state == kLaneRetired ||
-	                                   p->lanes[c->pin_lane].state == kLaneDistrusted))))
+					   p->lanes[c->pin_lane].state == kLaneDistrusted))))
 		return -KNIT_ECRASHED;
 	if (p->steal.on)
 		return steal_stage(p, c); // one shared submit lock
@@ -180,7 +180,7 @@ inline void flush_placed(Pool *p, const Call *c)
 	}
 	const uint32_t i = c->lane;
 	if (i >= p->nworkers)
-		return; // the inline lane: nothing to publish
+		return;              // the inline lane: nothing to publish
 	lane_flush(p, &p->lanes[i]); // release store of A (P1 in lock2.h)
 }
 
@@ -307,7 +307,8 @@ void place_backlog(Pool *p, UnholdBatch *ub)
 			if (l->pin_head[k] == nullptr)
 				continue;
 			place_queue(p, &l->pin_head[k], &l->pin_tail[k], ub);
-			if (l->pin_head[0] == nullptr && l->pin_head[1] == nullptr && l->pin_head[2] == nullptr)
+			if (l->pin_head[0] == nullptr && l->pin_head[1] == nullptr &&
+			    l->pin_head[2] == nullptr)
 				p->pin_waiting &= ~(1ull << l->index);
 		}
 		if (p->pb_head[k] != nullptr) {
@@ -334,7 +335,8 @@ void place_private(Pool *p)
 	UnholdBatch ub;
 	ub.n = 0;
 	place_backlog(p, &ub);
-	if ((p->pb_waiting != 0 || p->pin_waiting != 0) && knit_load_relaxed_32(&p->host_waiters) == 0) {
+	if ((p->pb_waiting != 0 || p->pin_waiting != 0) &&
+	    knit_load_relaxed_32(&p->host_waiters) == 0) {
 		uint32_t produced = 0;
 		bool room = false;
 		for (uint32_t i = 0; i < p->nworkers; i++) {
@@ -488,7 +490,8 @@ uint32_t run_inline(Pool *p)
 			run_task(p, &ctx, c->task, c->arg, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
 			status = o.status;
-			if ((status == 0 || status == -KNIT_ETASK) && value_copy(o.value, &val, &buf) != 0) {
+			if ((status == 0 || status == -KNIT_ETASK) &&
+			    value_copy(o.value, &val, &buf) != 0) {
 				status = -KNIT_ENOMEM;
 				memset(&val, 0, sizeof val);
 			}
@@ -546,7 +549,8 @@ bool sleep_recheck(Pool *p, void *arg, int64_t *wake_at)
 	// its release + fence + load of host_waiters against our increment +
 	// D1 fence + load of the lock) and wakes us if it left any.
 	const bool held = knit_load_relaxed_32(&p->dispatch_lock) != 0;
-	const bool work = s->refill ? host_work_pending(p, now) || host_refill_recheck(p) : work_pending(p, now);
+	const bool work = s->refill ? host_work_pending(p, now) || host_refill_recheck(p)
+				    : work_pending(p, now);
 	if (s->ready(p, s->arg) || (!held && work) ||
 	    (s->deadline_ns >= 0 && now >= s->deadline_ns))
 		return true;
@@ -838,7 +842,8 @@ void dispatch_unlock(Pool *p)
 		p->wake_lanes = 0;
 		p->room_lanes = 0;
 		if (p->backlog_placed != 0) {
-			knit_fetch_add_relaxed_64(&p->backlog_count, (uint64_t)0 - p->backlog_placed);
+			knit_fetch_add_relaxed_64(&p->backlog_count,
+						  (uint64_t)0 - p->backlog_placed);
 			p->backlog_placed = 0;
 		}
 		// Release: pairs with the acquire CAS in dispatch_trylock().
@@ -931,7 +936,8 @@ bool dispatch_flush_backlog(Pool *p)
 	// (the common case: an enqueuer that gets the dispatcher never pushes):
 	// nothing to take, without the library call.
 	for (; !backlog_queue_idle(p);) {
-		cds_wfcq_node *n = __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&p->bq_head), &p->bq_tail);
+		cds_wfcq_node *n = __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&p->bq_head),
+								  &p->bq_tail);
 		if (n == nullptr)
 			break;
 		if (n == CDS_WFCQ_WOULDBLOCK) {
@@ -988,7 +994,8 @@ uint32_t dispatch_pass(Pool *p, bool with_inline)
 	// The clock only for a call's deadline or the hard timeout (a trim reads
 	// its own, only for an arena above its floor): a pass without either
 	// reads none.
-	const int64_t now = earliest_deadline(p) != 0 || p->cfg.hard_timeout_ms != 0 ? knit_now_ns() : 0;
+	const int64_t now =
+		earliest_deadline(p) != 0 || p->cfg.hard_timeout_ms != 0 ? knit_now_ns() : 0;
 	if (now != 0) {
 		produced += expire_deadlines(p, now);
 		produced += check_hard_timeout(p, now);
@@ -1051,7 +1058,8 @@ bool host_wait(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, bool poll
 					break;
 				}
 				knit_cpu_relax();
-				if ((i & 63) == 0 && knit_now_ns() >= s.end) // the clock costs more than a round
+				if ((i & 63) == 0 &&
+				    knit_now_ns() >= s.end) // the clock costs more than a round
 					break;
 			}
 			spin_left -= knit_now_ns() - t0;
@@ -1123,6 +1131,5 @@ void backlog_drop_completed(Pool *p, int64_t deadline_ns)
 		sched_yield();
 	}
 }
-
 
 } // namespace knit::detail

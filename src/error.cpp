@@ -74,4 +74,7 @@ void error_sanitize(char *dst, size_t n, const char *src, size_t len)
 
 } // namespace knit::detail
 
-extern "C" KNIT_API const char *knit_last_error(void) KNIT_NOEXCEPT { return knit::detail::t_message; }
+extern "C" KNIT_API const char *knit_last_error(void) KNIT_NOEXCEPT
+{
+	return knit::detail::t_message;
+}

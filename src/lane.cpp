@@ -18,7 +18,10 @@ namespace knit::detail {
 
 namespace {
 
-uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
+uint64_t arena_capacity(const PoolConfig &cfg)
+{
+	return align_up(cfg.payload_max_bytes, kArenaGranule);
+}
 
 // Commit the first `bytes` of an arena now (payload_initial_bytes): one write
 // per page, so the pages exist before the first call needs them.
@@ -58,7 +61,8 @@ int lane_attach(Pool *p, Lane *l, uint8_t *block)
 		l->wake_seq = word_at(block, kLaneOffWake);
 		l->parked = word_at(block, kLaneOffParked);
 		l->stop = word_at(block, kLaneOffStop);
-		if (p->cfg.topology != KNIT_TOPOLOGY_STEAL) // stealing: requests use the submit lock
+		if (p->cfg.topology !=
+		    KNIT_TOPOLOGY_STEAL) // stealing: requests use the submit lock
 			prefault(req_arena, min_of(p->cfg.payload_initial_bytes, cap));
 		prefault(ret_arena, min_of(p->cfg.payload_initial_bytes, cap));
 	}
@@ -107,7 +111,8 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 		return -KNIT_ESYSTEM;
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
 	for (uint32_t i = 0; i < p->nworkers; i++) {
-		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) != 0)
+		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) !=
+		    0)
 			return -KNIT_ESYSTEM;
 		// One call per claim: a worker never holds calls it has not
 		// started (steal.h, claim size).
@@ -118,7 +123,8 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 		// Before any worker runs (other host threads read them).
 		p->lanes[i].wake_seq = word_at(s.ctl, steal_wake_offset(i));
 		p->lanes[i].parked = word_at(s.ctl, steal_parked_offset(i));
-		p->lanes[i].peer_wakes = reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
+		p->lanes[i].peer_wakes =
+			reinterpret_cast<uint64_t *>(s.ctl + steal_peerw_offset(i));
 	}
 	s.staged = 0;
 	s.wake_cursor = 0;
@@ -300,7 +306,7 @@ uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
 {
 	const uint32_t b = knit_load_relaxed_32(word_at(l->block + kLaneOffReqLock, kLockOffB));
 	const uint32_t started =
-	    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
+		knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffStarted));
 	uint64_t order[kLanes];
 	uint32_t n = 0;
 	for (uint32_t m = (l->req.published() ^ b) & ~started & l->req_known; m != 0; m &= m - 1) {
@@ -376,7 +382,7 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	// 6. No process maps the lane as a worker now: its locks go back to
 	// their initial (zero) state and the host's endpoints start over.
 	zero_shared(l->block + kLaneOffReqLock, kLaneFixedBytes - kLaneOffReqLock);
-	zero_shared(l->ext, kBlock); // the running stamp, the started mask
+	zero_shared(l->ext, kBlock);                // the running stamp, the started mask
 	const int rc = lane_attach(p, l, l->block); // the geometry create used: cannot fail
 	KNIT_DCHECK(rc == 0);
 	(void)rc;
@@ -391,7 +397,8 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	// the new word (knit_stop's acquire load; the new worker maps later).
 	knit_xchg_acq_rel_32(l->stop, stop_word);
 	if (stop_word == kStopRunning && knit_load_relaxed_32(&p->workers_stopping))
-		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested); // pairs as in request_worker_stop
+		knit_cas_acq_rel_32(l->stop, kStopRunning,
+				    kStopRequested); // pairs as in request_worker_stop
 	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
 	return produced;
 }
@@ -429,7 +436,8 @@ void steal_track(Pool *p)
 		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
 			const uint32_t lane = (uint32_t)__builtin_ctz(m);
 			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane)
+			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] &&
+			    c->lane == kStealLane)
 				c->lane = w;
 		}
 	pthread_mutex_unlock(&p->mu);
@@ -441,7 +449,8 @@ void lane_steal_reap(Pool *p, uint32_t w)
 	if (!p->steal.on || w >= p->nworkers)
 		return;
 	bool bad = false;
-	const uint32_t lost = steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+	const uint32_t lost =
+		steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
 	if (bad)
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 	p->steal.req.reclaim_lost(lost); // arena slots it never freed

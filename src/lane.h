@@ -50,12 +50,13 @@ namespace knit::detail {
 enum LaneState : uint32_t {
 	kLaneLive = 0,       // serving: calls are placed here, its words are read
 	kLaneDistrusted = 1, // its worker thread wrote what no honest worker writes:
-	                     // nothing is placed here; its stop was requested and
-	                     // the pass that sees it acknowledged retires the lane
+			     // nothing is placed here; its stop was requested and
+			     // the pass that sees it acknowledged retires the lane
 	kLaneDown = 2,       // its worker process is being killed: nothing is placed
-	                     // here until its monitor re-attaches the lane (lane_lost)
-	kLaneRetired = 3,    // its worker is gone for good: nothing is placed here
-	                     // and its words are never read again
+			     // here until its monitor re-attaches the lane (lane_lost)
+	// its worker is gone for good: nothing is placed here and its words are
+	// never read again
+	kLaneRetired = 3,
 };
 
 // A frame the worker took from its request lock and has not run yet.
@@ -64,7 +65,7 @@ struct HeldFrame {
 	int rc;        // decode result
 	FrameHead head;
 	knit_value_t view; // valid until the slot is retired (lanes), or
-	                   // points into buf (steal: copied before the ACK)
+			   // points into buf (steal: copied before the ACK)
 	uint8_t *buf;      // steal: malloc'd argument bytes, freed once run
 };
 
@@ -91,8 +92,8 @@ struct Lane {
 	Pool *pool;
 	uint32_t index;
 	bool is_inline;
-	bool started;  // the thread was started (host: create/destroy only)
-	int32_t cpu;   // the one CPU the worker is pinned to, -1 = none (set before start)
+	bool started; // the thread was started (host: create/destroy only)
+	int32_t cpu;  // the one CPU the worker is pinned to, -1 = none (set before start)
 	// The calls its worker never started run again after the worker's
 	// death (a worker process on the lanes topology, whose successor
 	// takes the lane over): the host records the call each request slot
@@ -106,8 +107,9 @@ struct Lane {
 	uint32_t *wake_seq;
 	uint32_t *parked; // ParkState (src/wake.h)
 	uint32_t *stop;
-	uint8_t *ext; // lane extension in the pool header (an isolated process pool: the lane's tail)
-	uint8_t *line; // the lane's synchronous call line (src/syncline.h)
+	// lane extension in the pool header (an isolated process pool: the lane's tail)
+	uint8_t *ext;
+	uint8_t *line;            // the lane's synchronous call line (src/syncline.h)
 	uint8_t *line_spill_area; // process pools: the line's spill slot, else nullptr
 	// Process pools with ring pages (Pool::rings, src/wake.h): this
 	// worker's own doorbell words, in a page only it and the host map
@@ -116,38 +118,38 @@ struct Lane {
 	uint32_t *ring_seq;   // its ring sequence (futex word, D3/D4)
 	int ring_fd;          // host: the page's memfd, handed to each worker spawned on the lane
 	uint64_t *peer_wakes; // the count of wakes worker processes sent it (kWcPeerWakes in
-	                      // its extension; a steal pool's: the control block's PEERW)
+			      // its extension; a steal pool's: the control block's PEERW)
 	WorkerLocal *local; // the worker's run queue and pending results
 
 	// ---- host half (dispatcher holder only, unless noted) ----
 	alignas(128) LockProducer req;
 	LockConsumer ret;
-	uint32_t inflight; // placed and not reaped (relaxed-readable for stats)
-	uint32_t ret_seen; // ret.retired_mirror() after the last reap (atomic:
-	                   // sleeping hosts compare it with the return lock's A)
-	uint32_t staged;   // frames staged in req, not flushed yet
-	uint32_t state;    // LaneState (written by the holder, relaxed-readable)
+	uint32_t inflight;         // placed and not reaped (relaxed-readable for stats)
+	uint32_t ret_seen;         // ret.retired_mirror() after the last reap (atomic:
+				   // sleeping hosts compare it with the return lock's A)
+	uint32_t staged;           // frames staged in req, not flushed yet
+	uint32_t state;            // LaneState (written by the holder, relaxed-readable)
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)
 	Call *pin_head[kClasses], *pin_tail[kClasses]; // pinned calls waiting for this lane,
-	                                               // per priority class, each in order
-	uint64_t wakes_sent;       // atomic add, any host thread
-	int64_t req_idle_ns;       // since when nothing was in flight (0 = busy;
-	                           // dispatcher-owned, src/trim.cpp)
+						       // per priority class, each in order
+	uint64_t wakes_sent;                           // atomic add, any host thread
+	int64_t req_idle_ns; // since when nothing was in flight (0 = busy;
+			     // dispatcher-owned, src/trim.cpp)
 	// The line (src/syncline.h): any host thread, by claim.
-	uint32_t line_state; // LineState (CAS, S1 / S6 / S8)
+	uint32_t line_state;      // LineState (CAS, S1 / S6 / S8)
 	int32_t line_lost_status; // the status a call on a LOST line ends with
-	                          // (written before S10's CAS publishes LOST)
+				  // (written before S10's CAS publishes LOST)
 	uint32_t line_lost_taken; // the request the lost worker took last (its
-	                          // lane extension's word, read by S10 before
-	                          // its CAS publishes LOST_OPEN; S12)
-	uint64_t line_seq;   // requests published (claim holder; stats: relaxed)
-	uint64_t line_done;  // line calls completed (claim holder; stats: relaxed)
-	uint64_t line_resent; // line calls sent again as ticketed calls (S12; claim
-	                      // holder; stats: relaxed)
-	uint32_t line_nonce; // process pools: the open word given to the lane's
-	                     // last respawned worker (recovery only, relaxed)
-	uint32_t line_token; // the reopen token: that open word while a reopen
-	                     // for it is due, else 0 (xchg only: S10, S11)
+				  // lane extension's word, read by S10 before
+				  // its CAS publishes LOST_OPEN; S12)
+	uint64_t line_seq;        // requests published (claim holder; stats: relaxed)
+	uint64_t line_done;       // line calls completed (claim holder; stats: relaxed)
+	uint64_t line_resent;     // line calls sent again as ticketed calls (S12; claim
+				  // holder; stats: relaxed)
+	uint32_t line_nonce;      // process pools: the open word given to the lane's
+				  // last respawned worker (recovery only, relaxed)
+	uint32_t line_token;      // the reopen token: that open word while a reopen
+				  // for it is due, else 0 (xchg only: S10, S11)
 	// With `rerun`: the call each request-lock slot carries (record index,
 	// generation, place order), written by lane_stage (dispatcher-owned),
 	// so that after the worker's death the calls it never started can be
@@ -161,17 +163,17 @@ struct Lane {
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
-	                           // (relaxed), read by the host only as the
-	                           // host_ring probe's argument
+				   // (relaxed), read by the host only as the
+				   // host_ring probe's argument
 	LockConsumer wreq;
 	StealConsumer sc; // steal topology: this worker's claim endpoint
 	LockProducer wret;
 	// The line (src/syncline.h), worker side.
-	uint32_t line_served;   // requests served
-	uint32_t line_fault;    // the last out-of-sequence request word counted
-	uint32_t line_wait;     // 0: serving; else the open word this respawned
-	                        // worker waits for before it serves (S11)
-	uint8_t *line_spill;    // a result too big for the reply block (handed
+	uint32_t line_served;    // requests served
+	uint32_t line_fault;     // the last out-of-sequence request word counted
+	uint32_t line_wait;      // 0: serving; else the open word this respawned
+				 // worker waits for before it serves (S11)
+	uint8_t *line_spill;     // a result too big for the reply block (handed
 	uint64_t line_spill_len; // over by rp_seq; the claim holder clears it)
 
 	// ---- the worker's busy hint, on a block of its own: the worker
@@ -179,7 +181,6 @@ struct Lane {
 	// they choose a line (src/syncline.h) ----
 	alignas(128) uint32_t busy; // 1 while the worker runs ticketed calls (relaxed)
 };
-
 
 // ---- state --------------------------------------------------------------------------
 
@@ -202,7 +203,9 @@ inline void lane_set_state(Pool *p, Lane *l, LaneState s)
 	if (was == s)
 		return;
 	if (was == kLaneDistrusted || s == kLaneDistrusted)
-		knit_store_relaxed_32(&p->lanes_distrusted, p->lanes_distrusted + (s == kLaneDistrusted ? 1u : (uint32_t)-1));
+		knit_store_relaxed_32(&p->lanes_distrusted,
+				      p->lanes_distrusted +
+					      (s == kLaneDistrusted ? 1u : (uint32_t)-1));
 	// Relaxed: read by sleeping hosts and line claims only to skip the lane.
 	knit_store_relaxed_32(&l->state, s);
 }
@@ -325,20 +328,20 @@ void lane_distrust(Pool *p, uint32_t w);
 // What becomes of a lane whose worker is gone (lane_lost).
 enum LaneFate : uint32_t {
 	kLaneRetire = 0,  // gone for good (a worker thread, or an injected death):
-	                  // the lane is RETIRED; with the last worker of a steal
-	                  // pool gone, the calls nobody claimed fail too
+			  // the lane is RETIRED; with the last worker of a steal
+			  // pool gone, the calls nobody claimed fail too
 	kLaneRespawn = 1, // a new worker takes the lane over (a worker process):
-	                  // the calls it never started come back in again[], the
-	                  // lane's words are reset and re-attached, its stop word
-	                  // RUNNING (REQUESTED when the workers are stopping)
+			  // the calls it never started come back in again[], the
+			  // lane's words are reset and re-attached, its stop word
+			  // RUNNING (REQUESTED when the workers are stopping)
 	kLaneStopped = 2, // no worker comes (a worker process while the pool ends):
-	                  // the words are reset and re-attached, its stop is
-	                  // acknowledged on its behalf; every call it held fails
+			  // the words are reset and re-attached, its stop is
+			  // acknowledged on its behalf; every call it held fails
 };
 
 struct LaneLoss {
 	int32_t status; // what the calls it started end with (-KNIT_ECRASHED,
-	                // -KNIT_EPROTO for a worker distrusted for a bad frame)
+			// -KNIT_EPROTO for a worker distrusted for a bad frame)
 	LaneFate fate;
 	// Called between the reaps (steps 1 and 2 below) and anything that
 	// fails, may change status and fate: a process pool's monitor reads

@@ -100,8 +100,7 @@
 
 #include "src/arena.h"
 
-namespace knit::detail
-{
+namespace knit::detail {
 
 // ---- basic geometry ------------------------------------------------------------
 inline constexpr uint32_t kLanes = 32;                // lanes per lock (bits of A and B)
@@ -161,19 +160,13 @@ constexpr uint64_t lock_slot_offset(uint32_t lane)
 {
 	return kLockOffSlots + (uint64_t)lane * kSlotStride;
 }
-constexpr uint64_t lock_task_offset(uint32_t lane)
-{
-	return lock_slot_offset(lane) + kSlotOffTask;
-}
+constexpr uint64_t lock_task_offset(uint32_t lane) { return lock_slot_offset(lane) + kSlotOffTask; }
 constexpr uint64_t lock_inline_offset(uint32_t lane)
 {
 	return lock_slot_offset(lane) + kSlotOffInline;
 }
 // A standalone lock with its own arena right after it: [lock fixed][pad][arena].
-constexpr uint64_t lock_arena_offset()
-{
-	return align_up(kLockFixedBytes, kArenaAlign);
-}
+constexpr uint64_t lock_arena_offset() { return align_up(kLockFixedBytes, kArenaAlign); }
 constexpr uint64_t lock_region_bytes(uint64_t arena_capacity)
 {
 	return align_up(lock_arena_offset() + arena_capacity, kArenaAlign);
@@ -200,10 +193,7 @@ inline constexpr uint32_t kStopRunning = 0;
 inline constexpr uint32_t kStopRequested = 1;
 inline constexpr uint32_t kStopAcknowledged = 2;
 
-constexpr uint64_t lane_req_arena_offset()
-{
-	return align_up(kLaneFixedBytes, kArenaAlign);
-}
+constexpr uint64_t lane_req_arena_offset() { return align_up(kLaneFixedBytes, kArenaAlign); }
 constexpr uint64_t lane_ret_arena_offset(uint64_t req_cap)
 {
 	return align_up(lane_req_arena_offset() + req_cap, kArenaAlign);
@@ -216,17 +206,11 @@ constexpr uint64_t lane_block_bytes(uint64_t req_cap, uint64_t ret_cap)
 // ---- steal control block -------------------------------------------------------
 inline constexpr uint32_t kMaxStealConsumers = 31;
 inline constexpr uint32_t kStealOffDead = 0; // u32 DEAD mask, bit c = consumer c gone
-constexpr uint32_t steal_ack_offset(uint32_t c)
-{
-	return kBlock + c * kBlock;
-}
+constexpr uint32_t steal_ack_offset(uint32_t c) { return kBlock + c * kBlock; }
 // Beside ACK[c], in the same naturally aligned u64 (ACK the low half on
 // little-endian): the lanes c has taken and not yet acknowledged. Stored
 // with ACK in one 64-bit store, so ACK and CLAIM never disagree.
-constexpr uint32_t steal_claim_offset(uint32_t c)
-{
-	return steal_ack_offset(c) + 4;
-}
+constexpr uint32_t steal_claim_offset(uint32_t c) { return steal_ack_offset(c) + 4; }
 constexpr uint32_t steal_want_offset(uint32_t c)
 {
 	return kBlock + (kMaxStealConsumers + c) * kBlock;
@@ -256,7 +240,7 @@ inline uint32_t *word_at(uint8_t *base, uint64_t off)
 static_assert(sizeof(TaskLine) == kTaskLineBytes, "task line is one 64-byte line");
 static_assert(offsetof(TaskLine, scalar) % 8 == 0 && offsetof(TaskLine, deadline) % 8 == 0);
 static_assert(offsetof(TaskLine, scalar) == 32 && offsetof(TaskLine, deadline) == 40 &&
-              offsetof(TaskLine, where) == 48 && offsetof(TaskLine, reserved) == 60);
+	      offsetof(TaskLine, where) == 48 && offsetof(TaskLine, reserved) == 60);
 static_assert(kBlock == 128, "layout table assumes 128-byte blocks");
 static_assert(kLockOffTable == 512 && kLockOffSlots == 768 && kLockFixedBytes == 21248);
 static_assert(kArenaTableBytes <= kLockOffSlots - kLockOffTable);
@@ -266,7 +250,7 @@ static_assert(kLockFixedBytes % kBlock == 0);
 static_assert(kLaneOffReqLock == 1024 && kLaneOffRetLock == 22272 && kLaneFixedBytes == 43520);
 static_assert(lane_req_arena_offset() == 45056);
 static_assert(kStealControlBytes == 8064 && steal_want_offset(0) == 4096 &&
-              steal_want_offset(kMaxStealConsumers - 1) + kBlock == kStealControlBytes);
+	      steal_want_offset(kMaxStealConsumers - 1) + kBlock == kStealControlBytes);
 static_assert(steal_wake_offset(0) == 8192 && kStealSignalEnd == 20096);
 static_assert(lock_arena_offset() % kArenaAlign == 0);
 static_assert(steal_ack_offset(0) % 8 == 0 && kBlock % 8 == 0, "ACK/CLAIM is one aligned u64");

@@ -6,9 +6,7 @@
 
 #include "src/lock2.h"
 
-namespace knit::detail
-{
-
+namespace knit::detail {
 
 static bool arena_shared_ok(const ArenaShared &a)
 {
@@ -42,7 +40,7 @@ int LockProducer::attach(uint8_t *lock, const ArenaShared &arena, uint64_t per_c
 }
 
 int LockProducer::attach_steal(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max,
-                               uint8_t *steal_ctl, uint32_t consumers)
+			       uint8_t *steal_ctl, uint32_t consumers)
 {
 	if (steal_ctl == nullptr || ((uintptr_t)steal_ctl % 64) != 0 || consumers == 0 ||
 	    consumers > kMaxStealConsumers)
@@ -71,8 +69,9 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	published_ = knit_load_relaxed_32(a_);
 	// Steal: the ring cursor is ours too (stored with every flush).
 	// The word holds 31 - cursor, so zero-filled memory starts at lane 31.
-	ring_ = steal_ctl_ != nullptr ? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes
-				      : kLanes - 1;
+	ring_ = steal_ctl_ != nullptr
+			? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes
+			: kLanes - 1;
 	// P2: pairs with the consumer's release store of B in retire() (C3).
 	shadow_ = load_retired();
 	staged_ = 0;
@@ -133,7 +132,8 @@ int LockProducer::pick_lane()
 		// only keeps ahead), so each has several calls' time to arrive.
 		if (steal_ctl_ == nullptr)
 			for (uint32_t m = free; m != 0; m &= m - 1)
-				knit_prefetch_write(lock_ + lock_task_offset((uint32_t)__builtin_ctz(m)));
+				knit_prefetch_write(lock_ +
+						    lock_task_offset((uint32_t)__builtin_ctz(m)));
 	}
 	// The ring's lane (steal: the first free lane at or below the ring
 	// cursor, wrapping), so the lanes a consumer walks down from its
@@ -240,7 +240,7 @@ int LockProducer::reserve(uint32_t n, Reservation *r)
 }
 
 int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
-                                 Reservation *r)
+				 Reservation *r)
 {
 	if (lock_ == nullptr || r == nullptr || !r->live || len > r->capacity ||
 	    !codec_has_bytes(type))
@@ -261,7 +261,7 @@ int LockProducer::stage_reserved(const FrameHead &head, uint32_t type, int32_t c
 }
 
 int LockProducer::publish_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
-                                   Reservation *r)
+				   Reservation *r)
 {
 	int lane = stage_reserved(head, type, code, len, r);
 	flush();
@@ -307,7 +307,7 @@ int LockConsumer::attach(uint8_t *lock, const ArenaShared &arena, const Consumer
 }
 
 int LockConsumer::attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
-                               const ConsumerLimits &limits)
+			       const ConsumerLimits &limits)
 {
 	if (!lock_base_ok(lock) || !arena_shared_ok(arena) || ack_word == nullptr ||
 	    ((uintptr_t)ack_word % 4) != 0)
@@ -360,7 +360,7 @@ void LockConsumer::record_claim(uint32_t lanes)
 	// change. Release also orders it before our arena frees of these lanes
 	// (arena_free's XOR of PB): a freed slot is always a recorded claim.
 	knit_store_release_64(reinterpret_cast<uint64_t *>(b_),
-	                      (uint64_t)mirror_ | ((uint64_t)lanes << 32));
+			      (uint64_t)mirror_ | ((uint64_t)lanes << 32));
 }
 
 void LockConsumer::prefetch(uint32_t snapshot) const
@@ -368,7 +368,8 @@ void LockConsumer::prefetch(uint32_t snapshot) const
 	if (lock_ == nullptr)
 		return;
 	for (; snapshot != 0; snapshot &= snapshot - 1)
-		__builtin_prefetch(lock_ + lock_task_offset((uint32_t)__builtin_ctz(snapshot)), 0, 3);
+		__builtin_prefetch(lock_ + lock_task_offset((uint32_t)__builtin_ctz(snapshot)), 0,
+				   3);
 }
 
 int LockConsumer::next_lane(uint32_t *snapshot)
@@ -412,7 +413,7 @@ int LockConsumer::decode_slow(uint32_t lane, FrameHead *head, knit_value_t *view
 }
 
 int LockConsumer::decode_value(uint32_t lane, const TaskLine &snap, uint32_t fault, FrameHead *head,
-                               knit_value_t *view)
+			       knit_value_t *view)
 {
 	uint32_t slot = kNoArenaSlot;
 	if (codec_decode(snap, lock_ + lock_inline_offset(lane), shared_, held_, view, &slot) != 0)

@@ -66,8 +66,7 @@
 #include "src/common.h"
 #include "src/layout.h"
 
-namespace knit::detail
-{
+namespace knit::detail {
 
 inline uint32_t lane_bit(uint32_t lane) { return 1u << lane; }
 // The highest lane of a non-empty mask (the lanes topology's pick order).
@@ -82,7 +81,7 @@ struct FrameHead {
 	int32_t status;       // 0 or a negative KNIT_E* code (> -KNIT_ERROR_MAX_)
 	uint64_t deadline_ns; // absolute CLOCK_MONOTONIC ns, 0 = none; any value
 	uint32_t fault;       // decode output only (producer ignores it): 0, or the
-	                      // kFault* bits that made decode return -KNIT_EPROTO
+			      // kFault* bits that made decode return -KNIT_EPROTO
 };
 
 // FrameHead::fault bits set by LockConsumer::decode.
@@ -119,9 +118,8 @@ struct Reservation {
 };
 
 // ---- producer endpoint --------------------------------------------------------
-class LockProducer
-{
-      public:
+class LockProducer {
+public:
 	// Attach to the lock at `lock` (layout.h) with its arena. The mirrors of
 	// A (published) and B (shadow) are loaded from shared memory, not assumed
 	// zero. per_call_max: largest payload (bytes, excluding a string's NUL)
@@ -134,13 +132,13 @@ class LockProducer
 	// the steal control block at steal_ctl (layout.h) instead of B.
 	// consumers in [1, kMaxStealConsumers], else -KNIT_EINVAL.
 	int attach_steal(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max,
-	                 uint8_t *steal_ctl, uint32_t consumers);
+			 uint8_t *steal_ctl, uint32_t consumers);
 
 	// Write one frame into a free lane without publishing it (the highest
 	// free one; a steal producer: the first free one at or below its ring
-	// cursor, walking down and wrapping, stored beside A at every flush); flush() publishes every staged lane with one store.
-	// Returns the lane (0..31), or -KNIT_EAGAIN (no free lane, or no arena
-	// room right now: nothing written, nothing leaked; retry later),
+	// cursor, walking down and wrapping, stored beside A at every flush); flush() publishes
+	// every staged lane with one store. Returns the lane (0..31), or -KNIT_EAGAIN (no free
+	// lane, or no arena room right now: nothing written, nothing leaked; retry later),
 	// -KNIT_ETOOBIG (value longer than per_call_max or than the arena: never
 	// publishable), -KNIT_EINVAL (malformed value, not attached).
 	int stage(const FrameHead &head, const knit_value_t &value);
@@ -167,10 +165,10 @@ class LockProducer
 	// reservation is kept (retry or cancel). -KNIT_EINVAL: r not live, len >
 	// capacity, type without bytes.
 	int stage_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
-	                   Reservation *r);
+			   Reservation *r);
 	// stage_reserved() then flush() (flushes whatever stage_reserved returned).
 	int publish_reserved(const FrameHead &head, uint32_t type, int32_t code, uint32_t len,
-	                     Reservation *r);
+			     Reservation *r);
 	// Give a live reservation back to the arena (no-op if not live).
 	void cancel(Reservation *r);
 
@@ -197,7 +195,10 @@ class LockProducer
 	// a host thread that does not hold the producer end (the refill
 	// doorbell's re-check, src/wake.h L3). Single consumer only (a steal
 	// lock's "B" is the XOR of its ACK words).
-	uint32_t outstanding_shared() const { return knit_load_acquire_32(a_) ^ knit_load_acquire_32(b_); }
+	uint32_t outstanding_shared() const
+	{
+		return knit_load_acquire_32(a_) ^ knit_load_acquire_32(b_);
+	}
 	// The shared A word, for futex waits/wakes by the runtime (doorbell).
 	uint32_t *publish_word() const { return a_; }
 	// Give this lock's arena pages back above what is still in use and
@@ -208,7 +209,7 @@ class LockProducer
 	uint64_t arena_high_water() const { return arena_.high_water_shared(); }
 	uint64_t arena_trims() const { return arena_.trims(); }
 
-      private:
+private:
 	// The free-set seam: the word whose bits say "retired". Single consumer:
 	// an acquire load of B. A steal producer replaces this with the XOR of
 	// every consumer's ACK word (acquire loads; a torn multi-word read is safe:
@@ -275,9 +276,9 @@ class LockProducer
 	ArenaShared shared_{};
 	ArenaProducer arena_;
 	uint64_t per_call_max_ = 0;
-	uint32_t published_ = 0; // LastLocal: mirror of A
-	uint32_t shadow_ = 0;    // workerShadow: possibly stale copy of B
-	uint32_t staged_ = 0;    // written, not yet published
+	uint32_t published_ = 0;       // LastLocal: mirror of A
+	uint32_t shadow_ = 0;          // workerShadow: possibly stale copy of B
+	uint32_t staged_ = 0;          // written, not yet published
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
 	uint32_t ring_ = kLanes - 1;   // next lane to fill, walking down (steal: also in the lock)
@@ -287,7 +288,8 @@ class LockProducer
 	{
 		uint32_t lane = ring_;
 		if (steal_ctl_ != nullptr) {
-			const uint32_t below = ring_ == kLanes - 1 ? free : free & ((2u << ring_) - 1u);
+			const uint32_t below =
+				ring_ == kLanes - 1 ? free : free & ((2u << ring_) - 1u);
 			lane = highest_lane(below != 0 ? below : free);
 		}
 		ring_ = (lane + kLanes - 1) % kLanes;
@@ -304,9 +306,8 @@ class LockProducer
 };
 
 // ---- consumer endpoint --------------------------------------------------------
-class LockConsumer
-{
-      public:
+class LockConsumer {
+public:
 	// Attach to the lock at `lock` with its arena (same ArenaShared geometry
 	// as the producer's, over this process's mapping). The mirror of B is
 	// loaded from shared memory; lanes already in flight are pending.
@@ -320,7 +321,7 @@ class LockConsumer
 	// this consumer owns; pending() never reloads A). Its retire() stores
 	// ACK and CLAIM = 0 with one 64-bit store. Returns 0 or -KNIT_EINVAL.
 	int attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaShared &arena,
-	                 const ConsumerLimits &limits);
+			 const ConsumerLimits &limits);
 	// Steal mode only: record `lanes` as CLAIM[c] beside the unchanged ACK
 	// (one 64-bit release store) before any of them is decoded, so the host
 	// can tell, if this consumer dies before its retire(), which lanes it
@@ -339,8 +340,8 @@ class LockConsumer
 	void prefetch(uint32_t snapshot) const;
 
 	// Pop the next lane of a pending() snapshot in descending round-robin
-	// order (so no lane starves behind lower ones) (highest lane strictly below the previous one taken,
-	// else the highest): clears it from *snapshot and returns it, or -1 when
+	// order (so no lane starves behind lower ones) (highest lane strictly below the previous
+	// one taken, else the highest): clears it from *snapshot and returns it, or -1 when
 	// *snapshot is 0. The cursor persists across passes.
 	int next_lane(uint32_t *snapshot);
 
@@ -400,7 +401,7 @@ class LockConsumer
 		return n;
 	}
 
-      private:
+private:
 	void release_held(uint32_t lane);
 	// decode() for what its inline fast path does not take: a lane not in
 	// the last pending() snapshot (A reloaded), a caller's bad lane, no lock.
@@ -410,7 +411,7 @@ class LockConsumer
 	// checks gave `fault`: the value (codec_decode), the arena slot to
 	// hold, head->fault, the result.
 	[[gnu::noinline]] int decode_value(uint32_t lane, const TaskLine &snap, uint32_t fault,
-	                                   FrameHead *head, knit_value_t *view);
+					   FrameHead *head, knit_value_t *view);
 	// Copy the head words of a snapshot to *head and return its kFault*
 	// bits (task, ticket, flags, status) against the limits.
 	uint32_t decode_head(const TaskLine &snap, FrameHead *head) const
@@ -457,11 +458,13 @@ class LockConsumer
 // free set (what pick_lane() picks then), not a steal producer. The same
 // words as codec_encode() + write_head(): value words cleared but vtype and
 // scalar (BOOL normalised to 0/1, F64 as its bits), no arena allocation.
-[[gnu::always_inline]] inline int LockProducer::stage(const FrameHead &head, const knit_value_t &value)
+[[gnu::always_inline]] inline int LockProducer::stage(const FrameHead &head,
+						      const knit_value_t &value)
 {
 	const uint32_t type = value.type;
 	const uint32_t free = free_cached();
-	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || steal_ctl_ != nullptr || lock_ == nullptr)
+	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || steal_ctl_ != nullptr ||
+	    lock_ == nullptr)
 		return stage_slow(head, value);
 	const uint32_t lane = ring_pick(free);
 	uint64_t scalar;
@@ -494,7 +497,8 @@ class LockConsumer
 // every check are decode_slow()'s (codec_decode()'s for the value); a
 // frame that fails any of them goes on to decode_value() with the same
 // snapshot, which finds and reports the fault.
-[[gnu::always_inline]] inline int LockConsumer::decode(uint32_t lane, FrameHead *head, knit_value_t *view)
+[[gnu::always_inline]] inline int LockConsumer::decode(uint32_t lane, FrameHead *head,
+						       knit_value_t *view)
 {
 	if (lane >= kLanes || lock_ == nullptr || ((seen_ & ~taken_) >> lane & 1u) == 0)
 		return decode_slow(lane, head, view);

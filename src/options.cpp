@@ -27,7 +27,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	memset(&o, 0, sizeof o);
 	if (in != nullptr) {
 		if (in->size == 0 || in->size > sizeof o)
-			return error_set(-KNIT_EVERSION, "options size %u is not one this library knows (1..%zu)",
+			return error_set(-KNIT_EVERSION,
+					 "options size %u is not one this library knows (1..%zu)",
 					 in->size, sizeof o);
 		memcpy(&o, in, in->size);
 		o.size = (uint32_t)sizeof o;
@@ -37,15 +38,17 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	if (o.reserved0 != 0)
 		return error_set(-KNIT_EINVAL, "reserved0 is %u, not 0", o.reserved0);
 	if (o.workers > KNIT_MAX_WORKERS)
-		return error_set(-KNIT_EINVAL, "workers %u is more than KNIT_MAX_WORKERS (%d)", o.workers,
-				 KNIT_MAX_WORKERS);
+		return error_set(-KNIT_EINVAL, "workers %u is more than KNIT_MAX_WORKERS (%d)",
+				 o.workers, KNIT_MAX_WORKERS);
 	out->workers = o.workers == 0 ? 1 : o.workers;
 
 	if (o.balancer > KNIT_BALANCE_FIRST_IDLE_OR_RANDOM)
 		return error_set(-KNIT_EINVAL, "balancer %u is not a knit_balancer", o.balancer);
-	out->balancer = o.balancer == KNIT_BALANCE_DEFAULT ? (uint32_t)KNIT_BALANCE_ROUND_ROBIN : o.balancer;
+	out->balancer = o.balancer == KNIT_BALANCE_DEFAULT ? (uint32_t)KNIT_BALANCE_ROUND_ROBIN
+							   : o.balancer;
 	if (o.inline_lane > KNIT_INLINE_LAST)
-		return error_set(-KNIT_EINVAL, "inline_lane %u is not a knit_inline_lane", o.inline_lane);
+		return error_set(-KNIT_EINVAL, "inline_lane %u is not a knit_inline_lane",
+				 o.inline_lane);
 	out->inline_lane = o.inline_lane;
 	if (o.doorbell > KNIT_DOORBELL_OFF)
 		return error_set(-KNIT_EINVAL, "doorbell %u is not a knit_doorbell", o.doorbell);
@@ -65,60 +68,75 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	// process: the worker places itself from the boot record
 	// (src/proc_worker.cpp).
 	if (o.worker_kind > KNIT_WORKERS_PROCESSES)
-		return error_set(-KNIT_EINVAL, "worker_kind %u is not a knit_worker_kind", o.worker_kind);
+		return error_set(-KNIT_EINVAL, "worker_kind %u is not a knit_worker_kind",
+				 o.worker_kind);
 	if (o.reserved2 != 0)
 		return error_set(-KNIT_EINVAL, "reserved2 is %u, not 0", o.reserved2);
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0)
-			return error_set(-KNIT_EINVAL, "process workers need a task_library (it is %s)",
+			return error_set(-KNIT_EINVAL,
+					 "process workers need a task_library (it is %s)",
 					 o.task_library == nullptr ? "NULL" : "empty");
 		if ((o.proc_flags & ~(uint32_t)(KNIT_PROC_INHERIT_ENV | KNIT_PROC_NAMED_SHM)) != 0)
-			return error_set(-KNIT_EINVAL, "proc_flags 0x%x has unknown bits", o.proc_flags);
+			return error_set(-KNIT_EINVAL, "proc_flags 0x%x has unknown bits",
+					 o.proc_flags);
 		if (o.inline_lane != KNIT_INLINE_OFF)
-			return error_set(-KNIT_EINVAL, "process workers take no inline_lane (it is %u)", o.inline_lane);
+			return error_set(-KNIT_EINVAL,
+					 "process workers take no inline_lane (it is %u)",
+					 o.inline_lane);
 		// A prefix: 1..kPrefixMax words, none empty (an empty program
 		// name would only fail later, at the spawn).
 		if (o.worker_prefix != nullptr) {
 			uint32_t n = 0;
 			while (n <= kPrefixMax && o.worker_prefix[n] != nullptr) {
 				if (o.worker_prefix[n][0] == 0 && n == 0)
-					return error_set(-KNIT_EINVAL, "worker_prefix[0] (the program) is empty");
+					return error_set(-KNIT_EINVAL,
+							 "worker_prefix[0] (the program) is empty");
 				n++;
 			}
 			if (n == 0)
-				return error_set(-KNIT_EINVAL, "worker_prefix has no words (set it to NULL for none)");
+				return error_set(
+					-KNIT_EINVAL,
+					"worker_prefix has no words (set it to NULL for none)");
 			if (n > kPrefixMax)
-				return error_set(-KNIT_EINVAL, "worker_prefix has more than %u words", kPrefixMax);
+				return error_set(-KNIT_EINVAL,
+						 "worker_prefix has more than %u words",
+						 kPrefixMax);
 		}
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
 		   o.respawn_max != 0 || o.worker_prefix != nullptr) {
-		return error_set(-KNIT_EINVAL, "%s is for process workers only (worker_kind is threads)",
-				 o.task_library != nullptr ? "task_library"
+		return error_set(-KNIT_EINVAL,
+				 "%s is for process workers only (worker_kind is threads)",
+				 o.task_library != nullptr  ? "task_library"
 				 : o.worker_path != nullptr ? "worker_path"
-				 : o.proc_flags != 0	    ? "proc_flags"
-				 : o.respawn_max != 0	    ? "respawn_max"
+				 : o.proc_flags != 0        ? "proc_flags"
+				 : o.respawn_max != 0       ? "respawn_max"
 							    : "worker_prefix");
 	}
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:
 		out->topology = out->workers >= 2 && out->workers <= kMaxStealConsumers &&
-		                                o.balancer == KNIT_BALANCE_DEFAULT &&
-		                                o.inline_lane == KNIT_INLINE_OFF
-		                        ? (uint32_t)KNIT_TOPOLOGY_STEAL
-		                        : (uint32_t)KNIT_TOPOLOGY_LANES;
+						o.balancer == KNIT_BALANCE_DEFAULT &&
+						o.inline_lane == KNIT_INLINE_OFF
+					? (uint32_t)KNIT_TOPOLOGY_STEAL
+					: (uint32_t)KNIT_TOPOLOGY_LANES;
 		break;
 	case KNIT_TOPOLOGY_LANES:
 		out->topology = KNIT_TOPOLOGY_LANES;
 		break;
 	case KNIT_TOPOLOGY_STEAL:
 		if (o.balancer != KNIT_BALANCE_DEFAULT)
-			return error_set(-KNIT_EINVAL, "the steal topology takes no balancer (it is %u)", o.balancer);
+			return error_set(-KNIT_EINVAL,
+					 "the steal topology takes no balancer (it is %u)",
+					 o.balancer);
 		if (o.inline_lane != KNIT_INLINE_OFF)
-			return error_set(-KNIT_EINVAL, "the steal topology takes no inline_lane (it is %u)",
+			return error_set(-KNIT_EINVAL,
+					 "the steal topology takes no inline_lane (it is %u)",
 					 o.inline_lane);
 		if (out->workers > kMaxStealConsumers)
-			return error_set(-KNIT_EINVAL, "the steal topology takes at most %u workers (not %u)",
+			return error_set(-KNIT_EINVAL,
+					 "the steal topology takes at most %u workers (not %u)",
 					 (unsigned)kMaxStealConsumers, out->workers);
 		out->topology = KNIT_TOPOLOGY_STEAL;
 		break;
@@ -127,14 +145,16 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	}
 	// steal_region_lanes: a power of two (else -KNIT_EINVAL, whatever the
 	// topology), clamped into [1, widest with 32/g >= workers + 1] (one
-	// spare region for a delayed claimant, steal.h); 0 = the widest. Ignored by the lanes topology.
+	// spare region for a delayed claimant, steal.h); 0 = the widest. Ignored by the lanes
+	// topology.
 	if (o.steal_region_lanes != 0 && (o.steal_region_lanes & (o.steal_region_lanes - 1)) != 0)
-		return error_set(-KNIT_EINVAL, "steal_region_lanes %u is not a power of two", o.steal_region_lanes);
+		return error_set(-KNIT_EINVAL, "steal_region_lanes %u is not a power of two",
+				 o.steal_region_lanes);
 	out->steal_g = 0;
 	if (out->topology == KNIT_TOPOLOGY_STEAL &&
 	    steal_resolve_region_lanes(out->workers, o.steal_region_lanes, &out->steal_g) != 0)
-		return error_set(-KNIT_EINVAL, "steal_region_lanes %u does not fit %u workers", o.steal_region_lanes,
-				 out->workers);
+		return error_set(-KNIT_EINVAL, "steal_region_lanes %u does not fit %u workers",
+				 o.steal_region_lanes, out->workers);
 
 	out->inline_batch = o.inline_batch == 0 ? 1 : o.inline_batch;
 
@@ -156,12 +176,14 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	else if (o.spin_us == 0)
 		out->spin_us = out->workers == 1 ? 50 : 0;
 	else if (o.spin_us > kSpinMaxUs)
-		return error_set(-KNIT_EINVAL, "spin_us %u is more than one second (%u)", o.spin_us, kSpinMaxUs);
+		return error_set(-KNIT_EINVAL, "spin_us %u is more than one second (%u)", o.spin_us,
+				 kSpinMaxUs);
 	else
 		out->spin_us = o.spin_us;
 
 	if (o.park_ms == KNIT_ZERO)
-		return error_set(-KNIT_EINVAL, "park_ms is KNIT_ZERO (0 is the default: no watchdog)");
+		return error_set(-KNIT_EINVAL,
+				 "park_ms is KNIT_ZERO (0 is the default: no watchdog)");
 	// 0: no watchdog (the park handshake loses no wake: tests/model/wake.pml);
 	// park_ms still sets the idle period after which the arenas are trimmed.
 	out->park_ms = o.park_ms == 0 ? 1000 : o.park_ms;
@@ -172,8 +194,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	else if (o.abort_capacity == 0)
 		out->abort_capacity = 258;
 	else if (o.abort_capacity > kMaxAbortCapacity)
-		return error_set(-KNIT_EINVAL, "abort_capacity %u is more than %u", o.abort_capacity,
-				 (unsigned)kMaxAbortCapacity);
+		return error_set(-KNIT_EINVAL, "abort_capacity %u is more than %u",
+				 o.abort_capacity, (unsigned)kMaxAbortCapacity);
 	else
 		out->abort_capacity = o.abort_capacity;
 
@@ -195,11 +217,14 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 (unsigned long long)pmax, (unsigned long long)kPayloadMaxMin,
 				 (unsigned long long)kPayloadMaxMax);
 	if (o.payload_initial_bytes > pmax)
-		return error_set(-KNIT_EINVAL, "payload_initial_bytes %llu is more than payload_max_bytes %llu",
-				 (unsigned long long)o.payload_initial_bytes, (unsigned long long)pmax);
+		return error_set(-KNIT_EINVAL,
+				 "payload_initial_bytes %llu is more than payload_max_bytes %llu",
+				 (unsigned long long)o.payload_initial_bytes,
+				 (unsigned long long)pmax);
 	uint64_t per_call = o.max_payload_bytes == 0 ? pmax / 8 : o.max_payload_bytes;
 	if (per_call > pmax / 8)
-		return error_set(-KNIT_EINVAL, "max_payload_bytes %llu is more than payload_max_bytes / 8 (%llu)",
+		return error_set(-KNIT_EINVAL,
+				 "max_payload_bytes %llu is more than payload_max_bytes / 8 (%llu)",
 				 (unsigned long long)per_call, (unsigned long long)(pmax / 8));
 	out->payload_max_bytes = pmax;
 	out->payload_initial_bytes = o.payload_initial_bytes;
@@ -217,7 +242,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		any |= o.cpu_mask[i];
 	}
 	if (any == 0 && o.cpu_flags != 0) // one CPU per worker out of no CPU at all
-		return error_set(-KNIT_EINVAL, "cpu_flags KNIT_CPU_ONE_PER_WORKER with an empty cpu_mask");
+		return error_set(-KNIT_EINVAL,
+				 "cpu_flags KNIT_CPU_ONE_PER_WORKER with an empty cpu_mask");
 	out->place = any != 0;
 	out->one_per_worker = (o.cpu_flags & KNIT_CPU_ONE_PER_WORKER) != 0;
 	return 0;

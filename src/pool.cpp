@@ -97,12 +97,16 @@ void pool_free_forked(knit_pool *kp)
 
 namespace {
 
-uint64_t arena_capacity(const PoolConfig &cfg) { return align_up(cfg.payload_max_bytes, kArenaGranule); }
+uint64_t arena_capacity(const PoolConfig &cfg)
+{
+	return align_up(cfg.payload_max_bytes, kArenaGranule);
+}
 
 static_assert(kLineBytes == 2 * kBlock, "lane_tail_bytes (pool.h) counts a line as two blocks");
 
 // lane_tail: each lane carries its tail (pool.h; an isolated process pool).
-RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, bool lane_tail, uint32_t nlanes, uint32_t abort_words)
+RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, bool lane_tail, uint32_t nlanes,
+		       uint32_t abort_words)
 {
 	RegionPlan r;
 	const uint64_t cap = arena_capacity(cfg);
@@ -115,7 +119,8 @@ RegionPlan plan_region(const PoolConfig &cfg, bool line_spill, bool lane_tail, u
 		end = r.spill_off + (uint64_t)cfg.workers * line_spill_stride(cfg);
 	}
 	r.lanes_off = align_up(end, kArenaAlign);
-	r.stride = lane_block_bytes(cap, cap) + (lane_tail ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
+	r.stride = lane_block_bytes(cap, cap) +
+		   (lane_tail ? lane_tail_bytes(line_spill_stride(cfg)) : 0);
 	r.total = r.lanes_off + (uint64_t)cfg.workers * r.stride;
 	r.steal_off = 0;
 	if (cfg.topology == KNIT_TOPOLOGY_STEAL) {
@@ -175,7 +180,8 @@ namespace {
 
 // knit_pool_create's body: every failure returns its code with the
 // calling thread's message recorded (src/error.h).
-int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_t ntasks, knit_pool_t **out)
+int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_t ntasks,
+		knit_pool_t **out)
 {
 	if (out == nullptr)
 		return error_set(-KNIT_EINVAL, "out is NULL");
@@ -197,11 +203,13 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		memcpy(&popts, opts, opts->size);
 	pthread_once(&g_atfork_once, register_atfork);
 	if (g_atfork_rc != 0) // pthread_atfork fails only for want of memory
-		return error_set(-KNIT_ENOMEM, "out of memory for the fork handler (pthread_atfork)");
+		return error_set(-KNIT_ENOMEM,
+				 "out of memory for the fork handler (pthread_atfork)");
 
 	void *mem = nullptr;
 	if (posix_memalign(&mem, alignof(knit_pool), sizeof(knit_pool)) != 0)
-		return error_set(-KNIT_ENOMEM, "out of memory for the pool (%zu bytes)", sizeof(knit_pool));
+		return error_set(-KNIT_ENOMEM, "out of memory for the pool (%zu bytes)",
+				 sizeof(knit_pool));
 	memset(mem, 0, sizeof(knit_pool));
 	knit_pool *kp = new (mem) knit_pool();
 	Pool *p = &kp->p;
@@ -238,7 +246,8 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;
 	if (p->tickets.init((uint32_t)cap) != 0 || p->heap.init((uint32_t)cap) != 0) {
 		pool_free(kp);
-		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records", (unsigned long long)cap);
+		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records",
+				 (unsigned long long)cap);
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
@@ -284,10 +293,12 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		uint8_t *block = base + plan.lanes_off + (uint64_t)i * plan.stride;
 		l->line = base + plan.line_off + (uint64_t)i * kLineBytes;
 		if (plan.spill_off != 0)
-			l->line_spill_area = base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
+			l->line_spill_area =
+				base + plan.spill_off + (uint64_t)i * line_spill_stride(cfg);
 		if (plan.lane_tail) {
 			// The lane's tail (pool.h): in the lane's own pages.
-			uint8_t *tail = block + lane_block_bytes(arena_capacity(cfg), arena_capacity(cfg));
+			uint8_t *tail =
+				block + lane_block_bytes(arena_capacity(cfg), arena_capacity(cfg));
 			l->ext = tail;
 			l->peer_wakes = lane_counter(l->ext, kWcPeerWakes);
 			l->line = tail + kLaneExtBytes;
@@ -326,12 +337,12 @@ extern "C" KNIT_API int knit_pool_create(const knit_pool_options_t *opts, const 
 	const int saved_errno = errno;
 	error_clear();
 	const int rc = pool_create(opts, tasks, ntasks, out);
-	if (rc != 0 && !error_recorded()) // a path without its own message: the code's text at least
+	if (rc != 0 &&
+	    !error_recorded()) // a path without its own message: the code's text at least
 		error_set(rc, "%s", knit_strerror(rc));
 	errno = saved_errno;
 	return rc;
 }
-
 
 namespace {
 
@@ -344,7 +355,8 @@ bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
 // waited for (its kind's stop_wait), all by the same deadline.
 int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 {
-	const int64_t deadline = timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	const int64_t deadline =
+		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1);
 	pthread_mutex_unlock(&p->mu);
@@ -369,7 +381,8 @@ int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 
 } // namespace
 
-extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT
+extern "C" KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags,
+				  int64_t timeout_ns) KNIT_NOEXCEPT
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
@@ -424,26 +437,34 @@ extern "C" KNIT_API int knit_pool_task_id(const knit_pool_t *pool, const char *n
 	return -KNIT_ENOTASK;
 }
 
-extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats, size_t size) KNIT_NOEXCEPT
+extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *stats,
+					size_t size) KNIT_NOEXCEPT
 {
 	error_clear(); // a recording entry (src/error.h)
 	if (pool == nullptr || stats == nullptr)
 		return error_set(-KNIT_EINVAL, "%s is NULL", pool == nullptr ? "pool" : "stats");
 	if (size < offsetof(knit_pool_stats_t, lane) || size > sizeof(knit_pool_stats_t))
-		return error_set(-KNIT_EVERSION, "size %zu is not a knit_pool_stats_t size this library knows (%zu..%zu)",
-				 size, offsetof(knit_pool_stats_t, lane), sizeof(knit_pool_stats_t));
+		return error_set(
+			-KNIT_EVERSION,
+			"size %zu is not a knit_pool_stats_t size this library knows (%zu..%zu)",
+			size, offsetof(knit_pool_stats_t, lane), sizeof(knit_pool_stats_t));
 	// The size field is checked like every other size field of the ABI, and
 	// must agree with the argument (the caller's idea of the struct).
-	if (stats->size < offsetof(knit_pool_stats_t, lane) || stats->size > sizeof(knit_pool_stats_t))
+	if (stats->size < offsetof(knit_pool_stats_t, lane) ||
+	    stats->size > sizeof(knit_pool_stats_t))
 		return error_set(-KNIT_EVERSION,
-				 "stats->size %u is not a knit_pool_stats_t size this library knows (%zu..%zu; set it "
+				 "stats->size %u is not a knit_pool_stats_t size this library "
+				 "knows (%zu..%zu; set it "
 				 "to the size argument)",
-				 stats->size, offsetof(knit_pool_stats_t, lane), sizeof(knit_pool_stats_t));
+				 stats->size, offsetof(knit_pool_stats_t, lane),
+				 sizeof(knit_pool_stats_t));
 	if (stats->size != size)
-		return error_set(-KNIT_EINVAL, "stats->size %u differs from the size argument %zu", stats->size, size);
+		return error_set(-KNIT_EINVAL, "stats->size %u differs from the size argument %zu",
+				 stats->size, size);
 	Pool *p = &pool->p;
 	if (pool_forked(p)) // its counters are the parent's
-		return error_set(-KNIT_ECLOSED, "the pool was created before a fork: this process is the child");
+		return error_set(-KNIT_ECLOSED,
+				 "the pool was created before a fork: this process is the child");
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
 	s.size = (uint32_t)size;
@@ -455,7 +476,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.enqueued = knit_load_relaxed_64(&p->st_enqueued) + line_enq;
 	s.completed = knit_load_relaxed_64(&p->st_completed) + line_done;
 	s.sync_calls = line_done;
-	s.pending = knit_load_relaxed_64(&p->outstanding) + knit_load_relaxed_64(&p->line_outstanding);
+	s.pending =
+		knit_load_relaxed_64(&p->outstanding) + knit_load_relaxed_64(&p->line_outstanding);
 	s.backlog = knit_load_relaxed_64(&p->backlog_count);
 	s.backlog_high_water = knit_load_relaxed_64(&p->backlog_hw);
 	s.doorbell_arms = knit_load_relaxed_64(&p->st_doorbell_arms);
@@ -484,8 +506,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 		}
 		ls.calls = knit_load_relaxed_64(lane_counter(l->ext, kWcCalls));
 		ls.parks = knit_load_relaxed_64(lane_counter(l->ext, kWcParks));
-		ls.wakes_sent = knit_load_relaxed_64(&l->wakes_sent) +
-		                knit_load_relaxed_64(l->peer_wakes);
+		ls.wakes_sent =
+			knit_load_relaxed_64(&l->wakes_sent) + knit_load_relaxed_64(l->peer_wakes);
 		ls.wakes_received = knit_load_relaxed_64(lane_counter(l->ext, kWcWakesReceived));
 		ls.watchdog_expiries = knit_load_relaxed_64(lane_counter(l->ext, kWcWatchdog));
 		ls.spins = knit_load_relaxed_64(lane_counter(l->ext, kWcSpins));

@@ -40,10 +40,10 @@ extern char **environ;
 namespace knit::detail {
 
 struct ProcHost {
-	void *dl;            // the host's handle of the task library
-	char *lib_path;      // as given (workers dlopen the same path)
-	char *worker_path;   // the knit-worker that is run
-	char **prefix;       // worker_prefix, copied (nprefix words), or null
+	void *dl;          // the host's handle of the task library
+	char *lib_path;    // as given (workers dlopen the same path)
+	char *worker_path; // the knit-worker that is run
+	char **prefix;     // worker_prefix, copied (nprefix words), or null
 	uint32_t nprefix;
 	// KNIT_PROC_NAMED_SHM: the object's name while it exists (linked).
 	char shm_name[kShmNameMax];
@@ -53,24 +53,25 @@ struct ProcHost {
 	pid_t janitor;
 	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
-	uint32_t respawn_max; // crashes survived (0: none)
-	int bridge[KNIT_MAX_WORKERS]; // each lane's eventfd: its worker writes it (completion fd on)
-	int ctl;              // eventfd that wakes the monitor (shutdown)
+	uint32_t respawn_max;          // crashes survived (0: none)
+	int bridge[KNIT_MAX_WORKERS];  // each lane's eventfd: its worker writes it (completion fd
+				       // on)
+	int ctl;                       // eventfd that wakes the monitor (shutdown)
 	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
 	int lane_fd[KNIT_MAX_WORKERS]; // isolation: each lane's memfd (its worker's pages), or -1
-	int steal_fd;         // isolation, stealing: the steal control pages' memfd, or -1
-	uint32_t *efd_flag;   // the pool header's: 1 once the completion fd exists
-	uint32_t efd_watch;   // atomic: the fd is on and the flag is the header's (no ring
-			      // pages): the monitor syncs it every kProcDoorbellWatchdogNs
-	ProcBoot boot;        // the template (lane and fd_status set per spawn)
+	int steal_fd;                  // isolation, stealing: the steal control pages' memfd, or -1
+	uint32_t *efd_flag;            // the pool header's: 1 once the completion fd exists
+	uint32_t efd_watch;            // atomic: the fd is on and the flag is the header's (no ring
+				       // pages): the monitor syncs it every kProcDoorbellWatchdogNs
+	ProcBoot boot;                 // the template (lane and fd_status set per spawn)
 	pthread_t monitor;
 	bool monitor_started;
-	pthread_mutex_t m;    // boot_done / boot_rc / boot_msg handoff to knit_pool_create
+	pthread_mutex_t m; // boot_done / boot_rc / boot_msg handoff to knit_pool_create
 	pthread_cond_t cv;
 	bool boot_done;
 	int boot_rc;
 	char boot_msg[kErrorMax]; // why boot_rc is not 0 (the monitor writes it before boot_done)
-	uint32_t shutdown;    // atomic: the monitor leaves (destroy)
+	uint32_t shutdown;        // atomic: the monitor leaves (destroy)
 	// Per worker lane (the monitor thread only, after boot).
 	pid_t pid[KNIT_MAX_WORKERS];
 	int pidfd[KNIT_MAX_WORKERS];
@@ -99,7 +100,10 @@ uint64_t fnv(uint64_t h, const void *d, size_t n)
 // The probe for futex_waitv (ring pages, isolation): with no waiters the
 // call is refused with EINVAL where it exists (not ENOSYS, nor EPERM from
 // a seccomp filter).
-bool futex_waitv_works() { return knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL; }
+bool futex_waitv_works()
+{
+	return knit_syscall6(SYS_futex_waitv, 0, 0, 0, 0, CLOCK_MONOTONIC, 0) == -EINVAL;
+}
 
 void close_lane_fds(ProcHost *h)
 {
@@ -150,8 +154,8 @@ char *default_worker_path()
 	struct link_map *lm = nullptr;
 	char *file = nullptr;
 	// The main program's link map has an empty name: linked from the archive.
-	if (dladdr1(reinterpret_cast<void *>(&task_table_hash), &info, reinterpret_cast<void **>(&lm),
-		    RTLD_DL_LINKMAP) != 0 &&
+	if (dladdr1(reinterpret_cast<void *>(&task_table_hash), &info,
+		    reinterpret_cast<void **>(&lm), RTLD_DL_LINKMAP) != 0 &&
 	    lm != nullptr && lm->l_name != nullptr && lm->l_name[0] != 0) {
 		file = realpath(lm->l_name, nullptr);
 		if (file == nullptr && (file = dup_str(lm->l_name)) == nullptr)
@@ -216,7 +220,10 @@ void free_prefix(ProcHost *h)
 }
 
 int sys_pidfd_open(pid_t pid) { return knit_sys_pidfd_open(pid, 0); }
-int sys_pidfd_kill(int pidfd, int sig) { return knit_sys_pidfd_send_signal(pidfd, sig, nullptr, 0); }
+int sys_pidfd_kill(int pidfd, int sig)
+{
+	return knit_sys_pidfd_send_signal(pidfd, sig, nullptr, 0);
+}
 
 // Reap the child behind pidfd (it exited). Returns the siginfo code/status
 // or, when someone else reaped it (SIGCHLD ignored, a waitpid(-1) of the
@@ -273,7 +280,8 @@ int hand_over_dup(const HandOver *give, uint32_t n, int *tmp, int *err)
 // one by one, the rest in one closefrom: nothing of the host's or the
 // application's reaches the worker, whatever it left open without
 // O_CLOEXEC. 0 or the errno of the action that could not be added.
-int hand_over_actions(posix_spawn_file_actions_t *fa, const HandOver *give, const int *tmp, uint32_t n)
+int hand_over_actions(posix_spawn_file_actions_t *fa, const HandOver *give, const int *tmp,
+		      uint32_t n)
 {
 	int e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
 	int high = 2;
@@ -344,7 +352,8 @@ int spawn_janitor(ProcHost *h)
 	if (e == 0)
 		e = posix_spawnattr_setsigdefault(&attr, &all);
 	if (e == 0)
-		e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+		e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+							    POSIX_SPAWN_SETSID);
 	pid_t child = 0;
 	if (e == 0)
 		e = posix_spawn(&child, h->worker_path, &fa, &attr, argv, empty_env);
@@ -422,14 +431,14 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
 	const HandOver give[] = {
-	    {h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
-	    {status_w, kBootFdStatus},
-	    {h->bridge[lane], kBootFdBridge},
-	    {p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
-	    // Isolation: its own lane's memfd and the steal control pages',
-	    // never another lane's (proc.h).
-	    {p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
-	    {p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
+		{h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
+		{status_w, kBootFdStatus},
+		{h->bridge[lane], kBootFdBridge},
+		{p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
+		// Isolation: its own lane's memfd and the steal control pages',
+		// never another lane's (proc.h).
+		{p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
+		{p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
 	};
 	constexpr uint32_t kGive = sizeof give / sizeof give[0];
 	int tmp[kGive];
@@ -454,7 +463,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		if (e == 0)
 			e = posix_spawnattr_setsigdefault(&attr, &all);
 		if (e == 0)
-			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+			e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+								    POSIX_SPAWN_SETSIGDEF);
 		pid_t pid = 0;
 		// Counted before the worker exists: it may serve calls before
 		// posix_spawn returns here, and the stats must show it by then.
@@ -462,7 +472,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			knit_add_relaxed_64(&h->spawns, 1);
 		if (e == 0)
 			e = h->nprefix != 0 ? posix_spawnp(&pid, h->prefix[0], &fa, &attr, argv,
-							    h->inherit_env ? environ : empty_env)
+							   h->inherit_env ? environ : empty_env)
 					    : posix_spawn(&pid, h->worker_path, &fa, &attr, argv,
 							  h->inherit_env ? environ : empty_env);
 		err = e;
@@ -506,10 +516,12 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		if (rc == -KNIT_ESYSTEM)
 			snprintf(why, kErrorMax, "cannot spawn worker %u: %s", lane, etext);
 		else if (h->nprefix != 0)
-			snprintf(why, kErrorMax, "worker_prefix program \"%s\" (run for worker %u): %s", h->prefix[0], lane,
-				 etext);
+			snprintf(why, kErrorMax,
+				 "worker_prefix program \"%s\" (run for worker %u): %s",
+				 h->prefix[0], lane, etext);
 		else
-			snprintf(why, kErrorMax, "knit-worker \"%s\" (run for worker %u): %s", h->worker_path, lane, etext);
+			snprintf(why, kErrorMax, "knit-worker \"%s\" (run for worker %u): %s",
+				 h->worker_path, lane, etext);
 	}
 	return rc;
 }
@@ -555,13 +567,16 @@ void boot_silent_end(ProcHost *h, uint32_t i, char *into)
 			   knit_sys_waitid(3, h->pidfd[i], &si, WEXITED | WNOWAIT, nullptr) == 0;
 	const char *hint = h->nprefix != 0 ? "" : " (is it a knit-worker?)";
 	if (!ended)
-		snprintf(into, kErrorMax, "worker %u (\"%s\") closed its boot status pipe before reporting ready%s", i,
-			 h->worker_path, hint);
+		snprintf(into, kErrorMax,
+			 "worker %u (\"%s\") closed its boot status pipe before reporting ready%s",
+			 i, h->worker_path, hint);
 	else if (si.si_code == CLD_EXITED)
-		snprintf(into, kErrorMax, "worker %u (\"%s\") exited with status %d before reporting ready%s", i,
+		snprintf(into, kErrorMax,
+			 "worker %u (\"%s\") exited with status %d before reporting ready%s", i,
 			 h->worker_path, si.si_status, hint);
 	else
-		snprintf(into, kErrorMax, "worker %u (\"%s\") was killed by signal %d before reporting ready", i,
+		snprintf(into, kErrorMax,
+			 "worker %u (\"%s\") was killed by signal %d before reporting ready", i,
 			 h->worker_path, si.si_status);
 }
 
@@ -612,7 +627,8 @@ int boot_all(Pool *p, char *why)
 			break;
 		const int64_t left = deadline - knit_now_ns();
 		if (left <= 0) {
-			snprintf(why, kErrorMax, "worker %u (\"%s\") did not report ready within %lld s", map[0],
+			snprintf(why, kErrorMax,
+				 "worker %u (\"%s\") did not report ready within %lld s", map[0],
 				 h->worker_path, (long long)(kBootTimeoutNs / 1000000000));
 			rc = -KNIT_ECRASHED; // a worker stayed silent
 			break;
@@ -632,7 +648,8 @@ int boot_all(Pool *p, char *why)
 			const ssize_t g = read(rd[i], msg[i] + got[i], sizeof msg[i] - 1 - got[i]);
 			if (g > 0) {
 				got[i] += (uint32_t)g;
-				if (got[i] < sizeof msg[i] - 1 && memchr(msg[i], '\n', got[i]) == nullptr)
+				if (got[i] < sizeof msg[i] - 1 &&
+				    memchr(msg[i], '\n', got[i]) == nullptr)
 					continue;
 			} else if (g < 0 && errno == EINTR) {
 				continue;
@@ -649,8 +666,10 @@ int boot_all(Pool *p, char *why)
 				struct pollfd f = {h->pidfd[i], POLLIN, 0};
 				if (h->nprefix != 0 && poll(&f, 1, 0) == 1) {
 					snprintf(why, kErrorMax,
-						 "worker %u: the worker_prefix program \"%s\" exited while its worker "
-						 "booted: it must stay the worker's parent (not fork and exit)",
+						 "worker %u: the worker_prefix program \"%s\" "
+						 "exited while its worker "
+						 "booted: it must stay the worker's parent (not "
+						 "fork and exit)",
 						 i, h->prefix[0]);
 					rc = -KNIT_EINVAL;
 					break;
@@ -673,13 +692,17 @@ int boot_all(Pool *p, char *why)
 				const long c = strtol(msg[i] + 4, &end, 10);
 				code = c > 0 && c < KNIT_ERROR_MAX_ ? (int)c : 0;
 				words = *end == ' ' ? end + 1 : end;
-				error_sanitize(text, sizeof text, words, got[i] - (size_t)(words - msg[i]));
+				error_sanitize(text, sizeof text, words,
+					       got[i] - (size_t)(words - msg[i]));
 				snprintf(why, kErrorMax, "worker %u failed its boot: %s", i, text);
 			} else {
 				error_sanitize(text, sizeof text, msg[i], got[i]);
-				snprintf(why, kErrorMax, "worker %u sent a malformed boot verdict: \"%s\"", i, text);
+				snprintf(why, kErrorMax,
+					 "worker %u sent a malformed boot verdict: \"%s\"", i,
+					 text);
 			}
-			rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL || code == KNIT_ESYSTEM
+			rc = code == KNIT_EVERSION || code == KNIT_ENOMEM || code == KNIT_EINVAL ||
+					     code == KNIT_ESYSTEM
 				     ? -code
 				     : -KNIT_EPROTO;
 			break;
@@ -741,7 +764,8 @@ void pool_fail(Pool *p)
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		if (h->pidfd[i] >= 0)
 			continue;
-		knit_store_release_32(p->lanes[i].stop, kStopAcknowledged); // pairs with knit_stop's acquire load
+		knit_store_release_32(p->lanes[i].stop,
+				      kStopAcknowledged); // pairs with knit_stop's acquire load
 		knit_futex_wake(p->lanes[i].stop, INT_MAX, p->futex_shared);
 	}
 	host_event(p, true);
@@ -777,11 +801,13 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	const bool killed = kill != 0 && !proto;
 	// Acquire: pairs with the worker's release store of ACKNOWLEDGED.
 	const bool acked = knit_load_acquire_32(p->lanes[i].stop) == kStopAcknowledged;
-	const bool ending = knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&p->failed);
+	const bool ending =
+		knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&p->failed);
 	// A clean exit counts only when the host asked for it: the stop word
 	// is the worker's to write too, and one that stops on its own died
 	// unasked (else a task library could respawn workers for free).
-	const bool clean = !proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
+	const bool clean =
+		!proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
@@ -793,7 +819,7 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
 	if (!ending && !budget)
 		mark_failed(p); // before the lane's calls complete: a caller that
-		                // sees their -KNIT_ECRASHED finds the pool failed
+				// sees their -KNIT_ECRASHED finds the pool failed
 	// Counted before lane_lost completes the lane's calls: a caller that
 	// reaps the -KNIT_ECRASHED then reads the stats sees the respawn it
 	// caused.
@@ -898,7 +924,8 @@ void *monitor_main(void *arg)
 					continue;
 				uint32_t v = knit_load_relaxed_32(&h->killed[i]);
 				while ((v & (kKillAsked | kKillSent)) == kKillAsked) {
-					const uint32_t seen = knit_cas_acq_rel_32(&h->killed[i], v, v | kKillSent);
+					const uint32_t seen = knit_cas_acq_rel_32(&h->killed[i], v,
+										  v | kKillSent);
 					if (seen == v) {
 						sys_pidfd_kill(h->pidfd[i], SIGKILL);
 						break;
@@ -936,8 +963,8 @@ void *monitor_main(void *arg)
 			sys_pidfd_kill(h->pidfd[i], SIGKILL);
 		siginfo_t si;
 		reap(h->pidfd[i], h->pid[i], &si);
-		KNIT_TRACE_PROC_WORKER_EXIT(p, i, late ? KNIT_TRACE_EXIT_KILLED : exit_cause(si, true),
-					    si.si_status);
+		KNIT_TRACE_PROC_WORKER_EXIT(
+			p, i, late ? KNIT_TRACE_EXIT_KILLED : exit_cause(si, true), si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
 		h->pid[i] = 0;
@@ -970,20 +997,21 @@ int proc_file_check(const char *what, const char *path, bool exec)
 	const bool found = stat(path, &st) == 0;
 	const int e = found ? 0 : errno;
 	if (!found || !S_ISREG(st.st_mode) || access(path, exec ? X_OK : R_OK) != 0) {
-		const int code = found || e == EACCES		? -KNIT_EACCES
+		const int code = found || e == EACCES          ? -KNIT_EACCES
 				 : e == ENOENT || e == ENOTDIR ? -KNIT_ENOENT
 							       : -KNIT_EINVAL;
 		const int why = !found ? e : !S_ISREG(st.st_mode) ? 0 : errno;
-		const char *not_what = !found			? ""
+		const char *not_what = !found                 ? ""
 				       : !S_ISREG(st.st_mode) ? ": not a regular file"
-				       : exec		       ? ": not executable"
-							       : ": not readable";
+				       : exec                 ? ": not executable"
+							      : ": not readable";
 		if (path[0] != '/') {
 			char cwd[PATH_MAX];
 			if (getcwd(cwd, sizeof cwd) == nullptr)
 				strcpy(cwd, "(unknown)");
-			return error_set_errno(code, why, "relative %s path \"%s\" resolved against cwd \"%s\"%s", what,
-					       path, cwd, not_what);
+			return error_set_errno(
+				code, why, "relative %s path \"%s\" resolved against cwd \"%s\"%s",
+				what, path, cwd, not_what);
 		}
 		return error_set_errno(code, why, "%s \"%s\"%s", what, path, not_what);
 	}
@@ -1010,7 +1038,8 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 		if (why == nullptr)
 			why = "unknown error";
 		if (!bare)
-			return error_set(-KNIT_EINVAL, "task library \"%s\": dlopen: %s", path, why);
+			return error_set(-KNIT_EINVAL, "task library \"%s\": dlopen: %s", path,
+					 why);
 		// glibc's message for a name not found in the search path:
 		// "NAME: cannot open shared object file: <strerror(ENOENT)>";
 		// one that starts with another name is a dependency's.
@@ -1020,35 +1049,45 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 		const bool ours = strncmp(why, path, n) == 0 && why[n] == ':' && w >= m &&
 				  strcmp(why + w - m, enoent) == 0;
 		return error_set(ours ? -KNIT_ENOENT : -KNIT_EINVAL,
-				 "task library \"%s\": dlopen: %s (a name without a slash is searched in the library "
+				 "task library \"%s\": dlopen: %s (a name without a slash is "
+				 "searched in the library "
 				 "path, not in the working directory)",
 				 path, why);
 	}
-	const knit_task_library_t *lib = static_cast<const knit_task_library_t *>(dlsym(dl, KNIT_TASK_LIBRARY_SYMBOL));
+	const knit_task_library_t *lib =
+		static_cast<const knit_task_library_t *>(dlsym(dl, KNIT_TASK_LIBRARY_SYMBOL));
 	int rc = 0;
 	if (lib == nullptr) {
-		rc = error_set(-KNIT_EINVAL, "task library \"%s\" has no symbol " KNIT_TASK_LIBRARY_SYMBOL, path);
+		rc = error_set(-KNIT_EINVAL,
+			       "task library \"%s\" has no symbol " KNIT_TASK_LIBRARY_SYMBOL, path);
 	} else if (lib->size > sizeof(knit_task_library_t)) {
 		// As every size field: a larger one is a newer library's
 		// structure, whose fields past ours we would ignore.
 		rc = error_set(-KNIT_EVERSION,
-			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u, larger than this library "
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL
+			       " has size %u, larger than this library "
 			       "knows (%zu): built against a newer libknitting",
 			       path, lib->size, sizeof(knit_task_library_t));
-	} else if (lib->size < sizeof(knit_task_library_t) || lib->version != KNIT_TASK_LIBRARY_VERSION) {
+	} else if (lib->size < sizeof(knit_task_library_t) ||
+		   lib->version != KNIT_TASK_LIBRARY_VERSION) {
 		rc = error_set(-KNIT_EINVAL,
-			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has size %u and version %u (this "
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL
+			       " has size %u and version %u (this "
 			       "library knows size %zu, version %d)",
-			       path, lib->size, lib->version, sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION);
+			       path, lib->size, lib->version, sizeof(knit_task_library_t),
+			       KNIT_TASK_LIBRARY_VERSION);
 	} else if (lib->tasks == nullptr || lib->ntasks == 0 || lib->ntasks > 65535) {
-		rc = error_set(-KNIT_EINVAL, "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL " has %s tasks and ntasks %zu (1..65535)",
+		rc = error_set(-KNIT_EINVAL,
+			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL
+			       " has %s tasks and ntasks %zu (1..65535)",
 			       path, lib->tasks == nullptr ? "NULL" : "its", lib->ntasks);
 	} else {
 		rc = task_table_build(p, lib->tasks, lib->ntasks);
 		if (rc != 0) {
 			char why[kErrorMax];
 			snprintf(why, sizeof why, "%s", knit_last_error());
-			error_set(rc, "task library \"%s\": its task table is invalid: %s", path, why);
+			error_set(rc, "task library \"%s\": its task table is invalid: %s", path,
+				  why);
 		}
 	}
 	if (rc != 0) {
@@ -1108,9 +1147,10 @@ int proc_region_create_named(Pool *p, uint64_t size)
 		// acq_rel only because that is the fetch_add there is; it
 		// pairs with nothing: the count only makes names distinct.
 		const uint32_t seq = knit_fetch_add_acq_rel_32(&g_shm_seq, 1);
-		const uint64_t salt = (uint64_t)knit_now_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
-		snprintf(h->shm_name, sizeof h->shm_name, "/knitting-%d-%x-%08x", (int)getpid(), seq,
-			 (uint32_t)(salt >> 32));
+		const uint64_t salt =
+			(uint64_t)knit_now_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
+		snprintf(h->shm_name, sizeof h->shm_name, "/knitting-%d-%x-%08x", (int)getpid(),
+			 seq, (uint32_t)(salt >> 32));
 		// The janitor first: from our shm_open on, the name has one.
 		if (spawn_janitor(h) != 0) {
 			h->shm_name[0] = 0;
@@ -1123,8 +1163,9 @@ int proc_region_create_named(Pool *p, uint64_t size)
 			janitor_done(h); // that name is not ours: its janitor goes
 		if (fd < 0 && e != EEXIST) {
 			h->shm_name[0] = 0;
-			return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM ? -KNIT_ENOMEM
-											 : -KNIT_ESYSTEM;
+			return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM
+				       ? -KNIT_ENOMEM
+				       : -KNIT_ESYSTEM;
 		}
 	}
 	if (fd < 0) {
@@ -1157,22 +1198,27 @@ int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_of
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		int rc = region_memfd(stride, "knit-lane", &h->lane_fd[i]);
 		if (rc == 0)
-			rc = region_overlay(&p->region, lanes_off + (uint64_t)i * stride, stride, h->lane_fd[i], true);
+			rc = region_overlay(&p->region, lanes_off + (uint64_t)i * stride, stride,
+					    h->lane_fd[i], true);
 		if (rc != 0)
-			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i, knit_strerror(rc));
+			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i,
+					 knit_strerror(rc));
 	}
 	if (steal_off != 0) {
 		int rc = region_memfd(kStealLockOff, "knit-steal", &h->steal_fd);
 		if (rc == 0)
-			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd, true);
+			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd,
+					    true);
 		if (rc != 0)
-			return error_set(rc, "cannot make the steal control pages (a memfd): %s", knit_strerror(rc));
+			return error_set(rc, "cannot make the steal control pages (a memfd): %s",
+					 knit_strerror(rc));
 	}
 	// Our mapping is made: from now on the shared memfd maps read-only
 	// for everyone (F_SEAL_FUTURE_WRITE).
 	const int rc = region_seal_readonly(p->region.fd);
 	if (rc != 0)
-		return error_set(rc, "cannot seal the pool's shared memory read-only (F_SEAL_FUTURE_WRITE)");
+		return error_set(
+			rc, "cannot seal the pool's shared memory read-only (F_SEAL_FUTURE_WRITE)");
 	p->isolated = true;
 	return 0;
 }
@@ -1200,7 +1246,7 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 {
 	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
-	h->respawn_max = opts->respawn_max == 0 ? kRespawnDefault
+	h->respawn_max = opts->respawn_max == 0           ? kRespawnDefault
 			 : opts->respawn_max == KNIT_ZERO ? 0
 							  : opts->respawn_max;
 	h->lib_path = dup_str(opts->task_library);
@@ -1219,10 +1265,12 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 	if (h->lib_path == nullptr)
 		return error_set(-KNIT_ENOMEM, "out of memory for the task library path");
 	if (h->worker_path == nullptr)
-		return error_set(-KNIT_ENOMEM, "%s", opts->worker_path != nullptr || (env != nullptr && env[0] != 0)
-							    ? "out of memory for the knit-worker path"
-							    : "cannot make the default knit-worker path (set worker_path "
-							      "or KNIT_WORKER_PATH)");
+		return error_set(
+			-KNIT_ENOMEM, "%s",
+			opts->worker_path != nullptr || (env != nullptr && env[0] != 0)
+				? "out of memory for the knit-worker path"
+				: "cannot make the default knit-worker path (set worker_path "
+				  "or KNIT_WORKER_PATH)");
 	// options_resolve checked the prefix: 1..kPrefixMax words.
 	if (opts->worker_prefix != nullptr) {
 		uint32_t n = 0;
@@ -1240,13 +1288,14 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 	if (const int rc = proc_file_check("knit-worker", h->worker_path, true); rc != 0) {
 		char why[kErrorMax];
 		snprintf(why, sizeof why, "%s", knit_last_error());
-		return error_set(rc, "%s (from %s; set worker_path or KNIT_WORKER_PATH)", why, from);
+		return error_set(rc, "%s (from %s; set worker_path or KNIT_WORKER_PATH)", why,
+				 from);
 	}
 	return 0;
 }
 
-int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off, uint64_t stride,
-		 uint64_t abort_off, uint64_t steal_off)
+int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off,
+		 uint64_t stride, uint64_t abort_off, uint64_t steal_off)
 {
 	ProcHost *h = p->proc;
 	h->ctl = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1255,7 +1304,8 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// One bridge per lane, handed to that lane's worker alone (proc.h).
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		if ((h->bridge[i] = knit_sys_eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-			return error_set_errno(-KNIT_ESYSTEM, -h->bridge[i], "cannot make worker %u's bridge eventfd", i);
+			return error_set_errno(-KNIT_ESYSTEM, -h->bridge[i],
+					       "cannot make worker %u's bridge eventfd", i);
 	h->efd_flag = word_at(p->region.base, kPoolOffEfdFlag);
 	// Ring pages (wake.h, "process pools"): one memfd per worker, mapped
 	// here and handed to that worker alone, so no worker can write another
@@ -1266,9 +1316,12 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// kProcDoorbellWatchdogNs cap, as before.
 	if (h->shm_name[0] == 0 && futex_waitv_works()) {
 		for (uint32_t i = 0; i < p->nworkers; i++) {
-			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring", &h->ring[i]);
+			const int rc = region_create(RegionKind::kMemfd, kRingBytes, "knit-ring",
+						     &h->ring[i]);
 			if (rc != 0)
-				return error_set(rc, "cannot make worker %u's ring page (a memfd): %s", i, knit_strerror(rc));
+				return error_set(rc,
+						 "cannot make worker %u's ring page (a memfd): %s",
+						 i, knit_strerror(rc));
 			Lane *l = &p->lanes[i];
 			l->ring_armed = word_at(h->ring[i].base, kRingOffArmed);
 			l->ring_seq = word_at(h->ring[i].base, kRingOffSeq);
@@ -1333,7 +1386,8 @@ int proc_start(Pool *p)
 	const int e = pthread_create(&h->monitor, nullptr, monitor_main, p);
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (e != 0)
-		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start the process pool's monitor thread");
+		return error_set_errno(-KNIT_ESYSTEM, e,
+				       "cannot start the process pool's monitor thread");
 	h->monitor_started = true;
 	pthread_setname_np(h->monitor, "knit-monitor");
 	pthread_mutex_lock(&h->m);
@@ -1456,7 +1510,8 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto)
 	// acq_rel: pairs with the monitor's CAS asked -> asked|sent (it sends
 	// the kill) and its exchange to 0 in on_death (reads the reason). A
 	// second reason for a kill already asked only adds its bit.
-	const uint32_t old = knit_fetch_or_acq_rel_32(&h->killed[lane], kKillAsked | (proto ? kKillProto : 0));
+	const uint32_t old =
+		knit_fetch_or_acq_rel_32(&h->killed[lane], kKillAsked | (proto ? kKillProto : 0));
 	if (old == 0) {
 		if (!proto)
 			knit_add_relaxed_64(&h->hard_kills, 1);
@@ -1481,7 +1536,8 @@ void proc_stop_word_check(Pool *p, uint32_t lane)
 	dispatch_unlock(p);
 }
 
-void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills)
+void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns,
+		uint64_t *hard_kills)
 {
 	ProcHost *h = p->proc;
 	if (h == nullptr) {
@@ -1494,7 +1550,6 @@ void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns
 	*hard_kills = knit_load_relaxed_64(&h->hard_kills);
 }
 
-
 // ---- the process backend of the worker seam (src/workers.h) -----------------------------
 
 namespace {
@@ -1502,9 +1557,11 @@ namespace {
 int proc_check(const knit_task_t *tasks, size_t ntasks)
 {
 	if (tasks != nullptr || ntasks != 0)
-		return error_set(-KNIT_EINVAL, "process workers take their tasks from task_library: tasks must be "
-					       "NULL and ntasks 0 (they are %s and %zu)",
-				 tasks != nullptr ? "set" : "NULL", ntasks);
+		return error_set(
+			-KNIT_EINVAL,
+			"process workers take their tasks from task_library: tasks must be "
+			"NULL and ntasks 0 (they are %s and %zu)",
+			tasks != nullptr ? "set" : "NULL", ntasks);
 	return 0;
 }
 
@@ -1512,7 +1569,7 @@ int proc_tasks(Pool *p, const knit_pool_options_t *opts, const knit_task_t *, si
 {
 	void *dl = nullptr;
 	int rc = proc_load_tasks(p, opts->task_library, &dl); // records its message
-	if (rc == 0 && (rc = proc_host_new(p, dl)) != 0)    // owns dl from here on
+	if (rc == 0 && (rc = proc_host_new(p, dl)) != 0)      // owns dl from here on
 		error_set(rc, "out of memory for the process pool's host state");
 	// The paths and the prefix before the region: a named one's janitor
 	// (knit-worker) runs before its name exists. Records its message.
@@ -1535,7 +1592,8 @@ int proc_region(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan
 	*what = ", a memfd";
 	// Isolated (proc.h): the shared memfd is sealed read-only once the
 	// lanes' own memfds are mapped over it (proc_isolate).
-	int rc = region_create(RegionKind::kMemfd, plan.total, "knitting", &p->region, !plan.lane_tail);
+	int rc = region_create(RegionKind::kMemfd, plan.total, "knitting", &p->region,
+			       !plan.lane_tail);
 	if (rc == 0 && plan.lane_tail) {
 		*what = ", memfds";
 		rc = proc_isolate(p, plan.lanes_off, plan.stride, plan.steal_off);
@@ -1547,7 +1605,8 @@ int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &p
 {
 	// Both record their message (src/proc.h).
 	(void)opts; // taken by proc_resolve (proc_tasks)
-	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride, plan.abort_off, plan.steal_off);
+	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride,
+			      plan.abort_off, plan.steal_off);
 	if (rc == 0)
 		rc = proc_start(p);
 	return rc;
@@ -1589,26 +1648,17 @@ bool proc_hard_kill(Pool *p, uint32_t w)
 	return true;
 }
 
-void proc_stats_of(Pool *p, knit_pool_stats_t *s) { proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills); }
+void proc_stats_of(Pool *p, knit_pool_stats_t *s)
+{
+	proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills);
+}
 
 } // namespace
 
 const WorkerOps kProcWorkers = {
-	proc_check,
-	proc_tasks,
-	proc_isolated,
-	proc_region,
-	proc_start_all,
-	proc_stop_wait,
-	proc_distrust,
-	proc_hard_kill,
-	proc_shutdown,
-	proc_forget,
-	proc_stats_of,
-	proc_efd_enabled,
-	kExitGraceNs,
-	true,
-	true,
+	proc_check,     proc_tasks,       proc_isolated,  proc_region,   proc_start_all,
+	proc_stop_wait, proc_distrust,    proc_hard_kill, proc_shutdown, proc_forget,
+	proc_stats_of,  proc_efd_enabled, kExitGraceNs,   true,          true,
 };
 
 } // namespace knit::detail

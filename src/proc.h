@@ -123,8 +123,8 @@ inline constexpr int kBootFdSteal = 8;  // isolation, stealing: the steal contro
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
-inline constexpr uint64_t kRingOffArmed = 0;      // u32 ArmState (host arms, worker claims)
-inline constexpr uint64_t kRingOffSeq = kBlock;   // u32 ring sequence (worker bumps, host waits)
+inline constexpr uint64_t kRingOffArmed = 0;        // u32 ArmState (host arms, worker claims)
+inline constexpr uint64_t kRingOffSeq = kBlock;     // u32 ring sequence (worker bumps, host waits)
 inline constexpr uint64_t kRingOffEfd = 2 * kBlock; // u32 1: the completion fd exists (host sets)
 struct ProcBoot {
 	uint32_t magic;
@@ -135,9 +135,9 @@ struct ProcBoot {
 	uint32_t nworkers;
 	uint32_t ntasks;
 	uint32_t ticket_cap;
-	int32_t fd_status;    // kBootFdStatus, or -1 (a respawn: nobody reads it)
-	int32_t ppid;         // the host's pid: the worker exits if it is not its parent
-	uint64_t host_pool;   // the host's pool id in its probes (src/trace.h), never dereferenced
+	int32_t fd_status;  // kBootFdStatus, or -1 (a respawn: nobody reads it)
+	int32_t ppid;       // the host's pid: the worker exits if it is not its parent
+	uint64_t host_pool; // the host's pool id in its probes (src/trace.h), never dereferenced
 	uint64_t region_size;
 	uint64_t lanes_off;
 	uint64_t stride;
@@ -173,7 +173,8 @@ struct ProcBoot {
 static_assert(offsetof(ProcBoot, magic) == KNIT_TRACE_BOOT_OFF_MAGIC, "boot record: trace ABI");
 static_assert(offsetof(ProcBoot, lane) == KNIT_TRACE_BOOT_OFF_LANE, "boot record: trace ABI");
 static_assert(offsetof(ProcBoot, ppid) == KNIT_TRACE_BOOT_OFF_PPID, "boot record: trace ABI");
-static_assert(offsetof(ProcBoot, host_pool) == KNIT_TRACE_BOOT_OFF_HOST_POOL, "boot record: trace ABI");
+static_assert(offsetof(ProcBoot, host_pool) == KNIT_TRACE_BOOT_OFF_HOST_POOL,
+	      "boot record: trace ABI");
 static_assert(kBootMagic == KNIT_TRACE_BOOT_MAGIC, "boot record: trace ABI");
 
 // The host side of a process pool (Pool::proc).
@@ -231,8 +232,8 @@ int proc_parent(int pid);
 // knit_pool_create, after the region and lanes are built: make the
 // eventfds and ring pages, fill the boot record. 0, -KNIT_ENOMEM,
 // -KNIT_ESYSTEM; the message recorded (src/error.h).
-int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off, uint64_t stride,
-		 uint64_t abort_off, uint64_t steal_off);
+int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t lanes_off,
+		 uint64_t stride, uint64_t abort_off, uint64_t steal_off);
 // Then start the monitor thread, which spawns every worker, and wait
 // until each reported ready. 0, -KNIT_ESYSTEM (no thread or spawn),
 // -KNIT_ENOENT / -KNIT_EACCES (the worker_prefix program not found, not
@@ -276,7 +277,8 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
 void proc_stop_word_check(Pool *p, uint32_t lane);
 
 // Fill the process counters of the stats.
-void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns, uint64_t *hard_kills);
+void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns,
+		uint64_t *hard_kills);
 
 } // namespace knit::detail
 

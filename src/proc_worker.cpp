@@ -68,7 +68,8 @@ int boot_fail(int code, const char *fmt, ...)
 		char line[kBootVerdictMax];
 		const int n = snprintf(line, sizeof line, "err %d %s\n", code, msg);
 		if (n > 0)
-			(void)!write(g_status_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+			(void)!write(g_status_fd, line,
+				     (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 	}
 	return 1;
 }
@@ -115,7 +116,8 @@ const char *watch_host_start(const ProcBoot &b)
 	// The pidfd first, the start time second: if the start time matches,
 	// the pidfd names the host (a reused pid would show another time).
 	if (b.host_start == 0 || proc_start_time(b.ppid) != b.host_start)
-		return "cannot watch the host: its pid names another process (another pid namespace or /proc?)";
+		return "cannot watch the host: its pid names another process (another pid "
+		       "namespace or /proc?)";
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -189,7 +191,8 @@ int janitor_main(const char *name, const char *pid_text)
 				known = true;
 			}
 			if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
-				f[1].fd = -1; // the host closed it (or none was given): poll ignores it
+				f[1].fd = -1; // the host closed it (or none was given): poll
+					      // ignores it
 		}
 		waiting = f[0].revents == 0;
 		f[0].revents = f[1].revents = 0;
@@ -222,8 +225,9 @@ int place_self(const ProcBoot &b, int32_t *cpu, const char **why)
 	cpu_set_t want, got;
 	const int32_t c = worker_cpus(b.cfg, b.lane, &want);
 	if (sched_setaffinity(0, sizeof want, &want) != 0) {
-		*why = errno == EINVAL ? "cpu_mask: no CPU of this worker's set is one the process may use"
-				       : "cannot set this worker's CPU affinity";
+		*why = errno == EINVAL
+			       ? "cpu_mask: no CPU of this worker's set is one the process may use"
+			       : "cannot set this worker's CPU affinity";
 		return errno == EINVAL ? KNIT_EINVAL : KNIT_ESYSTEM;
 	}
 	CPU_ZERO(&got);
@@ -250,7 +254,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// die already (the prctl came too late for that).
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (argc != 4 || strcmp(argv[1], "--knit-boot") != 0) {
-		fprintf(stderr, "knit-worker: started by libknitting only (a process pool's worker)\n");
+		fprintf(stderr,
+			"knit-worker: started by libknitting only (a process pool's worker)\n");
 		return 2;
 	}
 	ProcBoot b;
@@ -265,8 +270,9 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		tmp[2 * sizeof head] = 0;
 		return hex_decode(tmp, head, sizeof head);
 	}();
-	if (head_ok && head[0] == kBootMagic && head[1] == kBootVersion && head[2] == sizeof(ProcBoot) &&
-	    head[3] == sizeof(PoolConfig) && hex_decode(argv[2], &b, sizeof b)) {
+	if (head_ok && head[0] == kBootMagic && head[1] == kBootVersion &&
+	    head[2] == sizeof(ProcBoot) && head[3] == sizeof(PoolConfig) &&
+	    hex_decode(argv[2], &b, sizeof b)) {
 		g_status_fd = b.fd_status;
 		const char *why = nullptr;
 		const int prc = place_self(b, &cpu, &why);
@@ -286,16 +292,20 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			// nothing the host does would end us.
 			if (!host_is_ancestor(parent, b.ppid))
 				return boot_fail(KNIT_EINVAL,
-						 "the worker is not the host's descendant (its parent is pid %d; the "
-						 "host is %d): a worker_prefix program must stay the worker's parent, not "
+						 "the worker is not the host's descendant (its "
+						 "parent is pid %d; the "
+						 "host is %d): a worker_prefix program must stay "
+						 "the worker's parent, not "
 						 "fork and exit",
 						 (int)parent, (int)b.ppid);
 		}
 	} else {
 		// No status fd we could trust: the well-known one if it is open.
 		g_status_fd = kBootFdStatus;
-		return boot_fail(KNIT_EVERSION, "boot record of another libknitting version (protocol %u, this is %u)",
-				 head_ok ? head[1] : 0, kBootVersion);
+		return boot_fail(
+			KNIT_EVERSION,
+			"boot record of another libknitting version (protocol %u, this is %u)",
+			head_ok ? head[1] : 0, kBootVersion);
 	}
 	if (b.nworkers == 0 || b.nworkers > KNIT_MAX_WORKERS || b.lane >= b.nworkers ||
 	    b.lanes_off > b.region_size || b.stride > b.region_size ||
@@ -316,9 +326,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	void *dl = nullptr;
 	int rc = proc_load_tasks(p, argv[3], &dl);
 	if (rc != 0)
-		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s", knit_last_error());
+		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s",
+				 knit_last_error());
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
-		return boot_fail(KNIT_EPROTO, "the task library's table differs from the host's (%s)", argv[3]);
+		return boot_fail(KNIT_EPROTO,
+				 "the task library's table differs from the host's (%s)", argv[3]);
 	if (b.shm_name[0] != 0) {
 		// Named: unsealed, so only the size is checked (region_map_fd
 		// refuses an object shorter than the pool).
@@ -326,24 +338,30 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		const int fd = shm_open(b.shm_name, O_RDWR | O_CLOEXEC, 0);
 		if (fd < 0)
-			return boot_fail(KNIT_EPROTO, "cannot open the pool's memory %s", b.shm_name);
+			return boot_fail(KNIT_EPROTO, "cannot open the pool's memory %s",
+					 b.shm_name);
 		rc = region_map_fd(fd, b.region_size, &p->region, false);
 		close(fd);
 	} else {
 		// Isolated (src/proc.h): the shared memfd read-only (it is
 		// sealed so: nothing else would map), our own pages over it.
 		const bool iso = b.fd_lane >= 0;
-		if (iso && (b.fd_lane != kBootFdLane || (b.fd_steal != -1 && b.fd_steal != kBootFdSteal) ||
-			    (b.fd_steal >= 0) != (p->cfg.topology == KNIT_TOPOLOGY_STEAL) || b.fd_ring < 0))
+		if (iso &&
+		    (b.fd_lane != kBootFdLane || (b.fd_steal != -1 && b.fd_steal != kBootFdSteal) ||
+		     (b.fd_steal >= 0) != (p->cfg.topology == KNIT_TOPOLOGY_STEAL) ||
+		     b.fd_ring < 0))
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		rc = region_map_fd(kBootFdRegion, b.region_size, &p->region, true, !iso);
 		if (rc == 0)
 			close(kBootFdRegion); // the Region holds its own duplicate
 		if (rc == 0 && iso) {
-			rc = region_overlay(&p->region, b.lanes_off + (uint64_t)b.lane * b.stride, b.stride, kBootFdLane, true);
+			rc = region_overlay(&p->region, b.lanes_off + (uint64_t)b.lane * b.stride,
+					    b.stride, kBootFdLane, true);
 			if (rc == 0 && b.fd_steal >= 0)
-				rc = b.steal_off <= b.region_size && kStealLockOff <= b.region_size - b.steal_off
-					     ? region_overlay(&p->region, b.steal_off, kStealLockOff, kBootFdSteal, true)
+				rc = b.steal_off <= b.region_size &&
+						     kStealLockOff <= b.region_size - b.steal_off
+					     ? region_overlay(&p->region, b.steal_off,
+							      kStealLockOff, kBootFdSteal, true)
 					     : -KNIT_EPROTO;
 			close(kBootFdLane); // the mappings keep the memory
 			if (b.fd_steal >= 0)
@@ -351,12 +369,14 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			// A child a task forks gets none of it: a process that
 			// outlived us must not write our lane under the worker
 			// respawned on it (which maps the same lane memfd).
-			if (rc == 0 && madvise(p->region.base, (size_t)p->region.size, MADV_DONTFORK) != 0)
+			if (rc == 0 &&
+			    madvise(p->region.base, (size_t)p->region.size, MADV_DONTFORK) != 0)
 				rc = -KNIT_ESYSTEM;
 		}
 	}
 	if (rc != 0)
-		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)", knit_strerror(rc));
+		return boot_fail(KNIT_EPROTO, "cannot map the pool's memory (%s)",
+				 knit_strerror(rc));
 	// The mapping is all we use: its descriptor goes, so a task finds no
 	// descriptor of the pool's memory (knit-worker(8) lists what it finds).
 	close(p->region.fd);
@@ -374,7 +394,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		rc = region_map_fd(kBootFdRing, kRingBytes, &ring);
 		if (rc != 0)
-			return boot_fail(KNIT_EPROTO, "cannot map the ring page (%s)", knit_strerror(rc));
+			return boot_fail(KNIT_EPROTO, "cannot map the ring page (%s)",
+					 knit_strerror(rc));
 		close(kBootFdRing); // the Region holds its own duplicate
 		close(ring.fd);     // and the mapping is all we use
 		ring.fd = -1;
@@ -395,8 +416,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// steal_wake_one); nothing else of a peer's lane is looked at.
 	const bool steal = p->cfg.topology == KNIT_TOPOLOGY_STEAL;
 	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
-	if (steal && (b.steal_off % kArenaAlign != 0 || b.steal_off < b.lanes_off + (uint64_t)b.nworkers * b.stride ||
-		      b.steal_off > b.region_size || steal_area_bytes(cap) > b.region_size - b.steal_off))
+	if (steal &&
+	    (b.steal_off % kArenaAlign != 0 ||
+	     b.steal_off < b.lanes_off + (uint64_t)b.nworkers * b.stride ||
+	     b.steal_off > b.region_size || steal_area_bytes(cap) > b.region_size - b.steal_off))
 		return boot_fail(KNIT_EPROTO, "boot record out of range");
 	const uint32_t nl = steal ? b.nworkers : 1;
 	void *lmem = nullptr;
@@ -423,7 +446,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			uint8_t *ctl = base + b.steal_off;
 			pl->wake_seq = word_at(ctl, steal_wake_offset(pl->index));
 			pl->parked = word_at(ctl, steal_parked_offset(pl->index));
-			pl->peer_wakes = reinterpret_cast<uint64_t *>(ctl + steal_peerw_offset(pl->index));
+			pl->peer_wakes =
+				reinterpret_cast<uint64_t *>(ctl + steal_peerw_offset(pl->index));
 		}
 	}
 	Lane *l = &p->lanes[steal ? b.lane : 0];
@@ -447,7 +471,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (b.ext_off != 0) {
 			// Isolated: the lane's tail (src/pool.h), in our own pages.
 			const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
-			if (b.ext_off != lane_block_bytes(cap, cap) || b.ext_off + lane_tail_bytes(sstride) > b.stride)
+			if (b.ext_off != lane_block_bytes(cap, cap) ||
+			    b.ext_off + lane_tail_bytes(sstride) > b.stride)
 				return boot_fail(KNIT_EPROTO, "boot record out of range");
 			l->line = l->block + b.ext_off + kLaneExtBytes;
 			l->line_spill_area = l->line + kLineBytes;
@@ -457,9 +482,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;
 	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
-	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+	ArenaShared ret_sh =
+		lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
 	ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
-	if (l->wreq.attach(req_lock, req_sh, wl) != 0 || l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
+	if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
+	    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
 		return boot_fail(KNIT_EPROTO, "lane geometry refused");
 	if (steal) {
 		// The submit lock we claim from, as consumer `lane` (the host
@@ -467,7 +494,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		p->steal.ctl = base + b.steal_off;
 		p->steal.lock = p->steal.ctl + kStealLockOff;
 		ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
-		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane, p->cfg.steal_g) != 0)
+		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
+				 p->cfg.steal_g) != 0)
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
 		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
 		l->sc.set_stop_word(l->stop);

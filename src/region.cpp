@@ -73,7 +73,8 @@ uint64_t region_round(uint64_t size)
 int map_shared(int fd, uint64_t size, bool anonymous, uint8_t **base, bool writable = true)
 {
 	int flags = MAP_SHARED | MAP_NORESERVE | (anonymous ? MAP_ANONYMOUS : 0);
-	void *p = knit_sys_mmap(nullptr, (size_t)size, writable ? PROT_READ | PROT_WRITE : PROT_READ, flags, fd, 0);
+	void *p = knit_sys_mmap(nullptr, (size_t)size,
+				writable ? PROT_READ | PROT_WRITE : PROT_READ, flags, fd, 0);
 	if (knit_sys_mmap_failed(p)) {
 		return resource_error((long)(intptr_t)p);
 	}
@@ -130,7 +131,8 @@ int region_create(RegionKind kind, uint64_t size, const char *name, Region *out,
 	}
 	int rc = knit_sys_ftruncate(fd, (long)bytes);
 	if (rc == 0) {
-		rc = knit_sys_fcntl(fd, F_ADD_SEALS, sealed_final ? kRegionSeals : kRegionSeals & ~F_SEAL_SEAL);
+		rc = knit_sys_fcntl(fd, F_ADD_SEALS,
+				    sealed_final ? kRegionSeals : kRegionSeals & ~F_SEAL_SEAL);
 	}
 	if (rc != 0) {
 		knit_sys_close(fd);
@@ -218,17 +220,18 @@ int region_memfd(uint64_t size, const char *name, int *out)
 int region_overlay(Region *r, uint64_t off, uint64_t len, int fd, bool writable)
 {
 	const uint64_t page = region_page_size();
-	if (r == nullptr || r->base == nullptr || fd < 0 || len == 0 || off % page != 0 || len % page != 0 ||
-	    off > r->size || len > r->size - off)
+	if (r == nullptr || r->base == nullptr || fd < 0 || len == 0 || off % page != 0 ||
+	    len % page != 0 || off > r->size || len > r->size - off)
 		return -KNIT_EINVAL;
 	// As region_map_fd: sealed against shrinking, and long enough.
 	const int seals = knit_sys_fcntl(fd, F_GET_SEALS, 0);
 	struct stat st;
 	memset(&st, 0, sizeof st);
-	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || knit_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < 0 || (uint64_t)st.st_size < len)
+	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || knit_sys_fstat(fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size < len)
 		return -KNIT_EPROTO;
-	void *p = knit_sys_mmap(r->base + off, (size_t)len, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+	void *p = knit_sys_mmap(r->base + off, (size_t)len,
+				writable ? PROT_READ | PROT_WRITE : PROT_READ,
 				MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0);
 	if (knit_sys_mmap_failed(p))
 		return resource_error((long)(intptr_t)p);

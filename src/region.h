@@ -97,7 +97,8 @@ int region_overlay(Region *r, uint64_t off, uint64_t len, int fd, bool writable)
 // size can later shrink under the mapping (see KNIT_PROC_NAMED_SHM).
 // writable false: a read-only mapping (a sealed read-only memfd allows no
 // other).
-int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal = true, bool writable = true);
+int region_map_fd(int fd, uint64_t expected_size, Region *out, bool need_seal = true,
+		  bool writable = true);
 
 // Unmap and close. Idempotent: the Region is zeroed (fd -1) afterwards and a
 // zeroed Region is accepted. The caller guarantees that no thread of this

@@ -85,21 +85,21 @@ struct Pool;
 struct Lane;
 
 // ---- constants ------------------------------------------------------------------
-inline constexpr uint32_t kLaneInflightMax = kLanes; // published-not-reaped calls per lane
-inline constexpr uint32_t kWorkerBatch = 32;         // tasks run per worker pass (results are
-                                                      // published early, kResultFlushTasks
-                                                      // and kResultFlushNs)
-inline constexpr uint32_t kTicketChunk = 256;        // call records allocated together
-inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;    // a record's last generation (then retired)
+inline constexpr uint32_t kLaneInflightMax = kLanes;   // published-not-reaped calls per lane
+inline constexpr uint32_t kWorkerBatch = 32;           // tasks run per worker pass (results are
+						       // published early, kResultFlushTasks
+						       // and kResultFlushNs)
+inline constexpr uint32_t kTicketChunk = 256;          // call records allocated together
+inline constexpr uint32_t kGenLast = 0xFFFFFFFFu;      // a record's last generation (then retired)
 inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond the live bound
-inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u; // ticket indexes stay below this
+inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u;      // ticket indexes stay below this
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
-inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
-inline constexpr int64_t kHostSpinNs = 20 * 1000; // host spin per wait before arming
+inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu;    // request flags: abort id + 1 (0 = none)
+inline constexpr int64_t kHostSpinNs = 20 * 1000;         // host spin per wait before arming
 inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (spin.h)
-inline constexpr int64_t kResultFlushNs = 50 * 1000; // worker: publish early after this long
-inline constexpr uint32_t kResultFlushTasks = 16;    // ... or after this many tasks (even)
+inline constexpr int64_t kResultFlushNs = 50 * 1000;      // worker: publish early after this long
+inline constexpr uint32_t kResultFlushTasks = 16;         // ... or after this many tasks (even)
 
 // now + timeout_ns (timeout_ns >= 0) as an absolute CLOCK_MONOTONIC
 // deadline, or `none` when the sum would not fit an int64_t: a deadline past
@@ -145,8 +145,8 @@ enum WorkerCounter : uint32_t {
 	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
 	kWcPeerWakes,      // wakes a peer worker PROCESS sent this lane (steal_wake_one):
-	                   // the only counter of the block others write (relaxed add);
-	                   // a worker thread counts them in Lane::wakes_sent instead
+			   // the only counter of the block others write (relaxed add);
+			   // a worker thread counts them in Lane::wakes_sent instead
 	kWcCount_
 };
 static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
@@ -154,17 +154,17 @@ static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
 // ---- resolved options -------------------------------------------------------------
 struct PoolConfig {
 	uint32_t workers;
-	uint32_t topology;   // KNIT_TOPOLOGY_LANES or KNIT_TOPOLOGY_STEAL (never AUTO)
-	uint32_t steal_g;    // steal: lanes per claim region (steal.h); else 0
-	uint32_t balancer;   // never KNIT_BALANCE_DEFAULT after resolution
+	uint32_t topology; // KNIT_TOPOLOGY_LANES or KNIT_TOPOLOGY_STEAL (never AUTO)
+	uint32_t steal_g;  // steal: lanes per claim region (steal.h); else 0
+	uint32_t balancer; // never KNIT_BALANCE_DEFAULT after resolution
 	uint32_t inline_lane;
 	uint32_t inline_batch;
 	uint32_t stall_free_loops;
 	uint32_t max_backoff_ms;
 	bool doorbell;
 	uint32_t spin_us;
-	uint32_t park_ms;       // the idle period (arena trims; the watchdog when on)
-	bool park_watchdog;     // park_ms given: every park is timed (else: see park())
+	uint32_t park_ms;   // the idle period (arena trims; the watchdog when on)
+	bool park_watchdog; // park_ms given: every park is timed (else: see park())
 	uint32_t abort_capacity;
 	uint32_t hard_timeout_ms;
 	uint32_t max_pending;
@@ -190,11 +190,11 @@ struct TaskEntry;
 // Structural references that keep a record from being recycled. The record
 // returns to the free list when the last one is dropped (under mu).
 enum CallHold : uint32_t {
-	kHoldEnqueue = 1u << 0, // the enqueuing thread still uses it (only a call
-	                        // with a deadline keeps it past allocation)
+	kHoldEnqueue = 1u << 0,   // the enqueuing thread still uses it (only a call
+				  // with a deadline keeps it past allocation)
 	kHoldHostQueue = 1u << 1, // in the backlog, the private list, the inline FIFO,
-	                          // or placed in a worker lane until its frame is reaped
-	kHoldUser = 1u << 2,    // its completion has not been handed out yet
+				  // or placed in a worker lane until its frame is reaped
+	kHoldUser = 1u << 2,      // its completion has not been handed out yet
 };
 
 // Internal call flags.
@@ -221,15 +221,15 @@ struct Call {
 	// Set by the enqueuing thread before the call becomes reachable, then
 	// read-only until the record is recycled.
 	uint32_t task;
-	uint32_t flags;    // CallFlag
-	uint32_t pin_lane; // with kCallPinned
-	int32_t abort_bit; // -1 = none
+	uint32_t flags;      // CallFlag
+	uint32_t pin_lane;   // with kCallPinned
+	int32_t abort_bit;   // -1 = none
 	int64_t deadline_ns; // 0 = none
 	void *user_data;
 	knit_value_t arg; // data points into arg_buf (or is NULL)
-	uint8_t *arg_buf;  // malloc'd copy; freed once published (dispatcher)
+	uint8_t *arg_buf; // malloc'd copy; freed once published (dispatcher)
 	// Dispatcher-owned while queued/in flight.
-	uint32_t lane;    // lane it was placed in (UINT32_MAX before)
+	uint32_t lane; // lane it was placed in (UINT32_MAX before)
 	// Under mu.
 	uint32_t live;      // allocated (not on the free list)
 	uint32_t holds;     // CallHold
@@ -387,18 +387,18 @@ private:
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
 struct StealHost {
-	bool on;             // the pool uses KNIT_TOPOLOGY_STEAL
-	uint8_t *ctl;        // steal control block
-	uint8_t *lock;       // the shared submit lock
-	LockProducer req;    // the host's producer endpoint (dispatcher holder only)
-	uint32_t staged;     // frames staged, not flushed (dispatcher holder only)
+	bool on;              // the pool uses KNIT_TOPOLOGY_STEAL
+	uint8_t *ctl;         // steal control block
+	uint8_t *lock;        // the shared submit lock
+	LockProducer req;     // the host's producer endpoint (dispatcher holder only)
+	uint32_t staged;      // frames staged, not flushed (dispatcher holder only)
 	uint32_t wake_cursor; // next worker to consider for a wake (relaxed; any thread)
 	// Who claimed what (dispatcher holder only; see steal_track): the call
 	// each submit lane carries until a worker's ACK toggle names its
 	// claimant, and the last ACK word seen from each worker.
-	uint32_t unclaimed;                 // lanes whose call has no claimant yet
-	uint32_t lane_ticket[kLanes];       // that call's record index
-	uint32_t lane_gen[kLanes];          // and generation
+	uint32_t unclaimed;           // lanes whose call has no claimant yet
+	uint32_t lane_ticket[kLanes]; // that call's record index
+	uint32_t lane_gen[kLanes];    // and generation
 	uint32_t ack_seen[kMaxStealConsumers];
 };
 
@@ -434,36 +434,36 @@ struct alignas(128) Pool {
 	uint32_t *abort_words;
 	uint32_t abort_nwords;
 
-	Lane *lanes;        // nworkers worker lanes, then the inline lane if any
+	Lane *lanes; // nworkers worker lanes, then the inline lane if any
 	uint32_t nworkers;
-	uint32_t nlanes;    // nworkers + (inline ? 1 : 0)
+	uint32_t nlanes;                      // nworkers + (inline ? 1 : 0)
 	uint32_t order[KNIT_MAX_WORKERS + 1]; // balancer rotation
 	uint32_t rr_cursor;                   // dispatcher-owned
 	uint32_t lanes_retired;               // dispatcher-owned: worker lanes RETIRED (src/lane.h)
-	uint32_t lanes_distrusted;            // worker lanes DISTRUSTED (src/lane.h lane_set_state):
-	                                      // written by the holder, relaxed-readable
-	uint64_t rng;                         // dispatcher-owned
-	int futex_shared;                     // 0: thread workers (private futexes)
-	bool rings;                           // host of a process pool: every worker rings through
-	                                      // its own ring page, and db_seq is host_seq (wake.h)
-	bool isolated;                        // host of a process pool whose workers map writable
-	                                      // only their own pages (src/proc.h, "isolation")
-	const struct WorkerOps *workers;      // the worker kind's operations (src/workers.h)
-	struct ProcHost *proc;                // process workers: the host side (src/proc.h)
+	uint32_t lanes_distrusted;       // worker lanes DISTRUSTED (src/lane.h lane_set_state):
+					 // written by the holder, relaxed-readable
+	uint64_t rng;                    // dispatcher-owned
+	int futex_shared;                // 0: thread workers (private futexes)
+	bool rings;                      // host of a process pool: every worker rings through
+					 // its own ring page, and db_seq is host_seq (wake.h)
+	bool isolated;                   // host of a process pool whose workers map writable
+					 // only their own pages (src/proc.h, "isolation")
+	const struct WorkerOps *workers; // the worker kind's operations (src/workers.h)
+	struct ProcHost *proc;           // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring
 	// pages is bounded by kProcDoorbellWatchdogNs, and no host arms for a
 	// refill, which trusts every worker to ring at its low-water mark
 	// (src/wake.cpp).
 	bool untrusted_workers;
-	uint32_t failed;                      // 1: the workers cannot be replaced any more (out of
-	                                      // respawns): new calls fail -KNIT_ECRASHED (relaxed;
-	                                      // stored before closed, under mu: pool_failed)
-	uint32_t *efd_flag;                   // in a worker process: its "completion fd on" word
-	int efd_bridge;                       // (ring page, else header) and its lane's bridge
-	StealHost steal;                      // steal topology (steal.h); on = false otherwise
-	int64_t submit_idle_ns;               // steal: submit lock idle since (0 = busy;
-	                                      // dispatcher-owned, src/trim.cpp)
+	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
+				// respawns): new calls fail -KNIT_ECRASHED (relaxed;
+				// stored before closed, under mu: pool_failed)
+	uint32_t *efd_flag;     // in a worker process: its "completion fd on" word
+	int efd_bridge;         // (ring page, else header) and its lane's bridge
+	StealHost steal;        // steal topology (steal.h); on = false otherwise
+	int64_t submit_idle_ns; // steal: submit lock idle since (0 = busy;
+				// dispatcher-owned, src/trim.cpp)
 
 	// The dispatcher try-lock, alone on its block.
 	alignas(128) uint32_t dispatch_lock;
@@ -475,17 +475,17 @@ struct alignas(128) Pool {
 	uint64_t backlog_placed;             // dispatcher-owned: placed, still in backlog_count
 	uint64_t backlog_hw;                 // high-water mark (atomic max)
 	Call *pb_head[kClasses], *pb_tail[kClasses]; // dispatcher-owned, unpinned calls per
-	                                     // priority class, each in enqueue order
-	uint32_t pb_waiting;                 // dispatcher-owned: bit k = pb_head[k] set
-	uint64_t pin_waiting;                // dispatcher-owned: bit w = a pin_head of lanes[w] set
+						     // priority class, each in enqueue order
+	uint32_t pb_waiting;                         // dispatcher-owned: bit k = pb_head[k] set
+	uint64_t pin_waiting; // dispatcher-owned: bit w = a pin_head of lanes[w] set
 	uint64_t st_class_backlogged[kClasses]; // the holder's (counter_add), stats read
-	uint64_t st_class_enqueued[2];       // high and low calls accepted (under mu; normal:
-	                                     // st_enqueued less these)
-	uint64_t backlog_visits;             // dispatcher-owned: backlog calls placement examined
-	uint64_t wake_lanes;                 // dispatcher-owned: lanes published, not yet looked
-	                                     // at for a parked worker (W1 in dispatch_unlock)
-	uint64_t room_lanes;                 // dispatcher-owned: lanes given room back (B), the same
-	uint32_t inline_queued;              // calls in the inline FIFO (atomic, relaxed reads)
+	uint64_t st_class_enqueued[2];          // high and low calls accepted (under mu; normal:
+						// st_enqueued less these)
+	uint64_t backlog_visits; // dispatcher-owned: backlog calls placement examined
+	uint64_t wake_lanes;     // dispatcher-owned: lanes published, not yet looked
+				 // at for a parked worker (W1 in dispatch_unlock)
+	uint64_t room_lanes;     // dispatcher-owned: lanes given room back (B), the same
+	uint32_t inline_queued;  // calls in the inline FIFO (atomic, relaxed reads)
 
 	// The completion eventfd, written once (knit_completion_fd) and read
 	// by every worker after every result (worker_ring): on a block of its
@@ -495,40 +495,41 @@ struct alignas(128) Pool {
 	int efd;                      // completion eventfd or -1
 
 	alignas(128) uint32_t host_waiters; // host threads sleeping on db_seq (atomic)
-	uint32_t host_seq;                  // rings: the host-event sequence db_seq points to
-	                                    // (host-private memory: no worker can freeze it)
-	uint32_t closed;                    // 1 once stop began (atomic; written under mu)
-	uint32_t workers_stopping;          // stop requested on every worker (atomic)
-	uint32_t forced;                    // hard timeout force-stopped the pool
-	uint64_t outstanding;               // accepted, not completed (atomic; written under mu)
-	uint64_t line_outstanding;          // line calls not completed (atomic read-modify-write,
-	                                    // src/syncline.h S1/S7; no mu)
-	uint32_t line_cursor;               // the line to try first (relaxed; src/syncline.h)
-	int64_t earliest_deadline;          // heap top deadline or 0 (atomic, under mu writes)
-	uint32_t cq_count;                  // completions queued (atomic; changed under mu)
+	// rings: the host-event sequence db_seq points to (host-private
+	// memory: no worker can freeze it)
+	uint32_t host_seq;
+	uint32_t closed;           // 1 once stop began (atomic; written under mu)
+	uint32_t workers_stopping; // stop requested on every worker (atomic)
+	uint32_t forced;           // hard timeout force-stopped the pool
+	uint64_t outstanding;      // accepted, not completed (atomic; written under mu)
+	uint64_t line_outstanding; // line calls not completed (atomic read-modify-write,
+				   // src/syncline.h S1/S7; no mu)
+	uint32_t line_cursor;      // the line to try first (relaxed; src/syncline.h)
+	int64_t earliest_deadline; // heap top deadline or 0 (atomic, under mu writes)
+	uint32_t cq_count;         // completions queued (atomic; changed under mu)
 
 	// Under mu.
 	pthread_mutex_t mu;
 	TicketTable tickets;
 	DeadlineHeap heap;
 	Call *cq_head, *cq_tail;
-	uint32_t pick_waiters; // threads in knit_complete_tickets / knit_wait_idle
-	                       // (atomic; written under mu: src/calls.h)
+	uint32_t pick_waiters;  // threads in knit_complete_tickets / knit_wait_idle
+				// (atomic; written under mu: src/calls.h)
 	uint32_t *abort_in_use; // host-private mirror of allocated abort bits
 	uint32_t abort_cursor;
 	uint32_t abort_used;
-	OwnedBuf *owned;       // handed-out result bytes not released yet
-	uint32_t owned_n;      // slots in use or on the free list
-	uint32_t owned_cap;    // slots allocated
-	uint32_t owned_free;   // free list head (slot + 1, 0 = empty)
-	uint64_t owned_salt;   // per-pool: the completion's check word mixes it in
+	OwnedBuf *owned;     // handed-out result bytes not released yet
+	uint32_t owned_n;    // slots in use or on the free list
+	uint32_t owned_cap;  // slots allocated
+	uint32_t owned_free; // free list head (slot + 1, 0 = empty)
+	uint64_t owned_salt; // per-pool: the completion's check word mixes it in
 	// The completion descriptor (knit_completion_fd): an epoll instance
 	// watching the eventfd (efd) and a timerfd armed at the earliest call
 	// deadline, so a deadline makes it readable without any call into the
 	// library (src/calls.cpp deadline_timer_*).
-	int epfd;            // what knit_completion_fd returns, or -1
-	int tfd;             // the deadline timerfd, or -1
-	int64_t tfd_target;  // the deadline it is armed at, 0 = disarmed
+	int epfd;           // what knit_completion_fd returns, or -1
+	int tfd;            // the deadline timerfd, or -1
+	int64_t tfd_target; // the deadline it is armed at, 0 = disarmed
 
 	// Statistics (relaxed atomics; st_enqueued and st_completed are
 	// written under mu only: mu_counter_add_64).
@@ -550,7 +551,8 @@ inline int64_t earliest_deadline(Pool *p)
 // The two counters keep the ticketed path's writes plain under mu.
 inline bool none_outstanding(Pool *p)
 {
-	return knit_load_acquire_64(&p->outstanding) == 0 && knit_load_acquire_64(&p->line_outstanding) == 0;
+	return knit_load_acquire_64(&p->outstanding) == 0 &&
+	       knit_load_acquire_64(&p->line_outstanding) == 0;
 }
 
 // ---- fork (src/pool.cpp) ----------------------------------------------------------------
@@ -573,21 +575,33 @@ inline int pool_closed_code(const Pool *p)
 }
 
 // ---- region helpers --------------------------------------------------------------------
-inline uint8_t *lane_ext(Pool *p, uint32_t lane) { return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes; }
+inline uint8_t *lane_ext(Pool *p, uint32_t lane)
+{
+	return p->region.base + kPoolOffLaneExt + lane * kLaneExtBytes;
+}
 inline uint64_t *lane_counter(uint8_t *ext, uint32_t which)
 {
 	return reinterpret_cast<uint64_t *>(ext + kBlock) + which;
 }
 // Add to a single-writer counter (the worker's own; the dispatcher
 // holder's): relaxed load + store, read concurrently with relaxed loads.
-inline void counter_add(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d); }
+inline void counter_add(uint64_t *c, uint64_t d)
+{
+	knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d);
+}
 inline void counter_bump(uint64_t *c) { counter_add(c, 1); }
 // Change a counter that is only ever written under the pool's mu (outside
 // mu it is only read): mu orders the writers, so a relaxed load + store does
 // what a locked read-modify-write would, without draining the store buffer
 // on every call (enqueue and completion each change several of these).
-inline void mu_counter_add_32(uint32_t *c, uint32_t d) { knit_store_relaxed_32(c, knit_load_relaxed_32(c) + d); }
-inline void mu_counter_add_64(uint64_t *c, uint64_t d) { knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d); }
+inline void mu_counter_add_32(uint32_t *c, uint32_t d)
+{
+	knit_store_relaxed_32(c, knit_load_relaxed_32(c) + d);
+}
+inline void mu_counter_add_64(uint64_t *c, uint64_t d)
+{
+	knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d);
+}
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
 

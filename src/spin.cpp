@@ -65,7 +65,8 @@ bool lane_low(Pool *p, uint32_t *live)
 		if (lane_state(l) == kLaneRetired)
 			continue; // never placed on again: its words say nothing
 		++*live;
-		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <= kLaneRefillLowWater)
+		if ((uint32_t)__builtin_popcount(l->req.outstanding_shared()) <=
+		    kLaneRefillLowWater)
 			return true;
 	}
 	return false;
@@ -211,7 +212,8 @@ void host_spin_close(HostSpin *s, bool found)
 
 int64_t host_backoff_ns(const Pool *p, uint32_t stall)
 {
-	uint64_t rung = stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
+	uint64_t rung =
+		stall > p->cfg.stall_free_loops + 1 ? stall - p->cfg.stall_free_loops - 1 : 0;
 	if (rung > p->cfg.max_backoff_ms)
 		rung = p->cfg.max_backoff_ms;
 	return (int64_t)rung * 1000000;
@@ -242,7 +244,8 @@ bool host_refill_recheck(Pool *p)
 		// A worker that parked before we armed rang nobody: its results
 		// are ours to take now. Acquire: pairs with its release store of
 		// A (P1).
-		if (st != kAwake && knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
+		if (st != kAwake && knit_load_acquire_32(l->ret.publish_word()) !=
+					    knit_load_relaxed_32(&l->ret_seen))
 			return true;
 	}
 	return false;

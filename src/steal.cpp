@@ -80,7 +80,7 @@ void steal_mark_dead(uint8_t *ctl, uint32_t c)
 }
 
 uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32_t region_lanes,
-                         uint32_t d, bool *bad)
+			 uint32_t d, bool *bad)
 {
 	*bad = false;
 	if (ctl == nullptr || lock == nullptr || consumers == 0 || consumers > kMaxStealConsumers ||
@@ -105,17 +105,20 @@ uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32
 		// lanes stay pending for the survivors.
 		const uint32_t regions = kLanes / region_lanes;
 		const bool one_region = want != 0 && (want & (want - 1)) == 0 &&
-		                        (uint32_t)__builtin_ctz(want) < regions;
+					(uint32_t)__builtin_ctz(want) < regions;
 		uint32_t rmask = 0;
 		if (one_region) {
 			const uint32_t r = (uint32_t)__builtin_ctz(want);
-			rmask = region_lanes == kLanes ? 0xFFFFFFFFu : ((1u << region_lanes) - 1u) << (r * region_lanes);
+			rmask = region_lanes == kLanes
+					? 0xFFFFFFFFu
+					: ((1u << region_lanes) - 1u) << (r * region_lanes);
 		}
 		// S5: acquire, pairs with the producer's release store of A;
 		// S2: acquire loads of every ACK.
 		uint32_t pend = knit_load_acquire_32(word_at(lock, kLockOffA));
 		for (uint32_t c = 0; c < consumers; c++)
-			pend ^= c == d ? ack : knit_load_acquire_32(word_at(ctl, steal_ack_offset(c)));
+			pend ^= c == d ? ack
+				       : knit_load_acquire_32(word_at(ctl, steal_ack_offset(c)));
 		if (one_region && (claim & ~rmask) == 0 && (claim & ~pend) == 0) {
 			lost = claim;
 			// Retire them on d's behalf and clear the record, in one
@@ -153,7 +156,7 @@ void steal_revive(uint8_t *ctl, uint32_t d)
 // ---- consumer ----------------------------------------------------------------------
 
 int StealConsumer::attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits,
-                          uint8_t *ctl, uint32_t consumers, uint32_t id, uint32_t region_lanes)
+			  uint8_t *ctl, uint32_t consumers, uint32_t id, uint32_t region_lanes)
 {
 	if (lock == nullptr || ctl == nullptr || ((uintptr_t)ctl % 64) != 0 || consumers == 0 ||
 	    consumers > kMaxStealConsumers || id >= consumers || region_lanes == 0 ||

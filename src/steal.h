@@ -146,7 +146,7 @@ void steal_mark_dead(uint8_t *ctl, uint32_t c);
 // them), 0 when it had none. *bad: the record was invalid (nothing was
 // retired; the caller counts a protocol error). Once per death.
 uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32_t region_lanes,
-                         uint32_t d, bool *bad);
+			 uint32_t d, bool *bad);
 
 // Host: consumer d, reaped by steal_reap_dead() (its DEAD bit set, its
 // claim retired), gets a successor (a respawned worker process) that takes
@@ -158,17 +158,16 @@ uint32_t steal_reap_dead(uint8_t *ctl, uint8_t *lock, uint32_t consumers, uint32
 void steal_revive(uint8_t *ctl, uint32_t d);
 
 // ---- the consumer endpoint ---------------------------------------------------------
-class StealConsumer
-{
-      public:
+class StealConsumer {
+public:
 	// Attach consumer `id` of `consumers` (1..31, id < consumers) to the
 	// submit lock at `lock` (with its arena) and the control block at `ctl`,
 	// claiming regions of region_lanes lanes (a power of two with
 	// 32 / region_lanes >= consumers; the pool leaves a spare region, a test
 	// may not). The ACK mirror is loaded from shared memory. Returns 0 or
 	// -KNIT_EINVAL.
-	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits, uint8_t *ctl,
-	           uint32_t consumers, uint32_t id, uint32_t region_lanes);
+	int attach(uint8_t *lock, const ArenaShared &arena, const ConsumerLimits &limits,
+		   uint8_t *ctl, uint32_t consumers, uint32_t id, uint32_t region_lanes);
 	// Lanes a claim takes at most, oldest first (0 = every pending lane of
 	// the region, the default after attach).
 	void set_take_max(uint32_t n) { take_max_ = n; }
@@ -233,7 +232,7 @@ class StealConsumer
 	// The region announced by the current claim (kLanes = none).
 	uint32_t region() const { return region_; }
 
-      private:
+private:
 	uint32_t load_peer_acks();
 	uint32_t region_mask(uint32_t r) const;
 

@@ -28,7 +28,10 @@ namespace knit::detail {
 
 namespace {
 
-uint32_t *line_word(uint8_t *slot, uint64_t off) { return reinterpret_cast<uint32_t *>(slot + off); }
+uint32_t *line_word(uint8_t *slot, uint64_t off)
+{
+	return reinterpret_cast<uint32_t *>(slot + off);
+}
 
 uint32_t rd32(const uint8_t *slot, uint64_t off)
 {
@@ -86,7 +89,8 @@ Lane *line_claim(Pool *p)
 			// S1 / S9, acq_rel: pairs with the previous holder's release
 			// CAS (S6) or store of IDLE (S1's undo): its use of the slot
 			// and of line_seq happens before ours.
-			if (knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineClaimed) != kLineIdle)
+			if (knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineClaimed) !=
+			    kLineIdle)
 				continue;
 			if (w != start)
 				knit_store_relaxed_32(&p->line_cursor, w);
@@ -231,7 +235,8 @@ bool line_wait(Pool *p, Lane *l, uint32_t s)
 	const bool doorbell = p->cfg.doorbell;
 	for (uint32_t stall = 0; !found; stall++) {
 		if (!doorbell) {
-			const int64_t slice = host_backoff_ns(p, stall); // the backoff ladder (spin.h)
+			const int64_t slice =
+				host_backoff_ns(p, stall); // the backoff ladder (spin.h)
 			if (slice == 0) {
 				sched_yield();
 				found = line_ready(&w, &replied);
@@ -276,7 +281,8 @@ int32_t reply_take(Pool *p, Lane *l, uint32_t s, knit_value_t *v, uint8_t **buf)
 		// the copy is looked at; value_copy NUL-terminates it).
 		if (!codec_has_bytes(type) || scalar > p->cfg.max_payload_bytes)
 			return -KNIT_EPROTO;
-		if (value_copy(codec_value_of(type, code, scalar, l->line_spill_area), v, buf) != 0) {
+		if (value_copy(codec_value_of(type, code, scalar, l->line_spill_area), v, buf) !=
+		    0) {
 			memset(v, 0, sizeof *v);
 			return -KNIT_ENOMEM;
 		}
@@ -323,14 +329,15 @@ uint32_t state_settled(Lane *l)
 
 } // namespace
 
-int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns)
+int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out,
+	      int64_t timeout_ns)
 {
 	// Eligibility (syncline.h): nothing to track, and an argument that
 	// fits the request slot.
 	const TaskEntry &te = p->tasks[task];
 	if (timeout_ns > 0 || p->nworkers == 0 || p->nlanes != p->nworkers ||
-	    p->cfg.hard_timeout_ms != 0 ||
-	    te.timeout_ms != 0 || (te.flags & KNIT_TASK_ABORTABLE) != 0)
+	    p->cfg.hard_timeout_ms != 0 || te.timeout_ms != 0 ||
+	    (te.flags & KNIT_TASK_ABORTABLE) != 0)
 		return kLineNo;
 	knit_value_t v;
 	memset(&v, 0, sizeof v);
@@ -477,7 +484,8 @@ bool line_adopt(Lane *l)
 	// S11, acquire: pairs with line_reopen's release store of the open
 	// word: the base (rp_seq) it wrote first is visible. Any other value
 	// (a predecessor's open word, or garbage): not open for us yet.
-	if (knit_load_acquire_32(line_word(l->line + kLineOffRequest, kLineOffRqOpen)) != l->line_wait)
+	if (knit_load_acquire_32(line_word(l->line + kLineOffRequest, kLineOffRqOpen)) !=
+	    l->line_wait)
 		return false;
 	// The base, not trusted: a wrong one only makes the line's requests
 	// out of sequence (counted faults, never served), as a garbled rq_seq.
@@ -521,7 +529,8 @@ bool line_serve(Lane *l)
 	uint64_t rscalar = 0;
 	int32_t rcode = 0;
 	uint8_t *spill = nullptr;
-	if (task < p->ntasks && lane == l->index && codec_words_ok(type, scalar, payload, kLinePayload)) {
+	if (task < p->ntasks && lane == l->index &&
+	    codec_words_ok(type, scalar, payload, kLinePayload)) {
 		const knit_value_t arg = codec_value_of(type, code, scalar, payload);
 		knit_ctx ctx;
 		// No wlane: knit_ctx_alloc mallocs (the return arena is the
@@ -531,7 +540,8 @@ bool line_serve(Lane *l)
 		// S12: taken, before the task runs. Relaxed: only a host that
 		// reaped us reads it (our exit and its waitid order it), and a
 		// kill lands between instructions, so a task that began left it.
-		knit_store_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffLineTaken), want);
+		knit_store_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffLineTaken),
+				      want);
 		KNIT_TRACE_TASK_START(p, l->index, line_trace_id(l->index, want));
 		run_task(p, &ctx, task, arg, &o);
 		KNIT_TRACE_TASK_DONE(p, l->index, line_trace_id(l->index, want), o.status);
@@ -542,7 +552,8 @@ bool line_serve(Lane *l)
 			rtype = r.type;
 			rscalar = codec_scalar_of(r);
 			rcode = r.type == KNIT_VALUE_ERROR ? r.code : 0;
-			if (codec_has_bytes(r.type) && codec_stored_bytes(r.type, r.len) <= kLinePayload) {
+			if (codec_has_bytes(r.type) &&
+			    codec_stored_bytes(r.type, r.len) <= kLinePayload) {
 				if (r.len != 0)
 					memcpy(rp + kLineHeadBytes, r.data, r.len);
 				if (r.type != KNIT_VALUE_BYTES)
@@ -594,7 +605,8 @@ void line_cancel_all(Pool *p)
 		// S8, acq_rel: pairs with the caller's S1 claim (after the stop's
 		// fence: either we see its claim or it sees closed) and its S6
 		// release CAS (exactly one of the two wins).
-		if (knit_cas_acq_rel_32(&p->lanes[i].line_state, kLineClaimed, kLineCancelled) == kLineClaimed)
+		if (knit_cas_acq_rel_32(&p->lanes[i].line_state, kLineClaimed, kLineCancelled) ==
+		    kLineClaimed)
 			any = true;
 	}
 	// H1/H2: ring a caller asleep on the doorbell (its D1 re-check sees
@@ -637,13 +649,15 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 		} else if (st == kLineClaimed || st == kLineLostOpen) {
 			to = reopen ? kLineLostOpen : kLineLost;
 			if (st == kLineClaimed) { // published by the CAS (ended_status; S12)
-				knit_store_relaxed_32(reinterpret_cast<uint32_t *>(&l->line_lost_status),
-						      (uint32_t)status);
+				knit_store_relaxed_32(
+					reinterpret_cast<uint32_t *>(&l->line_lost_status),
+					(uint32_t)status);
 				// S12: what the dead worker took, before lane_lost
 				// wipes its lane extension (relaxed: it is reaped).
 				knit_store_relaxed_32(
-				    &l->line_lost_taken,
-				    knit_load_relaxed_32(reinterpret_cast<uint32_t *>(l->ext + kLaneExtOffLineTaken)));
+					&l->line_lost_taken,
+					knit_load_relaxed_32(reinterpret_cast<uint32_t *>(
+						l->ext + kLaneExtOffLineTaken)));
 			}
 		} else {
 			return; // CANCELLED, RETIRED, LOST: never claimed again
@@ -677,7 +691,8 @@ void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)
 {
 	uint64_t e = 0, c = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
-		e += knit_load_relaxed_64(&p->lanes[i].line_seq) - knit_load_relaxed_64(&p->lanes[i].line_resent);
+		e += knit_load_relaxed_64(&p->lanes[i].line_seq) -
+		     knit_load_relaxed_64(&p->lanes[i].line_resent);
 		c += knit_load_relaxed_64(&p->lanes[i].line_done);
 	}
 	*enqueued = e;

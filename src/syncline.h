@@ -255,16 +255,16 @@ enum LineState : uint32_t {
 	kLineClaimed = 1,   // one caller's request is being written or served
 	kLineCancelled = 2, // a stop cancelled the call on it; never claimed again
 	kLineRetired = 3,   // a reply failed validation, or the lane's worker
-	                    // was lost while the line was idle; never claimed again
+			    // was lost while the line was idle; never claimed again
 	kLineLost = 4,      // the lane's worker was lost during a call on it: the
-	                    // call ends with Lane::line_lost_status; never claimed again
+			    // call ends with Lane::line_lost_status; never claimed again
 	// Process pools whose worker dies and is respawned (S10/S11):
-	kLineDown = 5,      // the worker died; nobody is on the line; the reopen
-	                    // token: whoever CASes it to OPENING reopens (S11)
-	kLineLostOpen = 6,  // as LOST (the call ends with line_lost_status), and
-	                    // its caller turns it DOWN on its way out (S11)
-	kLineOpening = 7,   // the token's holder writes the new base and the open
-	                    // word, then stores IDLE
+	kLineDown = 5,     // the worker died; nobody is on the line; the reopen
+			   // token: whoever CASes it to OPENING reopens (S11)
+	kLineLostOpen = 6, // as LOST (the call ends with line_lost_status), and
+			   // its caller turns it DOWN on its way out (S11)
+	kLineOpening = 7,  // the token's holder writes the new base and the open
+			   // word, then stores IDLE
 };
 
 inline constexpr uint64_t kLineOffRequest = 0;
@@ -282,7 +282,7 @@ inline constexpr uint64_t kLineOffRqLane = 8; // request
 inline constexpr uint64_t kLineOffStatus = 8; // reply
 inline constexpr uint64_t kLineOffType = 12;
 inline constexpr uint64_t kLineOffScalar = 16;
-inline constexpr uint64_t kLineOffWhere = 24; // reply
+inline constexpr uint64_t kLineOffWhere = 24;  // reply
 inline constexpr uint64_t kLineOffRqCode = 24; // request
 inline constexpr uint64_t kLineOffRqOpen = 28; // request: the open word (S11)
 inline constexpr uint64_t kLineOffRpCode = 28; // reply
@@ -302,7 +302,10 @@ inline uint64_t line_spill_off(uint64_t abort_off, uint32_t abort_words)
 {
 	return align_up(abort_off + (uint64_t)abort_words * 4, kBlock);
 }
-inline uint64_t line_spill_stride(const PoolConfig &cfg) { return align_up(cfg.max_payload_bytes + 1, kBlock); }
+inline uint64_t line_spill_stride(const PoolConfig &cfg)
+{
+	return align_up(cfg.max_payload_bytes + 1, kBlock);
+}
 
 // The id the trace probes (src/trace.h) give a line call, which has no
 // ticket: unique per lane and sequence, and never a ticket (its index part
@@ -311,7 +314,10 @@ inline uint64_t line_spill_stride(const PoolConfig &cfg) { return align_up(cfg.m
 // task_enqueue names the lane (steal topology: the pool-level pseudo-lane,
 // as for every call of a steal pool).
 static_assert(kTicketIndexMax == KNIT_TRACE_LINE_ID_BASE, "line ids: trace ABI (src/trace.h)");
-inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s << 32) | (kTicketIndexMax + lane); }
+inline uint64_t line_trace_id(uint32_t lane, uint32_t s)
+{
+	return ((uint64_t)s << 32) | (kTicketIndexMax + lane);
+}
 
 // knit_call's fast path: 0 with *out filled, -KNIT_ECLOSED (the pool closed
 // after the claim: no call was made), or kLineNo: not eligible, or no line
@@ -320,7 +326,8 @@ inline uint64_t line_trace_id(uint32_t lane, uint32_t s) { return ((uint64_t)s <
 // checked by the caller (pool, fork, task id); the value is checked here
 // (a bad one is kLineNo, and the ticketed path reports it).
 inline constexpr int kLineNo = 1;
-int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out, int64_t timeout_ns);
+int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t *out,
+	      int64_t timeout_ns);
 
 // S3 (worker lane l's thread): is a request waiting on its line? Acquire:
 // pairs with the caller's release store of rq_seq (S2).
@@ -333,8 +340,8 @@ inline bool line_pending(Lane *l)
 	// line for it (S11).
 	if (__builtin_expect(l->line_wait != 0, 0) && !line_adopt(l))
 		return false;
-	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(l->line + kLineOffRequest + kLineOffSeq)) ==
-	       l->line_served + 1;
+	return knit_load_acquire_32(reinterpret_cast<uint32_t *>(
+		       l->line + kLineOffRequest + kLineOffSeq)) == l->line_served + 1;
 }
 // The worker's busy hint (worker lane l's thread): 1 while it runs ticketed
 // calls, so a caller prefers the lines of idle workers (S1). Only a hint:

@@ -19,7 +19,8 @@ namespace {
 
 int cmp_task(const void *a, const void *b)
 {
-	return strcmp(static_cast<const TaskEntry *>(a)->name, static_cast<const TaskEntry *>(b)->name);
+	return strcmp(static_cast<const TaskEntry *>(a)->name,
+		      static_cast<const TaskEntry *>(b)->name);
 }
 
 int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
@@ -28,22 +29,29 @@ int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
 	for (size_t i = 0; i < ntasks; i++) {
 		const knit_task_t &t = tasks[i];
 		if (t.name == nullptr || t.name[0] == '\0')
-			return error_set(-KNIT_EINVAL, "task %zu has %s name", i, t.name == nullptr ? "a NULL" : "an empty");
+			return error_set(-KNIT_EINVAL, "task %zu has %s name", i,
+					 t.name == nullptr ? "a NULL" : "an empty");
 		if (t.fn == nullptr)
-			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has a NULL fn", i, t.name);
+			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has a NULL fn", i,
+					 t.name);
 		if ((t.flags & ~(uint32_t)KNIT_TASK_ABORTABLE) != 0)
-			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has unknown flags 0x%x", i, t.name, t.flags);
+			return error_set(-KNIT_EINVAL,
+					 "task %zu (\"%.200s\") has unknown flags 0x%x", i, t.name,
+					 t.flags);
 		// Reserved members must be zero, so a program that sets one a
 		// later release defines is refused here, not silently ignored.
 		if (t.reserved[0] != 0 || t.reserved[1] != 0)
-			return error_set(-KNIT_EINVAL, "task %zu (\"%.200s\") has a reserved member that is not 0", i,
-					 t.name);
+			return error_set(
+				-KNIT_EINVAL,
+				"task %zu (\"%.200s\") has a reserved member that is not 0", i,
+				t.name);
 		bytes += strlen(t.name) + 1;
 	}
 	p->tasks = static_cast<TaskEntry *>(calloc(ntasks, sizeof(TaskEntry)));
 	p->names = static_cast<char *>(malloc(bytes));
 	if (p->tasks == nullptr || p->names == nullptr)
-		return error_set(-KNIT_ENOMEM, "out of memory for the task table (%zu tasks)", ntasks);
+		return error_set(-KNIT_ENOMEM, "out of memory for the task table (%zu tasks)",
+				 ntasks);
 	char *w = p->names;
 	for (size_t i = 0; i < ntasks; i++) {
 		size_t n = strlen(tasks[i].name) + 1;
@@ -60,11 +68,11 @@ int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
 	qsort(p->tasks, ntasks, sizeof(TaskEntry), cmp_task);
 	for (size_t i = 1; i < ntasks; i++)
 		if (strcmp(p->tasks[i - 1].name, p->tasks[i].name) == 0)
-			return error_set(-KNIT_EINVAL, "two tasks are named \"%.200s\"", p->tasks[i].name);
+			return error_set(-KNIT_EINVAL, "two tasks are named \"%.200s\"",
+					 p->tasks[i].name);
 	p->ntasks = (uint32_t)ntasks;
 	return 0;
 }
-
 
 const char kInvalidResult[] = "task returned an invalid value";
 // Ends an error message cut to max_payload_bytes.

@@ -19,7 +19,7 @@ struct knit_ctx {
 	int32_t abort_bit; // -1 = none
 	int64_t deadline_ns;
 	void *task_data; // the running task's knit_task_t.data
-	void *allocs; // knit_ctx_alloc blocks, freed after the result is shipped
+	void *allocs;    // knit_ctx_alloc blocks, freed after the result is shipped
 	// Worker lanes only (nullptr on the inline lane): the first
 	// knit_ctx_alloc of a run reserves room in the return arena, and a
 	// result pointing at it is published in place (no copy).
@@ -39,7 +39,8 @@ struct TaskOutcome {
 // Set up *ctx for one run on lane `lane`: abort_bit -1 = none, deadline_ns 0
 // = none, wlane the worker lane whose return arena knit_ctx_alloc may
 // reserve from (nullptr: every block is malloc'd). run_task sets task_data.
-inline void ctx_init(knit_ctx *ctx, Pool *p, uint32_t lane, int32_t abort_bit, int64_t deadline_ns, Lane *wlane)
+inline void ctx_init(knit_ctx *ctx, Pool *p, uint32_t lane, int32_t abort_bit, int64_t deadline_ns,
+		     Lane *wlane)
 {
 	ctx->pool = p;
 	ctx->lane = lane;

@@ -82,38 +82,39 @@ enum knit_trace_exit_cause {
 	KNIT_TRACE_EXIT_STOPPED = 0, // exited 0 after the host asked it to stop
 	KNIT_TRACE_EXIT_SIGNAL = 1,  // died of a signal the pool did not send (code: the signal)
 	KNIT_TRACE_EXIT_STATUS = 2,  // exited unasked or with a failure status (code: the status)
-	KNIT_TRACE_EXIT_KILLED = 3,  // killed by the host: the hard timeout, no exit
-				     // within the grace at destroy, or a failed create
-	KNIT_TRACE_EXIT_PROTO = 4    // killed by the host for a protocol error
+	// killed by the host: the hard timeout, no exit within the grace at
+	// destroy, or a failed create
+	KNIT_TRACE_EXIT_KILLED = 3,
+	KNIT_TRACE_EXIT_PROTO = 4 // killed by the host for a protocol error
 };
 
 #if defined(KNIT_NO_TRACE)
 
 #define KNIT_TRACE_NOP1_(a) ((void)sizeof(a))
-#define KNIT_TRACE_WORKER_PARK(pool, lane, wake_seq) \
+#define KNIT_TRACE_WORKER_PARK(pool, lane, wake_seq)                                               \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(wake_seq))
-#define KNIT_TRACE_WORKER_WAKE(pool, lane, reason) \
+#define KNIT_TRACE_WORKER_WAKE(pool, lane, reason)                                                 \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(reason))
-#define KNIT_TRACE_HOST_RING(pool, lane, target_tid) \
+#define KNIT_TRACE_HOST_RING(pool, lane, target_tid)                                               \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(target_tid))
 #define KNIT_TRACE_DOORBELL_ARM(pool) KNIT_TRACE_NOP1_(pool)
 #define KNIT_TRACE_DOORBELL_RING(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
 #define KNIT_TRACE_DOORBELL_WAKE(pool) KNIT_TRACE_NOP1_(pool)
-#define KNIT_TRACE_TASK_ENQUEUE(pool, lane, ticket) \
+#define KNIT_TRACE_TASK_ENQUEUE(pool, lane, ticket)                                                \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(ticket))
-#define KNIT_TRACE_TASK_START(pool, lane, ticket) \
+#define KNIT_TRACE_TASK_START(pool, lane, ticket)                                                  \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(ticket))
-#define KNIT_TRACE_TASK_DONE(pool, lane, ticket, status) \
-	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(ticket), \
+#define KNIT_TRACE_TASK_DONE(pool, lane, ticket, status)                                           \
+	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(ticket),                 \
 	 KNIT_TRACE_NOP1_(status))
-#define KNIT_TRACE_TASK_COMPLETE(pool, ticket, status) \
+#define KNIT_TRACE_TASK_COMPLETE(pool, ticket, status)                                             \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(ticket), KNIT_TRACE_NOP1_(status))
 #define KNIT_TRACE_STOP_REQUEST(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
 #define KNIT_TRACE_STOP_ACK(pool, lane) (KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane))
-#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool) \
+#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool)                                        \
 	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(host_pool))
-#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code) \
-	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(cause), \
+#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code)                                       \
+	(KNIT_TRACE_NOP1_(pool), KNIT_TRACE_NOP1_(lane), KNIT_TRACE_NOP1_(cause),                  \
 	 KNIT_TRACE_NOP1_(code))
 
 #else
@@ -131,9 +132,9 @@ enum knit_trace_exit_cause {
 
 // Worker `lane` of `pool` is about to futex-wait on its wake word, whose value
 // it saw as `wake_seq`. Fired once per futex wait (== lane stats `parks`).
-#define KNIT_TRACE_WORKER_PARK(pool, lane, wake_seq)                             \
-	DTRACE_PROBE3(knitting, worker_park, KNIT_TRACE_POOL_(pool),             \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(wake_seq))
+#define KNIT_TRACE_WORKER_PARK(pool, lane, wake_seq)                                               \
+	DTRACE_PROBE3(knitting, worker_park, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),        \
+		      KNIT_TRACE_U64_(wake_seq))
 
 // Worker `lane` stopped being parked; `reason` is a knit_trace_wake_reason.
 // Fires after every futex wait (so once per worker_park), and also when the
@@ -141,78 +142,72 @@ enum knit_trace_exit_cause {
 // claimed its wake (no worker_park then). RUNG and STOP (a ring that came
 // with a stop request) fire exactly where `wakes_received` counts, WATCHDOG
 // where `watchdog_expiries` counts.
-#define KNIT_TRACE_WORKER_WAKE(pool, lane, reason)                               \
-	DTRACE_PROBE3(knitting, worker_wake, KNIT_TRACE_POOL_(pool),             \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U32_(reason))
+#define KNIT_TRACE_WORKER_WAKE(pool, lane, reason)                                                 \
+	DTRACE_PROBE3(knitting, worker_wake, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),        \
+		      KNIT_TRACE_U32_(reason))
 
 // The host claimed the wake of worker `lane` (kernel tid `target_tid`),
 // which announced it is parked, and is about to futex-wake it. Fires where
 // `wakes_sent` counts, before the futex wake (so a tracer sees the ring
 // before the scheduler wakes the worker).
-#define KNIT_TRACE_HOST_RING(pool, lane, target_tid)                             \
-	DTRACE_PROBE3(knitting, host_ring, KNIT_TRACE_POOL_(pool),               \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_S32_(target_tid))
+#define KNIT_TRACE_HOST_RING(pool, lane, target_tid)                                               \
+	DTRACE_PROBE3(knitting, host_ring, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),          \
+		      KNIT_TRACE_S32_(target_tid))
 
 // A waiting host armed the completion doorbell (== pool `doorbell_arms`).
-#define KNIT_TRACE_DOORBELL_ARM(pool)                                            \
-	DTRACE_PROBE1(knitting, doorbell_arm, KNIT_TRACE_POOL_(pool))
+#define KNIT_TRACE_DOORBELL_ARM(pool) DTRACE_PROBE1(knitting, doorbell_arm, KNIT_TRACE_POOL_(pool))
 
 // Worker `lane` rang the host's doorbell (== lane `doorbell_rings`).
-#define KNIT_TRACE_DOORBELL_RING(pool, lane)                                     \
-	DTRACE_PROBE2(knitting, doorbell_ring, KNIT_TRACE_POOL_(pool),           \
-		      KNIT_TRACE_U32_(lane))
+#define KNIT_TRACE_DOORBELL_RING(pool, lane)                                                       \
+	DTRACE_PROBE2(knitting, doorbell_ring, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane))
 
 // A host sleeping on the doorbell was woken by a ring (== pool `doorbell_wakes`).
-#define KNIT_TRACE_DOORBELL_WAKE(pool)                                           \
+#define KNIT_TRACE_DOORBELL_WAKE(pool)                                                             \
 	DTRACE_PROBE1(knitting, doorbell_wake, KNIT_TRACE_POOL_(pool))
 
 // Call `ticket` was placed in lane `lane`'s request queue.
-#define KNIT_TRACE_TASK_ENQUEUE(pool, lane, ticket)                              \
-	DTRACE_PROBE3(knitting, task_enqueue, KNIT_TRACE_POOL_(pool),            \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(ticket))
+#define KNIT_TRACE_TASK_ENQUEUE(pool, lane, ticket)                                                \
+	DTRACE_PROBE3(knitting, task_enqueue, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),       \
+		      KNIT_TRACE_U64_(ticket))
 
 // Lane `lane` starts running call `ticket` (== lane `calls` once per call).
-#define KNIT_TRACE_TASK_START(pool, lane, ticket)                                \
-	DTRACE_PROBE3(knitting, task_start, KNIT_TRACE_POOL_(pool),              \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(ticket))
+#define KNIT_TRACE_TASK_START(pool, lane, ticket)                                                  \
+	DTRACE_PROBE3(knitting, task_start, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),         \
+		      KNIT_TRACE_U64_(ticket))
 
 // Lane `lane` finished running call `ticket`; `status` is the call's status
 // as the worker sees it (0, -KNIT_ETASK, -KNIT_ETOOBIG).
-#define KNIT_TRACE_TASK_DONE(pool, lane, ticket, status)                         \
-	DTRACE_PROBE4(knitting, task_done, KNIT_TRACE_POOL_(pool),               \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(ticket),            \
-		      KNIT_TRACE_S32_(status))
-
-// The host completed call `ticket` with `status` (exactly once per call).
-#define KNIT_TRACE_TASK_COMPLETE(pool, ticket, status)                           \
-	DTRACE_PROBE3(knitting, task_complete, KNIT_TRACE_POOL_(pool),           \
+#define KNIT_TRACE_TASK_DONE(pool, lane, ticket, status)                                           \
+	DTRACE_PROBE4(knitting, task_done, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),          \
 		      KNIT_TRACE_U64_(ticket), KNIT_TRACE_S32_(status))
 
+// The host completed call `ticket` with `status` (exactly once per call).
+#define KNIT_TRACE_TASK_COMPLETE(pool, ticket, status)                                             \
+	DTRACE_PROBE3(knitting, task_complete, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U64_(ticket),    \
+		      KNIT_TRACE_S32_(status))
+
 // The host moved worker `lane`'s stop word RUNNING -> REQUESTED.
-#define KNIT_TRACE_STOP_REQUEST(pool, lane)                                      \
-	DTRACE_PROBE2(knitting, stop_request, KNIT_TRACE_POOL_(pool),            \
-		      KNIT_TRACE_U32_(lane))
+#define KNIT_TRACE_STOP_REQUEST(pool, lane)                                                        \
+	DTRACE_PROBE2(knitting, stop_request, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane))
 
 // Worker `lane` moved its stop word REQUESTED -> ACKNOWLEDGED.
-#define KNIT_TRACE_STOP_ACK(pool, lane)                                          \
-	DTRACE_PROBE2(knitting, stop_ack, KNIT_TRACE_POOL_(pool),                \
-		      KNIT_TRACE_U32_(lane))
+#define KNIT_TRACE_STOP_ACK(pool, lane)                                                            \
+	DTRACE_PROBE2(knitting, stop_ack, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane))
 
 // A worker process built its view `pool` of the host's pool `host_pool` and
 // is about to run lane `lane`'s worker loop. Fires once per worker process
 // (so, summed over the lanes, == pool stats `spawns`), in the worker.
-#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool)                      \
-	DTRACE_PROBE3(knitting, proc_worker_start, KNIT_TRACE_POOL_(pool),       \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U64_(host_pool))
+#define KNIT_TRACE_PROC_WORKER_START(pool, lane, host_pool)                                        \
+	DTRACE_PROBE3(knitting, proc_worker_start, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),  \
+		      KNIT_TRACE_U64_(host_pool))
 
 // The host reaped the worker process of lane `lane` of its pool `pool`;
 // `cause` is a knit_trace_exit_cause, `code` the signal or exit status.
 // Fires once per reaped worker, in the host (summed over the lanes, ==
 // pool stats `spawns` once every worker was reaped).
-#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code)                     \
-	DTRACE_PROBE4(knitting, proc_worker_exit, KNIT_TRACE_POOL_(pool),        \
-		      KNIT_TRACE_U32_(lane), KNIT_TRACE_U32_(cause),             \
-		      KNIT_TRACE_S32_(code))
+#define KNIT_TRACE_PROC_WORKER_EXIT(pool, lane, cause, code)                                       \
+	DTRACE_PROBE4(knitting, proc_worker_exit, KNIT_TRACE_POOL_(pool), KNIT_TRACE_U32_(lane),   \
+		      KNIT_TRACE_U32_(cause), KNIT_TRACE_S32_(code))
 
 #endif // KNIT_NO_TRACE
 

@@ -92,10 +92,7 @@ void worker_arena_trim(Lane *l)
 	(void)l->wret.trim_arena(&l->pool->region, keep_bytes(l->pool));
 }
 
-bool worker_arena_trimmable(Lane *l)
-{
-	return l->wret.arena_high_water() > keep_bytes(l->pool);
-}
+bool worker_arena_trimmable(Lane *l) { return l->wret.arena_high_water() > keep_bytes(l->pool); }
 
 uint64_t arena_committed_bytes(Pool *p)
 {

@@ -51,8 +51,9 @@ void count_received(Lane *l)
 {
 	counter_bump(lane_counter(l->ext, kWcWakesReceived));
 	KNIT_TRACE_WORKER_WAKE(l->pool, l->index,
-			       knit_load_relaxed_32(l->stop) != kStopRunning ? KNIT_TRACE_WAKE_STOP
-									     : KNIT_TRACE_WAKE_RUNG);
+			       knit_load_relaxed_32(l->stop) != kStopRunning
+				       ? KNIT_TRACE_WAKE_STOP
+				       : KNIT_TRACE_WAKE_RUNG);
 }
 
 // Count a ring (before it: whoever the ring wakes may read the stats at
@@ -117,7 +118,8 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 				continue; // its words are never read again
 			// D4, acquire: pairs with that worker's add to its own
 			// ring sequence (D3), read before we arm it (D1).
-			knit_futex_waiter_set(&w[n++], l->ring_seq, knit_load_acquire_32(l->ring_seq), 1);
+			knit_futex_waiter_set(&w[n++], l->ring_seq,
+					      knit_load_acquire_32(l->ring_seq), 1);
 		}
 	knit_add_acq_rel_32(&p->host_waiters, 1);
 	if (arm) {
@@ -140,12 +142,13 @@ void ring_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill
 			// Refused (the probe said it exists, so not expected): the
 			// bounded sleep, so a refusal never turns into a busy loop.
 			const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-			knit_futex_wait(p->db_seq, (uint32_t)w[0].val, wake < 0 || wake > cap ? cap : wake,
-					    p->futex_shared);
+			knit_futex_wait(p->db_seq, (uint32_t)w[0].val,
+					wake < 0 || wake > cap ? cap : wake, p->futex_shared);
 		}
 		if (arm)
 			for (uint32_t i = 1; i < n; i++)
-				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) != (uint32_t)w[i].val) {
+				if (knit_load_relaxed_32((uint32_t *)(uintptr_t)w[i].uaddr) !=
+				    (uint32_t)w[i].val) {
 					count_rung(p);
 					break;
 				}
@@ -213,7 +216,8 @@ WakeReason worker_park(Lane *l, ParkState why, ParkRecheck recheck, int64_t park
 	}
 	counter_bump(lane_counter(l->ext, kWcParks));
 	KNIT_TRACE_WORKER_PARK(p, l->index, seq);
-	int r = knit_futex_wait(l->wake_seq, seq, park_ns > 0 ? knit_now_ns() + park_ns : -1, p->futex_shared);
+	int r = knit_futex_wait(l->wake_seq, seq, park_ns > 0 ? knit_now_ns() + park_ns : -1,
+				p->futex_shared);
 	if (unpark(l)) {
 		count_received(l);
 		return kWokeRung;
@@ -256,7 +260,7 @@ void worker_ring(Lane *l)
 	// thread published meanwhile count).
 	const uint32_t av = knit_load_relaxed_32(p->db_armed);
 	const bool armed = (av == kArmedAny || (av == kArmedRefill && refill_low(l))) &&
-	                   knit_cas_acq_rel_32(p->db_armed, av, kArmedNone) == av;
+			   knit_cas_acq_rel_32(p->db_armed, av, kArmedNone) == av;
 	if (fd || armed || bridge)
 		ring_count(l);
 	if (bridge) {
@@ -343,7 +347,8 @@ void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, boo
 		if (refill != nullptr && *refill) {
 			uint32_t v = knit_load_relaxed_32(p->db_armed);
 			while (v != kArmedAny) {
-				const uint32_t seen = knit_cas_relaxed_32(p->db_armed, v, kArmedRefill);
+				const uint32_t seen =
+					knit_cas_relaxed_32(p->db_armed, v, kArmedRefill);
 				if (seen == v)
 					break;
 				v = seen;
@@ -405,7 +410,8 @@ bool host_work_pending(Pool *p, int64_t now)
 	if (knit_load_relaxed_32(&p->inline_queued) != 0)
 		return true;
 	int64_t ed = earliest_deadline(p);
-	if (ed != 0 && ed <= (now != 0 ? now : knit_now_ns())) // now 0: the clock only for a deadline
+	if (ed != 0 &&
+	    ed <= (now != 0 ? now : knit_now_ns())) // now 0: the clock only for a deadline
 		return true;
 	// A worker being retired has stopped: the pass that retires it fails
 	// its calls. Acquire: pairs with its release store of ACKNOWLEDGED.
@@ -427,7 +433,8 @@ bool work_pending(Pool *p, int64_t now)
 			continue; // never reaped again: its A says nothing
 		// Acquire: pairs with the worker's release store of A (P1): a
 		// result published before our arm is seen here, else rung.
-		if (knit_load_acquire_32(l->ret.publish_word()) != knit_load_relaxed_32(&l->ret_seen))
+		if (knit_load_acquire_32(l->ret.publish_word()) !=
+		    knit_load_relaxed_32(&l->ret_seen))
 			return true;
 	}
 	return false;

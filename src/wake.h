@@ -194,7 +194,8 @@ inline constexpr int64_t kProcDoorbellWatchdogNs = 100ll * 1000 * 1000;
 // refill (non-null, true): arm for a refill (kArmedRefill) instead; set
 // to false when another waiter's kArmedAny was kept (the recheck, which
 // reads it, must then count results as an arm for any result does).
-void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg, bool *refill = nullptr);
+void host_doorbell_sleep(Pool *p, bool arm, SleepRecheck recheck, void *arg,
+			 bool *refill = nullptr);
 
 // The last wake this host thread sent (lane_wake_claim records it; the
 // after-wake spin of src/spin.h reads it and clears `at` once used).

@@ -95,7 +95,7 @@ void flush_results(Lane *l)
 	if (l->wret.staged() == 0)
 		return;
 	l->wret.flush(); // P1: release store of A
-	worker_ring(l); // D2: the fence, then the doorbell and the fd
+	worker_ring(l);  // D2: the fence, then the doorbell and the fd
 }
 
 // Is there request work for this worker? Lanes topology: its request lock
@@ -126,23 +126,24 @@ uint32_t steal_take(Lane *l)
 		return 0;
 	uint32_t n = 0;
 	const uint64_t conflicts0 = l->sc.conflicts();
-	const uint32_t take = l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
-		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not offered": our own take offered it
-		if (rc == -KNIT_EINVAL)
-			return;
-		HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
-		f.slot = lane;
-		f.rc = rc;
-		f.head = h;
-		f.buf = nullptr;
-		memset(&f.view, 0, sizeof f.view);
-		// The lane is ACKed at the end of the claim: the argument must not
-		// point into it any more.
-		if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
-			f.rc = -KNIT_ENOMEM;
-		w->held_count++;
-		n++;
-	});
+	const uint32_t take =
+		l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
+			KNIT_DCHECK(rc != -KNIT_EINVAL); // "not offered": our own take offered it
+			if (rc == -KNIT_EINVAL)
+				return;
+			HeldFrame &f = w->held[(w->held_head + w->held_count) % kLanes];
+			f.slot = lane;
+			f.rc = rc;
+			f.head = h;
+			f.buf = nullptr;
+			memset(&f.view, 0, sizeof f.view);
+			// The lane is ACKed at the end of the claim: the argument must not
+			// point into it any more.
+			if (rc == 0 && value_copy(v, &f.view, &f.buf) != 0)
+				f.rc = -KNIT_ENOMEM;
+			w->held_count++;
+			n++;
+		});
 	if (l->sc.conflicts() != conflicts0)
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealConflicts), l->sc.conflicts());
 	if (take != 0) {
@@ -286,7 +287,8 @@ void run_batch(Lane *l)
 		// The clock only for a deadline or the running stamp.
 		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
-		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1, (int64_t)f.head.deadline_ns, l);
+		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1,
+			 (int64_t)f.head.deadline_ns, l);
 		if (f.rc != 0 || (abort_id != 0 && abort_id - 1 >= p->cfg.abort_capacity) ||
 		    (int64_t)f.head.deadline_ns < 0) {
 			// A malformed request: answer so the host's count stays right
@@ -336,9 +338,11 @@ void run_batch(Lane *l)
 		// the lane while the rest of the batch runs, instead of queueing
 		// what it enqueues meanwhile in its backlog.
 		group_n++;
-		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch && (group_n & 1) == 0) {
+		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch &&
+		    (group_n & 1) == 0) {
 			const int64_t t = knit_now_ns();
-			if (group_n >= kResultFlushTasks || (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
+			if (group_n >= kResultFlushTasks ||
+			    (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest
 				// of a long batch runs, not after all of it.
@@ -384,7 +388,8 @@ void gather(Lane *l)
 	const int64_t end = knit_now_ns() + kGatherNs;
 	for (uint32_t i = 1;; i++) {
 		knit_cpu_relax();
-		if (knit_load_relaxed_32(l->stop) != kStopRunning || line_pending(l)) // S3: acquire load of rq_seq
+		if (knit_load_relaxed_32(l->stop) != kStopRunning ||
+		    line_pending(l)) // S3: acquire load of rq_seq
 			return;
 		if ((i & 7) == 0 && knit_now_ns() >= end)
 			return;
@@ -489,7 +494,8 @@ void *worker_main(void *arg)
 		bool progressed = take_requests(l);
 		// Streaming: frames published while the last batch ran, but fewer
 		// than kGatherTakeMax (gather()).
-		const bool streaming = progressed && after_batch && !p->steal.on && w->held_count < kGatherTakeMax;
+		const bool streaming =
+			progressed && after_batch && !p->steal.on && w->held_count < kGatherTakeMax;
 		after_batch = false;
 		// The line between batches: a sync call waits for at most one.
 		if (line_serve(l))
@@ -532,4 +538,3 @@ void *worker_main(void *arg)
 }
 
 } // namespace knit::detail
-

@@ -25,15 +25,15 @@ namespace knit::detail {
 // Where knit_pool_create put the parts of the shared region (src/pool.cpp
 // plan_region): what a worker process needs to map its view of it.
 struct RegionPlan {
-	uint64_t line_off;  // the worker lanes' lines (src/syncline.h)
+	uint64_t line_off; // the worker lanes' lines (src/syncline.h)
 	uint64_t abort_off;
 	uint64_t spill_off; // with WorkerOps::line_spill: the lines' spill slots, else 0
 	uint64_t lanes_off;
 	uint64_t stride;
 	uint64_t steal_off; // steal topology: the steal area (steal.h), else 0
 	uint64_t total;
-	bool lane_tail;     // each lane's stride ends in its tail (src/pool.h: an isolated
-	                    // process pool's extension, line and spill slot)
+	bool lane_tail; // each lane's stride ends in its tail (src/pool.h: an isolated
+			// process pool's extension, line and spill slot)
 };
 
 struct WorkerOps {
@@ -43,14 +43,16 @@ struct WorkerOps {
 	// Build p's task table: the caller's (threads), or the task library's
 	// (processes: also makes the backend's host state). 0 or the create's
 	// code, the message recorded.
-	int (*tasks)(Pool *p, const knit_pool_options_t *opts, const knit_task_t *tasks, size_t ntasks);
+	int (*tasks)(Pool *p, const knit_pool_options_t *opts, const knit_task_t *tasks,
+		     size_t ntasks);
 	// Does this kind isolate its workers' memory (src/proc.h,
 	// "isolation"), so that each lane carries its tail? nullptr: never.
 	bool (*isolated)(const knit_pool_options_t *opts);
 	// Create the shared region (plan.total bytes) into p->region, laid
 	// out as planned. 0 or what region_create returns; *what: how it was
 	// made, for the message.
-	int (*region)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan, const char **what);
+	int (*region)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan,
+		      const char **what);
 	// Start every worker (the lanes attached). 0 or the create's code, the
 	// message recorded; on failure no worker is left running.
 	int (*start)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan);

@@ -54,29 +54,35 @@ int start_worker(Pool *p, Lane *l)
 {
 	if (!p->cfg.place) {
 		const int e = pthread_create(&l->thread, nullptr, worker_main, l);
-		return e == 0 ? 0 : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
+		return e == 0 ? 0
+			      : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u",
+						l->index);
 	}
 	cpu_set_t want, got;
 	l->cpu = worker_cpus(p->cfg, l->index, &want);
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot start worker thread %u: pthread_attr_init", l->index);
+		return error_set(-KNIT_ESYSTEM, "cannot start worker thread %u: pthread_attr_init",
+				 l->index);
 	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
 	if (e == 0)
 		e = pthread_create(&l->thread, &attr, worker_main, l);
 	pthread_attr_destroy(&attr);
 	if (e == EINVAL)
-		return error_set(-KNIT_EINVAL, "cpu_mask: no CPU of worker %u's set is one the process may use",
+		return error_set(-KNIT_EINVAL,
+				 "cpu_mask: no CPU of worker %u's set is one the process may use",
 				 l->index);
 	if (e != 0)
 		return error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u", l->index);
 	l->started = true;
 	if (pthread_getaffinity_np(l->thread, sizeof got, &got) != 0)
-		return error_set(-KNIT_ESYSTEM, "cannot read worker thread %u's CPU affinity back", l->index);
-	return CPU_EQUAL(&want, &got)
-		       ? 0
-		       : error_set(-KNIT_EINVAL, "cpu_mask: a CPU of worker %u's set is one the process may not use",
-				   l->index);
+		return error_set(-KNIT_ESYSTEM, "cannot read worker thread %u's CPU affinity back",
+				 l->index);
+	return CPU_EQUAL(&want, &got) ? 0
+				      : error_set(-KNIT_EINVAL,
+						  "cpu_mask: a CPU of worker %u's set is one the "
+						  "process may not use",
+						  l->index);
 }
 
 // Start every worker thread with all async signals blocked (signals belong
@@ -122,8 +128,10 @@ void join_workers(Pool *p)
 int thread_check(const knit_task_t *tasks, size_t ntasks)
 {
 	if (tasks == nullptr || ntasks == 0 || ntasks > 65535)
-		return error_set(-KNIT_EINVAL, "thread workers need a task table: tasks is %s, ntasks %zu (1..65535)",
-				 tasks != nullptr ? "set" : "NULL", ntasks);
+		return error_set(
+			-KNIT_EINVAL,
+			"thread workers need a task table: tasks is %s, ntasks %zu (1..65535)",
+			tasks != nullptr ? "set" : "NULL", ntasks);
 	return 0;
 }
 
@@ -192,21 +200,11 @@ void thread_completion_fd_on(Pool *) {}
 } // namespace
 
 const WorkerOps kThreadWorkers = {
-	thread_check,
-	thread_tasks,
+	thread_check,  thread_tasks,
 	nullptr, // one region, one mapping: nothing to isolate
-	thread_region,
-	thread_start,
-	thread_stop_wait,
-	thread_distrust,
-	thread_hard_kill,
-	join_workers,
-	thread_forget,
-	thread_stats,
-	thread_completion_fd_on,
-	-1,
-	false,
-	false,
+	thread_region, thread_start,  thread_stop_wait, thread_distrust,         thread_hard_kill,
+	join_workers,  thread_forget, thread_stats,     thread_completion_fd_on, -1,
+	false,         false,
 };
 
 } // namespace knit::detail

@@ -151,31 +151,28 @@ KC_FN uint64_t kc_random_value(struct kc_rng *r)
 }
 
 KC_UNUSED static const uint64_t kc_edges[] = {
-    0,
-    1,
-    2,
-    0x7f,
-    0x80,
-    0xff,
-    0x7fffffffull,
-    0x80000000ull,
-    0xfffffffeull,
-    0xffffffffull,
-    0x100000000ull,
-    0xffffffff00000000ull,
-    0x7fffffffffffffffull,
-    0x8000000000000000ull,
-    0xfffffffffffffffeull,
-    0xffffffffffffffffull,
-    0x5555555555555555ull,
-    0xaaaaaaaaaaaaaaaaull,
+	0,
+	1,
+	2,
+	0x7f,
+	0x80,
+	0xff,
+	0x7fffffffull,
+	0x80000000ull,
+	0xfffffffeull,
+	0xffffffffull,
+	0x100000000ull,
+	0xffffffff00000000ull,
+	0x7fffffffffffffffull,
+	0x8000000000000000ull,
+	0xfffffffffffffffeull,
+	0xffffffffffffffffull,
+	0x5555555555555555ull,
+	0xaaaaaaaaaaaaaaaaull,
 };
 #define KC_NEDGES (sizeof(kc_edges) / sizeof(kc_edges[0]))
 
-KC_FN uint64_t kc_mask(unsigned width)
-{
-	return width == 64 ? ~0ull : 0xffffffffull;
-}
+KC_FN uint64_t kc_mask(unsigned width) { return width == 64 ? ~0ull : 0xffffffffull; }
 
 /* Bounded spin, then yield: never burns a core for long (2-core machines). */
 KC_FN void kc_pause(unsigned *spins)
@@ -262,20 +259,20 @@ KC_FN int kc_check_identity(void)
 	KC_EXPECT(fails, strlen(KNIT_ARCH_NAME) > 0, "empty KNIT_ARCH_NAME");
 #if defined(KNIT_USE_CC_BUILTINS) && KNIT_USE_CC_BUILTINS
 	KC_EXPECT(fails, strcmp(KNIT_ARCH_LAYER, "builtins") == 0, "layer %s, want builtins",
-	          KNIT_ARCH_LAYER);
+		  KNIT_ARCH_LAYER);
 #else
 	KC_EXPECT(fails, strcmp(KNIT_ARCH_LAYER, KNIT_ARCH_NAME) == 0, "layer %s, want %s",
-	          KNIT_ARCH_LAYER, KNIT_ARCH_NAME);
+		  KNIT_ARCH_LAYER, KNIT_ARCH_NAME);
 #endif
 #if defined(__x86_64__)
 	KC_EXPECT(fails, strcmp(KNIT_ARCH_NAME, "x86_64") == 0, "name %s on x86_64",
-	          KNIT_ARCH_NAME);
+		  KNIT_ARCH_NAME);
 #elif defined(__aarch64__)
 	KC_EXPECT(fails, strcmp(KNIT_ARCH_NAME, "aarch64") == 0, "name %s on aarch64",
-	          KNIT_ARCH_NAME);
+		  KNIT_ARCH_NAME);
 #elif defined(__riscv)
 	KC_EXPECT(fails, strcmp(KNIT_ARCH_NAME, "riscv64") == 0, "name %s on riscv64",
-	          KNIT_ARCH_NAME);
+		  KNIT_ARCH_NAME);
 #endif
 	for (i = 0; i < 1000; i++) {
 		knit_cpu_relax();
@@ -296,7 +293,7 @@ KC_FN int kc_check_identity(void)
 		knit_fence_seq_cst();
 		for (j = 0; j < 8; j++)
 			KC_EXPECT(fails, red[j] == 0x1122334455667788ull * (uint64_t)(j + 1),
-			          "fence changed a stack word");
+				  "fence changed a stack word");
 	}
 	printf("  identity, fences, cpu_relax: %s\n", fails ? "FAILED" : "ok");
 	return fails;
@@ -383,26 +380,26 @@ KC_AD_ALL(64)
 
 #define KC_OPS(W)                                                                                  \
 	{"load_relaxed_" #W, W, KC_LOAD, KC_NONE, kc_ad_load_relaxed_##W},                         \
-	    {"load_acquire_" #W, W, KC_LOAD, KC_NONE, kc_ad_load_acquire_##W},                     \
-	    {"load_seq_cst_" #W, W, KC_LOAD, KC_NONE, kc_ad_load_seq_cst_##W},                     \
-	    {"store_relaxed_" #W, W, KC_STORE, KC_NONE, kc_ad_store_relaxed_##W},                  \
-	    {"store_release_" #W, W, KC_STORE, KC_NONE, kc_ad_store_release_##W},                  \
-	    {"store_seq_cst_" #W, W, KC_STORE, KC_NONE, kc_ad_store_seq_cst_##W},                  \
-	    {"xchg_acq_rel_" #W, W, KC_XCHG, KC_NONE, kc_ad_xchg_acq_rel_##W},                     \
-	    {"cas_acq_rel_" #W, W, KC_CAS, KC_NONE, kc_ad_cas_acq_rel_##W},                        \
-	    {"cas_relaxed_" #W, W, KC_CAS, KC_NONE, kc_ad_cas_relaxed_##W},                        \
-	    {"fetch_add_relaxed_" #W, W, KC_FETCH, KC_ADD, kc_ad_fetch_add_relaxed_##W},           \
-	    {"fetch_add_acq_rel_" #W, W, KC_FETCH, KC_ADD, kc_ad_fetch_add_acq_rel_##W},           \
-	    {"fetch_or_relaxed_" #W, W, KC_FETCH, KC_OR, kc_ad_fetch_or_relaxed_##W},              \
-	    {"fetch_or_acq_rel_" #W, W, KC_FETCH, KC_OR, kc_ad_fetch_or_acq_rel_##W},              \
-	    {"fetch_and_relaxed_" #W, W, KC_FETCH, KC_AND, kc_ad_fetch_and_relaxed_##W},           \
-	    {"fetch_and_acq_rel_" #W, W, KC_FETCH, KC_AND, kc_ad_fetch_and_acq_rel_##W},           \
-	    {"fetch_xor_relaxed_" #W, W, KC_FETCH, KC_XOR, kc_ad_fetch_xor_relaxed_##W},           \
-	    {"fetch_xor_acq_rel_" #W, W, KC_FETCH, KC_XOR, kc_ad_fetch_xor_acq_rel_##W},           \
-	    {"add_relaxed_" #W, W, KC_VOID, KC_ADD, kc_ad_add_relaxed_##W},                        \
-	    {"add_acq_rel_" #W, W, KC_VOID, KC_ADD, kc_ad_add_acq_rel_##W},                        \
-	    {"or_acq_rel_" #W, W, KC_VOID, KC_OR, kc_ad_or_acq_rel_##W},                           \
-	    {"and_acq_rel_" #W, W, KC_VOID, KC_AND, kc_ad_and_acq_rel_##W},                        \
+		{"load_acquire_" #W, W, KC_LOAD, KC_NONE, kc_ad_load_acquire_##W},                 \
+		{"load_seq_cst_" #W, W, KC_LOAD, KC_NONE, kc_ad_load_seq_cst_##W},                 \
+		{"store_relaxed_" #W, W, KC_STORE, KC_NONE, kc_ad_store_relaxed_##W},              \
+		{"store_release_" #W, W, KC_STORE, KC_NONE, kc_ad_store_release_##W},              \
+		{"store_seq_cst_" #W, W, KC_STORE, KC_NONE, kc_ad_store_seq_cst_##W},              \
+		{"xchg_acq_rel_" #W, W, KC_XCHG, KC_NONE, kc_ad_xchg_acq_rel_##W},                 \
+		{"cas_acq_rel_" #W, W, KC_CAS, KC_NONE, kc_ad_cas_acq_rel_##W},                    \
+		{"cas_relaxed_" #W, W, KC_CAS, KC_NONE, kc_ad_cas_relaxed_##W},                    \
+		{"fetch_add_relaxed_" #W, W, KC_FETCH, KC_ADD, kc_ad_fetch_add_relaxed_##W},       \
+		{"fetch_add_acq_rel_" #W, W, KC_FETCH, KC_ADD, kc_ad_fetch_add_acq_rel_##W},       \
+		{"fetch_or_relaxed_" #W, W, KC_FETCH, KC_OR, kc_ad_fetch_or_relaxed_##W},          \
+		{"fetch_or_acq_rel_" #W, W, KC_FETCH, KC_OR, kc_ad_fetch_or_acq_rel_##W},          \
+		{"fetch_and_relaxed_" #W, W, KC_FETCH, KC_AND, kc_ad_fetch_and_relaxed_##W},       \
+		{"fetch_and_acq_rel_" #W, W, KC_FETCH, KC_AND, kc_ad_fetch_and_acq_rel_##W},       \
+		{"fetch_xor_relaxed_" #W, W, KC_FETCH, KC_XOR, kc_ad_fetch_xor_relaxed_##W},       \
+		{"fetch_xor_acq_rel_" #W, W, KC_FETCH, KC_XOR, kc_ad_fetch_xor_acq_rel_##W},       \
+		{"add_relaxed_" #W, W, KC_VOID, KC_ADD, kc_ad_add_relaxed_##W},                    \
+		{"add_acq_rel_" #W, W, KC_VOID, KC_ADD, kc_ad_add_acq_rel_##W},                    \
+		{"or_acq_rel_" #W, W, KC_VOID, KC_OR, kc_ad_or_acq_rel_##W},                       \
+		{"and_acq_rel_" #W, W, KC_VOID, KC_AND, kc_ad_and_acq_rel_##W},                    \
 	{                                                                                          \
 		"xor_acq_rel_" #W, W, KC_VOID, KC_XOR, kc_ad_xor_acq_rel_##W                       \
 	}
@@ -425,7 +422,7 @@ KC_UNUSED static const struct kc_op kc_ops[] = {KC_OPS(32), KC_OPS(64)};
 			return __atomic_exchange_n(r, x, __ATOMIC_SEQ_CST);                        \
 		case KC_CAS:                                                                       \
 			__atomic_compare_exchange_n(r, &x, y, 0, __ATOMIC_SEQ_CST,                 \
-			                            __ATOMIC_SEQ_CST);                             \
+						    __ATOMIC_SEQ_CST);                             \
 			return x;                                                                  \
 		case KC_FETCH:                                                                     \
 		case KC_VOID:                                                                      \
@@ -477,7 +474,7 @@ KC_FN unsigned char kc_canary(unsigned i, unsigned salt)
  * Returns 1 on a mismatch (printed while `fails` is small), else 0.
  */
 KC_FN int kc_diff_one(const struct kc_op *op, unsigned off, uint64_t init, uint64_t a, uint64_t b,
-                      unsigned salt, int fails)
+		      unsigned salt, int fails)
 {
 	union kc_guard g;
 	uint64_t m = kc_mask(op->width);
@@ -499,7 +496,7 @@ KC_FN int kc_diff_one(const struct kc_op *op, unsigned off, uint64_t init, uint6
 	got = op->fn(word, a, b) & m;
 	want = kc_ref_apply(op, ref, a, b) & m;
 	mem = op->width == 32 ? __atomic_load_n((uint32_t *)word, __ATOMIC_SEQ_CST)
-	                      : __atomic_load_n((uint64_t *)word, __ATOMIC_SEQ_CST);
+			      : __atomic_load_n((uint64_t *)word, __ATOMIC_SEQ_CST);
 	refmem = op->width == 32 ? ref32 : ref64;
 
 	if ((op->kind == KC_LOAD || op->kind == KC_XCHG || op->kind == KC_CAS ||
@@ -566,7 +563,7 @@ KC_FN int kc_diff_op(const struct kc_op *op, struct kc_rng *rng, unsigned nrand,
 			}
 			{
 				static const uint64_t flips[] = {1, 0x80000000ull, 0x100000000ull,
-				                                 0x8000000000000000ull};
+								 0x8000000000000000ull};
 				uint64_t flip = flips[i % 4] & kc_mask(op->width);
 				if (!flip)
 					flip = 2;
@@ -638,10 +635,7 @@ KC_UNUSED static const uint64_t kc_xor_mask64[2] = {0x00000000ffffffffull, 0x000
 /* A CAS loop retries only when the other thread changed the word, so the
  * total of retries is bounded by the other thread's work; beyond that the CAS
  * is broken and the loop stops (the totals then report it). */
-KC_FN long kc_cas_bound(const struct kc_counters *c)
-{
-	return 4 * c->n + 1000;
-}
+KC_FN long kc_cas_bound(const struct kc_counters *c) { return 4 * c->n + 1000; }
 
 KC_FN void *kc_counter_thread(void *argp)
 {
@@ -674,7 +668,7 @@ KC_FN void *kc_counter_thread(void *argp)
 		r64 = knit_fetch_add_relaxed_64(&c->w64.fa_relaxed_64, 1);
 		if (!first && (r32 <= prev_r32 || a32 <= prev_a32 || r64 <= prev_r64))
 			KC_FAIL(fails,
-			        "fetch_add returned a value not above this thread's previous one");
+				"fetch_add returned a value not above this thread's previous one");
 		if (!first && a32 != prev_a32 + 1)
 			interleaved++; /* the other thread added in between */
 		first = 0;
@@ -710,7 +704,7 @@ KC_FN void *kc_counter_thread(void *argp)
 		o64 = knit_load_relaxed_64(&c->w64.cas_acq_rel_64);
 		for (;;) {
 			uint64_t seen =
-			    knit_cas_acq_rel_64(&c->w64.cas_acq_rel_64, o64, o64 + KC_K64);
+				knit_cas_acq_rel_64(&c->w64.cas_acq_rel_64, o64, o64 + KC_K64);
 			if (seen == o64)
 				break;
 			o64 = seen;
@@ -775,8 +769,8 @@ KC_FN void *kc_counter_thread(void *argp)
 
 #define KC_TOTAL(fails, what, got, want)                                                           \
 	KC_EXPECT(fails, (uint64_t)(got) == (uint64_t)(want),                                      \
-	          "%s: total %#" PRIx64 ", want %#" PRIx64, what, (uint64_t)(got),                 \
-	          (uint64_t)(want))
+		  "%s: total %#" PRIx64 ", want %#" PRIx64, what, (uint64_t)(got),                 \
+		  (uint64_t)(want))
 
 /* Two threads hammer every read-modify-write; the totals must be exact. */
 KC_FN int kc_check_counters(void)
@@ -807,7 +801,7 @@ KC_FN int kc_check_counters(void)
 				/* acq_rel: stands in for the missing partner's arrivals
 				 * at kc_barrier(); pairs with its acquire loads. */
 				__atomic_fetch_add(&c->start[0], (uint32_t)(n / KC_ROUND + 1),
-				                   __ATOMIC_ACQ_REL);
+						   __ATOMIC_ACQ_REL);
 				pthread_join(th[0], 0);
 			}
 			free(c);
@@ -839,11 +833,11 @@ KC_FN int kc_check_counters(void)
 	KC_TOTAL(fails, "fetch_or/and_64 bits", c->bits.bits_64, 0);
 	KC_TOTAL(fails, "or/and_acq_rel_32 bits", c->bits.void_bits_32, 0);
 	KC_TOTAL(fails, "xchg_acq_rel_32 conservation",
-	         c->per[0].xchg_sum_32 + c->per[1].xchg_sum_32 + c->bits.xchg_32,
-	         c->per[0].xchg_put_32 + c->per[1].xchg_put_32);
+		 c->per[0].xchg_sum_32 + c->per[1].xchg_sum_32 + c->bits.xchg_32,
+		 c->per[0].xchg_put_32 + c->per[1].xchg_put_32);
 	KC_TOTAL(fails, "xchg_acq_rel_64 conservation",
-	         c->per[0].xchg_sum_64 + c->per[1].xchg_sum_64 + c->bits.xchg_64,
-	         c->per[0].xchg_put_64 + c->per[1].xchg_put_64);
+		 c->per[0].xchg_sum_64 + c->per[1].xchg_sum_64 + c->bits.xchg_64,
+		 c->per[0].xchg_put_64 + c->per[1].xchg_put_64);
 	/* How much the threads really overlapped (printed, not asserted: the
 	 * scheduler decides): iterations in which the other thread's fetch_add
 	 * landed between two of this thread's, and CAS attempts that lost. */
@@ -952,7 +946,7 @@ KC_FN void *kc_mp_reader(void *argp)
 			__atomic_store_n(&m->ack, f, __ATOMIC_RELAXED);
 			spins = 0;
 		} else if (/* acquire: pairs with the release store of done in kc_mp_writer() */
-		           __atomic_load_n(&m->done, __ATOMIC_ACQUIRE) && ++m->stuck > 1000000) {
+			   __atomic_load_n(&m->done, __ATOMIC_ACQUIRE) && ++m->stuck > 1000000) {
 			/* The writer finished long ago and the flag never reached n:
 			 * the store or the load under test is broken. */
 			return 0;
@@ -992,10 +986,10 @@ KC_FN int kc_mp_run(enum kc_mp_kind kind, const char *name, long n)
 	pthread_join(r, 0);
 	KC_EXPECT(fails, m->stuck <= 1000000, "%s: the reader never saw the last message", name);
 	KC_EXPECT(fails, m->violations == 0, "%s: saw the flag without its data %ld times", name,
-	          m->violations);
+		  m->violations);
 	KC_EXPECT(fails, m->distinct >= n / KC_MP_WINDOW,
-	          "%s: the reader saw only %ld distinct flags (the pacing is broken)", name,
-	          m->distinct);
+		  "%s: the reader saw only %ld distinct flags (the pacing is broken)", name,
+		  m->distinct);
 	printf("  message passing (%s): %ld messages, reader saw %ld distinct flags, %ld "
 	       "violations: %s\n",
 	       name, n, m->distinct, m->violations, fails ? "FAILED" : "ok");
@@ -1122,7 +1116,7 @@ KC_FN long kc_sb_run(enum kc_sb_kind kind, long n, int *fails)
 				 * acq_rel: stands in for its arrival at kc_barrier(). */
 				__atomic_fetch_add(&s->start[0], 1, __ATOMIC_ACQ_REL);
 				__atomic_store_n(&s->progress[1].round, (uint64_t)n + KC_SB_WINDOW,
-				                 __ATOMIC_RELAXED);
+						 __ATOMIC_RELAXED);
 				pthread_join(th[0], 0);
 			}
 			free(s->seen[0]);
@@ -1150,7 +1144,7 @@ KC_FN int kc_check_store_buffering(void)
 
 	both = kc_sb_run(KC_SB_FENCE, n, &fails);
 	KC_EXPECT(fails, both == 0,
-	          "store;fence_seq_cst;load: both threads read the old value %ld times", both);
+		  "store;fence_seq_cst;load: both threads read the old value %ld times", both);
 	printf("  store buffering with knit_fence_seq_cst: %ld rounds, both-old %ld: %s\n", n, both,
 	       both == 0 ? "ok" : "FAILED");
 
@@ -1174,7 +1168,7 @@ KC_FN int kc_check_store_buffering(void)
 		       "alike)\n");
 #else
 	KC_EXPECT(fails, both == 0,
-	          "store_seq_cst;load_seq_cst: both threads read the old value %ld times", both);
+		  "store_seq_cst;load_seq_cst: both threads read the old value %ld times", both);
 	printf("  store buffering with store_seq_cst/load_seq_cst: %ld rounds, both-old %ld: %s\n",
 	       n, both, both == 0 ? "ok" : "FAILED");
 #endif
@@ -1199,7 +1193,7 @@ KC_FN int kc_check_syscalls(void)
 	errno = 4242;
 	r = knit_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	KC_EXPECT(fails, r == (long)getpid(), "syscall6(getpid) = %ld, getpid() = %ld", r,
-	          (long)getpid());
+		  (long)getpid());
 	r = knit_syscall0(SYS_gettid);
 	KC_EXPECT(fails, r == (long)syscall(SYS_gettid), "syscall0(gettid) = %ld", r);
 	KC_EXPECT(fails, knit_sys_gettid() == (int)r, "knit_sys_gettid");
@@ -1226,7 +1220,7 @@ KC_FN int kc_check_syscalls(void)
 	errno = 4242;
 	p = knit_sys_mmap(0, 4096, PROT_READ, MAP_SHARED, -1, 0);
 	KC_EXPECT(fails, knit_sys_mmap_failed(p) && (long)p == -EBADF,
-	          "mmap on fd -1 returned %ld, want -EBADF", (long)p);
+		  "mmap on fd -1 returned %ld, want -EBADF", (long)p);
 	KC_EXPECT(fails, errno == 4242, "errno changed by a failing mmap");
 	printf("  raw syscalls (result, -errno, errno untouched, 6 arguments): %s\n",
 	       fails ? "FAILED" : "ok");
@@ -1252,7 +1246,7 @@ KC_FN uint32_t *kc_futex_page(int shared)
 		knit_sys_close(fd);
 	} else {
 		p = knit_sys_mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		                  0);
+				  0);
 	}
 	if (knit_sys_mmap_failed(p))
 		return 0;
@@ -1260,10 +1254,7 @@ KC_FN uint32_t *kc_futex_page(int shared)
 	return (uint32_t *)p;
 }
 
-KC_UNUSED static const char *kc_shared_name(int shared)
-{
-	return shared ? "shared" : "private";
-}
+KC_UNUSED static const char *kc_shared_name(int shared) { return shared ? "shared" : "private"; }
 
 KC_UNUSED static const char *kc_futex_result_name(int r)
 {
@@ -1389,7 +1380,7 @@ KC_FN void kc_waiter_verdict(int *fails, const struct kc_waiter *w, const char *
 {
 	KC_EXPECT(*fails, w->timed_out == 0, "%s: waiter hit its safety deadline", what);
 	KC_EXPECT(*fails, w->errors == 0, "%s: waiter got error %s", what,
-	          kc_futex_result_name(w->last_error));
+		  kc_futex_result_name(w->last_error));
 	KC_EXPECT(*fails, w->seen != 0, "%s: waiter returned without seeing the change", what);
 }
 
@@ -1406,14 +1397,14 @@ KC_FN int kc_check_futex_value_changed(int shared)
 	page[0] = 5;
 	r = knit_futex_wait(&page[0], 4, knit_now_ns() + 10ll * 1000000000, shared);
 	KC_EXPECT(fails, r == KNIT_FUTEX_VALUE_CHANGED, "wait(5 != 4) returned %s",
-	          kc_futex_result_name(r));
+		  kc_futex_result_name(r));
 	r = knit_futex_wait(&page[0], 0x80000005u, -1, shared); /* no deadline at all */
 	KC_EXPECT(fails, r == KNIT_FUTEX_VALUE_CHANGED, "wait(high bit differs) returned %s",
-	          kc_futex_result_name(r));
+		  kc_futex_result_name(r));
 	/* A bad address is an error, not a wake: misaligned words are -EINVAL. */
 	r = knit_futex_wait((uint32_t *)((char *)page + 1), 0, knit_now_ns(), shared);
 	KC_EXPECT(fails, r == -EINVAL, "wait on a misaligned word returned %d (%s), want -EINVAL",
-	          r, kc_futex_result_name(r));
+		  r, kc_futex_result_name(r));
 	r = knit_futex_wake(&page[0], 1, shared);
 	KC_EXPECT(fails, r == 0, "wake with nobody waiting returned %d", r);
 	printf("  futex %s: value mismatch returns at once, errors are -errno: %s\n",
@@ -1441,13 +1432,13 @@ KC_FN int kc_check_futex_timeout(int shared)
 	}
 	after = knit_now_ns();
 	KC_EXPECT(fails, r == KNIT_FUTEX_TIMED_OUT, "wait until deadline returned %s",
-	          kc_futex_result_name(r));
+		  kc_futex_result_name(r));
 	KC_EXPECT(fails, after >= deadline, "returned %lld ns before its deadline",
-	          (long long)(deadline - after));
+		  (long long)(deadline - after));
 	/* A deadline already in the past times out at once. */
 	r = knit_futex_wait(&page[0], 0, 1, shared);
 	KC_EXPECT(fails, r == KNIT_FUTEX_TIMED_OUT, "wait with a past deadline returned %s",
-	          kc_futex_result_name(r));
+		  kc_futex_result_name(r));
 	printf("  futex %s: times out at its absolute deadline: %s\n", kc_shared_name(shared),
 	       fails ? "FAILED" : "ok");
 	knit_sys_munmap(page, 4096);
@@ -1575,12 +1566,12 @@ KC_FN int kc_check_futex_cross_process(void)
 	}
 	if (asleep == 1)
 		KC_EXPECT(fails, WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		          "child status %#x (2 = not woken, 3 = timed out, 4 = error)", status);
+			  "child status %#x (2 = not woken, 3 = timed out, 4 = error)", status);
 	else
 		KC_EXPECT(fails,
-		          WIFEXITED(status) &&
-		              (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 2),
-		          "child status %#x (3 = timed out, 4 = error)", status);
+			  WIFEXITED(status) &&
+				  (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 2),
+			  "child status %#x (3 = timed out, 4 = error)", status);
 	printf("  futex shared across fork(): wake = %d, child exit %d: %s\n", r,
 	       WIFEXITED(status) ? WEXITSTATUS(status) : -1, fails ? "FAILED" : "ok");
 	knit_sys_munmap(page, 4096);
@@ -1629,7 +1620,7 @@ KC_FN void *kc_vwaiter_thread(void *argp)
 }
 
 KC_FN int kc_vwaiter_run(int *fails, uint32_t *words, int shared, int have_waitv, int poke,
-                         int send_wake, const char *what)
+			 int send_wake, const char *what)
 {
 	struct kc_vwaiter v;
 	pthread_t th;
@@ -1662,12 +1653,12 @@ KC_FN int kc_vwaiter_run(int *fails, uint32_t *words, int shared, int have_waitv
 	/* The fallback waiter wakes every slice to re-check, so only the real
 	 * futex_waitv has an exact wake count; either must name the right word. */
 	KC_EXPECT(*fails, poke == 1 ? v.woken_which0 == 0 : v.woken_which1 == 0,
-	          "%s: reported a wake on the wrong word", what);
+		  "%s: reported a wake on the wrong word", what);
 	if (have_waitv && send_wake && asleep == 1) {
 		KC_EXPECT(*fails, r == 1, "%s: wake of the sleeping waiter returned %d", what, r);
 		KC_EXPECT(*fails, poke == 1 ? v.woken_which1 == 1 : v.woken_which0 == 1,
-		          "%s: woken via word %d but reports which0=%d which1=%d", what, poke,
-		          v.woken_which0, v.woken_which1);
+			  "%s: woken via word %d but reports which0=%d which1=%d", what, poke,
+			  v.woken_which0, v.woken_which1);
 	}
 	printf("    %s: %d call(s), last %s, which=%u, wake()=%d\n", what, v.calls,
 	       kc_futex_result_name(v.last), v.which, r);
@@ -1699,7 +1690,7 @@ KC_FN int kc_check_futex_waitv(int shared)
 		knit_futex_waiter_set(&ws[1], &page[16], 0, shared);
 		r = knit_futex_waitv(ws, 2, knit_now_ns() + 10ll * 1000000000, hv, &which);
 		KC_EXPECT(fails, r == KNIT_FUTEX_VALUE_CHANGED,
-		          "%s: mismatch on word 1 returned %s", path, kc_futex_result_name(r));
+			  "%s: mismatch on word 1 returned %s", path, kc_futex_result_name(r));
 		/* Timeout at the absolute deadline. */
 		page[16] = 0;
 		deadline = knit_now_ns() + 20 * 1000000;
@@ -1707,24 +1698,24 @@ KC_FN int kc_check_futex_waitv(int shared)
 			r = knit_futex_waitv(ws, 2, deadline, hv, &which);
 		} while (r == KNIT_FUTEX_INTERRUPTED);
 		KC_EXPECT(fails, r == KNIT_FUTEX_TIMED_OUT, "%s: wait until deadline returned %s",
-		          path, kc_futex_result_name(r));
+			  path, kc_futex_result_name(r));
 		KC_EXPECT(fails, knit_now_ns() >= deadline, "%s: returned before its deadline",
-		          path);
+			  path);
 		if (hv) {
 			snprintf(what, sizeof(what), "%s %s: woken via word 1", path,
-			         kc_shared_name(shared));
+				 kc_shared_name(shared));
 			kc_vwaiter_run(&fails, page, shared, 1, 1, 1, what);
 			snprintf(what, sizeof(what), "%s %s: woken via word 0", path,
-			         kc_shared_name(shared));
+				 kc_shared_name(shared));
 			kc_vwaiter_run(&fails, page, shared, 1, 0, 1, what);
 		} else {
 			/* The fallback sleeps on word 0 in slices: a change of word 1
 			 * (no wake can reach it) ends the wait at the next slice. */
 			snprintf(what, sizeof(what), "%s %s: change of word 1", path,
-			         kc_shared_name(shared));
+				 kc_shared_name(shared));
 			kc_vwaiter_run(&fails, page, shared, 0, 1, 0, what);
 			snprintf(what, sizeof(what), "%s %s: woken via word 0", path,
-			         kc_shared_name(shared));
+				 kc_shared_name(shared));
 			kc_vwaiter_run(&fails, page, shared, 0, 0, 1, what);
 		}
 	}
@@ -1770,13 +1761,13 @@ KC_FN int kc_check_fd_wrappers(void)
 		KC_EXPECT(fails, knit_sys_ftruncate(fd, 8192) == 0, "ftruncate(memfd)");
 		p = knit_sys_mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 4096);
 		KC_EXPECT(fails, !knit_sys_mmap_failed(p), "mmap(memfd, offset 4096) failed: %ld",
-		          (long)p);
+			  (long)p);
 		if (!knit_sys_mmap_failed(p)) {
 			char back[6] = {0};
 			memcpy(p, "knit!", 6);
 			r = pread(fd, back, 6, 4096);
 			KC_EXPECT(fails, r == 6 && memcmp(back, "knit!", 6) == 0,
-			          "memfd contents at offset 4096 do not match the mapping");
+				  "memfd contents at offset 4096 do not match the mapping");
 			knit_sys_munmap(p, 8192);
 		}
 		KC_EXPECT(fails, knit_sys_close(fd) == 0, "close(memfd)");
@@ -1821,7 +1812,8 @@ KC_FN int kc_check_proc_wrappers(void)
 	if (child > 0) {
 		fd = knit_sys_pidfd_open(child, 0);
 		if (fd == -ENOSYS) {
-			printf("  SKIP-SUBCHECK pidfd_open/pidfd_send_signal/waitid(P_PIDFD): the kernel (or "
+			printf("  SKIP-SUBCHECK pidfd_open/pidfd_send_signal/waitid(P_PIDFD): the "
+			       "kernel (or "
 			       "emulator) says -ENOSYS\n");
 			kill(child, SIGKILL);
 			waitpid(child, 0, 0);
@@ -1832,24 +1824,30 @@ KC_FN int kc_check_proc_wrappers(void)
 				printf("  SKIP-SUBCHECK pidfd_send_signal: -ENOSYS\n");
 				kill(child, SIGKILL);
 			} else {
-				KC_EXPECT(fails, r == 0, "pidfd_send_signal(SIGKILL) returned %d", r);
+				KC_EXPECT(fails, r == 0, "pidfd_send_signal(SIGKILL) returned %d",
+					  r);
 			}
 			memset(&si, 0, sizeof si);
 			r = knit_sys_waitid(3 /* P_PIDFD */, fd, &si, WEXITED, 0);
 			if (r == -EINVAL) {
-				printf("  SKIP-SUBCHECK waitid(P_PIDFD): -EINVAL (before Linux 5.4)\n");
+				printf("  SKIP-SUBCHECK waitid(P_PIDFD): -EINVAL (before Linux "
+				       "5.4)\n");
 				waitpid(child, 0, 0);
 			} else {
 				KC_EXPECT(fails, r == 0, "waitid(P_PIDFD) returned %d", r);
-				KC_EXPECT(fails, si.si_pid == child && si.si_code == CLD_KILLED &&
-				                         si.si_status == SIGKILL,
-				          "waitid: pid %d code %d status %d", (int)si.si_pid, si.si_code, si.si_status);
+				KC_EXPECT(fails,
+					  si.si_pid == child && si.si_code == CLD_KILLED &&
+						  si.si_status == SIGKILL,
+					  "waitid: pid %d code %d status %d", (int)si.si_pid,
+					  si.si_code, si.si_status);
 				r = knit_sys_waitid(3, fd, &si, WEXITED | WNOHANG, 0);
-				KC_EXPECT(fails, r == -ECHILD, "a second waitid returned %d, want -ECHILD", r);
+				KC_EXPECT(fails, r == -ECHILD,
+					  "a second waitid returned %d, want -ECHILD", r);
 			}
-			KC_EXPECT(fails, knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -EBADF ||
-			                         knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -ENOSYS,
-			          "pidfd_send_signal(-1) is not -EBADF");
+			KC_EXPECT(fails,
+				  knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -EBADF ||
+					  knit_sys_pidfd_send_signal(-1, 0, 0, 0) == -ENOSYS,
+				  "pidfd_send_signal(-1) is not -EBADF");
 			if (fd >= 0)
 				KC_EXPECT(fails, knit_sys_close(fd) == 0, "close(pidfd)");
 		}
@@ -1868,7 +1866,7 @@ KC_FN int kc_check_proc_wrappers(void)
 		memset(&st, 0, sizeof st);
 		r = knit_sys_fstat(fd, &st);
 		KC_EXPECT(fails, r == 0 && S_ISREG(st.st_mode) && st.st_size == 8192,
-		          "fstat(memfd) returned %d, size %ld", r, (long)st.st_size);
+			  "fstat(memfd) returned %d, size %ld", r, (long)st.st_size);
 		p = knit_sys_mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		KC_EXPECT(fails, !knit_sys_mmap_failed(p), "mmap(memfd) failed: %ld", (long)p);
 		if (!knit_sys_mmap_failed(p)) {
@@ -1880,10 +1878,13 @@ KC_FN int kc_check_proc_wrappers(void)
 				KC_EXPECT(fails, r == 0, "madvise(MADV_REMOVE) returned %d", r);
 #ifdef KNIT_CHECKS_EMULATED
 				/* qemu-user answers madvise without passing it on. */
-				printf("  SKIP-SUBCHECK MADV_REMOVE contents: emulated (qemu-user drops madvise)\n");
+				printf("  SKIP-SUBCHECK MADV_REMOVE contents: emulated (qemu-user "
+				       "drops madvise)\n");
 #else
-				KC_EXPECT(fails, ((unsigned char *)p)[4096] == 0 && ((unsigned char *)p)[0] == 0x5a,
-				          "MADV_REMOVE did not punch the second page only");
+				KC_EXPECT(fails,
+					  ((unsigned char *)p)[4096] == 0 &&
+						  ((unsigned char *)p)[0] == 0x5a,
+					  "MADV_REMOVE did not punch the second page only");
 #endif
 			}
 			knit_sys_munmap(p, 8192);
@@ -1906,70 +1907,43 @@ struct kc_check {
 	int arg;
 };
 
-KC_FN int kc_run_identity(int a)
-{
-	return (void)a, kc_check_identity();
-}
-KC_FN int kc_run_differential(int a)
-{
-	return (void)a, kc_check_differential();
-}
-KC_FN int kc_run_counters(int a)
-{
-	return (void)a, kc_check_counters();
-}
-KC_FN int kc_run_message_passing(int a)
-{
-	return (void)a, kc_check_message_passing();
-}
-KC_FN int kc_run_store_buffering(int a)
-{
-	return (void)a, kc_check_store_buffering();
-}
-KC_FN int kc_run_syscalls(int a)
-{
-	return (void)a, kc_check_syscalls();
-}
-KC_FN int kc_run_futex_cross_process(int a)
-{
-	return (void)a, kc_check_futex_cross_process();
-}
-KC_FN int kc_run_fd_wrappers(int a)
-{
-	return (void)a, kc_check_fd_wrappers();
-}
+KC_FN int kc_run_identity(int a) { return (void)a, kc_check_identity(); }
+KC_FN int kc_run_differential(int a) { return (void)a, kc_check_differential(); }
+KC_FN int kc_run_counters(int a) { return (void)a, kc_check_counters(); }
+KC_FN int kc_run_message_passing(int a) { return (void)a, kc_check_message_passing(); }
+KC_FN int kc_run_store_buffering(int a) { return (void)a, kc_check_store_buffering(); }
+KC_FN int kc_run_syscalls(int a) { return (void)a, kc_check_syscalls(); }
+KC_FN int kc_run_futex_cross_process(int a) { return (void)a, kc_check_futex_cross_process(); }
+KC_FN int kc_run_fd_wrappers(int a) { return (void)a, kc_check_fd_wrappers(); }
 
 KC_UNUSED static const struct kc_check kc_arch_checks[] = {
-    {"identity_fences_relax", kc_run_identity, 0},
-    {"atomics_differential", kc_run_differential, 0},
-    {"counters_two_threads", kc_run_counters, 0},
-    {"litmus_message_passing", kc_run_message_passing, 0},
-    {"litmus_store_buffering", kc_run_store_buffering, 0},
-    {"raw_syscalls", kc_run_syscalls, 0},
+	{"identity_fences_relax", kc_run_identity, 0},
+	{"atomics_differential", kc_run_differential, 0},
+	{"counters_two_threads", kc_run_counters, 0},
+	{"litmus_message_passing", kc_run_message_passing, 0},
+	{"litmus_store_buffering", kc_run_store_buffering, 0},
+	{"raw_syscalls", kc_run_syscalls, 0},
 };
 #define KC_N_ARCH_CHECKS (sizeof(kc_arch_checks) / sizeof(kc_arch_checks[0]))
 
 KC_UNUSED static const struct kc_check kc_futex_checks[] = {
-    {"futex_value_changed_private", kc_check_futex_value_changed, 0},
-    {"futex_value_changed_shared", kc_check_futex_value_changed, 1},
-    {"futex_timeout_private", kc_check_futex_timeout, 0},
-    {"futex_timeout_shared", kc_check_futex_timeout, 1},
-    {"futex_wake_private", kc_check_futex_wake, 0},
-    {"futex_wake_shared", kc_check_futex_wake, 1},
-    {"futex_shared_across_fork", kc_run_futex_cross_process, 0},
-    {"futex_waitv_private", kc_check_futex_waitv, 0},
-    {"futex_waitv_shared", kc_check_futex_waitv, 1},
-    {"fd_wrappers", kc_run_fd_wrappers, 0},
+	{"futex_value_changed_private", kc_check_futex_value_changed, 0},
+	{"futex_value_changed_shared", kc_check_futex_value_changed, 1},
+	{"futex_timeout_private", kc_check_futex_timeout, 0},
+	{"futex_timeout_shared", kc_check_futex_timeout, 1},
+	{"futex_wake_private", kc_check_futex_wake, 0},
+	{"futex_wake_shared", kc_check_futex_wake, 1},
+	{"futex_shared_across_fork", kc_run_futex_cross_process, 0},
+	{"futex_waitv_private", kc_check_futex_waitv, 0},
+	{"futex_waitv_shared", kc_check_futex_waitv, 1},
+	{"fd_wrappers", kc_run_fd_wrappers, 0},
 };
 #define KC_N_FUTEX_CHECKS (sizeof(kc_futex_checks) / sizeof(kc_futex_checks[0]))
 
-KC_FN int kc_run_proc_wrappers(int a)
-{
-	return (void)a, kc_check_proc_wrappers();
-}
+KC_FN int kc_run_proc_wrappers(int a) { return (void)a, kc_check_proc_wrappers(); }
 
 KC_UNUSED static const struct kc_check kc_sys_checks[] = {
-    {"proc_and_file_wrappers", kc_run_proc_wrappers, 0},
+	{"proc_and_file_wrappers", kc_run_proc_wrappers, 0},
 };
 #define KC_N_SYS_CHECKS (sizeof(kc_sys_checks) / sizeof(kc_sys_checks[0]))
 

@@ -36,12 +36,12 @@ static inline void knit_fence_release(void) { __asm__ __volatile__("dmb ish" :::
 static inline void knit_fence_seq_cst(void) { __asm__ __volatile__("dmb ish" ::: "memory"); }
 
 /* "w" registers for 32-bit, "x" for 64-bit: the %w / %x operand modifiers. */
-#define KNIT__A64_LOAD(W, R, INSN, ORD)                                                \
-	static inline uint##W##_t knit_load_##ORD##_##W(const uint##W##_t *p)          \
-	{                                                                              \
-		uint##W##_t v;                                                         \
-		__asm__ __volatile__(INSN " %" R "0, %1" : "=r"(v) : "Q"(*p) : "memory"); \
-		return v;                                                              \
+#define KNIT__A64_LOAD(W, R, INSN, ORD)                                                            \
+	static inline uint##W##_t knit_load_##ORD##_##W(const uint##W##_t *p)                      \
+	{                                                                                          \
+		uint##W##_t v;                                                                     \
+		__asm__ __volatile__(INSN " %" R "0, %1" : "=r"(v) : "Q"(*p) : "memory");          \
+		return v;                                                                          \
 	}
 #define KNIT_HAVE_LOAD_ACQUIRE_32 1
 #define KNIT_HAVE_LOAD_ACQUIRE_64 1
@@ -52,10 +52,10 @@ KNIT__A64_LOAD(64, "x", "ldar", acquire)
 KNIT__A64_LOAD(32, "w", "ldar", seq_cst)
 KNIT__A64_LOAD(64, "x", "ldar", seq_cst)
 
-#define KNIT__A64_STORE(W, R, ORD)                                                     \
-	static inline void knit_store_##ORD##_##W(uint##W##_t *p, uint##W##_t v)       \
-	{                                                                              \
-		__asm__ __volatile__("stlr %" R "1, %0" : "=Q"(*p) : "r"(v) : "memory"); \
+#define KNIT__A64_STORE(W, R, ORD)                                                                 \
+	static inline void knit_store_##ORD##_##W(uint##W##_t *p, uint##W##_t v)                   \
+	{                                                                                          \
+		__asm__ __volatile__("stlr %" R "1, %0" : "=Q"(*p) : "r"(v) : "memory");           \
 	}
 #define KNIT_HAVE_STORE_RELEASE_32 1
 #define KNIT_HAVE_STORE_RELEASE_64 1
@@ -75,29 +75,29 @@ KNIT__A64_STORE(64, "x", seq_cst)
 
 #if defined(__ARM_FEATURE_ATOMICS)
 #define KNIT_AARCH64_LSE 1
-#define KNIT__A64_LSE_RMW(NAME, INSN, W, R)                                            \
-	static inline uint##W##_t NAME(uint##W##_t *p, uint##W##_t v)                  \
-	{                                                                              \
-		uint##W##_t old;                                                       \
-		__asm__ __volatile__(INSN " %" R "2, %" R "0, %1"                      \
-				     : "=r"(old), "+Q"(*p)                             \
-				     : "r"(v)                                          \
-				     : "memory");                                      \
-		return old;                                                            \
+#define KNIT__A64_LSE_RMW(NAME, INSN, W, R)                                                        \
+	static inline uint##W##_t NAME(uint##W##_t *p, uint##W##_t v)                              \
+	{                                                                                          \
+		uint##W##_t old;                                                                   \
+		__asm__ __volatile__(INSN " %" R "2, %" R "0, %1"                                  \
+				     : "=r"(old), "+Q"(*p)                                         \
+				     : "r"(v)                                                      \
+				     : "memory");                                                  \
+		return old;                                                                        \
 	}
 KNIT__A64_LSE_RMW(knit_fetch_add_acq_rel_32, "ldaddal", 32, "w")
 KNIT__A64_LSE_RMW(knit_fetch_add_acq_rel_64, "ldaddal", 64, "x")
 KNIT__A64_LSE_RMW(knit_xchg_acq_rel_32, "swpal", 32, "w")
 KNIT__A64_LSE_RMW(knit_xchg_acq_rel_64, "swpal", 64, "x")
-#define KNIT__A64_LSE_CAS(W, R)                                                        \
-	static inline uint##W##_t knit_cas_acq_rel_##W(uint##W##_t *p, uint##W##_t e,  \
-						       uint##W##_t d)                  \
-	{                                                                              \
-		__asm__ __volatile__("casal %" R "0, %" R "2, %1"                      \
-				     : "+r"(e), "+Q"(*p)                               \
-				     : "r"(d)                                          \
-				     : "memory");                                      \
-		return e;                                                              \
+#define KNIT__A64_LSE_CAS(W, R)                                                                    \
+	static inline uint##W##_t knit_cas_acq_rel_##W(uint##W##_t *p, uint##W##_t e,              \
+						       uint##W##_t d)                              \
+	{                                                                                          \
+		__asm__ __volatile__("casal %" R "0, %" R "2, %1"                                  \
+				     : "+r"(e), "+Q"(*p)                                           \
+				     : "r"(d)                                                      \
+				     : "memory");                                                  \
+		return e;                                                                          \
 	}
 KNIT__A64_LSE_CAS(32, "w")
 KNIT__A64_LSE_CAS(64, "x")
@@ -105,51 +105,51 @@ KNIT__A64_LSE_CAS(64, "x")
 #undef KNIT__A64_LSE_CAS
 #else
 /* LL/SC: ldaxr (acquire) ... stlxr (release), retried until the store wins. */
-#define KNIT__A64_LLSC_ADD(W, R)                                                       \
-	static inline uint##W##_t knit_fetch_add_acq_rel_##W(uint##W##_t *p, uint##W##_t v) \
-	{                                                                              \
-		uint##W##_t old, tmp;                                                  \
-		uint32_t fail;                                                         \
-		__asm__ __volatile__("1: ldaxr %" R "0, %3\n"                          \
-				     "   add %" R "1, %" R "0, %" R "4\n"              \
-				     "   stlxr %w2, %" R "1, %3\n"                     \
-				     "   cbnz %w2, 1b\n"                               \
-				     : "=&r"(old), "=&r"(tmp), "=&r"(fail), "+Q"(*p)   \
-				     : "r"(v)                                          \
-				     : "memory");                                      \
-		return old;                                                            \
+#define KNIT__A64_LLSC_ADD(W, R)                                                                   \
+	static inline uint##W##_t knit_fetch_add_acq_rel_##W(uint##W##_t *p, uint##W##_t v)        \
+	{                                                                                          \
+		uint##W##_t old, tmp;                                                              \
+		uint32_t fail;                                                                     \
+		__asm__ __volatile__("1: ldaxr %" R "0, %3\n"                                      \
+				     "   add %" R "1, %" R "0, %" R "4\n"                          \
+				     "   stlxr %w2, %" R "1, %3\n"                                 \
+				     "   cbnz %w2, 1b\n"                                           \
+				     : "=&r"(old), "=&r"(tmp), "=&r"(fail), "+Q"(*p)               \
+				     : "r"(v)                                                      \
+				     : "memory");                                                  \
+		return old;                                                                        \
 	}
-#define KNIT__A64_LLSC_XCHG(W, R)                                                      \
-	static inline uint##W##_t knit_xchg_acq_rel_##W(uint##W##_t *p, uint##W##_t v) \
-	{                                                                              \
-		uint##W##_t old;                                                       \
-		uint32_t fail;                                                         \
-		__asm__ __volatile__("1: ldaxr %" R "0, %2\n"                          \
-				     "   stlxr %w1, %" R "3, %2\n"                     \
-				     "   cbnz %w1, 1b\n"                               \
-				     : "=&r"(old), "=&r"(fail), "+Q"(*p)               \
-				     : "r"(v)                                          \
-				     : "memory");                                      \
-		return old;                                                            \
+#define KNIT__A64_LLSC_XCHG(W, R)                                                                  \
+	static inline uint##W##_t knit_xchg_acq_rel_##W(uint##W##_t *p, uint##W##_t v)             \
+	{                                                                                          \
+		uint##W##_t old;                                                                   \
+		uint32_t fail;                                                                     \
+		__asm__ __volatile__("1: ldaxr %" R "0, %2\n"                                      \
+				     "   stlxr %w1, %" R "3, %2\n"                                 \
+				     "   cbnz %w1, 1b\n"                                           \
+				     : "=&r"(old), "=&r"(fail), "+Q"(*p)                           \
+				     : "r"(v)                                                      \
+				     : "memory");                                                  \
+		return old;                                                                        \
 	}
-#define KNIT__A64_LLSC_CAS(W, R)                                                       \
-	static inline uint##W##_t knit_cas_acq_rel_##W(uint##W##_t *p, uint##W##_t e,  \
-						       uint##W##_t d)                  \
-	{                                                                              \
-		uint##W##_t old;                                                       \
-		uint32_t fail;                                                         \
-		__asm__ __volatile__("1: ldaxr %" R "0, %2\n"                          \
-				     "   cmp %" R "0, %" R "3\n"                       \
-				     "   b.ne 2f\n"                                    \
-				     "   stlxr %w1, %" R "4, %2\n"                     \
-				     "   cbnz %w1, 1b\n"                               \
-				     "   b 3f\n"                                       \
-				     "2: clrex\n"                                      \
-				     "3:\n"                                            \
-				     : "=&r"(old), "=&r"(fail), "+Q"(*p)               \
-				     : "r"(e), "r"(d)                                  \
-				     : "memory", "cc");                                \
-		return old;                                                            \
+#define KNIT__A64_LLSC_CAS(W, R)                                                                   \
+	static inline uint##W##_t knit_cas_acq_rel_##W(uint##W##_t *p, uint##W##_t e,              \
+						       uint##W##_t d)                              \
+	{                                                                                          \
+		uint##W##_t old;                                                                   \
+		uint32_t fail;                                                                     \
+		__asm__ __volatile__("1: ldaxr %" R "0, %2\n"                                      \
+				     "   cmp %" R "0, %" R "3\n"                                   \
+				     "   b.ne 2f\n"                                                \
+				     "   stlxr %w1, %" R "4, %2\n"                                 \
+				     "   cbnz %w1, 1b\n"                                           \
+				     "   b 3f\n"                                                   \
+				     "2: clrex\n"                                                  \
+				     "3:\n"                                                        \
+				     : "=&r"(old), "=&r"(fail), "+Q"(*p)                           \
+				     : "r"(e), "r"(d)                                              \
+				     : "memory", "cc");                                            \
+		return old;                                                                        \
 	}
 KNIT__A64_LLSC_ADD(32, "w")
 KNIT__A64_LLSC_ADD(64, "x")

@@ -22,38 +22,37 @@
 
 #include <stdint.h>
 
-#define KNIT__GEN_LOAD(W, ORD, CORD)                                                   \
-	static inline uint##W##_t knit_load_##ORD##_##W(const uint##W##_t *p)          \
-	{                                                                              \
-		return __atomic_load_n(p, CORD);                                       \
+#define KNIT__GEN_LOAD(W, ORD, CORD)                                                               \
+	static inline uint##W##_t knit_load_##ORD##_##W(const uint##W##_t *p)                      \
+	{                                                                                          \
+		return __atomic_load_n(p, CORD);                                                   \
 	}
-#define KNIT__GEN_STORE(W, ORD, CORD)                                                  \
-	static inline void knit_store_##ORD##_##W(uint##W##_t *p, uint##W##_t v)       \
-	{                                                                              \
-		__atomic_store_n(p, v, CORD);                                          \
+#define KNIT__GEN_STORE(W, ORD, CORD)                                                              \
+	static inline void knit_store_##ORD##_##W(uint##W##_t *p, uint##W##_t v)                   \
+	{                                                                                          \
+		__atomic_store_n(p, v, CORD);                                                      \
 	}
-#define KNIT__GEN_FETCH(OP, W, ORD, CORD)                                              \
-	static inline uint##W##_t knit_fetch_##OP##_##ORD##_##W(uint##W##_t *p,        \
-								 uint##W##_t v)        \
-	{                                                                              \
-		return __atomic_fetch_##OP(p, v, CORD);                                \
+#define KNIT__GEN_FETCH(OP, W, ORD, CORD)                                                          \
+	static inline uint##W##_t knit_fetch_##OP##_##ORD##_##W(uint##W##_t *p, uint##W##_t v)     \
+	{                                                                                          \
+		return __atomic_fetch_##OP(p, v, CORD);                                            \
 	}
-#define KNIT__GEN_VOID(OP, W, ORD, CORD)                                               \
-	static inline void knit_##OP##_##ORD##_##W(uint##W##_t *p, uint##W##_t v)      \
-	{                                                                              \
-		(void)__atomic_fetch_##OP(p, v, CORD);                                 \
+#define KNIT__GEN_VOID(OP, W, ORD, CORD)                                                           \
+	static inline void knit_##OP##_##ORD##_##W(uint##W##_t *p, uint##W##_t v)                  \
+	{                                                                                          \
+		(void)__atomic_fetch_##OP(p, v, CORD);                                             \
 	}
-#define KNIT__GEN_XCHG(W, ORD, CORD)                                                   \
-	static inline uint##W##_t knit_xchg_##ORD##_##W(uint##W##_t *p, uint##W##_t v) \
-	{                                                                              \
-		return __atomic_exchange_n(p, v, CORD);                                \
+#define KNIT__GEN_XCHG(W, ORD, CORD)                                                               \
+	static inline uint##W##_t knit_xchg_##ORD##_##W(uint##W##_t *p, uint##W##_t v)             \
+	{                                                                                          \
+		return __atomic_exchange_n(p, v, CORD);                                            \
 	}
-#define KNIT__GEN_CAS(W, ORD, CORD, FORD)                                              \
-	static inline uint##W##_t knit_cas_##ORD##_##W(uint##W##_t *p, uint##W##_t e,  \
-						       uint##W##_t d)                  \
-	{                                                                              \
-		__atomic_compare_exchange_n(p, &e, d, 0, CORD, FORD);                  \
-		return e;                                                              \
+#define KNIT__GEN_CAS(W, ORD, CORD, FORD)                                                          \
+	static inline uint##W##_t knit_cas_##ORD##_##W(uint##W##_t *p, uint##W##_t e,              \
+						       uint##W##_t d)                              \
+	{                                                                                          \
+		__atomic_compare_exchange_n(p, &e, d, 0, CORD, FORD);                              \
+		return e;                                                                          \
 	}
 
 /* ---- loads ---- */
@@ -117,10 +116,10 @@ KNIT__GEN_CAS(64, relaxed, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 #endif
 
 /* ---- fetch-and-op (return the old value) ---- */
-#define KNIT__GEN_FETCH_ALL(OP, OPU)                                                   \
-	KNIT__GEN_FETCH_IF(OP, OPU, 32, relaxed, RELAXED, __ATOMIC_RELAXED)            \
-	KNIT__GEN_FETCH_IF(OP, OPU, 64, relaxed, RELAXED, __ATOMIC_RELAXED)            \
-	KNIT__GEN_FETCH_IF(OP, OPU, 32, acq_rel, ACQ_REL, __ATOMIC_ACQ_REL)            \
+#define KNIT__GEN_FETCH_ALL(OP, OPU)                                                               \
+	KNIT__GEN_FETCH_IF(OP, OPU, 32, relaxed, RELAXED, __ATOMIC_RELAXED)                        \
+	KNIT__GEN_FETCH_IF(OP, OPU, 64, relaxed, RELAXED, __ATOMIC_RELAXED)                        \
+	KNIT__GEN_FETCH_IF(OP, OPU, 32, acq_rel, ACQ_REL, __ATOMIC_ACQ_REL)                        \
 	KNIT__GEN_FETCH_IF(OP, OPU, 64, acq_rel, ACQ_REL, __ATOMIC_ACQ_REL)
 
 #ifndef KNIT_HAVE_FETCH_ADD_RELAXED_32

@@ -75,7 +75,8 @@ static inline int knit__futex_map(long ret)
  * Sleep while *word == expected, until woken or until deadline_ns
  * (CLOCK_MONOTONIC, absolute; < 0 waits without a deadline).
  */
-static inline int knit_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns, int shared)
+static inline int knit_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns,
+				  int shared)
 {
 	struct timespec ts;
 	struct timespec *tsp = 0;
@@ -84,8 +85,8 @@ static inline int knit_futex_wait(uint32_t *word, uint32_t expected, int64_t dea
 		ts = knit__ns_to_timespec(deadline_ns);
 		tsp = &ts;
 	}
-	return knit__futex_map(knit_syscall6(SYS_futex, (long)word, op, (long)expected, (long)tsp, 0,
-					     (long)FUTEX_BITSET_MATCH_ANY));
+	return knit__futex_map(knit_syscall6(SYS_futex, (long)word, op, (long)expected, (long)tsp,
+					     0, (long)FUTEX_BITSET_MATCH_ANY));
 }
 
 /* Wake at most n waiters on word; returns how many were woken, or -errno. */

@@ -98,10 +98,7 @@ static inline void *knit_sys_mmap(void *addr, size_t len, int prot, int flags, i
 {
 	return (void *)knit_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
 }
-static inline int knit_sys_mmap_failed(const void *p)
-{
-	return (uintptr_t)p > (uintptr_t)-4096;
-}
+static inline int knit_sys_mmap_failed(const void *p) { return (uintptr_t)p > (uintptr_t)-4096; }
 static inline int knit_sys_munmap(void *addr, size_t len)
 {
 	return (int)knit_syscall2(SYS_munmap, (long)addr, (long)len);
@@ -131,7 +128,10 @@ static inline int knit_sys_fcntl(int fd, int cmd, long arg)
 {
 	return (int)knit_syscall3(SYS_fcntl, fd, cmd, arg);
 }
-static inline int knit_sys_fstat(int fd, void *st) { return (int)knit_syscall2(SYS_fstat, fd, (long)st); }
+static inline int knit_sys_fstat(int fd, void *st)
+{
+	return (int)knit_syscall2(SYS_fstat, fd, (long)st);
+}
 static inline int knit_sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)knit_syscall3(SYS_madvise, (long)addr, (long)len, advice);

@@ -50,13 +50,19 @@ static inline uint64_t knit_load_acquire_64(const uint64_t *p)
 static inline uint32_t knit_load_seq_cst_32(const uint32_t *p)
 {
 	uint32_t v;
-	__asm__ __volatile__("fence rw,rw\n\tlw %0, %1\n\tfence r,rw" : "=r"(v) : "m"(*p) : "memory");
+	__asm__ __volatile__("fence rw,rw\n\tlw %0, %1\n\tfence r,rw"
+			     : "=r"(v)
+			     : "m"(*p)
+			     : "memory");
 	return v;
 }
 static inline uint64_t knit_load_seq_cst_64(const uint64_t *p)
 {
 	uint64_t v;
-	__asm__ __volatile__("fence rw,rw\n\tld %0, %1\n\tfence r,rw" : "=r"(v) : "m"(*p) : "memory");
+	__asm__ __volatile__("fence rw,rw\n\tld %0, %1\n\tfence r,rw"
+			     : "=r"(v)
+			     : "m"(*p)
+			     : "memory");
 	return v;
 }
 
@@ -76,15 +82,15 @@ static inline void knit_store_release_64(uint64_t *p, uint64_t v)
 static inline void knit_store_seq_cst_32(uint32_t *p, uint32_t v) { knit_store_release_32(p, v); }
 static inline void knit_store_seq_cst_64(uint64_t *p, uint64_t v) { knit_store_release_64(p, v); }
 
-#define KNIT__RV_AMO(NAME, INSN, W)                                                    \
-	static inline uint##W##_t NAME(uint##W##_t *p, uint##W##_t v)                  \
-	{                                                                              \
-		uint##W##_t old;                                                       \
-		__asm__ __volatile__(INSN " %0, %2, %1"                                \
-				     : "=r"(old), "+A"(*p)                             \
-				     : "r"(v)                                          \
-				     : "memory");                                      \
-		return old;                                                            \
+#define KNIT__RV_AMO(NAME, INSN, W)                                                                \
+	static inline uint##W##_t NAME(uint##W##_t *p, uint##W##_t v)                              \
+	{                                                                                          \
+		uint##W##_t old;                                                                   \
+		__asm__ __volatile__(INSN " %0, %2, %1"                                            \
+				     : "=r"(old), "+A"(*p)                                         \
+				     : "r"(v)                                                      \
+				     : "memory");                                                  \
+		return old;                                                                        \
 	}
 #define KNIT_HAVE_FETCH_ADD_ACQ_REL_32 1
 #define KNIT_HAVE_FETCH_ADD_ACQ_REL_64 1
@@ -122,35 +128,35 @@ KNIT__RV_AMO(knit_xchg_acq_rel_64, "amoswap.d.aqrl", 64)
  * and returns a value equal to `expected`, so the caller believes it stored.
  * tests/arch_checks.h caught it (edge value 0xffffffff00000000 -> 0).
  */
-#define KNIT__RV_CAS(ORD, LR, SC)                                                      \
-	static inline uint32_t knit_cas_##ORD##_32(uint32_t *p, uint32_t e, uint32_t d) \
-	{                                                                              \
-		long old;                                                              \
-		long fail;                                                             \
-		long se = (long)(int32_t)e;                                            \
-		__asm__ __volatile__("1: lr.w" LR " %0, %2\n"                          \
-				     "   bne %0, %3, 2f\n"                             \
-				     "   sc.w" SC " %1, %4, %2\n"                      \
-				     "   bnez %1, 1b\n"                                \
-				     "2:\n"                                            \
-				     : "=&r"(old), "=&r"(fail), "+A"(*p)               \
-				     : "r"(se), "r"(d)                                 \
-				     : "memory");                                      \
-		return (uint32_t)old;                                                  \
-	}                                                                              \
-	static inline uint64_t knit_cas_##ORD##_64(uint64_t *p, uint64_t e, uint64_t d) \
-	{                                                                              \
-		uint64_t old;                                                          \
-		long fail;                                                             \
-		__asm__ __volatile__("1: lr.d" LR " %0, %2\n"                          \
-				     "   bne %0, %3, 2f\n"                             \
-				     "   sc.d" SC " %1, %4, %2\n"                      \
-				     "   bnez %1, 1b\n"                                \
-				     "2:\n"                                            \
-				     : "=&r"(old), "=&r"(fail), "+A"(*p)               \
-				     : "r"(e), "r"(d)                                  \
-				     : "memory");                                      \
-		return old;                                                            \
+#define KNIT__RV_CAS(ORD, LR, SC)                                                                  \
+	static inline uint32_t knit_cas_##ORD##_32(uint32_t *p, uint32_t e, uint32_t d)            \
+	{                                                                                          \
+		long old;                                                                          \
+		long fail;                                                                         \
+		long se = (long)(int32_t)e;                                                        \
+		__asm__ __volatile__("1: lr.w" LR " %0, %2\n"                                      \
+				     "   bne %0, %3, 2f\n"                                         \
+				     "   sc.w" SC " %1, %4, %2\n"                                  \
+				     "   bnez %1, 1b\n"                                            \
+				     "2:\n"                                                        \
+				     : "=&r"(old), "=&r"(fail), "+A"(*p)                           \
+				     : "r"(se), "r"(d)                                             \
+				     : "memory");                                                  \
+		return (uint32_t)old;                                                              \
+	}                                                                                          \
+	static inline uint64_t knit_cas_##ORD##_64(uint64_t *p, uint64_t e, uint64_t d)            \
+	{                                                                                          \
+		uint64_t old;                                                                      \
+		long fail;                                                                         \
+		__asm__ __volatile__("1: lr.d" LR " %0, %2\n"                                      \
+				     "   bne %0, %3, 2f\n"                                         \
+				     "   sc.d" SC " %1, %4, %2\n"                                  \
+				     "   bnez %1, 1b\n"                                            \
+				     "2:\n"                                                        \
+				     : "=&r"(old), "=&r"(fail), "+A"(*p)                           \
+				     : "r"(e), "r"(d)                                              \
+				     : "memory");                                                  \
+		return old;                                                                        \
 	}
 #define KNIT_HAVE_CAS_ACQ_REL_32 1
 #define KNIT_HAVE_CAS_ACQ_REL_64 1

@@ -107,10 +107,7 @@ extern const knit_task_t kt_tasks[];
 extern const size_t KT_NTASKS;
 
 /* The pattern byte at index i of a pattern buffer (never NUL). */
-static inline uint8_t kt_pat(size_t i)
-{
-	return (uint8_t)('A' + (i * 7 + i / 251) % 26);
-}
+static inline uint8_t kt_pat(size_t i) { return (uint8_t)('A' + (i * 7 + i / 251) % 26); }
 
 /* The gate the block tasks wait on; closed at process start. */
 void kt_gate_close(void);

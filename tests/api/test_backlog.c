@@ -35,7 +35,8 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	knit_pool_t *pool = kt_pool(&o);
 	uint32_t echo = kt_id(pool, "echo");
 	for (uint32_t w = 0; w < workers; w++)
-		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0, w);
+		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0,
+			  KNIT_CALL_LANE, 0, w);
 	cr_assert(kt_wait_started((int)workers));
 	int rc;
 	int limit = 100000;
@@ -44,7 +45,8 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	cr_expect_geq(n, (int)max_pending, "accepted %d < max_pending %u", n, max_pending);
 	/* Exactly: the lanes' free slots (32 each, one taken by the blocker),
 	 * then exactly max_pending waiting calls (knit_enqueue(3)). */
-	cr_expect_eq(n, 31 * (int)workers + (int)max_pending, "accepted %d with max_pending %u", n, max_pending);
+	cr_expect_eq(n, 31 * (int)workers + (int)max_pending, "accepted %d with max_pending %u", n,
+		     max_pending);
 	/* Still full: refused again, and a refused call leaves no trace. */
 	knit_value_t v = kt_i64(0);
 	cr_expect_eq(knit_enqueue(pool, echo, &v, NULL, NULL), -KNIT_EAGAIN);
@@ -60,7 +62,8 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	cr_expect_eq(s.backlog_high_water, max_pending);
 	/* Exactly the calls past the lanes' free slots waited there; the
 	 * refused ones left no count. */
-	cr_expect_eq(s.backlogged, max_pending, "backlogged %llu", (unsigned long long)s.backlogged);
+	cr_expect_eq(s.backlogged, max_pending, "backlogged %llu",
+		     (unsigned long long)s.backlogged);
 	const uint64_t backlogged = s.backlogged;
 	kt_gate_open();
 	int total = n + (int)workers;
@@ -95,20 +98,11 @@ static void backlog_full(uint32_t workers, uint32_t max_pending)
 	kt_destroy(pool);
 }
 
-KT(backlog, full_one_worker)
-{
-	backlog_full(1, 4);
-}
+KT(backlog, full_one_worker) { backlog_full(1, 4); }
 
-KT(backlog, full_two_workers)
-{
-	backlog_full(2, 16);
-}
+KT(backlog, full_two_workers) { backlog_full(2, 16); }
 
-KT(backlog, full_max_pending_one)
-{
-	backlog_full(1, 1);
-}
+KT(backlog, full_max_pending_one) { backlog_full(1, 1); }
 
 struct prod {
 	knit_pool_t *pool;
@@ -122,7 +116,8 @@ static void *prod(void *p)
 	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
 	while (a->accepted < a->n && kt_now_ns() < end) {
 		knit_value_t v = kt_i64(a->id * 1000000 + a->accepted);
-		int rc = knit_enqueue(a->pool, a->echo, &v, (void *)(intptr_t)(a->id * 1000000 + a->accepted + 1), NULL);
+		int rc = knit_enqueue(a->pool, a->echo, &v,
+				      (void *)(intptr_t)(a->id * 1000000 + a->accepted + 1), NULL);
 		if (rc == 0)
 			a->accepted++;
 		else if (rc == -KNIT_EAGAIN)
@@ -147,7 +142,7 @@ KT(backlog, producers_retry_nothing_lost)
 	struct prod a[2];
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
-		a[i] = (struct prod){ pool, kt_id(pool, "echo"), i, PER, 0, 0, 0 };
+		a[i] = (struct prod){pool, kt_id(pool, "echo"), i, PER, 0, 0, 0};
 		cr_assert_eq(pthread_create(&th[i], NULL, prod, &a[i]), 0);
 	}
 	static char seen[2][PER];
@@ -194,9 +189,11 @@ Test(backlog, refilled_during_a_long_batch)
 {
 	kt_gate_close();
 	knit_pool_t *pool = kt_pool_lanes(1);
-	uint32_t sleep = kt_id(pool, "sleep"), block = kt_id(pool, "block"), echo = kt_id(pool, "echo");
+	uint32_t sleep = kt_id(pool, "sleep"), block = kt_id(pool, "block"),
+		 echo = kt_id(pool, "echo");
 	const int total = 34;
-	knit_ticket_t first = kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
+	knit_ticket_t first =
+		kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
 	cr_assert(kt_wait_started(1));
 	for (int i = 1; i <= 2; i++)
 		kt_enq(pool, sleep, kt_i64(1), (void *)(intptr_t)(i + 1));
@@ -206,7 +203,8 @@ Test(backlog, refilled_during_a_long_batch)
 		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
-	cr_assert_eq(s.backlog, 2, "backlog %llu: the lane holds 32", (unsigned long long)s.backlog);
+	cr_assert_eq(s.backlog, 2, "backlog %llu: the lane holds 32",
+		     (unsigned long long)s.backlog);
 	cr_assert_eq(knit_cancel(pool, first, KNIT_CANCEL_SIGNAL), 0);
 	knit_completion_t out[34];
 	cr_assert_eq(kt_reap(pool, out, 3), 3);
@@ -216,7 +214,8 @@ Test(backlog, refilled_during_a_long_batch)
 			      (int)(intptr_t)out[i].user_data - 1);
 	}
 	kt_stats(pool, &s);
-	cr_expect_eq(s.backlog, 0, "backlog %llu after #1, #2 came back mid-batch", (unsigned long long)s.backlog);
+	cr_expect_eq(s.backlog, 0, "backlog %llu after #1, #2 came back mid-batch",
+		     (unsigned long long)s.backlog);
 	cr_expect_eq(s.pending, (uint64_t)total - 3);
 	kt_gate_open();
 	cr_assert_eq(kt_reap(pool, out + 3, total - 3), total - 3);
@@ -248,14 +247,16 @@ Test(backlog, long_batch_hands_back_every_16_tasks)
 	knit_pool_t *pool = kt_pool_lanes(1);
 	uint32_t echo = kt_id(pool, "echo");
 	const int total = 32;
-	knit_ticket_t first = kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
+	knit_ticket_t first =
+		kt_enq(pool, kt_id(pool, "abort_loop"), kt_i64(0), (void *)(intptr_t)1);
 	cr_assert(kt_wait_started(1));
 	for (int i = 1; i <= 30; i++)
 		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
 	kt_enq(pool, kt_id(pool, "block"), kt_i64(31), (void *)(intptr_t)32);
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
-	cr_assert_eq(s.backlog, 0, "backlog %llu: the lane holds all 32", (unsigned long long)s.backlog);
+	cr_assert_eq(s.backlog, 0, "backlog %llu: the lane holds all 32",
+		     (unsigned long long)s.backlog);
 	cr_assert_eq(knit_cancel(pool, first, KNIT_CANCEL_SIGNAL), 0);
 	knit_completion_t out[32];
 	cr_assert_eq(kt_reap(pool, out, 17), 17);
@@ -269,7 +270,8 @@ Test(backlog, long_batch_hands_back_every_16_tasks)
 	/* #31 still blocks, so it and whatever ran after the last publish are
 	 * still pending. */
 	kt_stats(pool, &s);
-	cr_expect(s.pending >= 1 && s.pending <= 15, "pending %llu while #31 blocks", (unsigned long long)s.pending);
+	cr_expect(s.pending >= 1 && s.pending <= 15, "pending %llu while #31 blocks",
+		  (unsigned long long)s.pending);
 	kt_gate_open();
 	cr_assert_eq(kt_reap(pool, out + 17, total - 17), total - 17);
 	for (int i = 17; i < total; i++) {
@@ -313,7 +315,8 @@ static void refusals_keep_the_backlog_moving(bool burst)
 	uint32_t echo = kt_id(pool, "echo");
 	int rc, n = fill(pool, echo, 0, 100000, &rc);
 	cr_assert_eq(rc, -KNIT_EAGAIN, "after %d calls: %d", n, rc);
-	cr_assert_leq(n, 32 + kMaxPending, "accepted %d: more than the lane's slots and the backlog", n);
+	cr_assert_leq(n, 32 + kMaxPending,
+		      "accepted %d: more than the lane's slots and the backlog", n);
 	knit_pool_stats_t s;
 	int tries = 0;
 	for (;; tries++) {
@@ -328,7 +331,8 @@ static void refusals_keep_the_backlog_moving(bool burst)
 		cr_assert_eq(rc, -KNIT_EAGAIN);
 		sched_yield();
 	}
-	cr_assert_eq(s.pending, 0, "after %d refused enqueues, %llu calls still pending (backlog %llu)", tries,
+	cr_assert_eq(s.pending, 0,
+		     "after %d refused enqueues, %llu calls still pending (backlog %llu)", tries,
 		     (unsigned long long)s.pending, (unsigned long long)s.backlog);
 	cr_expect_eq(s.backlog, 0);
 	/* Every record now holds a completion waiting to be handed out. */
@@ -350,12 +354,6 @@ static void refusals_keep_the_backlog_moving(bool burst)
 	kt_destroy(pool);
 }
 
-KT(backlog, refusals_keep_the_backlog_moving)
-{
-	refusals_keep_the_backlog_moving(false);
-}
+KT(backlog, refusals_keep_the_backlog_moving) { refusals_keep_the_backlog_moving(false); }
 
-KT(backlog, burst_refusals_keep_the_backlog_moving)
-{
-	refusals_keep_the_backlog_moving(true);
-}
+KT(backlog, burst_refusals_keep_the_backlog_moving) { refusals_keep_the_backlog_moving(true); }

@@ -92,7 +92,8 @@ KT(call, generous_timeout_does_not_fire)
 	cr_expect_eq(c.result.i64, 30);
 	/* An explicit timeout overrides the task's 50 ms default. */
 	v = kt_i64(120);
-	cr_assert_eq(knit_call(pool, kt_id(pool, "sleep_t50"), &v, &c, 60ll * 1000 * 1000 * 1000), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "sleep_t50"), &v, &c, 60ll * 1000 * 1000 * 1000),
+		     0);
 	cr_expect_eq(c.status, 0, "per-call timeout must replace the task default: %d", c.status);
 	kt_destroy(pool);
 }

@@ -46,7 +46,8 @@ KT(call_ex, bad_args)
 	o.flags = 1u << 20;
 	cr_expect_eq(knit_call_ex(pool, echo, &v, &o, &t, &c, 0), -KNIT_EINVAL, "unknown flag");
 	o = opts(KNIT_CALL_LANE, 0, 2);
-	cr_expect_eq(knit_call_ex(pool, echo, &v, &o, &t, &c, 0), -KNIT_EINVAL, "lane out of range");
+	cr_expect_eq(knit_call_ex(pool, echo, &v, &o, &t, &c, 0), -KNIT_EINVAL,
+		     "lane out of range");
 	o.size = 0;
 	cr_expect_eq(knit_call_ex(pool, echo, &v, &o, &t, &c, 0), -KNIT_EVERSION);
 	cr_expect_eq(t, 0, "a failed call_ex wrote a ticket");
@@ -63,9 +64,11 @@ KT(call_ex, lane_option_pins)
 		for (int i = 0; i < 20; i++) {
 			knit_call_options_t o = opts(KNIT_CALL_LANE, 0, lane);
 			knit_completion_t c;
-			cr_assert_eq(knit_call_ex(pool, kt_id(pool, "lane"), NULL, &o, NULL, &c, 0), 0);
+			cr_assert_eq(knit_call_ex(pool, kt_id(pool, "lane"), NULL, &o, NULL, &c, 0),
+				     0);
 			cr_assert_eq(c.status, 0);
-			cr_assert_eq(c.result.i64, lane, "pinned to %u, ran on %lld", lane, (long long)c.result.i64);
+			cr_assert_eq(c.result.i64, lane, "pinned to %u, ran on %lld", lane,
+				     (long long)c.result.i64);
 		}
 	}
 	kt_destroy(pool);
@@ -82,8 +85,10 @@ KT(call_ex, timeout_option_fires)
 	kt_gate_open();
 	/* NO_TIMEOUT overrides a task's default (block_t50 has 50 ms) */
 	o = opts(KNIT_CALL_NO_TIMEOUT, 0, 0);
-	cr_assert_eq(knit_call_ex(pool, kt_id(pool, "sleep_t50"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 120 },
-				  &o, NULL, &c, 0), 0);
+	cr_assert_eq(knit_call_ex(pool, kt_id(pool, "sleep_t50"),
+				  &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 120}, &o, NULL, &c,
+				  0),
+		     0);
 	cr_expect_eq(c.status, 0, "NO_TIMEOUT: status %d", c.status);
 	kt_destroy(pool);
 }
@@ -114,7 +119,7 @@ KT(call_ex, another_thread_cancels_now)
 	knit_pool_t *pool = kt_pool_n(1);
 	knit_value_t v = kt_i64(3);
 	knit_ticket_t t = 0;
-	struct canceller k = { pool, &t, KNIT_CANCEL_NOW, 0 };
+	struct canceller k = {pool, &t, KNIT_CANCEL_NOW, 0};
 	pthread_t th;
 	pthread_create(&th, NULL, cancel_thread, &k);
 	knit_completion_t c;
@@ -125,7 +130,8 @@ KT(call_ex, another_thread_cancels_now)
 	cr_expect_eq(c.status, -KNIT_ECANCELED, "status %d", c.status);
 	cr_expect_eq(c.ticket, t);
 	kt_gate_open();
-	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW), -KNIT_ENOTFOUND, "cancel after the call returned");
+	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW), -KNIT_ENOTFOUND,
+		     "cancel after the call returned");
 	cr_expect_eq(kt_quiet(pool, 50), 0, "the cancelled call also reached knit_complete");
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
@@ -137,7 +143,7 @@ KT(call_ex, another_thread_signals_abort)
 {
 	knit_pool_t *pool = kt_pool_n(1);
 	knit_ticket_t t = 0;
-	struct canceller k = { pool, &t, KNIT_CANCEL_SIGNAL, 0 };
+	struct canceller k = {pool, &t, KNIT_CANCEL_SIGNAL, 0};
 	pthread_t th;
 	pthread_create(&th, NULL, cancel_thread, &k);
 	knit_call_options_t o = opts(KNIT_CALL_ABORTABLE, 0, 0);
@@ -178,7 +184,8 @@ KT(task_data, ctx_reads_the_task_data_on_workers_and_inline)
 			cr_assert_eq(knit_call(pool, kt_id(pool, "task_data"), NULL, &c, 0), 0);
 			cr_assert_eq(c.status, 0);
 			cr_expect_eq(c.result.i64, (int64_t)(intptr_t)&kt_task_data_cookie,
-				     "inline %d: task data %#llx", inl, (unsigned long long)c.result.i64);
+				     "inline %d: task data %#llx", inl,
+				     (unsigned long long)c.result.i64);
 		}
 		kt_destroy(pool);
 	}
@@ -196,13 +203,14 @@ static int t_nop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 KT(task_data, reserved_members_refused)
 {
 	for (int i = 0; i < 2; i++) {
-		knit_task_t t = { .name = "nop", .fn = t_nop };
+		knit_task_t t = {.name = "nop", .fn = t_nop};
 		t.reserved[i] = 1;
 		knit_pool_t *pool = NULL;
-		cr_expect_eq(knit_pool_create(NULL, &t, 1, &pool), -KNIT_EINVAL, "reserved[%d] set", i);
+		cr_expect_eq(knit_pool_create(NULL, &t, 1, &pool), -KNIT_EINVAL, "reserved[%d] set",
+			     i);
 		cr_expect_null(pool);
 	}
-	knit_task_t t = { .name = "nop", .fn = t_nop, .data = (void *)1 };
+	knit_task_t t = {.name = "nop", .fn = t_nop, .data = (void *)1};
 	knit_pool_t *pool = NULL;
 	cr_assert_eq(knit_pool_create(NULL, &t, 1, &pool), 0, "data is opaque to the pool");
 	kt_destroy(pool);

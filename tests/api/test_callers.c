@@ -198,14 +198,16 @@ static void race(knit_pool_t *pool)
 	for (int i = 0; i < RACE_N; i++) {
 		knit_value_t a = kt_i64(i);
 		int rc;
-		while ((rc = knit_enqueue(pool, echo, &a, (void *)(intptr_t)i, &t[i])) == -KNIT_EAGAIN)
+		while ((rc = knit_enqueue(pool, echo, &a, (void *)(intptr_t)i, &t[i])) ==
+		       -KNIT_EAGAIN)
 			sched_yield();
 		cr_assert_eq(rc, 0);
 		if (i % 10 == 9) {
 			knit_completion_t c;
 			knit_ticket_t w = t[i - 5];
 			rc = knit_complete_tickets(pool, &w, 1, &c, 1, -1);
-			cr_assert(rc == 1 || rc == -KNIT_ENOTFOUND, "knit_complete_tickets: %d", rc);
+			cr_assert(rc == 1 || rc == -KNIT_ENOTFOUND, "knit_complete_tickets: %d",
+				  rc);
 			if (rc == 1) {
 				cr_assert_eq(c.ticket, w);
 				race_count(&c);
@@ -307,7 +309,8 @@ KT(callers, idle_phase_with_racing_enqueuers)
 		cr_assert_eq(pthread_create(&e[k], NULL, ph_enqueuer, (void *)(intptr_t)k), 0);
 	int rounds = 0;
 	int racing = 0; /* waits that began while an enqueuer still ran */
-	while (rounds < 40 && (rounds < 3 || atomic_load(&ph_n[0]) < PH_PER || atomic_load(&ph_n[1]) < PH_PER)) {
+	while (rounds < 40 &&
+	       (rounds < 3 || atomic_load(&ph_n[0]) < PH_PER || atomic_load(&ph_n[1]) < PH_PER)) {
 		racing += atomic_load(&ph_n[0]) < PH_PER || atomic_load(&ph_n[1]) < PH_PER;
 		int before[2] = {atomic_load(&ph_n[0]), atomic_load(&ph_n[1])};
 		cr_assert_eq(knit_wait_idle(ph_pool, (int64_t)(KT_BOUND_S * 1e9)), 0);
@@ -316,8 +319,11 @@ KT(callers, idle_phase_with_racing_enqueuers)
 		knit_completion_t c;
 		for (int k = 0; k < 2; k++)
 			for (int i = 0; i < before[k]; i++)
-				cr_assert_eq(knit_complete_tickets(ph_pool, &ph_t[k][i], 1, &c, 1, 0), -KNIT_ENOTFOUND,
-					     "enqueuer %d call %d not reaped after knit_wait_idle", k, i);
+				cr_assert_eq(
+					knit_complete_tickets(ph_pool, &ph_t[k][i], 1, &c, 1, 0),
+					-KNIT_ENOTFOUND,
+					"enqueuer %d call %d not reaped after knit_wait_idle", k,
+					i);
 		rounds++;
 		kt_sleep_ms(2);
 	}
@@ -336,8 +342,18 @@ KT(callers, idle_phase_with_racing_enqueuers)
 /* ---- calls from a task into its own pool ------------------------------------- */
 
 enum {
-	P_CALL, P_CALL_EX, P_COMPLETE_WAIT, P_TICKETS_WAIT, P_IDLE_WAIT, P_STOP, P_DESTROY,
-	P_ENQUEUE, P_COMPLETE_POLL, P_IDLE_POLL, P_OTHER_CALL, P_COUNT
+	P_CALL,
+	P_CALL_EX,
+	P_COMPLETE_WAIT,
+	P_TICKETS_WAIT,
+	P_IDLE_WAIT,
+	P_STOP,
+	P_DESTROY,
+	P_ENQUEUE,
+	P_COMPLETE_POLL,
+	P_IDLE_POLL,
+	P_OTHER_CALL,
+	P_COUNT
 };
 static knit_pool_t *own_pool, *other_pool;
 
@@ -348,22 +364,43 @@ static int t_probe(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	knit_value_t none = kt_none();
 	int rc;
 	switch ((int)arg->i64) {
-	case P_CALL: rc = knit_call(own_pool, 0, &none, &c, 0); break;
-	case P_CALL_EX: rc = knit_call_ex(own_pool, 0, &none, NULL, NULL, &c, 0); break;
-	case P_COMPLETE_WAIT: rc = knit_complete(own_pool, &c, 1, -1); break;
-	case P_TICKETS_WAIT: rc = knit_complete_tickets(own_pool, &t, 1, &c, 1, -1); break;
-	case P_IDLE_WAIT: rc = knit_wait_idle(own_pool, 1000 * NS_PER_MS); break;
-	case P_STOP: rc = knit_stop(own_pool, KNIT_STOP_DRAIN, -1); break;
-	case P_DESTROY: rc = knit_pool_destroy(own_pool); break;
-	case P_ENQUEUE: rc = knit_enqueue(own_pool, 0, &none, (void *)1, NULL); break;
-	case P_COMPLETE_POLL: rc = knit_complete(own_pool, &c, 1, 0); break;
-	case P_IDLE_POLL: rc = knit_wait_idle(own_pool, 0); break;
+	case P_CALL:
+		rc = knit_call(own_pool, 0, &none, &c, 0);
+		break;
+	case P_CALL_EX:
+		rc = knit_call_ex(own_pool, 0, &none, NULL, NULL, &c, 0);
+		break;
+	case P_COMPLETE_WAIT:
+		rc = knit_complete(own_pool, &c, 1, -1);
+		break;
+	case P_TICKETS_WAIT:
+		rc = knit_complete_tickets(own_pool, &t, 1, &c, 1, -1);
+		break;
+	case P_IDLE_WAIT:
+		rc = knit_wait_idle(own_pool, 1000 * NS_PER_MS);
+		break;
+	case P_STOP:
+		rc = knit_stop(own_pool, KNIT_STOP_DRAIN, -1);
+		break;
+	case P_DESTROY:
+		rc = knit_pool_destroy(own_pool);
+		break;
+	case P_ENQUEUE:
+		rc = knit_enqueue(own_pool, 0, &none, (void *)1, NULL);
+		break;
+	case P_COMPLETE_POLL:
+		rc = knit_complete(own_pool, &c, 1, 0);
+		break;
+	case P_IDLE_POLL:
+		rc = knit_wait_idle(own_pool, 0);
+		break;
 	case P_OTHER_CALL:
 		rc = knit_call(other_pool, 0, &none, &c, 0);
 		if (rc == 0)
 			rc = c.status;
 		break;
-	default: rc = 12345;
+	default:
+		rc = 12345;
 	}
 	ret->type = KNIT_VALUE_I64;
 	ret->i64 = (int64_t)rc * 1000 + knit_ctx_lane(ctx);
@@ -395,18 +432,26 @@ static void probes(uint32_t workers, uint32_t topology, uint32_t inline_lane, in
 	kt_opts(&o, 1);
 	cr_assert_eq(knit_pool_create(&o, own_tasks, 2, &other_pool), 0);
 	static const int want[P_COUNT] = {
-		[P_CALL] = -KNIT_EBUSY, [P_CALL_EX] = -KNIT_EBUSY, [P_COMPLETE_WAIT] = -KNIT_EBUSY,
-		[P_TICKETS_WAIT] = -KNIT_EBUSY, [P_IDLE_WAIT] = -KNIT_EBUSY, [P_STOP] = -KNIT_EBUSY,
-		[P_DESTROY] = -KNIT_EBUSY, [P_ENQUEUE] = 0, [P_COMPLETE_POLL] = 0,
-		[P_IDLE_POLL] = -KNIT_ETIMEDOUT, [P_OTHER_CALL] = 0,
+		[P_CALL] = -KNIT_EBUSY,
+		[P_CALL_EX] = -KNIT_EBUSY,
+		[P_COMPLETE_WAIT] = -KNIT_EBUSY,
+		[P_TICKETS_WAIT] = -KNIT_EBUSY,
+		[P_IDLE_WAIT] = -KNIT_EBUSY,
+		[P_STOP] = -KNIT_EBUSY,
+		[P_DESTROY] = -KNIT_EBUSY,
+		[P_ENQUEUE] = 0,
+		[P_COMPLETE_POLL] = 0,
+		[P_IDLE_POLL] = -KNIT_ETIMEDOUT,
+		[P_OTHER_CALL] = 0,
 	};
 	int on_inline = 0, polled = 0;
 	for (int round = 0; round < 4; round++) {
 		for (int pr = 0; pr < P_COUNT; pr++) {
 			knit_ticket_t t = kt_enq(own_pool, 1, kt_i64(pr), NULL);
 			knit_completion_t c;
-			cr_assert_eq(knit_complete_tickets(own_pool, &t, 1, &c, 1, (int64_t)(KT_BOUND_S * 1e9)), 1,
-				     "probe %d did not complete", pr);
+			cr_assert_eq(knit_complete_tickets(own_pool, &t, 1, &c, 1,
+							   (int64_t)(KT_BOUND_S * 1e9)),
+				     1, "probe %d did not complete", pr);
 			cr_assert_eq(c.status, 0);
 			int64_t v = c.result.i64;
 			int lane = (int)(((v % 1000) + 1000) % 1000);
@@ -416,12 +461,12 @@ static void probes(uint32_t workers, uint32_t topology, uint32_t inline_lane, in
 			if (pr == P_COMPLETE_POLL) {
 				/* It may reap what P_ENQUEUE put in (and frees nothing:
 				 * a nop's completion owns no bytes). */
-				cr_expect(rc == 0 || rc == 1, "probe %d on lane %d: %d", pr, lane, rc);
+				cr_expect(rc == 0 || rc == 1, "probe %d on lane %d: %d", pr, lane,
+					  rc);
 				polled += rc > 0 ? rc : 0;
-			}
-			else
-				cr_expect_eq(rc, want[pr], "probe %d on lane %d: %d (%s), want %d", pr, lane, rc,
-					     knit_strerror(rc), want[pr]);
+			} else
+				cr_expect_eq(rc, want[pr], "probe %d on lane %d: %d (%s), want %d",
+					     pr, lane, rc, knit_strerror(rc), want[pr]);
 		}
 	}
 	if (want_inline)
@@ -432,7 +477,8 @@ static void probes(uint32_t workers, uint32_t topology, uint32_t inline_lane, in
 	knit_completion_t c;
 	int rest = 0, rc;
 	while ((rc = knit_complete(own_pool, &c, 1, 0)) > 0) {
-		cr_expect_eq(c.user_data, (void *)1, "only the nop calls the probes enqueued are left");
+		cr_expect_eq(c.user_data, (void *)1,
+			     "only the nop calls the probes enqueued are left");
 		rest += rc;
 	}
 	cr_expect_eq(rest + polled, 4, "%d left + %d reaped by the tasks' polls", rest, polled);
@@ -440,20 +486,11 @@ static void probes(uint32_t workers, uint32_t topology, uint32_t inline_lane, in
 	cr_expect_eq(knit_pool_destroy(other_pool), 0);
 }
 
-KT(callers, busy_from_task_lanes)
-{
-	probes(1, KNIT_TOPOLOGY_LANES, KNIT_INLINE_OFF, 0);
-}
+KT(callers, busy_from_task_lanes) { probes(1, KNIT_TOPOLOGY_LANES, KNIT_INLINE_OFF, 0); }
 
-KT(callers, busy_from_task_steal)
-{
-	probes(2, KNIT_TOPOLOGY_STEAL, KNIT_INLINE_OFF, 0);
-}
+KT(callers, busy_from_task_steal) { probes(2, KNIT_TOPOLOGY_STEAL, KNIT_INLINE_OFF, 0); }
 
-KT(callers, busy_from_task_inline_lane)
-{
-	probes(1, KNIT_TOPOLOGY_LANES, KNIT_INLINE_FIRST, 1);
-}
+KT(callers, busy_from_task_inline_lane) { probes(1, KNIT_TOPOLOGY_LANES, KNIT_INLINE_FIRST, 1); }
 
 KT(callers, busy_from_task_process_nested)
 {
@@ -467,6 +504,7 @@ KT(callers, busy_from_task_process_nested)
 	knit_completion_t c = kt_proc_call(pool, "nested", kt_none());
 	cr_assert_eq(c.status, 0);
 	cr_expect_eq(c.result.i64, -KNIT_EBUSY,
-		     "nested pool in a worker process: outer*1000+inner = %lld", (long long)c.result.i64);
+		     "nested pool in a worker process: outer*1000+inner = %lld",
+		     (long long)c.result.i64);
 	kt_destroy(pool);
 }

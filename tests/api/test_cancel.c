@@ -11,9 +11,11 @@ KT(cancel, bad_args)
 	knit_ticket_t t = kt_enq(pool, kt_id(pool, "block"), kt_i64(0), NULL);
 	cr_expect_eq(knit_cancel(NULL, t, KNIT_CANCEL_NOW), -KNIT_EINVAL);
 	cr_expect_eq(knit_cancel(pool, t, 0), -KNIT_EINVAL, "no flag");
-	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW | KNIT_CANCEL_SIGNAL), -KNIT_EINVAL, "both flags");
+	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW | KNIT_CANCEL_SIGNAL), -KNIT_EINVAL,
+		     "both flags");
 	cr_expect_eq(knit_cancel(pool, t, 1u << 2), -KNIT_EINVAL, "unknown flag");
-	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW | (1u << 5)), -KNIT_EINVAL, "NOW + unknown");
+	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW | (1u << 5)), -KNIT_EINVAL,
+		     "NOW + unknown");
 	kt_gate_open();
 	knit_completion_t c;
 	kt_reap1(pool, &c);
@@ -76,7 +78,9 @@ KT(cancel, now_running_call)
 	cr_expect_eq(c.status, -KNIT_ECANCELED);
 	kt_gate_open();
 	cr_expect_eq(kt_quiet(pool, 100), 0, "late result of a cancelled call delivered");
-	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 3 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 3}, &c, 0),
+		     0);
 	cr_expect_eq(c.status, 0);
 	kt_destroy(pool);
 }
@@ -98,7 +102,7 @@ KT(cancel, now_many_queued)
 	kt_gate_open();
 	static knit_completion_t out[N + 1];
 	cr_assert_eq(kt_reap(pool, out, N + 1), N + 1);
-	int seen[N + 1] = { 0 };
+	int seen[N + 1] = {0};
 	for (int i = 0; i < N + 1; i++) {
 		intptr_t k = (intptr_t)out[i].user_data;
 		cr_assert(k >= 0 && k <= N);
@@ -119,12 +123,13 @@ KT(cancel, now_many_queued)
 	 * the worker may run them and drop the result. Every call that was not
 	 * cancelled ran exactly once. */
 	int nrec = atomic_load(&kt_nrecords);
-	int ran[N] = { 0 };
+	int ran[N] = {0};
 	for (int i = 0; i < nrec && i < KT_RECORD_MAX; i++) {
 		int64_t a = kt_records[i].arg;
 		cr_assert(a >= 0 && a < N);
 		ran[a]++;
-		cr_expect(a % 2 == 1 || a < 100, "call %lld, cancelled in the backlog, ran", (long long)a);
+		cr_expect(a % 2 == 1 || a < 100, "call %lld, cancelled in the backlog, ran",
+			  (long long)a);
 	}
 	for (int i = 1; i < N; i += 2)
 		cr_expect_eq(ran[i], 1, "call %d ran %d times", i, ran[i]);
@@ -149,7 +154,8 @@ KT(cancel, signal_running_abortable_task)
 KT(cancel, signal_with_call_abortable_flag)
 {
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "abort_plain"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "abort_plain"), kt_none(), NULL,
+				    KNIT_CALL_ABORTABLE, 0, 0);
 	cr_assert(kt_wait_started(1));
 	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), 0);
 	knit_completion_t c;
@@ -196,7 +202,8 @@ KT(cancel, aborted_reads_zero)
 	knit_completion_t c;
 	cr_assert_eq(knit_call(pool, kt_id(pool, "aborted"), NULL, &c, 0), 0);
 	cr_expect_eq(c.result.i64, 0, "no abort bit reads 0");
-	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	knit_ticket_t t =
+		kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.ticket, t);
 	cr_expect_eq(c.result.i64, 0, "a fresh abort bit reads 0");
@@ -213,14 +220,18 @@ KT(cancel, abort_capacity_exhausted)
 	uint32_t aborted = kt_id(pool, "aborted"), abort_loop = kt_id(pool, "abort_loop");
 	kt_enq(pool, kt_id(pool, "block"), kt_i64(0), NULL);
 	cr_assert(kt_wait_started(1));
-	knit_call_options_t co = { sizeof co, KNIT_CALL_ABORTABLE, 0, 0 };
+	knit_call_options_t co = {sizeof co, KNIT_CALL_ABORTABLE, 0, 0};
 	knit_value_t v = kt_none();
 	knit_ticket_t tl = 0;
 	cr_expect_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), 0);
-	cr_expect_eq(knit_enqueue(pool, abort_loop, &v, NULL, &tl), 0, "an ABORTABLE task takes a bit too");
-	cr_expect_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), -KNIT_EAGAIN, "third abort bit");
-	cr_expect_eq(knit_enqueue(pool, abort_loop, &v, NULL, NULL), -KNIT_EAGAIN, "third abort bit (task flag)");
-	cr_expect_eq(knit_enqueue(pool, aborted, &v, NULL, NULL), 0, "a call without an abort bit still goes");
+	cr_expect_eq(knit_enqueue(pool, abort_loop, &v, NULL, &tl), 0,
+		     "an ABORTABLE task takes a bit too");
+	cr_expect_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), -KNIT_EAGAIN,
+		     "third abort bit");
+	cr_expect_eq(knit_enqueue(pool, abort_loop, &v, NULL, NULL), -KNIT_EAGAIN,
+		     "third abort bit (task flag)");
+	cr_expect_eq(knit_enqueue(pool, aborted, &v, NULL, NULL), 0,
+		     "a call without an abort bit still goes");
 	/* Let abort_loop end as soon as it runs, then drain: 4 completions. */
 	cr_assert_eq(knit_cancel(pool, tl, KNIT_CANCEL_SIGNAL), 0);
 	kt_gate_open();
@@ -239,11 +250,13 @@ KT(cancel, abort_bits_freed_after_completion)
 	o.abort_capacity = 2;
 	knit_pool_t *pool = kt_pool(&o);
 	uint32_t aborted = kt_id(pool, "aborted");
-	knit_call_options_t co = { sizeof co, KNIT_CALL_ABORTABLE, 0, 0 };
+	knit_call_options_t co = {sizeof co, KNIT_CALL_ABORTABLE, 0, 0};
 	knit_value_t v = kt_none();
 	for (int round = 0; round < 10; round++) {
-		cr_assert_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), 0, "round %d", round);
-		cr_assert_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), 0, "round %d", round);
+		cr_assert_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), 0, "round %d",
+			     round);
+		cr_assert_eq(knit_enqueue_ex(pool, aborted, &v, NULL, &co, NULL), 0, "round %d",
+			     round);
 		knit_completion_t c[2];
 		cr_assert_eq(kt_reap(pool, c, 2), 2);
 		cr_expect_eq(c[0].result.i64, 0, "a reused abort bit must start clear");
@@ -266,7 +279,8 @@ KT(cancel, signal_reused_bit_starts_clear)
 	knit_completion_t c;
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.result.i64, 1);
-	knit_ticket_t t2 = kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	knit_ticket_t t2 =
+		kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.ticket, t2);
 	cr_expect_eq(c.result.i64, 0, "reused abort bit still raised");
@@ -295,11 +309,12 @@ KT(cancel, now_running_raises_abort)
 	cr_expect_eq(atomic_load(&kt_abort_seen), 1, "the running task never saw its abort bit");
 	/* The one bit comes back once the late result was reaped. */
 	knit_value_t v = kt_none();
-	knit_call_options_t co = { sizeof co, KNIT_CALL_ABORTABLE, 0, 0 };
+	knit_call_options_t co = {sizeof co, KNIT_CALL_ABORTABLE, 0, 0};
 	knit_ticket_t t2 = 0;
 	int rc;
 	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
-	while ((rc = knit_enqueue_ex(pool, kt_id(pool, "aborted"), &v, NULL, &co, &t2)) == -KNIT_EAGAIN &&
+	while ((rc = knit_enqueue_ex(pool, kt_id(pool, "aborted"), &v, NULL, &co, &t2)) ==
+		       -KNIT_EAGAIN &&
 	       kt_now_ns() < end)
 		cr_assert_eq(knit_complete(pool, &c, 1, 1000 * 1000), 0);
 	cr_assert_eq(rc, 0, "abort bit never given back: %d", rc);

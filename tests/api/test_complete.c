@@ -80,7 +80,9 @@ KT(complete, release_rules)
 {
 	knit_pool_t *pool = kt_pool_n(1);
 	knit_completion_t c;
-	cr_assert_eq(knit_call(pool, kt_id(pool, "bytes"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 4096 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "bytes"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 4096}, &c, 0),
+		     0);
 	cr_expect_eq(c.status, 0);
 	cr_expect_eq(knit_completion_release(NULL, &c), -KNIT_EINVAL);
 	cr_expect_eq(knit_completion_release(pool, NULL), -KNIT_EINVAL);
@@ -90,7 +92,9 @@ KT(complete, release_rules)
 	cr_expect_eq(c.result.len, 0);
 	cr_expect_eq(knit_completion_release(pool, &c), 0, "second release");
 	/* A completion without bytes. */
-	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 4 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 4}, &c, 0),
+		     0);
 	cr_expect_eq(knit_completion_release(pool, &c), 0);
 	cr_expect_eq(knit_completion_release(pool, &c), 0);
 	/* A zeroed completion the library never filled. */
@@ -213,14 +217,15 @@ KT(complete, three_reapers_exactly_once)
 	struct reaper_arg a[3];
 	pthread_t th[3];
 	for (int i = 0; i < 3; i++) {
-		a[i] = (struct reaper_arg){ pool, 0 };
+		a[i] = (struct reaper_arg){pool, 0};
 		cr_assert_eq(pthread_create(&th[i], NULL, reaper, &a[i]), 0);
 	}
 	for (int i = 0; i < MR_N; i++) {
 		knit_value_t v = kt_i64(i);
 		int rc;
 		int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
-		while ((rc = knit_enqueue(pool, echo, &v, (void *)(intptr_t)(i + 1), NULL)) == -KNIT_EAGAIN &&
+		while ((rc = knit_enqueue(pool, echo, &v, (void *)(intptr_t)(i + 1), NULL)) ==
+			       -KNIT_EAGAIN &&
 		       kt_now_ns() < end)
 			kt_sleep_ms(1);
 		cr_assert_eq(rc, 0);
@@ -231,7 +236,8 @@ KT(complete, three_reapers_exactly_once)
 	}
 	cr_expect_eq(atomic_load(&mr_total), MR_N);
 	for (int i = 0; i < MR_N; i++)
-		cr_expect_eq(atomic_load(&mr_seen[i]), 1, "call %d seen %d times", i, atomic_load(&mr_seen[i]));
+		cr_expect_eq(atomic_load(&mr_seen[i]), 1, "call %d seen %d times", i,
+			     atomic_load(&mr_seen[i]));
 	kt_destroy(pool);
 }
 
@@ -250,7 +256,8 @@ static void *caller(void *p)
 		knit_value_t v = kt_i64(a->base + i);
 		knit_completion_t c;
 		int rc = knit_call(a->pool, a->echo, &v, &c, 0);
-		if (rc != 0 || c.status != 0 || c.result.type != KNIT_VALUE_I64 || c.result.i64 != a->base + i)
+		if (rc != 0 || c.status != 0 || c.result.type != KNIT_VALUE_I64 ||
+		    c.result.i64 != a->base + i)
 			a->bad++;
 		if (rc == 0)
 			knit_completion_release(a->pool, &c);
@@ -263,7 +270,7 @@ KT(complete, knit_call_never_reaches_complete)
 	int n = KT_SANITIZED ? 200 : 1000;
 	knit_pool_t *pool = kt_pool_n(2);
 	uint32_t echo = kt_id(pool, "echo");
-	struct caller_arg a[2] = { { pool, echo, 0, n, 0 }, { pool, echo, 1000000, n, 0 } };
+	struct caller_arg a[2] = {{pool, echo, 0, n, 0}, {pool, echo, 1000000, n, 0}};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, caller, &a[i]), 0);
@@ -351,22 +358,13 @@ static void idle_blocked_no_wakes(int with_far_deadline)
 	kt_destroy(pool);
 }
 
-KT(complete, idle_blocked_nothing_pending_no_wakes)
-{
-	idle_blocked_no_wakes(0);
-}
+KT(complete, idle_blocked_nothing_pending_no_wakes) { idle_blocked_no_wakes(0); }
 
-KT(complete, idle_blocked_far_deadline_no_wakes)
-{
-	idle_blocked_no_wakes(1);
-}
+KT(complete, idle_blocked_far_deadline_no_wakes) { idle_blocked_no_wakes(1); }
 
 /* ---- knit_completion_fd ------------------------------------------------------------ */
 
-KT(complete, fd_null)
-{
-	cr_expect_eq(knit_completion_fd(NULL), -KNIT_EINVAL);
-}
+KT(complete, fd_null) { cr_expect_eq(knit_completion_fd(NULL), -KNIT_EINVAL); }
 
 KT(complete, fd_properties)
 {
@@ -378,7 +376,7 @@ KT(complete, fd_properties)
 	cr_expect(fdfl >= 0 && (fdfl & FD_CLOEXEC), "the descriptor is close-on-exec");
 	/* An epoll instance: it can itself be watched by the caller's epoll. */
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	cr_expect_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0, "not pollable by epoll");
 	close(ep);
 	kt_destroy(pool);
@@ -388,7 +386,7 @@ KT(complete, fd_properties)
 
 static int wait_readable(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
 	while (kt_now_ns() < end) {
 		int rc = poll(&p, 1, 100);

@@ -51,7 +51,7 @@ static void *enqueuer(void *arg)
 
 static int fd_readable_now(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
@@ -82,9 +82,10 @@ static int event_loop(knit_pool_t *pool, int ep, int want, int trial)
 		if (rc == 0) {
 			knit_pool_stats_t s;
 			kt_stats(pool, &s);
-			cr_assert_fail("trial %d: %d of %d completions, then the fd stayed unreadable "
-				       "(pending %llu): a result was stranded",
-				       trial, got, want, (unsigned long long)s.pending);
+			cr_assert_fail(
+				"trial %d: %d of %d completions, then the fd stayed unreadable "
+				"(pending %llu): a result was stranded",
+				trial, got, want, (unsigned long long)s.pending);
 		}
 		wakes++;
 		got += reap_all(pool); /* no read: knit_complete keeps the level */
@@ -99,14 +100,14 @@ static void run_trials(knit_pool_t *pool, const char *task)
 	cr_assert_geq(fd, 0, "knit_completion_fd: %d", fd);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	cr_assert_geq(ep, 0);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	uint32_t id = kt_id(pool, task);
 	for (int trial = 0; trial < TRIALS; trial++) {
 		pthread_t th[ENQUEUERS];
 		struct enq_arg a[ENQUEUERS];
 		for (int i = 0; i < ENQUEUERS; i++) {
-			a[i] = (struct enq_arg){ .pool = pool, .task = id, .n = PER_THREAD };
+			a[i] = (struct enq_arg){.pool = pool, .task = id, .n = PER_THREAD};
 			cr_assert_eq(pthread_create(&th[i], NULL, enqueuer, &a[i]), 0);
 		}
 		event_loop(pool, ep, ENQUEUERS * PER_THREAD, trial);
@@ -118,8 +119,8 @@ static void run_trials(knit_pool_t *pool, const char *task)
 		 * between publishing its last result and settling the fd, so let
 		 * it finish; after that the fd must not be readable. */
 		kt_sleep_ms(20);
-		cr_assert(!fd_readable_now(fd), "trial %d: fd readable after a full reap of an idle pool",
-			  trial);
+		cr_assert(!fd_readable_now(fd),
+			  "trial %d: fd readable after a full reap of an idle pool", trial);
 		cr_assert_eq(reap_all(pool), 0);
 	}
 	/* An idle second: zero wake-ups. */
@@ -172,10 +173,11 @@ KT(completion_fd, reap_clears_without_read)
 	for (int round = 0; round < 20; round++) {
 		for (int i = 0; i < 5; i++)
 			kt_enq(pool, echo, kt_i64(i), NULL);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int got = 0;
 		while (got < 5) {
-			cr_assert_eq(poll(&p, 1, GUARD_MS), 1, "round %d: fd never readable (%d of 5)", round, got);
+			cr_assert_eq(poll(&p, 1, GUARD_MS), 1,
+				     "round %d: fd never readable (%d of 5)", round, got);
 			got += reap_all(pool);
 		}
 		cr_assert_eq(got, 5);
@@ -199,7 +201,7 @@ static void deadline_wakes_loop(uint32_t topology)
 	int fd = knit_completion_fd(pool);
 	cr_assert_geq(fd, 0);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	kt_gate_close();
 	uint32_t block = kt_id(pool, "block");
@@ -208,9 +210,11 @@ static void deadline_wakes_loop(uint32_t topology)
 		cr_assert(kt_wait_started(round + 1), "round %d: the task never started", round);
 		/* No call into the library from here on until the fd says so. */
 		int rc = epoll_wait(ep, &ev, 1, GUARD_MS);
-		cr_assert_eq(rc, 1, "round %d: the deadline passed and the fd stayed unreadable", round);
+		cr_assert_eq(rc, 1, "round %d: the deadline passed and the fd stayed unreadable",
+			     round);
 		knit_completion_t c;
-		cr_assert_eq(knit_complete(pool, &c, 1, 0), 1, "round %d: readable, nothing to reap", round);
+		cr_assert_eq(knit_complete(pool, &c, 1, 0), 1,
+			     "round %d: readable, nothing to reap", round);
 		cr_expect_eq(c.ticket, t);
 		cr_expect_eq(c.status, -KNIT_ETIMEDOUT, "round %d: status %d", round, c.status);
 		knit_completion_release(pool, &c);
@@ -226,15 +230,9 @@ static void deadline_wakes_loop(uint32_t topology)
 	kt_destroy(pool);
 }
 
-KT(completion_fd, deadline_makes_readable_lanes)
-{
-	deadline_wakes_loop(KNIT_TOPOLOGY_LANES);
-}
+KT(completion_fd, deadline_makes_readable_lanes) { deadline_wakes_loop(KNIT_TOPOLOGY_LANES); }
 
-KT(completion_fd, deadline_makes_readable_steal)
-{
-	deadline_wakes_loop(KNIT_TOPOLOGY_STEAL);
-}
+KT(completion_fd, deadline_makes_readable_steal) { deadline_wakes_loop(KNIT_TOPOLOGY_STEAL); }
 
 /* A call that completes before its deadline leaves nothing behind: once it
  * is reaped the fd stays unreadable when its (now irrelevant) deadline
@@ -246,7 +244,7 @@ KT(completion_fd, met_deadline_leaves_fd_quiet)
 	cr_assert_geq(fd, 0);
 	uint32_t echo = kt_id(pool, "echo");
 	kt_enq_ex(pool, echo, kt_i64(7), NULL, 0, 40, 0);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	cr_assert_eq(poll(&p, 1, GUARD_MS), 1, "the result never made the fd readable");
 	cr_assert_eq(reap_all(pool), 1);
 	kt_sleep_ms(80); /* past the deadline */

@@ -42,7 +42,7 @@ static int ret_4(knit_ctx_t *c, const knit_value_t *a, knit_value_t *r)
 	return 0;
 }
 
-static const knit_task_t one_task[] = { { "noop", noop, 0, 0 } };
+static const knit_task_t one_task[] = {{"noop", noop, 0, 0}};
 
 /* Create with opts and one task; returns the code, destroys a made pool. */
 static int try_create(const knit_pool_options_t *o)
@@ -65,22 +65,19 @@ static int try_tasks(const knit_task_t *t, size_t n)
 	return rc;
 }
 
-#define EXPECT_OPT(field, value, code)                                                      \
-	do {                                                                               \
-		knit_pool_options_t o;                                                     \
-		kt_opts(&o, 1);                                                            \
-		o.field = (value);                                                         \
-		int rc_ = try_create(&o);                                                  \
-		cr_expect_eq(rc_, (code), #field " = " #value ": expected %d, got %d (%s)", \
-			     (code), rc_, knit_strerror(rc_));                              \
+#define EXPECT_OPT(field, value, code)                                                             \
+	do {                                                                                       \
+		knit_pool_options_t o;                                                             \
+		kt_opts(&o, 1);                                                                    \
+		o.field = (value);                                                                 \
+		int rc_ = try_create(&o);                                                          \
+		cr_expect_eq(rc_, (code), #field " = " #value ": expected %d, got %d (%s)",        \
+			     (code), rc_, knit_strerror(rc_));                                     \
 	} while (0)
 
 /* ---- arguments -------------------------------------------------------------- */
 
-KT(create, null_out)
-{
-	cr_expect_eq(knit_pool_create(NULL, one_task, 1, NULL), -KNIT_EINVAL);
-}
+KT(create, null_out) { cr_expect_eq(knit_pool_create(NULL, one_task, 1, NULL), -KNIT_EINVAL); }
 
 KT(create, null_tasks)
 {
@@ -114,35 +111,35 @@ KT(create, too_many_tasks)
 
 KT(create, task_null_name)
 {
-	knit_task_t t[] = { { NULL, noop, 0, 0 } };
+	knit_task_t t[] = {{NULL, noop, 0, 0}};
 	cr_expect_eq(try_tasks(t, 1), -KNIT_EINVAL);
 }
 
 KT(create, task_empty_name)
 {
-	knit_task_t t[] = { { "", noop, 0, 0 } };
+	knit_task_t t[] = {{"", noop, 0, 0}};
 	cr_expect_eq(try_tasks(t, 1), -KNIT_EINVAL);
 }
 
 KT(create, task_duplicate_name)
 {
-	knit_task_t t[] = { { "a", noop, 0, 0 }, { "b", noop, 0, 0 }, { "a", ret_1, 0, 0 } };
+	knit_task_t t[] = {{"a", noop, 0, 0}, {"b", noop, 0, 0}, {"a", ret_1, 0, 0}};
 	cr_expect_eq(try_tasks(t, 3), -KNIT_EINVAL);
 }
 
 KT(create, task_null_fn)
 {
-	knit_task_t t[] = { { "a", noop, 0, 0 }, { "b", NULL, 0, 0 } };
+	knit_task_t t[] = {{"a", noop, 0, 0}, {"b", NULL, 0, 0}};
 	cr_expect_eq(try_tasks(t, 2), -KNIT_EINVAL);
 }
 
 KT(create, task_unknown_flags)
 {
-	knit_task_t t[] = { { "a", noop, 0, 1u << 1 } };
+	knit_task_t t[] = {{"a", noop, 0, 1u << 1}};
 	cr_expect_eq(try_tasks(t, 1), -KNIT_EINVAL);
-	knit_task_t u[] = { { "a", noop, 0, 0x80000000u } };
+	knit_task_t u[] = {{"a", noop, 0, 0x80000000u}};
 	cr_expect_eq(try_tasks(u, 1), -KNIT_EINVAL);
-	knit_task_t ok[] = { { "a", noop, 0, KNIT_TASK_ABORTABLE } };
+	knit_task_t ok[] = {{"a", noop, 0, KNIT_TASK_ABORTABLE}};
 	cr_expect_eq(try_tasks(ok, 1), 0);
 }
 
@@ -216,17 +213,16 @@ KT(create, opts_size_shorter_reads_prefix_only)
 	kt_stats(pool, &s);
 	cr_expect_eq(s.workers, 2);
 	knit_completion_t c;
-	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 5 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 5}, &c, 0),
+		     0);
 	cr_expect_eq(c.status, 0);
 	cr_expect_eq(c.result.i64, 5);
 	knit_completion_release(pool, &c);
 	cr_expect_eq(knit_pool_destroy(pool), 0);
 }
 
-KT(create, opts_reserved_nonzero)
-{
-	EXPECT_OPT(reserved0, 1, -KNIT_EINVAL);
-}
+KT(create, opts_reserved_nonzero) { EXPECT_OPT(reserved0, 1, -KNIT_EINVAL); }
 
 /* ---- each option, one bad value per expectation ---------------------------- */
 
@@ -383,10 +379,10 @@ KT(create, task_ids_sorted_bytewise)
 {
 	/* strcmp order: "B" < "a" < "ab" < "b". */
 	knit_task_t t[] = {
-		{ "b", ret_4, 0, 0 },
-		{ "ab", ret_3, 0, 0 },
-		{ "B", ret_1, 0, 0 },
-		{ "a", ret_2, 0, 0 },
+		{"b", ret_4, 0, 0},
+		{"ab", ret_3, 0, 0},
+		{"B", ret_1, 0, 0},
+		{"a", ret_2, 0, 0},
 	};
 	knit_pool_t *pool = NULL;
 	cr_assert_eq(knit_pool_create(NULL, t, 4, &pool), 0);
@@ -423,7 +419,7 @@ KT(create, task_names_copied)
 {
 	char name[16];
 	strcpy(name, "mutable");
-	knit_task_t t[] = { { name, ret_1, 0, 0 } };
+	knit_task_t t[] = {{name, ret_1, 0, 0}};
 	knit_pool_t *pool = NULL;
 	cr_assert_eq(knit_pool_create(NULL, t, 1, &pool), 0);
 	strcpy(name, "changed");
@@ -432,17 +428,16 @@ KT(create, task_names_copied)
 	cr_expect_eq(knit_pool_destroy(pool), 0);
 }
 
-KT(create, destroy_null)
-{
-	cr_expect_eq(knit_pool_destroy(NULL), -KNIT_EINVAL);
-}
+KT(create, destroy_null) { cr_expect_eq(knit_pool_destroy(NULL), -KNIT_EINVAL); }
 
 KT(create, many_pools_sequentially)
 {
 	for (int i = 0; i < 20; i++) {
 		knit_pool_t *pool = kt_pool_n(1 + i % 3);
 		knit_completion_t c;
-		cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = i }, &c, 0), 0);
+		cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+				       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = i}, &c, 0),
+			     0);
 		cr_expect_eq(c.status, 0);
 		cr_expect_eq(c.result.i64, i);
 		kt_destroy(pool);
@@ -453,9 +448,13 @@ KT(create, two_pools_at_once)
 {
 	knit_pool_t *a = kt_pool_n(1), *b = kt_pool_n(2);
 	knit_completion_t c;
-	cr_assert_eq(knit_call(a, kt_id(a, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 1 }, &c, 0), 0);
+	cr_assert_eq(knit_call(a, kt_id(a, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 1}, &c, 0),
+		     0);
 	cr_expect_eq(c.result.i64, 1);
-	cr_assert_eq(knit_call(b, kt_id(b, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 2 }, &c, 0), 0);
+	cr_assert_eq(knit_call(b, kt_id(b, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 2}, &c, 0),
+		     0);
 	cr_expect_eq(c.result.i64, 2);
 	kt_destroy(a);
 	kt_destroy(b);

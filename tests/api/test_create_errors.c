@@ -23,7 +23,8 @@
 #define MISMATCH_LIB KT_BUILD_DIR "/tests/lib/proc_mismatch.so"
 
 /* Create a pool that must fail with `code`; returns the message (copied). */
-static const char *create_fails(const knit_pool_options_t *o, const knit_task_t *tasks, size_t n, int code)
+static const char *create_fails(const knit_pool_options_t *o, const knit_task_t *tasks, size_t n,
+				int code)
 {
 	static char msg[2048];
 	knit_pool_t *p = (knit_pool_t *)0x1;
@@ -31,14 +32,15 @@ static const char *create_fails(const knit_pool_options_t *o, const knit_task_t 
 	const char *m = knit_last_error();
 	cr_assert_not_null(m, "knit_last_error() is never NULL");
 	snprintf(msg, sizeof msg, "%s", m);
-	cr_assert_eq(rc, code, "knit_pool_create: %d (%s), wanted %d (%s); message \"%s\"", rc, knit_strerror(rc),
-		     code, knit_strerror(code), msg);
+	cr_assert_eq(rc, code, "knit_pool_create: %d (%s), wanted %d (%s); message \"%s\"", rc,
+		     knit_strerror(rc), code, knit_strerror(code), msg);
 	cr_assert_null(p, "*out is NULL after a failure");
 	cr_assert_gt(strlen(msg), 0, "a failure leaves a message");
 	return msg;
 }
 
-#define HAS(msg, words) cr_assert(strstr((msg), (words)) != NULL, "message \"%s\" lacks \"%s\"", (msg), (words))
+#define HAS(msg, words)                                                                            \
+	cr_assert(strstr((msg), (words)) != NULL, "message \"%s\" lacks \"%s\"", (msg), (words))
 
 /* A fresh directory under /tmp; removed by rm_dir. */
 static void mk_dir(char *dir, size_t n)
@@ -187,7 +189,8 @@ KT(create_errors, worker_not_executable)
 	char dir[64], path[128];
 	mk_dir(dir, sizeof dir);
 	snprintf(path, sizeof path, "%s/knit-worker", dir);
-	write_file(path, "#!/bin/sh\nexit 0\n", 0644); /* no x bit anywhere: root may not run it either */
+	write_file(path, "#!/bin/sh\nexit 0\n",
+		   0644); /* no x bit anywhere: root may not run it either */
 	knit_pool_options_t o;
 	kt_proc_opts(&o, 1);
 	o.worker_path = path;
@@ -256,7 +259,8 @@ KT(create_errors, hostile_boot_message)
 	write_file(path,
 		   "#!/bin/sh\n"
 		   "printf 'err 10 evil\\033[31m\\001\\377\\tword' >&4\n"
-		   "i=0; while [ $i -lt 100 ]; do printf 'xxxxxxxxxxxxxxxxxxxx' >&4; i=$((i+1)); done\n"
+		   "i=0; while [ $i -lt 100 ]; do printf 'xxxxxxxxxxxxxxxxxxxx' >&4; i=$((i+1)); "
+		   "done\n"
 		   "printf '\\n' >&4\n",
 		   0700);
 	knit_pool_options_t o;
@@ -287,7 +291,8 @@ KT(create_errors, invalid_options)
 {
 	knit_pool_options_t o;
 	const knit_task_t one[] = {{.name = "echo", .fn = t_echo}};
-	const knit_task_t twins[] = {{.name = "echo", .fn = t_echo}, {.name = "echo", .fn = t_echo}};
+	const knit_task_t twins[] = {{.name = "echo", .fn = t_echo},
+				     {.name = "echo", .fn = t_echo}};
 	const knit_task_t nofn[] = {{.name = "echo", .fn = NULL}};
 
 	kt_opts(&o, 1);
@@ -373,7 +378,8 @@ static void *fail_in_thread(void *arg)
 	o.topology = 9;
 	knit_pool_t *p = NULL;
 	const int rc = knit_pool_create(&o, kt_tasks, KT_NTASKS, &p);
-	return (void *)(intptr_t)(rc == -KNIT_EINVAL && strstr(knit_last_error(), "topology 9") != NULL);
+	return (void *)(intptr_t)(rc == -KNIT_EINVAL &&
+				  strstr(knit_last_error(), "topology 9") != NULL);
 }
 
 KT(create_errors, per_thread)

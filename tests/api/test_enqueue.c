@@ -23,7 +23,8 @@ KT(enqueue, unknown_task)
 	knit_value_t v = kt_i64(1);
 	cr_expect_eq(knit_enqueue(pool, (uint32_t)KT_NTASKS, &v, NULL, NULL), -KNIT_ENOTASK);
 	cr_expect_eq(knit_enqueue(pool, UINT32_MAX, &v, NULL, NULL), -KNIT_ENOTASK);
-	cr_expect_eq(knit_enqueue_ex(pool, (uint32_t)KT_NTASKS, &v, NULL, NULL, NULL), -KNIT_ENOTASK);
+	cr_expect_eq(knit_enqueue_ex(pool, (uint32_t)KT_NTASKS, &v, NULL, NULL, NULL),
+		     -KNIT_ENOTASK);
 	knit_completion_t c;
 	cr_expect_eq(knit_call(pool, (uint32_t)KT_NTASKS, &v, &c, 0), -KNIT_ENOTASK);
 	/* Nothing was accepted. */
@@ -151,7 +152,8 @@ KT(enqueue, tickets_unique_user_data_task_round_trip)
 	static knit_completion_t out[N];
 	static int seen[N];
 	for (int i = 0; i < N; i++) {
-		tickets[i] = kt_enq(pool, i % 2 ? echo : inspect, kt_i64(i), (void *)(intptr_t)(i + 1));
+		tickets[i] =
+			kt_enq(pool, i % 2 ? echo : inspect, kt_i64(i), (void *)(intptr_t)(i + 1));
 		for (int j = 0; j < i && j < 64; j++)
 			cr_assert_neq(tickets[i], tickets[i - 1 - j], "ticket reused");
 	}
@@ -176,7 +178,7 @@ KT(enqueue, arg_bytes_copied_before_return)
 	uint32_t block = kt_id(pool, "block"), echo = kt_id(pool, "echo");
 	kt_enq(pool, block, kt_i64(0), NULL); /* keep the worker busy */
 	cr_assert(kt_wait_started(1));
-	size_t sizes[] = { 1, 100, 600, 70000 };
+	size_t sizes[] = {1, 100, 600, 70000};
 	uint8_t *bufs[4];
 	for (int i = 0; i < 4; i++) {
 		bufs[i] = kt_pattern(sizes[i]);
@@ -193,7 +195,8 @@ KT(enqueue, arg_bytes_copied_before_return)
 		if (k == 0)
 			continue;
 		cr_expect_eq(out[i].result.len, sizes[k - 1]);
-		cr_expect(kt_is_pattern(out[i].result.data, out[i].result.len), "bytes of call %ld changed", (long)k);
+		cr_expect(kt_is_pattern(out[i].result.data, out[i].result.len),
+			  "bytes of call %ld changed", (long)k);
 		knit_completion_release(pool, &out[i]);
 	}
 	kt_destroy(pool);
@@ -227,7 +230,8 @@ KT(enqueue, ex_size_checks)
 	big.o.size = 0;
 	cr_expect_eq(knit_enqueue_ex(pool, echo, &v, NULL, &big.o, NULL), -KNIT_EVERSION, "size 0");
 	big.o.size = sizeof big.o + 4;
-	cr_expect_eq(knit_enqueue_ex(pool, echo, &v, NULL, &big.o, NULL), -KNIT_EVERSION, "size too big");
+	cr_expect_eq(knit_enqueue_ex(pool, echo, &v, NULL, &big.o, NULL), -KNIT_EVERSION,
+		     "size too big");
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
 	cr_expect_eq(s.enqueued, 0);
@@ -298,7 +302,8 @@ KT(enqueue, ex_lane_routes)
 	kt_stats(pool, &s0);
 	for (uint32_t l = 0; l < 3; l++)
 		for (int i = 0; i < 10; i++)
-			kt_enq_ex(pool, lane, kt_none(), (void *)(uintptr_t)(l + 1), KNIT_CALL_LANE, 0, l);
+			kt_enq_ex(pool, lane, kt_none(), (void *)(uintptr_t)(l + 1), KNIT_CALL_LANE,
+				  0, l);
 	knit_completion_t out[30];
 	cr_assert_eq(kt_reap(pool, out, 30), 30);
 	for (int i = 0; i < 30; i++) {
@@ -331,9 +336,10 @@ KT(enqueue, pinned_calls_start_in_order_per_lane)
 		rng = rng * 1103515245u + 12345u;
 		const uint32_t lane = (rng >> 16) % 4 == 0 ? 1 : 0;
 		knit_value_t v = kt_i64(i);
-		knit_call_options_t o = { .size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane };
+		knit_call_options_t o = {.size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane};
 		int rc;
-		while ((rc = knit_enqueue_ex(pool, record, &v, (void *)(uintptr_t)lane, &o, NULL)) == -KNIT_EAGAIN) {
+		while ((rc = knit_enqueue_ex(pool, record, &v, (void *)(uintptr_t)lane, &o,
+					     NULL)) == -KNIT_EAGAIN) {
 			const int n = knit_complete(pool, c, 64, (int64_t)(KT_BOUND_S * 1e9));
 			cr_assert_gt(n, 0);
 			reaped += n;
@@ -355,7 +361,7 @@ KT(enqueue, pinned_calls_start_in_order_per_lane)
 			knit_completion_release(pool, &c[k]);
 	}
 	cr_assert_eq(atomic_load(&kt_nrecords), kCalls);
-	int64_t last[2] = { -1, -1 };
+	int64_t last[2] = {-1, -1};
 	int out_of_order = 0;
 	for (int i = 0; i < kCalls; i++) {
 		const int l = kt_records[i].lane;
@@ -365,7 +371,8 @@ KT(enqueue, pinned_calls_start_in_order_per_lane)
 		else
 			last[l] = kt_records[i].arg;
 	}
-	cr_expect_eq(out_of_order, 0, "%d of %d pinned calls started before one enqueued earlier on their lane",
+	cr_expect_eq(out_of_order, 0,
+		     "%d of %d pinned calls started before one enqueued earlier on their lane",
 		     out_of_order, kCalls);
 	kt_destroy(pool);
 }
@@ -384,7 +391,8 @@ static void *producer(void *p)
 	struct prod_arg *a = p;
 	for (int i = 0; i < a->n; i++) {
 		knit_value_t v = kt_i64(a->base + i);
-		if (knit_enqueue(a->pool, a->task, &v, (void *)(intptr_t)(a->base + i + 1), NULL) != 0)
+		if (knit_enqueue(a->pool, a->task, &v, (void *)(intptr_t)(a->base + i + 1), NULL) !=
+		    0)
 			a->errors++;
 	}
 	return NULL;
@@ -397,7 +405,7 @@ KT(enqueue, four_producers_one_reaper)
 	struct prod_arg a[T];
 	pthread_t th[T];
 	for (int i = 0; i < T; i++) {
-		a[i] = (struct prod_arg){ pool, kt_id(pool, "echo"), i * PER, PER, 0 };
+		a[i] = (struct prod_arg){pool, kt_id(pool, "echo"), i * PER, PER, 0};
 		cr_assert_eq(pthread_create(&th[i], NULL, producer, &a[i]), 0);
 	}
 	static knit_completion_t out[N];

@@ -125,7 +125,7 @@ KT(enqueue_many, refused_in_the_middle)
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
 	cr_expect_eq(s.enqueued, (uint64_t)BAD);
-	char seen[N] = { 0 };
+	char seen[N] = {0};
 	cr_expect_eq(reap_check(pool, BAD, seen, 1000), BAD);
 	for (int i = BAD; i < N; i++)
 		cr_expect_eq(seen[i], 0);
@@ -204,7 +204,8 @@ static void full_partial(uint32_t workers, uint32_t max_pending)
 	knit_pool_t *pool = kt_pool(&o);
 	const uint32_t echo = kt_id(pool, "echo");
 	for (uint32_t w = 0; w < workers; w++)
-		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0, w);
+		kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0,
+			  KNIT_CALL_LANE, 0, w);
 	cr_assert(kt_wait_started((int)workers));
 	/* Room: the lanes' free slots (32 each, one taken by the blocker) and
 	 * max_pending waiting calls (knit_enqueue(3)). */
@@ -248,8 +249,10 @@ static void full_partial(uint32_t workers, uint32_t max_pending)
 	while (left > 0) {
 		const int fits = 32 * (int)workers + (int)max_pending;
 		const int want = left < fits ? left : fits;
-		const int got = knit_enqueue_many(pool, r + (n - left), (uint32_t)left, t + (n - left));
-		cr_assert(got >= want && got <= left, "accepted %d of %d, room for %d", got, left, fits);
+		const int got =
+			knit_enqueue_many(pool, r + (n - left), (uint32_t)left, t + (n - left));
+		cr_assert(got >= want && got <= left, "accepted %d of %d, room for %d", got, left,
+			  fits);
 		cr_assert_eq(kt_reap(pool, out, got), got);
 		left -= got;
 	}
@@ -265,20 +268,11 @@ static void full_partial(uint32_t workers, uint32_t max_pending)
 	kt_destroy(pool);
 }
 
-KT(enqueue_many, full_partial_one_worker)
-{
-	full_partial(1, 4);
-}
+KT(enqueue_many, full_partial_one_worker) { full_partial(1, 4); }
 
-KT(enqueue_many, full_partial_two_workers)
-{
-	full_partial(2, 100);
-}
+KT(enqueue_many, full_partial_two_workers) { full_partial(2, 100); }
 
-KT(enqueue_many, full_partial_max_pending_one)
-{
-	full_partial(1, 1);
-}
+KT(enqueue_many, full_partial_max_pending_one) { full_partial(1, 1); }
 
 /* Stop with CANCEL: every accepted call of a burst gets exactly one
  * completion (run or -KNIT_ECLOSED); after the stop a burst is refused. */
@@ -300,13 +294,14 @@ KT(enqueue_many, stop_cancel_exactly_once)
 	cr_assert_eq(knit_stop(pool, KNIT_STOP_CANCEL, (int64_t)(KT_BOUND_S * 1e9)), 0);
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(pool, out, N), N);
-	char seen[N] = { 0 };
+	char seen[N] = {0};
 	int closed = 0;
 	for (int i = 0; i < N; i++) {
 		intptr_t u = (intptr_t)out[i].user_data;
 		cr_assert(u >= 1 && u <= N);
 		cr_expect_eq(seen[u - 1]++, 0);
-		cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d", out[i].status);
+		cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d",
+			  out[i].status);
 		closed += out[i].status == -KNIT_ECLOSED;
 	}
 	cr_expect_geq(closed, N - 32, "only %d cancelled", closed);
@@ -341,7 +336,7 @@ KT(enqueue_many, cancel_exactly_once)
 	kt_gate_open();
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(pool, out, N), N);
-	char seen[N] = { 0 };
+	char seen[N] = {0};
 	int got_cancel = 0;
 	for (int i = 0; i < N; i++) {
 		intptr_t u = (intptr_t)out[i].user_data;
@@ -387,13 +382,14 @@ KT(enqueue_many, deadlines)
 	cr_assert_eq(kt_reap(pool, out, N / 2), N / 2);
 	kt_gate_open();
 	cr_assert_eq(kt_reap(pool, out + N / 2, N / 2), N / 2);
-	char seen[N] = { 0 };
+	char seen[N] = {0};
 	for (int i = 0; i < N; i++) {
 		intptr_t u = (intptr_t)out[i].user_data;
 		cr_assert(u >= 1 && u <= N);
 		cr_expect_eq(seen[u - 1]++, 0);
 		if (u - 1 < N / 2)
-			cr_expect_eq(out[i].status, -KNIT_ETIMEDOUT, "call %ld: %d", (long)u, out[i].status);
+			cr_expect_eq(out[i].status, -KNIT_ETIMEDOUT, "call %ld: %d", (long)u,
+				     out[i].status);
 		else
 			cr_expect_eq(out[i].status, 0, "call %ld: %d", (long)u, out[i].status);
 	}
@@ -443,7 +439,7 @@ KT(enqueue_many, concurrent_bursts)
 	struct many_prod a[T];
 	pthread_t th[T];
 	for (int i = 0; i < T; i++) {
-		a[i] = (struct many_prod){ pool, kt_id(pool, "echo"), i, PER, 0 };
+		a[i] = (struct many_prod){pool, kt_id(pool, "echo"), i, PER, 0};
 		pthread_create(&th[i], NULL, many_prod, &a[i]);
 	}
 	char *seen = calloc((size_t)T * PER, 1);

@@ -14,16 +14,18 @@ KT(errors, strerror_every_code)
 		const char *s = knit_strerror(code);
 		cr_assert_not_null(s, "code %d", code);
 		cr_expect_gt(strlen(s), 0, "code %d: empty text", code);
-		cr_expect_str_eq(knit_strerror(-code), s, "code %d: positive and negative differ", code);
+		cr_expect_str_eq(knit_strerror(-code), s, "code %d: positive and negative differ",
+				 code);
 		for (int other = 0; other < code; other++)
-			cr_expect_str_neq(knit_strerror(other), s, "codes %d and %d share a text", other, code);
+			cr_expect_str_neq(knit_strerror(other), s, "codes %d and %d share a text",
+					  other, code);
 	}
 }
 
 KT(errors, strerror_unknown_codes)
 {
 	/* INT_MIN: -INT_MIN overflows; a naive abs() indexes the table with it */
-	int codes[] = { KNIT_ERROR_MAX_, -KNIT_ERROR_MAX_, 999, -999, INT_MAX, INT_MIN + 1, INT_MIN };
+	int codes[] = {KNIT_ERROR_MAX_, -KNIT_ERROR_MAX_, 999, -999, INT_MAX, INT_MIN + 1, INT_MIN};
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
 		const char *s = knit_strerror(codes[i]);
 		cr_assert_not_null(s, "code %d", codes[i]);
@@ -40,11 +42,13 @@ KT(errors, version)
 KT(errors, version_compatible)
 {
 	const uint32_t v = KNIT_VERSION_NUMBER;
-	cr_expect(KNIT_VERSION_COMPATIBLE(knit_version()), "the library we run against is this build");
+	cr_expect(KNIT_VERSION_COMPATIBLE(knit_version()),
+		  "the library we run against is this build");
 	cr_expect(KNIT_VERSION_COMPATIBLE(v), "the header's own version");
 	cr_expect(KNIT_VERSION_COMPATIBLE(v + 1), "a newer patch release serves an older program");
 	cr_expect(KNIT_VERSION_COMPATIBLE(v + (1u << 8)), "so does a newer minor release");
-	cr_expect(!KNIT_VERSION_COMPATIBLE(v - 1), "an older library is refused (it may lack what the header declares)");
+	cr_expect(!KNIT_VERSION_COMPATIBLE(v - 1),
+		  "an older library is refused (it may lack what the header declares)");
 	cr_expect(!KNIT_VERSION_COMPATIBLE(v + (1u << 16)), "another major version is refused");
 	cr_expect(!KNIT_VERSION_COMPATIBLE(v - (1u << 16)), "another major version is refused");
 }
@@ -53,7 +57,7 @@ KT(errors, null_pool_everywhere)
 {
 	knit_value_t v = kt_i64(1);
 	knit_completion_t c;
-	knit_pool_stats_t s = { .size = sizeof s };
+	knit_pool_stats_t s = {.size = sizeof s};
 	knit_ticket_t t;
 	cr_expect_eq(knit_pool_task_id(NULL, "x"), -KNIT_EINVAL);
 	cr_expect_eq(knit_enqueue(NULL, 0, &v, NULL, &t), -KNIT_EINVAL);

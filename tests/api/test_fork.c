@@ -32,11 +32,11 @@ static knit_pool_t *g_pool;
 static int child_checks(knit_pool_t *pool, uint32_t echo, knit_ticket_t pending,
 			knit_completion_t *held)
 {
-	knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = 1 };
+	knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = 1};
 	knit_ticket_t t = 0;
 	knit_completion_t c;
-	knit_call_options_t o = { .size = sizeof o };
-	knit_pool_stats_t s = { .size = sizeof s };
+	knit_call_options_t o = {.size = sizeof o};
+	knit_pool_stats_t s = {.size = sizeof s};
 	if (knit_enqueue(pool, echo, &v, NULL, &t) != -KNIT_ECLOSED)
 		return 1;
 	if (knit_enqueue_ex(pool, echo, &v, NULL, &o, &t) != -KNIT_ECLOSED)
@@ -79,10 +79,7 @@ static void destroy_at_exit(void)
  * with its status before a leak checker's own exit handler (ASan's LSan)
  * reports what the parent's threads had allocated at the fork and would
  * have freed in the parent. */
-static void end_child(void)
-{
-	_exit(g_exit_status);
-}
+static void end_child(void) { _exit(g_exit_status); }
 
 /* The parent serves: a knit_call and an enqueue + reap, both bounded. */
 static void parent_serves(knit_pool_t *pool, uint32_t echo, int64_t x)
@@ -129,12 +126,14 @@ static void fork_test(knit_pool_t *pool, int pin)
 	parent_serves(pool, echo, 10);
 	/* A call in flight across the forks, and a completion held by the
 	 * caller (the child releases its own copy). */
-	knit_ticket_t pending = pin ? kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(5), NULL, KNIT_CALL_LANE, 0, 0)
-				    : kt_enq(pool, kt_id(pool, "block"), kt_i64(5), NULL);
+	knit_ticket_t pending =
+		pin ? kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(5), NULL, KNIT_CALL_LANE, 0, 0)
+		    : kt_enq(pool, kt_id(pool, "block"), kt_i64(5), NULL);
 	cr_assert(kt_wait_started(1));
 	knit_completion_t held;
-	cr_assert_eq(knit_call(pool, kt_id(pool, "bytes"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 4096 },
-			       &held, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "bytes"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 4096}, &held, 0),
+		     0);
 	cr_assert_eq(held.status, 0);
 
 	for (int how = 0; how < 2; how++) {
@@ -155,7 +154,8 @@ static void fork_test(knit_pool_t *pool, int pin)
 			exit(rc);
 		}
 		int st = wait_child(pid);
-		cr_expect_eq(st, 0, "child (%s) failed check %d", how ? "exit + atexit" : "destroy", st);
+		cr_expect_eq(st, 0, "child (%s) failed check %d", how ? "exit + atexit" : "destroy",
+			     st);
 		parent_serves(pool, echo, 100 + 10 * how);
 	}
 	/* The call in flight across the forks was not touched by the children. */
@@ -167,7 +167,7 @@ static void fork_test(knit_pool_t *pool, int pin)
 	cr_expect_eq(c.result.i64, 5);
 	knit_completion_release(pool, &c);
 	knit_completion_release(pool, &held);
-	knit_pool_stats_t s = { .size = sizeof s };
+	knit_pool_stats_t s = {.size = sizeof s};
 	kt_stats(pool, &s);
 	cr_expect_eq(s.pending, 0);
 	/* The parent's stop and destroy still work (no child stopped it). */
@@ -175,10 +175,7 @@ static void fork_test(knit_pool_t *pool, int pin)
 	kt_destroy(pool);
 }
 
-KT(fork, child_dead_parent_serves)
-{
-	fork_test(kt_pool_n(2), 0);
-}
+KT(fork, child_dead_parent_serves) { fork_test(kt_pool_n(2), 0); }
 
 KT(fork, child_dead_parent_serves_lanes)
 {
@@ -217,8 +214,9 @@ KT(fork, pool_created_in_child_works)
 			_exit(1);
 		int echo = knit_pool_task_id(pool, "echo");
 		knit_completion_t c;
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = 3 };
-		if (knit_call(pool, (uint32_t)echo, &v, &c, 0) != 0 || c.status != 0 || c.result.i64 != 3)
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = 3};
+		if (knit_call(pool, (uint32_t)echo, &v, &c, 0) != 0 || c.status != 0 ||
+		    c.result.i64 != 3)
 			_exit(2);
 		if (knit_pool_destroy(pool) != 0)
 			_exit(3);
@@ -281,7 +279,9 @@ KT(fork, child_destroy_frees_held_bytes)
 	}
 	int st = wait_child(pid);
 	cr_expect_eq(st, 0, "child: %s",
-		     st == 2 ? "LeakSanitizer found a leak" : st == 3 ? "the held bytes were not freed" : "destroy failed");
+		     st == 2   ? "LeakSanitizer found a leak"
+		     : st == 3 ? "the held bytes were not freed"
+			       : "destroy failed");
 	/* The parent's copy is untouched. */
 	cr_assert(alloc_pattern(held.result.data, kBytes));
 	cr_assert_eq(knit_completion_release(pool, &held), 0);

@@ -39,8 +39,8 @@ static int t_big(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 }
 
 static const knit_task_t idle_tasks[] = {
-	{ "tid", t_tid, 0, 0 },
-	{ "big", t_big, 0, 0 },
+	{"tid", t_tid, 0, 0},
+	{"big", t_big, 0, 0},
 };
 
 static knit_pool_t *idle_pool(void)
@@ -127,13 +127,15 @@ static void expect_quiet(knit_pool_t *pool, long tid)
 	kt_sleep_ms(QUIET_MS);
 	kt_stats(pool, &b);
 	const long sw1 = thread_ctxsw(tid);
-	cr_expect_eq(b.lane[0].parks, a.lane[0].parks, "parks %llu -> %llu", (unsigned long long)a.lane[0].parks,
-		     (unsigned long long)b.lane[0].parks);
+	cr_expect_eq(b.lane[0].parks, a.lane[0].parks, "parks %llu -> %llu",
+		     (unsigned long long)a.lane[0].parks, (unsigned long long)b.lane[0].parks);
 	cr_expect_eq(b.lane[0].wakes_sent, a.lane[0].wakes_sent);
 	cr_expect_eq(b.lane[0].wakes_received, a.lane[0].wakes_received);
 	cr_expect_eq(b.lane[0].spurious_wakes, a.lane[0].spurious_wakes);
-	cr_expect_eq(b.lane[0].watchdog_expiries, a.lane[0].watchdog_expiries, "watchdog fired %llu times",
-		     (unsigned long long)(b.lane[0].watchdog_expiries - a.lane[0].watchdog_expiries));
+	cr_expect_eq(
+		b.lane[0].watchdog_expiries, a.lane[0].watchdog_expiries,
+		"watchdog fired %llu times",
+		(unsigned long long)(b.lane[0].watchdog_expiries - a.lane[0].watchdog_expiries));
 	cr_expect_eq(b.doorbell_wakes, a.doorbell_wakes);
 	cr_expect_eq(sw1, sw0, "the parked worker was scheduled %ld times", sw1 - sw0);
 }

@@ -53,11 +53,13 @@ static void fifo_on_host(uint32_t workers, uint32_t where, uint32_t batch)
 	for (int i = 0; i < n; i++) {
 		if (pthread_equal(kt_records[i].thread, self)) {
 			on_host++;
-			cr_expect_gt(kt_records[i].arg, last, "inline lane not FIFO: call %lld ran after %lld",
+			cr_expect_gt(kt_records[i].arg, last,
+				     "inline lane not FIFO: call %lld ran after %lld",
 				     (long long)kt_records[i].arg, (long long)last);
 			last = kt_records[i].arg;
-			cr_expect_eq(kt_records[i].lane, (int)workers, "inline knit_ctx_lane %d, want %u",
-				     kt_records[i].lane, workers);
+			cr_expect_eq(kt_records[i].lane, (int)workers,
+				     "inline knit_ctx_lane %d, want %u", kt_records[i].lane,
+				     workers);
 		} else {
 			cr_expect(kt_records[i].lane >= 0 && kt_records[i].lane < (int)workers,
 				  "worker call reported lane %d", kt_records[i].lane);
@@ -67,25 +69,17 @@ static void fifo_on_host(uint32_t workers, uint32_t where, uint32_t batch)
 	kt_stats(pool, &s);
 	cr_expect_eq(s.inline_calls, (uint64_t)on_host, "stats.inline_calls %llu, ran on host %d",
 		     (unsigned long long)s.inline_calls, on_host);
-	cr_expect_eq(s.lane[workers].calls, (uint64_t)on_host, "stats lane[%u] (inline, last) calls %llu", workers,
+	cr_expect_eq(s.lane[workers].calls, (uint64_t)on_host,
+		     "stats lane[%u] (inline, last) calls %llu", workers,
 		     (unsigned long long)s.lane[workers].calls);
 	kt_destroy(pool);
 }
 
-KT(inline_lane, first_fifo_on_host)
-{
-	fifo_on_host(1, KNIT_INLINE_FIRST, 0);
-}
+KT(inline_lane, first_fifo_on_host) { fifo_on_host(1, KNIT_INLINE_FIRST, 0); }
 
-KT(inline_lane, last_fifo_on_host)
-{
-	fifo_on_host(2, KNIT_INLINE_LAST, 0);
-}
+KT(inline_lane, last_fifo_on_host) { fifo_on_host(2, KNIT_INLINE_LAST, 0); }
 
-KT(inline_lane, batch_fifo_on_host)
-{
-	fifo_on_host(1, KNIT_INLINE_LAST, 7);
-}
+KT(inline_lane, batch_fifo_on_host) { fifo_on_host(1, KNIT_INLINE_LAST, 7); }
 
 KT(inline_lane, worker_lanes_stay_off_host)
 {
@@ -98,12 +92,14 @@ KT(inline_lane, worker_lanes_stay_off_host)
 	int n = atomic_load(&kt_nrecords);
 	cr_assert_eq(n, 20);
 	for (int i = 0; i < n; i++) {
-		cr_expect(!pthread_equal(kt_records[i].thread, pthread_self()), "worker-lane call ran on the host");
-		cr_expect(kt_records[i].lane == (int)(kt_records[i].arg % 2), "call %lld ran on lane %d",
-			  (long long)kt_records[i].arg, kt_records[i].lane);
+		cr_expect(!pthread_equal(kt_records[i].thread, pthread_self()),
+			  "worker-lane call ran on the host");
+		cr_expect(kt_records[i].lane == (int)(kt_records[i].arg % 2),
+			  "call %lld ran on lane %d", (long long)kt_records[i].arg,
+			  kt_records[i].lane);
 	}
 	/* lane 2 is not a worker lane (2 workers + inline) */
-	knit_call_options_t co = { sizeof co, KNIT_CALL_LANE, 0, 2 };
+	knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 2};
 	cr_expect_eq(knit_enqueue_ex(pool, record, NULL, NULL, &co, NULL), -KNIT_EINVAL);
 	kt_destroy(pool);
 }
@@ -122,9 +118,10 @@ static void rotation(uint32_t where)
 		kt_enq(pool, lane, kt_none(), NULL);
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(pool, out, N), N);
-	int per[3] = { 0 };
+	int per[3] = {0};
 	for (int i = 0; i < N; i++) {
-		cr_assert(out[i].result.i64 >= 0 && out[i].result.i64 < 3, "lane %lld", (long long)out[i].result.i64);
+		cr_assert(out[i].result.i64 >= 0 && out[i].result.i64 < 3, "lane %lld",
+			  (long long)out[i].result.i64);
 		per[out[i].result.i64]++;
 	}
 	cr_expect_eq(per[0], N / 3, "lane 0: %d", per[0]);
@@ -136,26 +133,21 @@ static void rotation(uint32_t where)
 	kt_destroy(pool);
 }
 
-KT(inline_lane, in_balancer_rotation_last)
-{
-	rotation(KNIT_INLINE_LAST);
-}
+KT(inline_lane, in_balancer_rotation_last) { rotation(KNIT_INLINE_LAST); }
 
-KT(inline_lane, in_balancer_rotation_first)
-{
-	rotation(KNIT_INLINE_FIRST);
-}
+KT(inline_lane, in_balancer_rotation_first) { rotation(KNIT_INLINE_FIRST); }
 
 KT(inline_lane, first_is_first_in_rotation)
 {
 	/* FIRST: the very first call of a round-robin pool goes to the inline
 	 * lane; LAST: to worker lane 0. */
 	for (int w = 0; w < 2; w++) {
-		knit_pool_t *pool = inline_pool(2, w == 0 ? KNIT_INLINE_FIRST : KNIT_INLINE_LAST, 0);
+		knit_pool_t *pool =
+			inline_pool(2, w == 0 ? KNIT_INLINE_FIRST : KNIT_INLINE_LAST, 0);
 		knit_completion_t c;
 		cr_assert_eq(knit_call(pool, kt_id(pool, "lane"), NULL, &c, 0), 0);
-		cr_expect_eq(c.result.i64, w == 0 ? 2 : 0, "%s: first call ran on lane %lld", w == 0 ? "FIRST" : "LAST",
-			     (long long)c.result.i64);
+		cr_expect_eq(c.result.i64, w == 0 ? 2 : 0, "%s: first call ran on lane %lld",
+			     w == 0 ? "FIRST" : "LAST", (long long)c.result.i64);
 		kt_destroy(pool);
 	}
 }
@@ -200,7 +192,8 @@ KT(inline_lane, stop_drain_runs_inline_calls)
 		cr_expect_eq(out[i].status, 0, "DRAIN: call status %d", out[i].status);
 	knit_pool_stats_t s;
 	kt_stats(pool, &s);
-	cr_expect_eq(s.inline_calls, 5, "DRAIN ran %llu inline calls", (unsigned long long)s.inline_calls);
+	cr_expect_eq(s.inline_calls, 5, "DRAIN ran %llu inline calls",
+		     (unsigned long long)s.inline_calls);
 	cr_expect_eq(atomic_load(&kt_nrecords), 10);
 	kt_destroy(pool);
 }
@@ -227,6 +220,7 @@ KT(inline_lane, stop_cancel_closes_inline_calls)
 	kt_sleep_ms(20);
 	int n = atomic_load(&kt_nrecords);
 	for (int i = 0; i < n; i++)
-		cr_expect(!pthread_equal(kt_records[i].thread, pthread_self()), "an inline call ran after a CANCEL stop");
+		cr_expect(!pthread_equal(kt_records[i].thread, pthread_self()),
+			  "an inline call ran after a CANCEL stop");
 	kt_destroy(pool);
 }

@@ -42,7 +42,7 @@ static int t_nop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
-static const knit_task_t tasks[] = { { "nop", t_nop, 0, 0 }, { "where", t_where, 0, 0 } };
+static const knit_task_t tasks[] = {{"nop", t_nop, 0, 0}, {"where", t_where, 0, 0}};
 
 /* CPUs 0..63 the process may use (the test's own affinity). */
 static uint64_t allowed_bits(void)
@@ -98,7 +98,7 @@ static uint64_t worker_affinity(int w)
 	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] == '.')
 			continue;
-		char path[300], comm[32] = { 0 };
+		char path[300], comm[32] = {0};
 		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
 		FILE *f = fopen(path, "r");
 		if (f == NULL)
@@ -126,7 +126,7 @@ static uint64_t worker_affinity(int w)
 /* Affinity seen by a task on lane w. */
 static uint64_t task_affinity(knit_pool_t *pool, uint32_t w)
 {
-	knit_call_options_t co = { .size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w };
+	knit_call_options_t co = {.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue_ex(pool, 1, NULL, NULL, &co, &t), 0);
 	knit_completion_t c;
@@ -344,7 +344,8 @@ KT(placement, spinning_workers_capped_by_cpus)
 	/* With the cap, about one wake per round (the worker without a slot);
 	 * half leaves room for a worker the machine did not run within the
 	 * pause. Without the cap no worker ever parks here: 0 wakes. */
-	cr_expect_geq(wakes, ROUNDS / 2, "%llu wakes in %d rounds: more than %ld workers spun at once",
+	cr_expect_geq(wakes, ROUNDS / 2,
+		      "%llu wakes in %d rounds: more than %ld workers spun at once",
 		      (unsigned long long)wakes, ROUNDS, ncpu - 1);
 	kt_destroy(pool);
 }

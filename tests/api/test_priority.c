@@ -52,7 +52,8 @@ static void interleave(knit_pool_t *pool, int n, int pin_lane, int many)
 {
 	if (!many) {
 		for (int i = 0; i < n; i++)
-			for (int k = 2; k >= 0; k--) /* low first: enqueue order is the worst case */
+			for (int k = 2; k >= 0;
+			     k--) /* low first: enqueue order is the worst case */
 				enq_class(pool, k, k * 100 + i, pin_lane);
 		return;
 	}
@@ -71,7 +72,8 @@ static void interleave(knit_pool_t *pool, int n, int pin_lane, int many)
 	for (int i = 0; i < n; i++)
 		for (int k = 2; k >= 0; k--) {
 			a[m] = kt_i64(k * 100 + i);
-			r[m] = (knit_request_t){.task = kt_id(pool, "record"), .arg = &a[m], .opts = &o[k]};
+			r[m] = (knit_request_t){
+				.task = kt_id(pool, "record"), .arg = &a[m], .opts = &o[k]};
 			m++;
 		}
 	int done = 0;
@@ -117,10 +119,14 @@ static void check_order(knit_pool_t *pool, int fillers, int blocks, int n)
 		}
 		int k = (int)(v / 100), j = (int)(v % 100);
 		cr_assert(k >= 0 && k < 3 && j < n, "record %d: %lld", i, (long long)v);
-		cr_expect_geq(k, last_class, "record %d: class %d ran after class %d", i, k, last_class);
-		cr_expect_eq(j, next[k], "record %d: class %d call %d, want %d (FIFO)", i, k, j, next[k]);
+		cr_expect_geq(k, last_class, "record %d: class %d ran after class %d", i, k,
+			      last_class);
+		cr_expect_eq(j, next[k], "record %d: class %d call %d, want %d (FIFO)", i, k, j,
+			     next[k]);
 		if (k == 1 && late_filler) {
-			cr_expect_fail("record %d: a normal call overtook the normal filler that waited first", i);
+			cr_expect_fail("record %d: a normal call overtook the normal filler that "
+				       "waited first",
+				       i);
 			late_filler = 0;
 		}
 		next[k] = j + 1;
@@ -161,31 +167,20 @@ static void run_case(uint32_t workers, uint32_t topology, int pin_lane, int many
 	cr_expect_eq(s.class_enqueued[1], (uint64_t)(N + fillers + blocks));
 	cr_expect_eq(s.class_backlogged[0], (uint64_t)N);
 	cr_expect_eq(s.class_backlogged[2], (uint64_t)N);
-	cr_expect_eq(s.class_backlogged[0] + s.class_backlogged[1] + s.class_backlogged[2], s.backlogged);
+	cr_expect_eq(s.class_backlogged[0] + s.class_backlogged[1] + s.class_backlogged[2],
+		     s.backlogged);
 	kt_gate_open();
 	check_order(pool, fillers, blocks, N);
 	kt_destroy(pool);
 }
 
-KT(priority, shared_list_lanes)
-{
-	run_case(1, KNIT_TOPOLOGY_LANES, -1, 0);
-}
+KT(priority, shared_list_lanes) { run_case(1, KNIT_TOPOLOGY_LANES, -1, 0); }
 
-KT(priority, shared_list_burst)
-{
-	run_case(1, KNIT_TOPOLOGY_LANES, -1, 1);
-}
+KT(priority, shared_list_burst) { run_case(1, KNIT_TOPOLOGY_LANES, -1, 1); }
 
-KT(priority, pinned_queue)
-{
-	run_case(2, KNIT_TOPOLOGY_LANES, 1, 0);
-}
+KT(priority, pinned_queue) { run_case(2, KNIT_TOPOLOGY_LANES, 1, 0); }
 
-KT(priority, pinned_queue_burst)
-{
-	run_case(2, KNIT_TOPOLOGY_LANES, 1, 1);
-}
+KT(priority, pinned_queue_burst) { run_case(2, KNIT_TOPOLOGY_LANES, 1, 1); }
 
 KT(priority, bad_flags)
 {

@@ -111,7 +111,8 @@ static void roundtrip_two_workers(uint32_t topo)
 	roundtrip_all_types(p);
 	enum { N = 200 };
 	for (int i = 0; i < N; i++)
-		kt_enq(p, kt_id(p, i % 3 ? "pid" : "echo"), kt_i64(i % 3 ? 1 : i), (void *)(intptr_t)i);
+		kt_enq(p, kt_id(p, i % 3 ? "pid" : "echo"), kt_i64(i % 3 ? 1 : i),
+		       (void *)(intptr_t)i);
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(p, out, N), N);
 	int64_t pids[2] = {0, 0};
@@ -128,8 +129,9 @@ static void roundtrip_two_workers(uint32_t topo)
 			pids[1] = out[i].result.i64;
 		knit_completion_release(p, &out[i]);
 	}
-	cr_assert(pids[0] != 0 && pids[1] != 0 && pids[0] != pids[1], "two worker processes ran tasks (%lld %lld)",
-		  (long long)pids[0], (long long)pids[1]);
+	cr_assert(pids[0] != 0 && pids[1] != 0 && pids[0] != pids[1],
+		  "two worker processes ran tasks (%lld %lld)", (long long)pids[0],
+		  (long long)pids[1]);
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.spawns, 2);
@@ -215,7 +217,8 @@ KT(proc, completion_fd_level)
 		kt_enq(p, kt_id(p, "sleep"), kt_i64(20), NULL);
 		pf.revents = 0;
 		/* Readable once the worker process published (bounded wait). */
-		cr_assert_eq(poll(&pf, 1, (int)(KT_BOUND_S * 1000)), 1, "the worker's result makes it readable");
+		cr_assert_eq(poll(&pf, 1, (int)(KT_BOUND_S * 1000)), 1,
+			     "the worker's result makes it readable");
 		knit_completion_t c;
 		cr_assert_eq(knit_complete(p, &c, 1, 0), 1);
 		cr_assert_eq(c.status, 0);
@@ -233,7 +236,8 @@ KT(proc, bad_options)
 	knit_pool_options_t o;
 	knit_pool_t *p = NULL;
 	kt_proc_opts(&o, 1);
-	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "function pointers with processes");
+	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL,
+		     "function pointers with processes");
 	o.task_library = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no task library");
 	kt_proc_opts(&o, 32);
@@ -248,7 +252,8 @@ KT(proc, bad_options)
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "no inline lane");
 	kt_opts(&o, 1);
 	o.task_library = KT_PROC_LIB;
-	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a task library with threads");
+	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL,
+		     "a task library with threads");
 	kt_proc_opts(&o, 1);
 	o.task_library = KT_BUILD_DIR "/tests/lib/no-such-library.so";
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "missing library");
@@ -312,8 +317,8 @@ static void stats_after_respawns(knit_pool_t *p, knit_pool_stats_t *s, uint64_t 
 		kt_stats(p, s);
 		if (s->respawns >= n)
 			return;
-		cr_assert_lt(kt_now_ns(), end, "respawn %llu not seen (%llu)", (unsigned long long)n,
-			     (unsigned long long)s->respawns);
+		cr_assert_lt(kt_now_ns(), end, "respawn %llu not seen (%llu)",
+			     (unsigned long long)n, (unsigned long long)s->respawns);
 		kt_sleep_ms(2);
 	}
 }
@@ -339,7 +344,8 @@ static void crash_then_serve_on(const char *task, int32_t want, uint32_t workers
 	}
 	knit_pool_stats_t s;
 	stats_after_respawns(p, &s, 1);
-	cr_assert(s.spawns == workers + 1 && s.respawns == 1 && s.crashes == (want == -KNIT_ECRASHED ? 1u : 0u),
+	cr_assert(s.spawns == workers + 1 && s.respawns == 1 &&
+			  s.crashes == (want == -KNIT_ECRASHED ? 1u : 0u),
 		  "spawns %llu respawns %llu crashes %llu", (unsigned long long)s.spawns,
 		  (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.pending, 0);
@@ -355,9 +361,18 @@ static void crash_then_serve(const char *task, int32_t want)
 KT(proc, abort_fails_only_its_call) { crash_then_serve("abort", -KNIT_ECRASHED); }
 KT(proc, segv_fails_only_its_call) { crash_then_serve("segv", -KNIT_ECRASHED); }
 KT(proc, exit_fails_only_its_call) { crash_then_serve("exit", -KNIT_ECRASHED); }
-KT(proc, steal_abort_fails_only_its_call) { crash_then_serve_on("abort", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
-KT(proc, steal_segv_fails_only_its_call) { crash_then_serve_on("segv", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
-KT(proc, steal_exit_fails_only_its_call) { crash_then_serve_on("exit", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL); }
+KT(proc, steal_abort_fails_only_its_call)
+{
+	crash_then_serve_on("abort", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL);
+}
+KT(proc, steal_segv_fails_only_its_call)
+{
+	crash_then_serve_on("segv", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL);
+}
+KT(proc, steal_exit_fails_only_its_call)
+{
+	crash_then_serve_on("exit", -KNIT_ECRASHED, 2, KNIT_TOPOLOGY_STEAL);
+}
 
 static void hard_timeout_on(uint32_t workers, uint32_t topo)
 {
@@ -403,7 +418,8 @@ static void steal_queue_behind(const char *task, int32_t want)
 		if (i == BEFORE)
 			kt_enq(p, kt_id(p, task), kt_i64(0), (void *)(intptr_t)N);
 		else
-			kt_enq(p, kt_id(p, "sleep"), kt_i64(1), (void *)(intptr_t)(i > BEFORE ? i - 1 : i));
+			kt_enq(p, kt_id(p, "sleep"), kt_i64(1),
+			       (void *)(intptr_t)(i > BEFORE ? i - 1 : i));
 	}
 	knit_completion_t out[N + 1];
 	cr_assert_eq(kt_reap(p, out, N + 1), N + 1);
@@ -412,9 +428,11 @@ static void steal_queue_behind(const char *task, int32_t want)
 		const int k = (int)(intptr_t)out[i].user_data;
 		cr_assert_eq(seen[k]++, 0, "one completion per call");
 		if (k == N)
-			cr_assert_eq(out[i].status, want, "%s: %s", task, knit_strerror(out[i].status));
+			cr_assert_eq(out[i].status, want, "%s: %s", task,
+				     knit_strerror(out[i].status));
 		else
-			cr_assert_eq(out[i].status, 0, "call %d behind %s: %s", k, task, knit_strerror(out[i].status));
+			cr_assert_eq(out[i].status, 0, "call %d behind %s: %s", k, task,
+				     knit_strerror(out[i].status));
 		knit_completion_release(p, &out[i]);
 	}
 	knit_completion_t c;
@@ -533,17 +551,20 @@ KT(proc, failed_pool_empties_its_backlog)
 		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
-	cr_assert_gt(s.backlog, 0, "some calls wait in the backlog (lane slots: fewer than %d)", kWaiting);
+	cr_assert_gt(s.backlog, 0, "some calls wait in the backlog (lane slots: fewer than %d)",
+		     kWaiting);
 	static knit_completion_t out[kWaiting + 2];
 	const int got = kt_reap(p, out, kWaiting + 2);
 	cr_assert_eq(got, kWaiting + 2);
 	int crashed = 0;
 	for (int i = 0; i < got; i++) {
-		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECRASHED, "status %d", out[i].status);
+		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECRASHED, "status %d",
+			  out[i].status);
 		crashed += out[i].status == -KNIT_ECRASHED;
 	}
 	/* The sleep's result may not have left the worker before its exit. */
-	cr_assert_geq(crashed, kWaiting + 1, "every call after the sleep fails with the pool (%d of %d)", crashed, got);
+	cr_assert_geq(crashed, kWaiting + 1,
+		      "every call after the sleep fails with the pool (%d of %d)", crashed, got);
 	for (int i = 0; i < got; i++)
 		knit_completion_release(p, &out[i]);
 	kt_stats(p, &s);
@@ -563,7 +584,7 @@ KT(proc, pinned_calls_start_in_order_per_lane)
 	const uint32_t prev = kt_id(p, "prev");
 	enum { kCalls = 20000 };
 	static int64_t want[kCalls]; /* the call pinned to the same lane before */
-	int64_t last[2] = { -1, -1 };
+	int64_t last[2] = {-1, -1};
 	uint32_t rng = 777;
 	int reaped = 0, wrong = 0;
 	knit_completion_t c[64];
@@ -574,13 +595,16 @@ KT(proc, pinned_calls_start_in_order_per_lane)
 			want[i] = last[lane];
 			last[lane] = i;
 			knit_value_t v = kt_i64(i);
-			knit_call_options_t o = { .size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane };
+			knit_call_options_t o = {
+				.size = sizeof o, .flags = KNIT_CALL_LANE, .lane = lane};
 			int rc;
-			while ((rc = knit_enqueue_ex(p, prev, &v, (void *)(intptr_t)i, &o, NULL)) == -KNIT_EAGAIN) {
+			while ((rc = knit_enqueue_ex(p, prev, &v, (void *)(intptr_t)i, &o, NULL)) ==
+			       -KNIT_EAGAIN) {
 				const int n = knit_complete(p, c, 64, (int64_t)(KT_BOUND_S * 1e9));
 				cr_assert_gt(n, 0);
 				for (int k = 0; k < n; k++) {
-					wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+					wrong += c[k].status != 0 ||
+						 c[k].result.i64 != want[(intptr_t)c[k].user_data];
 					knit_completion_release(p, &c[k]);
 				}
 				reaped += n;
@@ -590,7 +614,8 @@ KT(proc, pinned_calls_start_in_order_per_lane)
 		const int n = knit_complete(p, c, 64, i < kCalls ? 0 : (int64_t)(KT_BOUND_S * 1e9));
 		cr_assert_geq(n, 0);
 		for (int k = 0; k < n; k++) {
-			wrong += c[k].status != 0 || c[k].result.i64 != want[(intptr_t)c[k].user_data];
+			wrong += c[k].status != 0 ||
+				 c[k].result.i64 != want[(intptr_t)c[k].user_data];
 			knit_completion_release(p, &c[k]);
 		}
 		reaped += n;
@@ -600,7 +625,8 @@ KT(proc, pinned_calls_start_in_order_per_lane)
 		}
 	}
 	cr_assert_eq(reaped, kCalls);
-	cr_expect_eq(wrong, 0, "%d of %d pinned calls did not start right after the one pinned there before",
+	cr_expect_eq(wrong, 0,
+		     "%d of %d pinned calls did not start right after the one pinned there before",
 		     wrong, kCalls);
 	kt_destroy(p);
 }
@@ -678,7 +704,8 @@ KT(proc, children_die_with_the_host)
 				if (f != NULL) {
 					int pid;
 					char comm[64];
-					if (fscanf(f, "%d %63s %c", &pid, comm, &st) == 3 && st != 'Z')
+					if (fscanf(f, "%d %63s %c", &pid, comm, &st) == 3 &&
+					    st != 'Z')
 						alive++;
 					fclose(f);
 				}
@@ -739,7 +766,8 @@ KT(proc, fork_child_destroy)
 	if (child == 0) {
 		knit_value_t a = kt_i64(1);
 		knit_ticket_t t;
-		int ok = knit_enqueue(p, 0, &a, NULL, &t) == -KNIT_ECLOSED && knit_pool_destroy(p) == 0;
+		int ok = knit_enqueue(p, 0, &a, NULL, &t) == -KNIT_ECLOSED &&
+			 knit_pool_destroy(p) == 0;
 		_exit(ok ? 0 : 1);
 	}
 	int st = 0;
@@ -758,9 +786,11 @@ KT(proc, worker_refuses_foreign_command_lines)
 	snprintf(cmd, sizeof cmd, "%s >/dev/null 2>&1", w);
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "no boot record: usage, exit 2");
-	snprintf(cmd, sizeof cmd, "%s --knit-boot 00112233445566778899aabbccddeeff %s 2>/dev/null", w, KT_PROC_LIB);
+	snprintf(cmd, sizeof cmd, "%s --knit-boot 00112233445566778899aabbccddeeff %s 2>/dev/null",
+		 w, KT_PROC_LIB);
 	st = system(cmd);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a boot record of another version: refused");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+		  "a boot record of another version: refused");
 }
 
 /* Results a worker published before it died are delivered, also when no
@@ -802,7 +832,8 @@ KT(proc, published_results_survive_the_crash)
 KT(proc, cancel_signal_reaches_the_worker_process)
 {
 	knit_pool_t *p = proc_pool(1);
-	knit_ticket_t t = kt_enq_ex(p, kt_id(p, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	knit_ticket_t t =
+		kt_enq_ex(p, kt_id(p, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
 	kt_sleep_ms(20);
 	cr_assert_eq(knit_cancel(p, t, KNIT_CANCEL_SIGNAL), 0);
 	knit_completion_t c;

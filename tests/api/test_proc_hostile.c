@@ -23,7 +23,8 @@
 #define HOSTILE_LIB KT_BUILD_DIR "/tests/lib/proc_hostile.so"
 
 /* Tests that pin calls to a lane use the lanes topology (pinning needs it). */
-static knit_pool_t *hostile_pool_t(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max, uint32_t topo)
+static knit_pool_t *hostile_pool_t(uint32_t workers, uint32_t hard_timeout_ms, uint32_t respawn_max,
+				   uint32_t topo)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
@@ -62,10 +63,12 @@ static void forge_round(knit_pool_t *p, uint64_t *pid)
 {
 	enum { ECHOES = 3 };
 	/* The call to name: held by worker 1 long enough to be looked at. */
-	const knit_ticket_t victim = kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
+	const knit_ticket_t victim =
+		kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
 	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)victim), (void *)2, KNIT_CALL_LANE, 0, 0);
 	for (int i = 0; i < ECHOES; i++)
-		kt_enq_ex(p, kt_id(p, "echo"), kt_i64(100 + i), (void *)(intptr_t)(3 + i), KNIT_CALL_LANE, 0, 0);
+		kt_enq_ex(p, kt_id(p, "echo"), kt_i64(100 + i), (void *)(intptr_t)(3 + i),
+			  KNIT_CALL_LANE, 0, 0);
 	knit_completion_t out[2 + ECHOES];
 	cr_assert_eq(kt_reap(p, out, 2 + ECHOES), 2 + ECHOES);
 	int seen[3 + ECHOES] = {0};
@@ -73,7 +76,8 @@ static void forge_round(knit_pool_t *p, uint64_t *pid)
 		const int k = (int)(intptr_t)out[i].user_data;
 		cr_assert(k >= 1 && k < 3 + ECHOES && seen[k]++ == 0, "completion %d twice", k);
 		if (k == 1) {
-			cr_assert_eq(out[i].status, 0, "the other lane's call: %s", knit_strerror(out[i].status));
+			cr_assert_eq(out[i].status, 0, "the other lane's call: %s",
+				     knit_strerror(out[i].status));
 			cr_assert_eq(out[i].result.i64, 1500);
 		} else if (k == 2) {
 			cr_assert_eq(out[i].status, -KNIT_EPROTO, "the forger's call: %s",
@@ -82,7 +86,7 @@ static void forge_round(knit_pool_t *p, uint64_t *pid)
 			/* Placed on lane 0 behind the forger: failed with it, or
 			 * (placed only after the kill) run by the new worker. */
 			cr_assert(out[i].status == -KNIT_EPROTO ||
-				      (out[i].status == 0 && out[i].result.i64 == 100 + k - 3),
+					  (out[i].status == 0 && out[i].result.i64 == 100 + k - 3),
 				  "echo on the forger's lane: %s", knit_strerror(out[i].status));
 		}
 		knit_completion_release(p, &out[i]);
@@ -108,8 +112,9 @@ KT(proc_hostile, forged_stamp_kills_and_respawns_the_forger)
 	kt_stats(p, &s);
 	cr_assert_geq(s.proto_errors, 1);
 	cr_assert(s.spawns == 3 && s.respawns == 1 && s.crashes == 1 && s.hard_kills == 0,
-		  "spawns %llu respawns %llu crashes %llu hard_kills %llu", (unsigned long long)s.spawns,
-		  (unsigned long long)s.respawns, (unsigned long long)s.crashes, (unsigned long long)s.hard_kills);
+		  "spawns %llu respawns %llu crashes %llu hard_kills %llu",
+		  (unsigned long long)s.spawns, (unsigned long long)s.respawns,
+		  (unsigned long long)s.crashes, (unsigned long long)s.hard_kills);
 	cr_assert_eq(s.enqueued, s.completed);
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
@@ -123,7 +128,8 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 	knit_completion_t c = on_lane(p, "pid", kt_none(), 0);
 	uint64_t pid = (uint64_t)c.result.i64;
 	forge_round(p, &pid); /* crash 1 of 1: respawned */
-	const knit_ticket_t victim = kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
+	const knit_ticket_t victim =
+		kt_enq_ex(p, kt_id(p, "sleep"), kt_i64(1500), (void *)1, KNIT_CALL_LANE, 0, 1);
 	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)victim), (void *)2, KNIT_CALL_LANE, 0, 0);
 	knit_completion_t out[2];
 	cr_assert_eq(kt_reap(p, out, 2), 2);
@@ -132,7 +138,8 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 		 * with it, so the other lane's call ends -KNIT_ECRASHED (or 0,
 		 * had it finished first). */
 		if ((intptr_t)out[i].user_data == 2)
-			cr_assert_eq(out[i].status, -KNIT_EPROTO, "%s", knit_strerror(out[i].status));
+			cr_assert_eq(out[i].status, -KNIT_EPROTO, "%s",
+				     knit_strerror(out[i].status));
 		else
 			cr_assert(out[i].status == -KNIT_ECRASHED || out[i].status == 0, "%s",
 				  knit_strerror(out[i].status));
@@ -143,8 +150,9 @@ KT(proc_hostile, forging_exhausts_the_respawn_budget)
 	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
-	cr_assert(s.crashes == 2 && s.respawns == 1 && s.spawns == 3, "spawns %llu respawns %llu crashes %llu",
-		  (unsigned long long)s.spawns, (unsigned long long)s.respawns, (unsigned long long)s.crashes);
+	cr_assert(s.crashes == 2 && s.respawns == 1 && s.spawns == 3,
+		  "spawns %llu respawns %llu crashes %llu", (unsigned long long)s.spawns,
+		  (unsigned long long)s.respawns, (unsigned long long)s.crashes);
 	cr_assert_eq(s.enqueued, s.completed);
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
@@ -166,8 +174,8 @@ KT(proc_hostile, unasked_clean_exit_is_a_crash)
 		kt_sleep_ms(1);
 		kt_stats(p, &s);
 	} while (s.crashes + s.respawns == 0 && kt_now_ns() < end);
-	cr_assert(s.crashes == 1 && s.respawns == 0, "crashes %llu respawns %llu", (unsigned long long)s.crashes,
-		  (unsigned long long)s.respawns);
+	cr_assert(s.crashes == 1 && s.respawns == 0, "crashes %llu respawns %llu",
+		  (unsigned long long)s.crashes, (unsigned long long)s.respawns);
 	/* No respawn left: the pool failed. */
 	knit_value_t a = kt_i64(1);
 	knit_ticket_t t;
@@ -258,10 +266,11 @@ KT(proc_hostile, idle_wait_is_not_polled)
 	knit_completion_release(p, &c);
 	kt_stats(p, &s1);
 	const uint64_t arms = s1.doorbell_arms - s0.doorbell_arms;
-	cr_log_info("futex_waitv %s: %llu doorbell arms in a 1 s wait", have_futex_waitv() ? "yes" : "no",
-		    (unsigned long long)arms);
+	cr_log_info("futex_waitv %s: %llu doorbell arms in a 1 s wait",
+		    have_futex_waitv() ? "yes" : "no", (unsigned long long)arms);
 	if (have_futex_waitv())
-		cr_assert_leq(arms, 3, "%llu arms: the host was woken while nothing rang", (unsigned long long)arms);
+		cr_assert_leq(arms, 3, "%llu arms: the host was woken while nothing rang",
+			      (unsigned long long)arms);
 	else
 		cr_assert_geq(arms, 1);
 	kt_destroy(p);
@@ -287,8 +296,8 @@ KT(proc_hostile, self_disarmer_cannot_silence_a_peer)
 	knit_completion_release(p, &c);
 	kt_stats(p, &s1);
 	const uint64_t arms = s1.doorbell_arms - s0.doorbell_arms;
-	cr_log_info("futex_waitv %s: %llu doorbell arms before worker 1's result", have_futex_waitv() ? "yes" : "no",
-		    (unsigned long long)arms);
+	cr_log_info("futex_waitv %s: %llu doorbell arms before worker 1's result",
+		    have_futex_waitv() ? "yes" : "no", (unsigned long long)arms);
 	if (have_futex_waitv())
 		cr_assert_leq(arms, 3, "%llu arms: the host polled", (unsigned long long)arms);
 	/* Its own result it may have left unrung (it clears its word up to
@@ -322,7 +331,10 @@ KT(proc_hostile, hider_cannot_hide_a_peer_from_the_completion_fd)
 	int r;
 	while ((r = poll(&pfd, 1, 10000)) < 0 && errno == EINTR) {
 	}
-	cr_assert_eq(r, 1, "the completion fd never became readable (poll %d): worker 1's result was hidden", r);
+	cr_assert_eq(
+		r, 1,
+		"the completion fd never became readable (poll %d): worker 1's result was hidden",
+		r);
 	knit_completion_t c[2];
 	const int n = knit_complete(p, c, 2, 0);
 	cr_assert_eq(n, 1, "%d completions when the fd rose: only worker 1's should be there", n);
@@ -345,8 +357,9 @@ static int status_allowed(int32_t s)
 {
 	/* A scribbled frame may pass validation with any status a worker may
 	 * send; everything else is the host's verdict. */
-	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ENOMEM || s == -KNIT_EPROTO ||
-	       s == -KNIT_ECRASHED || s == -KNIT_ETIMEDOUT || s == -KNIT_ECLOSED;
+	return s == 0 || s == -KNIT_ETASK || s == -KNIT_ETOOBIG || s == -KNIT_ENOMEM ||
+	       s == -KNIT_EPROTO || s == -KNIT_ECRASHED || s == -KNIT_ETIMEDOUT ||
+	       s == -KNIT_ECLOSED;
 }
 
 /* Lanes: the scribbler writes over its lane block and its running stamp.
@@ -380,15 +393,16 @@ static void scribbler(uint32_t topo)
 		knit_value_t a = kt_i64(is_scribble ? (int64_t)(seed + (uint64_t)i) : i);
 		knit_ticket_t t;
 		int rc;
-		while ((rc = knit_enqueue_ex(p, is_scribble ? scribble : echo, &a, (void *)(intptr_t)i, &o, &t)) ==
-		       -KNIT_EAGAIN) {
+		while ((rc = knit_enqueue_ex(p, is_scribble ? scribble : echo, &a,
+					     (void *)(intptr_t)i, &o, &t)) == -KNIT_EAGAIN) {
 			const int n = knit_complete(p, out, 64, 10ll * 1000 * 1000);
 			for (int k = 0; k < n; k++) {
 				const int j = (int)(intptr_t)out[k].user_data;
-				cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0, "seed %llu: call %d twice",
-					  (unsigned long long)seed, j);
-				cr_assert(status_allowed(out[k].status), "seed %llu: call %d status %d",
-					  (unsigned long long)seed, j, out[k].status);
+				cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0,
+					  "seed %llu: call %d twice", (unsigned long long)seed, j);
+				cr_assert(status_allowed(out[k].status),
+					  "seed %llu: call %d status %d", (unsigned long long)seed,
+					  j, out[k].status);
 				by_status[-out[k].status & 15]++;
 				completed++;
 				knit_completion_release(p, &out[k]);
@@ -398,7 +412,8 @@ static void scribbler(uint32_t topo)
 			failed_pool++; /* out of respawns: nothing was enqueued */
 			continue;
 		}
-		cr_assert_eq(rc, 0, "seed %llu: enqueue %d: %s", (unsigned long long)seed, i, knit_strerror(rc));
+		cr_assert_eq(rc, 0, "seed %llu: enqueue %d: %s", (unsigned long long)seed, i,
+			     knit_strerror(rc));
 		queued[i] = 1;
 		enqueued++;
 	}
@@ -407,8 +422,8 @@ static void scribbler(uint32_t topo)
 		const int n = knit_complete(p, out, 64, 100ll * 1000 * 1000);
 		for (int k = 0; k < n; k++) {
 			const int j = (int)(intptr_t)out[k].user_data;
-			cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0, "seed %llu: call %d twice",
-				  (unsigned long long)seed, j);
+			cr_assert(j >= 0 && j < N && queued[j] && done[j]++ == 0,
+				  "seed %llu: call %d twice", (unsigned long long)seed, j);
 			cr_assert(status_allowed(out[k].status), "seed %llu: call %d status %d",
 				  (unsigned long long)seed, j, out[k].status);
 			by_status[-out[k].status & 15]++;
@@ -416,8 +431,8 @@ static void scribbler(uint32_t topo)
 			knit_completion_release(p, &out[k]);
 		}
 	}
-	cr_assert_eq(completed, enqueued, "seed %llu: %d of %d calls completed", (unsigned long long)seed,
-		     completed, enqueued);
+	cr_assert_eq(completed, enqueued, "seed %llu: %d of %d calls completed",
+		     (unsigned long long)seed, completed, enqueued);
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(done[i], queued[i], "seed %llu: call %d", (unsigned long long)seed, i);
 	knit_pool_stats_t s;
@@ -426,8 +441,10 @@ static void scribbler(uint32_t topo)
 	cr_assert_eq(s.completed, s.enqueued, "seed %llu", (unsigned long long)seed);
 	cr_assert_eq(s.pending, 0, "seed %llu", (unsigned long long)seed);
 	/* The scribbles did something the host had to catch. */
-	cr_assert_gt(s.proto_errors + s.crashes, 0, "seed %llu: no scribble was noticed", (unsigned long long)seed);
-	cr_log_info("seed %llu: %d enqueued, ok %d, EPROTO %d, ECRASHED %d, ETIMEDOUT %d; proto_errors %llu "
+	cr_assert_gt(s.proto_errors + s.crashes, 0, "seed %llu: no scribble was noticed",
+		     (unsigned long long)seed);
+	cr_log_info("seed %llu: %d enqueued, ok %d, EPROTO %d, ECRASHED %d, ETIMEDOUT %d; "
+		    "proto_errors %llu "
 		    "crashes %llu respawns %llu",
 		    (unsigned long long)seed, enqueued, by_status[0], by_status[KNIT_EPROTO & 15],
 		    by_status[KNIT_ECRASHED & 15], by_status[KNIT_ETIMEDOUT & 15],

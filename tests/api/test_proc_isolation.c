@@ -55,7 +55,8 @@ static void forge_round(knit_pool_t *p, uint32_t topo, int round)
 	const int64_t x = 0x3c1d5a0000000000ll + round * 7919 + 17; /* T's argument: nowhere else */
 	const uint32_t pin = topo == KNIT_TOPOLOGY_LANES ? KNIT_CALL_LANE : 0;
 	kt_enq_ex(p, kt_id(p, "slow"), kt_i64(400), (void *)K_SLOW, pin, 0, 0);
-	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)((uint64_t)x ^ FORGE_KEY)), (void *)K_FORGE, pin, 0, 1);
+	kt_enq_ex(p, kt_id(p, "forge"), kt_i64((int64_t)((uint64_t)x ^ FORGE_KEY)), (void *)K_FORGE,
+		  pin, 0, 1);
 	/* Once both run (a worker takes what its lane holds when it starts):
 	 * lanes, T waits behind the slow call in worker 0's lane; steal, in
 	 * the submit queue while both workers are busy. */
@@ -66,25 +67,32 @@ static void forge_round(knit_pool_t *p, uint32_t topo, int round)
 	int seen[4] = {0};
 	for (int i = 0; i < 3; i++) {
 		const int k = (int)(intptr_t)got[i].user_data;
-		cr_assert(k >= K_SLOW && k <= K_T && seen[k]++ == 0, "round %d: completion %d twice", round, k);
+		cr_assert(k >= K_SLOW && k <= K_T && seen[k]++ == 0,
+			  "round %d: completion %d twice", round, k);
 		out[K_T - k] = got[i]; /* T first */
 	}
 	for (int i = 0; i < 3; i++) {
 		const int k = (int)(intptr_t)out[i].user_data;
 		if (k == K_T) {
 			cr_assert(out[i].status != 0 || out[i].result.i64 != 2 * (x + FORGE_DELTA),
-				  "round %d: T completed 0 with the forged argument's result", round);
-			cr_assert_eq(out[i].status, 0, "round %d: T failed: %s", round, knit_strerror(out[i].status));
+				  "round %d: T completed 0 with the forged argument's result",
+				  round);
+			cr_assert_eq(out[i].status, 0, "round %d: T failed: %s", round,
+				     knit_strerror(out[i].status));
 			cr_assert_eq(out[i].result.i64, 2 * x, "round %d: T's result", round);
 		} else if (k == K_SLOW) {
-			cr_assert_eq(out[i].status, 0, "round %d: the slow call: %s", round, knit_strerror(out[i].status));
+			cr_assert_eq(out[i].status, 0, "round %d: the slow call: %s", round,
+				     knit_strerror(out[i].status));
 		} else if (topo == KNIT_TOPOLOGY_LANES) {
 			/* T's argument is in worker 0's lane: not mapped here. */
-			cr_assert_eq(out[i].status, 0, "round %d: the forger: %s", round, knit_strerror(out[i].status));
-			cr_assert_eq(out[i].result.i64, 0, "round %d: the forger found T's argument", round);
+			cr_assert_eq(out[i].status, 0, "round %d: the forger: %s", round,
+				     knit_strerror(out[i].status));
+			cr_assert_eq(out[i].result.i64, 0,
+				     "round %d: the forger found T's argument", round);
 		} else {
 			/* The submit queue is read-only to workers: its write killed it. */
-			cr_assert_eq(out[i].status, -KNIT_ECRASHED, "round %d: the forger: %s (result %lld)", round,
+			cr_assert_eq(out[i].status, -KNIT_ECRASHED,
+				     "round %d: the forger: %s (result %lld)", round,
 				     knit_strerror(out[i].status), (long long)out[i].result.i64);
 		}
 		knit_completion_release(p, &out[i]);
@@ -118,8 +126,9 @@ static void no_upgrade(uint32_t topo)
 	knit_pool_t *p = forge_pool(2, topo, 0);
 	knit_completion_t c = kt_proc_call(p, "upgrade", kt_none());
 	cr_assert_eq(c.status, 0, "upgrade: %s", knit_strerror(c.status));
-	cr_assert_eq(c.result.i64, 0, "a worker got write access to the shared memory %lld ways (-1: no read-only "
-				      "mapping at all)",
+	cr_assert_eq(c.result.i64, 0,
+		     "a worker got write access to the shared memory %lld ways (-1: no read-only "
+		     "mapping at all)",
 		     (long long)c.result.i64);
 	kt_destroy(p);
 }
@@ -150,15 +159,18 @@ static void take(knit_pool_t *p, struct tally *t, knit_completion_t *c)
 	const intptr_t ud = (intptr_t)c->user_data;
 	const int scribble = ud < 0;
 	const int i = (int)(scribble ? -ud - 1 : ud);
-	cr_assert(i >= 0 && i < t->n && t->done[i]++ == 0, "seed %llu: call %d twice", (unsigned long long)t->seed, i);
+	cr_assert(i >= 0 && i < t->n && t->done[i]++ == 0, "seed %llu: call %d twice",
+		  (unsigned long long)t->seed, i);
 	t->completed++;
 	if (!scribble) {
 		/* A status 0 is the call's own result, always. */
 		cr_assert(c->status != 0 || c->result.i64 == 2 * (int64_t)i,
-			  "seed %llu: call %d completed 0 with %lld, not its own result", (unsigned long long)t->seed, i,
-			  (long long)c->result.i64);
-		cr_assert(c->status == 0 || c->status == -KNIT_ECRASHED || c->status == -KNIT_EPROTO,
-			  "seed %llu: call %d: %s", (unsigned long long)t->seed, i, knit_strerror(c->status));
+			  "seed %llu: call %d completed 0 with %lld, not its own result",
+			  (unsigned long long)t->seed, i, (long long)c->result.i64);
+		cr_assert(c->status == 0 || c->status == -KNIT_ECRASHED ||
+				  c->status == -KNIT_EPROTO,
+			  "seed %llu: call %d: %s", (unsigned long long)t->seed, i,
+			  knit_strerror(c->status));
 		if (t->topo == KNIT_TOPOLOGY_LANES)
 			/* Worker 0 is honest: its calls never fail. */
 			cr_assert_eq(c->status, 0, "seed %llu: call %d of the honest worker: %s",
@@ -185,7 +197,8 @@ static void scribbler(uint32_t topo)
 	 * results of calls it ran itself (its own memory): scribble_exit waits
 	 * until those are reaped and never serves another call. */
 	const uint32_t twice = kt_id(p, "twice"),
-		       scribble = kt_id(p, topo == KNIT_TOPOLOGY_LANES ? "scribble" : "scribble_exit");
+		       scribble =
+			       kt_id(p, topo == KNIT_TOPOLOGY_LANES ? "scribble" : "scribble_exit");
 	knit_completion_t out[64];
 	for (int i = 0; i < N; i++) {
 		const int is_scribble = i % EVERY == EVERY / 2;
@@ -201,14 +214,15 @@ static void scribbler(uint32_t topo)
 		void *ud = (void *)(is_scribble ? -(intptr_t)i - 1 : (intptr_t)i);
 		knit_ticket_t tk;
 		int rc;
-		while ((rc = knit_enqueue_ex(p, is_scribble ? scribble : twice, &a, ud, &o, &tk)) == -KNIT_EAGAIN) {
+		while ((rc = knit_enqueue_ex(p, is_scribble ? scribble : twice, &a, ud, &o, &tk)) ==
+		       -KNIT_EAGAIN) {
 			const int n = knit_complete(p, out, 64, 10ll * 1000 * 1000);
 			cr_assert(n >= 0, "knit_complete: %s", knit_strerror(n));
 			for (int k = 0; k < n; k++)
 				take(p, &t, &out[k]);
 		}
-		cr_assert_eq(rc, 0, "seed %llu: enqueue %d: %s (the pool failed?)", (unsigned long long)seed, i,
-			     knit_strerror(rc));
+		cr_assert_eq(rc, 0, "seed %llu: enqueue %d: %s (the pool failed?)",
+			     (unsigned long long)seed, i, knit_strerror(rc));
 	}
 	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
 	while (t.completed < N && kt_now_ns() < end) {
@@ -226,8 +240,9 @@ static void scribbler(uint32_t topo)
 	if (topo == KNIT_TOPOLOGY_LANES)
 		cr_assert_eq(pid_of(p, 0), honest_pid, "seed %llu: the honest worker was killed",
 			     (unsigned long long)seed);
-	cr_log_info("seed %llu: %d honest calls failed, %llu crashes, %llu protocol errors", (unsigned long long)seed,
-		    t.failed, (unsigned long long)s.crashes, (unsigned long long)s.proto_errors);
+	cr_log_info("seed %llu: %d honest calls failed, %llu crashes, %llu protocol errors",
+		    (unsigned long long)seed, t.failed, (unsigned long long)s.crashes,
+		    (unsigned long long)s.proto_errors);
 	/* Not kt_destroy: a scribbler's own lane counters say what it wrote. */
 	cr_assert_eq(knit_pool_destroy(p), 0);
 }

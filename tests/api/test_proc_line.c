@@ -93,16 +93,17 @@ KT(proc_line, every_type_over_the_line)
 
 	/* Bytes built in knit_ctx_alloc memory: inline, then far past the
 	 * reply block (the spill slot). */
-	const int64_t sizes[] = { 40, 5000, 1 << 20 };
+	const int64_t sizes[] = {40, 5000, 1 << 20};
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		c = line_call(p, "alloc", kt_i64(sizes[k]));
-		cr_assert_eq(c.status, 0, "alloc %lld: %s", (long long)sizes[k], knit_strerror(c.status));
+		cr_assert_eq(c.status, 0, "alloc %lld: %s", (long long)sizes[k],
+			     knit_strerror(c.status));
 		cr_assert_eq(c.result.type, KNIT_VALUE_BYTES);
 		cr_assert_eq(c.result.len, (size_t)sizes[k]);
 		const char *d = c.result.data;
 		for (int64_t i = 0; i < sizes[k]; i++)
-			cr_assert_eq(d[i], (char)('a' + i % 26), "alloc %lld: byte %lld", (long long)sizes[k],
-				     (long long)i);
+			cr_assert_eq(d[i], (char)('a' + i % 26), "alloc %lld: byte %lld",
+				     (long long)sizes[k], (long long)i);
 		knit_completion_release(p, &c), calls++;
 	}
 	cr_assert_eq(sync_calls(p) - s0, calls, "every call took the line");
@@ -192,7 +193,8 @@ KT(proc_line, respawned_worker_does_not_rerun_a_line_request)
 	kt_stats(p, &s);
 	cr_assert_eq(s.respawns, 1);
 	cr_assert_eq(s.sync_calls, 4, "the line reopened for the respawned worker");
-	cr_assert_eq(s.lane[0].calls, 4, "pid once and three echoes (the exit never returned), got %llu",
+	cr_assert_eq(s.lane[0].calls, 4,
+		     "pid once and three echoes (the exit never returned), got %llu",
 		     (unsigned long long)s.lane[0].calls);
 	kt_destroy(p);
 }
@@ -220,13 +222,15 @@ KT(proc_line, line_reopens_after_each_respawn)
 		for (uint32_t i = 0; i < per; i++) {
 			const int64_t v = (int64_t)(r * 1000 + i);
 			c = line_call(p, "echo", kt_i64(v));
-			cr_assert_eq(c.status, 0, "round %u call %u: %s", r, i, knit_strerror(c.status));
+			cr_assert_eq(c.status, 0, "round %u call %u: %s", r, i,
+				     knit_strerror(c.status));
 			cr_assert_eq(c.result.i64, v);
 			knit_completion_release(p, &c);
 			ran++;
 		}
-		cr_assert_eq(sync_calls(p) - s0, per, "round %u: every call after the respawn took the line (%llu)",
-			     r, (unsigned long long)(sync_calls(p) - s0));
+		cr_assert_eq(sync_calls(p) - s0, per,
+			     "round %u: every call after the respawn took the line (%llu)", r,
+			     (unsigned long long)(sync_calls(p) - s0));
 		kt_stats(p, &s);
 		cr_assert_eq(s.respawns, r + 1);
 	}
@@ -234,7 +238,8 @@ KT(proc_line, line_reopens_after_each_respawn)
 	cr_assert_eq(s.crashes, rounds);
 	cr_assert_eq(s.pending, 0);
 	cr_assert_eq(s.proto_errors, 0);
-	cr_assert_eq(s.enqueued, s.completed, "one completion per call: %llu enqueued, %llu completed",
+	cr_assert_eq(s.enqueued, s.completed,
+		     "one completion per call: %llu enqueued, %llu completed",
 		     (unsigned long long)s.enqueued, (unsigned long long)s.completed);
 	cr_assert_eq(s.lane[0].calls, ran, "nothing ran twice: %llu runs for %llu calls",
 		     (unsigned long long)s.lane[0].calls, (unsigned long long)ran);
@@ -286,7 +291,8 @@ KT(proc_line, waiting_call_survives_its_workers_death)
 	cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_assert_eq(w.rc, 0, "knit_call: %s", knit_strerror(w.rc));
-	cr_assert_eq(w.c.status, 0, "the call the dead worker never started: %s", knit_strerror(w.c.status));
+	cr_assert_eq(w.c.status, 0, "the call the dead worker never started: %s",
+		     knit_strerror(w.c.status));
 	cr_assert_eq(w.c.result.i64, 77);
 	knit_completion_t c;
 	kt_reap1(p, &c);

@@ -50,7 +50,7 @@ static void pin_self(int cpu)
 /* Task `name` on lane w: its I64 result. */
 static int64_t lane_call(knit_pool_t *p, uint32_t w, const char *name)
 {
-	knit_call_options_t co = { .size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w };
+	knit_call_options_t co = {.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
 	knit_value_t none = kt_none();
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue_ex(p, kt_id(p, name), &none, NULL, &co, &t), 0);
@@ -136,7 +136,8 @@ KT(proc_placement, one_per_worker_round_robin)
 	const uint64_t ok = allowed_bits();
 	const int n = __builtin_popcountll(ok);
 	cr_assert_gt(n, 0);
-	const uint32_t workers = (uint32_t)(n + 1 > 4 ? 4 : n + 1); /* wraps around once (few CPUs) */
+	const uint32_t workers =
+		(uint32_t)(n + 1 > 4 ? 4 : n + 1); /* wraps around once (few CPUs) */
 	knit_pool_options_t o;
 	kt_proc_opts(&o, workers);
 	o.topology = KNIT_TOPOLOGY_LANES; /* lane_call() pins; placement is the same under steal */

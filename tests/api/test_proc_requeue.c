@@ -52,10 +52,7 @@ static long runs(const struct scratch *s, int i)
 	return stat(s->tally[i], &st) == 0 ? (long)st.st_size : 0;
 }
 
-static knit_value_t str_of(const char *path)
-{
-	return kt_str(path, strlen(path));
-}
+static knit_value_t str_of(const char *path) { return kt_str(path, strlen(path)); }
 
 /* One worker: the tallies ran in the order they were enqueued (the re-run
  * ones are placed again in their order, into an empty lane that its new
@@ -97,7 +94,7 @@ static void wait_tallies(knit_pool_t *p, const struct scratch *s)
 			knit_pool_stats_t st;
 			kt_stats(p, &st);
 			cr_assert_lt(kt_now_ns(), end, "tally %d never ran (respawns %llu)", i,
-			             (unsigned long long)st.respawns);
+				     (unsigned long long)st.respawns);
 			kt_sleep_ms(2);
 		}
 }
@@ -118,16 +115,16 @@ static void reap_and_check(knit_pool_t *p, const struct scratch *s, int32_t want
 		} else if (k == 999) {
 			crasher++;
 			cr_assert_eq(out[i].status, want, "crasher: %s",
-			             knit_strerror(out[i].status));
+				     knit_strerror(out[i].status));
 		} else {
 			cr_assert(k >= 0 && k < N);
 			seen[k]++;
 			cr_assert_eq(out[i].status, 0, "tally %d: %s", k,
-			             knit_strerror(out[i].status));
+				     knit_strerror(out[i].status));
 			cr_assert_eq(out[i].result.type, KNIT_VALUE_STRING);
 			cr_assert_eq(out[i].result.len, strlen(s->tally[k]));
 			cr_assert_eq(memcmp(out[i].result.data, s->tally[k], out[i].result.len), 0,
-			             "tally %d: its own result", k);
+				     "tally %d: its own result", k);
 		}
 		knit_completion_release(p, &out[i]);
 	}
@@ -171,18 +168,9 @@ static void crash_requeues(const char *task)
 	scratch_fini(&s);
 }
 
-KT(proc_requeue, abort_reruns_the_untaken_calls)
-{
-	crash_requeues("abort");
-}
-KT(proc_requeue, segv_reruns_the_untaken_calls)
-{
-	crash_requeues("segv");
-}
-KT(proc_requeue, exit_reruns_the_untaken_calls)
-{
-	crash_requeues("exit");
-}
+KT(proc_requeue, abort_reruns_the_untaken_calls) { crash_requeues("abort"); }
+KT(proc_requeue, segv_reruns_the_untaken_calls) { crash_requeues("segv"); }
+KT(proc_requeue, exit_reruns_the_untaken_calls) { crash_requeues("exit"); }
 
 /* The hard timeout kills the worker: only the call over time fails (its
  * timeout code); the calls behind it run again. The timeout is checked by
@@ -231,7 +219,7 @@ KT(proc_requeue, two_lanes_crash_reruns_only_the_lost_lane)
 	for (int i = 0; i < N; i++) {
 		const uint32_t pin = i % 3 == 2 ? 0 : KNIT_CALL_LANE;
 		kt_enq_ex(p, kt_id(p, "tally"), str_of(s.tally[i]), (void *)(intptr_t)i, pin, 0,
-		          (uint32_t)(i % 3));
+			  (uint32_t)(i % 3));
 	}
 	unlink(s.gate);
 	wait_tallies(p, &s);
@@ -276,8 +264,8 @@ KT(proc_requeue, failed_pool_fails_every_call_once)
 			/* A tally that ran before the abort (lock order is not
 			 * strictly FIFO) may have its result lost with the worker. */
 			cr_assert(out[i].status == -KNIT_ECRASHED ||
-			              (out[i].status == 0 && runs(&s, k) == 1),
-			          "tally %d: %s", k, knit_strerror(out[i].status));
+					  (out[i].status == 0 && runs(&s, k) == 1),
+				  "tally %d: %s", k, knit_strerror(out[i].status));
 		}
 		knit_completion_release(p, &out[i]);
 	}
@@ -362,12 +350,12 @@ KT(proc_requeue, cleared_started_mask_reruns_only_until_the_budget)
 	knit_pool_stats_t st;
 	kt_stats(p, &st);
 	cr_assert_eq(st.crashes, 3, "ran once and twice again: %llu",
-	             (unsigned long long)st.crashes);
+		     (unsigned long long)st.crashes);
 	cr_assert_eq(st.respawns, 2);
 	knit_value_t a = kt_i64(1);
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED,
-	             "the pool failed");
+		     "the pool failed");
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }

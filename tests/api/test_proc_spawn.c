@@ -22,7 +22,6 @@
 
 #include "kt.h"
 
-
 /* The wrappers: each appends its pid to the marker file ($1), then runs
  * the rest of its command line, in place (exec) or as a child it waits for
  * (fork: the trailing exit keeps the shell from exec'ing the last command). */
@@ -300,8 +299,9 @@ KT(spawn, bad_prefix)
 	int fds_children = kt_count_children();
 	o.worker_prefix = missing;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "not in $PATH");
-	cr_assert(strstr(knit_last_error(), "worker_prefix program \"no-such-knit-wrapper\"") != NULL, "%s",
-		  knit_last_error());
+	cr_assert(strstr(knit_last_error(), "worker_prefix program \"no-such-knit-wrapper\"") !=
+			  NULL,
+		  "%s", knit_last_error());
 	o.worker_prefix = missing_abs;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT, "no such file");
 	cr_assert_eq(kt_count_children(), fds_children);
@@ -309,7 +309,8 @@ KT(spawn, bad_prefix)
 	/* Thread pools take no prefix. */
 	kt_opts(&o, 1);
 	o.worker_prefix = env;
-	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL, "a prefix with threads");
+	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL,
+		     "a prefix with threads");
 	/* An older caller's struct ends before worker_prefix: none, whatever
 	 * lies beyond its size. */
 	kt_proc_opts(&o, 1);
@@ -415,9 +416,9 @@ KT(spawn, named_shm_host_killed_leaves_no_name)
 		o.proc_flags = KNIT_PROC_NAMED_SHM;
 		knit_pool_t *p = NULL;
 		char ok = knit_pool_create(&o, NULL, 0, &p) == 0 &&
-				  kt_proc_call(p, "echo", kt_i64(5)).result.i64 == 5
-			      ? 'y'
-			      : 'n';
+					  kt_proc_call(p, "echo", kt_i64(5)).result.i64 == 5
+				  ? 'y'
+				  : 'n';
 		(void)!write(ready[1], &ok, 1);
 		for (;;)
 			pause(); /* killed here, the pool alive */
@@ -446,13 +447,15 @@ static volatile int g_die_after_shm_create;
 
 int shm_open(const char *name, int oflag, mode_t mode)
 {
-	int (*real)(const char *, int, mode_t) = (int (*)(const char *, int, mode_t))dlsym(RTLD_NEXT, "shm_open");
+	int (*real)(const char *, int, mode_t) =
+		(int (*)(const char *, int, mode_t))dlsym(RTLD_NEXT, "shm_open");
 	if (real == NULL) {
 		errno = ENOSYS;
 		return -1;
 	}
 	const int fd = real(name, oflag, mode);
-	if (fd >= 0 && g_die_after_shm_create && (oflag & O_CREAT) != 0 && strncmp(name, "/knitting-", 10) == 0)
+	if (fd >= 0 && g_die_after_shm_create && (oflag & O_CREAT) != 0 &&
+	    strncmp(name, "/knitting-", 10) == 0)
 		raise(SIGKILL);
 	return fd;
 }
@@ -474,7 +477,8 @@ KT(spawn, named_shm_host_killed_in_create_leaves_no_name)
 	}
 	int st = 0;
 	cr_assert_eq(waitpid(host, &st, 0), host);
-	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the host died in its shm_open (status 0x%x)", st);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		  "the host died in its shm_open (status 0x%x)", st);
 	/* The janitor runs on its own time: wait for it, with a hang guard. */
 	for (int i = 0; i < 500 && shm_names(host) != 0; i++)
 		usleep(10 * 1000);
@@ -546,13 +550,16 @@ static int worker_fds_ok(int64_t pid, const struct stat *ends, const char *when)
 		if (stat(path, &st) == 0)
 			for (int i = 0; i < 2; i++)
 				if (st.st_dev == ends[i].st_dev && st.st_ino == ends[i].st_ino) {
-					fprintf(stderr, "%s: the worker holds the host's pipe on %d (%s)\n", when, fd,
-						target);
+					fprintf(stderr,
+						"%s: the worker holds the host's pipe on %d (%s)\n",
+						when, fd, target);
 					rc = rc ? rc : 21;
 					break; /* the two ends share one inode */
 				}
 		if (fd != 0 && fd != 1 && fd != 2 && fd != 5) {
-			fprintf(stderr, "%s: the worker holds descriptor %d (%s), not one knit-worker(8) lists\n",
+			fprintf(stderr,
+				"%s: the worker holds descriptor %d (%s), not one knit-worker(8) "
+				"lists\n",
 				when, fd, target);
 			rc = rc ? rc : 22;
 		}
@@ -572,7 +579,9 @@ static int child_pid_call(knit_pool_t *p, int64_t *pid)
 {
 	knit_value_t none = kt_none();
 	knit_completion_t c;
-	if (knit_call(p, knit_pool_task_id(p, "pid"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 || c.status != 0)
+	if (knit_call(p, knit_pool_task_id(p, "pid"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) !=
+		    0 ||
+	    c.status != 0)
 		return 0;
 	*pid = c.result.i64;
 	return 1;
@@ -606,7 +615,8 @@ static int host_with_pipe(uint32_t proc_flags)
 	int rc = worker_fds_ok(first, ends, "first start");
 	knit_value_t none = kt_none();
 	knit_completion_t c;
-	if (knit_call(p, knit_pool_task_id(p, "exit"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) != 0 ||
+	if (knit_call(p, knit_pool_task_id(p, "exit"), &none, &c, (int64_t)(KT_BOUND_S * 1e9)) !=
+		    0 ||
 	    c.status != -KNIT_ECRASHED)
 		return 7;
 	if (!child_pid_call(p, &second) || second == first)
@@ -627,8 +637,10 @@ static void descriptors_case(uint32_t proc_flags)
 	}
 	int st = 0;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "the host child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	cr_assert_eq(WEXITSTATUS(st), 0, "the host child failed check %d (its stderr says why)", WEXITSTATUS(st));
+	cr_assert(WIFEXITED(st), "the host child was killed by signal %d",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	cr_assert_eq(WEXITSTATUS(st), 0, "the host child failed check %d (its stderr says why)",
+		     WEXITSTATUS(st));
 }
 
 KT(spawn, workers_hold_no_host_descriptor) { descriptors_case(0); }
@@ -694,7 +706,8 @@ KT(spawn, prefix_that_forks_and_exits_is_refused)
 		knit_pool_destroy(p);
 	const char *m = knit_last_error();
 	cr_expect_eq(rc, -KNIT_EINVAL, "create: %d (%s), message \"%s\"", rc, knit_strerror(rc), m);
-	cr_expect(strstr(m, "worker_prefix") != NULL && strstr(m, "stay the worker's parent") != NULL,
+	cr_expect(strstr(m, "worker_prefix") != NULL &&
+			  strstr(m, "stay the worker's parent") != NULL,
 		  "message \"%s\"", m);
 	cr_assert_eq(kt_count_children(), 0);
 	/* A refused worker exits by itself: wait (bounded) for none to live. */

@@ -9,7 +9,8 @@
 KT(publish, result_not_held_behind_a_blocked_task)
 {
 	knit_pool_t *pool = kt_pool_lanes(1);
-	uint32_t sleep = kt_id(pool, "sleep"), echo = kt_id(pool, "echo"), block = kt_id(pool, "block");
+	uint32_t sleep = kt_id(pool, "sleep"), echo = kt_id(pool, "echo"),
+		 block = kt_id(pool, "block");
 	/* X keeps the worker busy while A, B and C are published, so the worker
 	 * takes A, B and C as one batch when X is done. */
 	knit_ticket_t x = kt_enq(pool, sleep, kt_i64(300), NULL);
@@ -43,7 +44,7 @@ KT(publish, result_not_held_behind_a_blocked_task)
 		if (done.ticket == c)
 			cr_expect_eq(done.result.i64, 9);
 	}
-	cr_expect(got_x == 1 && got_a == 1 && got_b == 1 && got_c == 1, "X %d A %d B %d C %d", got_x, got_a,
-		  got_b, got_c);
+	cr_expect(got_x == 1 && got_a == 1 && got_b == 1 && got_c == 1, "X %d A %d B %d C %d",
+		  got_x, got_a, got_b, got_c);
 	kt_destroy(pool);
 }

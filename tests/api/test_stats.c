@@ -18,7 +18,8 @@ KT(stats, bad_args)
 	cr_expect_eq(knit_pool_stats(NULL, &s, sizeof s), -KNIT_EINVAL);
 	cr_expect_eq(knit_pool_stats(pool, NULL, sizeof s), -KNIT_EINVAL);
 	cr_expect_eq(knit_pool_stats(pool, &s, 0), -KNIT_EVERSION);
-	cr_expect_eq(knit_pool_stats(pool, &s, offsetof(knit_pool_stats_t, lane) - 1), -KNIT_EVERSION);
+	cr_expect_eq(knit_pool_stats(pool, &s, offsetof(knit_pool_stats_t, lane) - 1),
+		     -KNIT_EVERSION);
 	cr_expect_eq(knit_pool_stats(pool, &s, sizeof s + 1), -KNIT_EVERSION);
 	kt_destroy(pool);
 }
@@ -79,7 +80,8 @@ KT(stats, counts_calls)
 	cr_expect_eq(s.backlog, 0);
 	cr_expect_eq(s.inline_calls, 0);
 	for (int l = 0; l < 3; l++)
-		cr_expect_eq(s.lane[l].calls, N / 3, "lane %d calls %llu", l, (unsigned long long)s.lane[l].calls);
+		cr_expect_eq(s.lane[l].calls, N / 3, "lane %d calls %llu", l,
+			     (unsigned long long)s.lane[l].calls);
 	for (int l = 3; l < KNIT_MAX_WORKERS + 1; l++)
 		cr_expect_eq(s.lane[l].calls, 0);
 	kt_destroy(pool);
@@ -139,7 +141,8 @@ KT(stats, cold_call_one_wake)
 		cr_assert_eq(knit_call(pool, echo, &v, &c, 0), 0);
 		cr_expect_eq(c.status, 0);
 		kt_stats(pool, &b);
-		cr_expect_eq(b.lane[0].wakes_sent - a.lane[0].wakes_sent, 1, "round %d: cold call sent %llu wakes", i,
+		cr_expect_eq(b.lane[0].wakes_sent - a.lane[0].wakes_sent, 1,
+			     "round %d: cold call sent %llu wakes", i,
 			     (unsigned long long)(b.lane[0].wakes_sent - a.lane[0].wakes_sent));
 		/* The worker bumps wakes_received itself: wait for it (bounded). */
 		int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
@@ -147,11 +150,13 @@ KT(stats, cold_call_one_wake)
 			kt_sleep_ms(1);
 			kt_stats(pool, &b);
 		}
-		cr_expect_eq(b.lane[0].wakes_received - a.lane[0].wakes_received, 1,
-			     "round %d: cold call received %llu wakes", i,
-			     (unsigned long long)(b.lane[0].wakes_received - a.lane[0].wakes_received));
+		cr_expect_eq(
+			b.lane[0].wakes_received - a.lane[0].wakes_received, 1,
+			"round %d: cold call received %llu wakes", i,
+			(unsigned long long)(b.lane[0].wakes_received - a.lane[0].wakes_received));
 		/* It was parked at `a`; after the call it parks once more. */
-		cr_assert(wait_parked(pool, a.lane[0].parks), "worker never parked again (round %d)", i);
+		cr_assert(wait_parked(pool, a.lane[0].parks),
+			  "worker never parked again (round %d)", i);
 	}
 	kt_stats(pool, &b);
 	cr_expect_eq(b.lane[0].watchdog_expiries, 0);
@@ -217,7 +222,8 @@ static void doorbell_case(uint32_t doorbell, int expect_ring)
 	kt_stats(pool, &b);
 	uint64_t rings = b.lane[0].doorbell_rings - a.lane[0].doorbell_rings;
 	if (expect_ring) {
-		cr_expect_geq(b.doorbell_arms - a.doorbell_arms, 1, "a waiting host armed the doorbell");
+		cr_expect_geq(b.doorbell_arms - a.doorbell_arms, 1,
+			      "a waiting host armed the doorbell");
 		cr_expect_eq(rings, 1, "one ring per burst: %llu", (unsigned long long)rings);
 		cr_expect_eq(b.doorbell_wakes - a.doorbell_wakes, 1, "host woken by the ring: %llu",
 			     (unsigned long long)(b.doorbell_wakes - a.doorbell_wakes));
@@ -229,15 +235,9 @@ static void doorbell_case(uint32_t doorbell, int expect_ring)
 	kt_destroy(pool);
 }
 
-KT(stats, doorbell_on_rings_once)
-{
-	doorbell_case(KNIT_DOORBELL_DEFAULT, 1);
-}
+KT(stats, doorbell_on_rings_once) { doorbell_case(KNIT_DOORBELL_DEFAULT, 1); }
 
-KT(stats, doorbell_off_never_rings)
-{
-	doorbell_case(KNIT_DOORBELL_OFF, 0);
-}
+KT(stats, doorbell_off_never_rings) { doorbell_case(KNIT_DOORBELL_OFF, 0); }
 
 KT(stats, no_ring_when_not_armed)
 {
@@ -257,7 +257,8 @@ KT(stats, no_ring_when_not_armed)
 		kt_stats(pool, &b);
 	} while (b.lane[0].calls < 20 && kt_now_ns() < end);
 	cr_expect_eq(b.lane[0].calls, 20);
-	cr_expect_eq(b.lane[0].doorbell_rings - a.lane[0].doorbell_rings, 0, "rang an unarmed doorbell");
+	cr_expect_eq(b.lane[0].doorbell_rings - a.lane[0].doorbell_rings, 0,
+		     "rang an unarmed doorbell");
 	cr_expect_eq(b.doorbell_arms - a.doorbell_arms, 0);
 	kt_destroy(pool);
 }
@@ -336,7 +337,8 @@ KT(stats, backlog_zero_after_stop_cancel)
 	kt_gate_open(); /* the blocker may finish; the stop need not wait for it */
 	cr_assert_eq(knit_stop(pool, KNIT_STOP_CANCEL, (int64_t)(KT_BOUND_S * 1e9)), 0);
 	kt_stats(pool, &s);
-	cr_expect_eq(s.backlog, 0, "backlog %llu after stop(CANCEL)", (unsigned long long)s.backlog);
+	cr_expect_eq(s.backlog, 0, "backlog %llu after stop(CANCEL)",
+		     (unsigned long long)s.backlog);
 	cr_expect_eq(s.pending, 0);
 	knit_completion_t out[N + 1];
 	cr_expect_eq(kt_reap(pool, out, N + 1), N + 1);
@@ -376,7 +378,8 @@ KT(stats, late_drops_and_proto_errors_reported)
 	cr_expect_eq(s.proto_errors, 0);
 	cr_expect_eq(s.lane[0].calls, 1);
 	/* Every wake the worker saw is accounted for: rung, watchdog or spurious. */
-	cr_expect_leq(s.lane[0].spurious_wakes + s.lane[0].wakes_received + s.lane[0].watchdog_expiries,
+	cr_expect_leq(s.lane[0].spurious_wakes + s.lane[0].wakes_received +
+			      s.lane[0].watchdog_expiries,
 		      s.lane[0].parks + s.lane[0].wakes_received);
 	kt_destroy(pool);
 }

@@ -99,7 +99,7 @@ KT(steal, explicit_steal_limits)
 KT(steal, region_lanes_option)
 {
 	knit_pool_options_t o;
-	const uint32_t bad[] = { 3, 5, 6, 12, 33, 0x80000001u };
+	const uint32_t bad[] = {3, 5, 6, 12, 33, 0x80000001u};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		kt_opts(&o, 2);
 		o.topology = KNIT_TOPOLOGY_STEAL;
@@ -108,7 +108,7 @@ KT(steal, region_lanes_option)
 		o.topology = KNIT_TOPOLOGY_LANES; /* validated whatever the topology */
 		cr_expect_eq(try_create(&o), -KNIT_EINVAL, "lanes, steal_region_lanes %u", bad[i]);
 	}
-	const uint32_t good[] = { 1, 2, 4, 8, 16, 32, 64, 1u << 31 }; /* > widest: clamped */
+	const uint32_t good[] = {1, 2, 4, 8, 16, 32, 64, 1u << 31}; /* > widest: clamped */
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		kt_opts(&o, 2);
 		o.topology = KNIT_TOPOLOGY_STEAL;
@@ -135,7 +135,7 @@ static void claims_per_call(uint32_t workers, uint32_t g)
 		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
 	static knit_completion_t out[N];
 	cr_assert_eq(kt_reap(pool, out, N), N);
-	int seen[N] = { 0 };
+	int seen[N] = {0};
 	for (int i = 0; i < N; i++) {
 		int k = (int)(intptr_t)out[i].user_data - 1;
 		cr_assert(k >= 0 && k < N);
@@ -168,7 +168,7 @@ KT(steal, wide_regions_claim_one_call_each)
 KT(steal, call_lane_refused)
 {
 	knit_pool_t *pool = steal_pool_n(2);
-	knit_call_options_t co = { sizeof co, KNIT_CALL_LANE, 0, 0 };
+	knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 0};
 	knit_value_t v = kt_i64(1);
 	knit_ticket_t t = 0;
 	cr_expect_eq(knit_enqueue_ex(pool, kt_id(pool, "echo"), &v, NULL, &co, &t), -KNIT_EINVAL);
@@ -219,12 +219,16 @@ KT(steal, cold_call_one_wake)
 		int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
 		do {
 			kt_stats(pool, &b);
-		} while (SUM(b, wakes_received) == SUM(a, wakes_received) && kt_now_ns() < end && (kt_sleep_ms(1), 1));
-		cr_expect_eq(SUM(b, wakes_sent) - SUM(a, wakes_sent), 1, "round %d: cold call sent %llu wakes", i,
+		} while (SUM(b, wakes_received) == SUM(a, wakes_received) && kt_now_ns() < end &&
+			 (kt_sleep_ms(1), 1));
+		cr_expect_eq(SUM(b, wakes_sent) - SUM(a, wakes_sent), 1,
+			     "round %d: cold call sent %llu wakes", i,
 			     (unsigned long long)(SUM(b, wakes_sent) - SUM(a, wakes_sent)));
-		cr_expect_eq(SUM(b, wakes_received) - SUM(a, wakes_received), 1, "round %d: received %llu wakes", i,
+		cr_expect_eq(SUM(b, wakes_received) - SUM(a, wakes_received), 1,
+			     "round %d: received %llu wakes", i,
 			     (unsigned long long)(SUM(b, wakes_received) - SUM(a, wakes_received)));
-		cr_expect_eq(SUM(b, steal_claims) - SUM(a, steal_claims), 1, "round %d: one claim", i);
+		cr_expect_eq(SUM(b, steal_claims) - SUM(a, steal_claims), 1, "round %d: one claim",
+			     i);
 		/* The woken worker parks again; the others never woke. */
 		knit_pool_stats_t want = a;
 		for (uint32_t w = 0; w < b.workers; w++)
@@ -299,13 +303,15 @@ KT(steal, idle_worker_takes_call_busy_worker_has_not_started)
 	cr_assert(kt_wait_started(3), "the freed worker did not start a blocking call");
 	/* That worker is now held by a blocking call it claimed. */
 	cr_expect_eq(knit_cancel(pool, l1, KNIT_CANCEL_SIGNAL), 0);
-	cr_expect(started_within_half_bound(4), "the second blocking call did not start on the idle worker (%d started)",
+	cr_expect(started_within_half_bound(4),
+		  "the second blocking call did not start on the idle worker (%d started)",
 		  atomic_load(&kt_started));
 	kt_gate_open();
 	knit_completion_t c[4];
 	cr_assert_eq(kt_reap(pool, c, 4), 4);
 	for (int i = 0; i < 4; i++) {
-		cr_expect(c[i].ticket == l1 || c[i].ticket == l2 || c[i].ticket == b1 || c[i].ticket == b2);
+		cr_expect(c[i].ticket == l1 || c[i].ticket == l2 || c[i].ticket == b1 ||
+			  c[i].ticket == b2);
 		cr_expect_eq(c[i].status, 0);
 	}
 	kt_destroy(pool);
@@ -329,7 +335,8 @@ KT(steal, one_worker_starts_in_submission_order)
 	cr_assert_eq(kt_reap(pool, out, N + 1), N + 1);
 	cr_assert_eq(atomic_load(&kt_nrecords), N);
 	for (int i = 0; i < N; i++)
-		cr_expect_eq(kt_records[i].arg, i, "start %d was call %lld", i, (long long)kt_records[i].arg);
+		cr_expect_eq(kt_records[i].arg, i, "start %d was call %lld", i,
+			     (long long)kt_records[i].arg);
 	kt_destroy(pool);
 }
 
@@ -339,11 +346,12 @@ KT(steal, stop_drain)
 	knit_pool_t *pool = steal_pool_n(3);
 	uint32_t sleep = kt_id(pool, "sleep"), echo = kt_id(pool, "echo");
 	for (int i = 0; i < N; i++)
-		kt_enq(pool, i % 50 == 0 ? sleep : echo, kt_i64(i % 50 == 0 ? 2 : i), (void *)(intptr_t)(i + 1));
+		kt_enq(pool, i % 50 == 0 ? sleep : echo, kt_i64(i % 50 == 0 ? 2 : i),
+		       (void *)(intptr_t)(i + 1));
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, -1), 0);
 	static knit_completion_t out[N];
 	cr_assert_eq(kt_reap(pool, out, N), N);
-	int seen[N] = { 0 };
+	int seen[N] = {0};
 	for (int i = 0; i < N; i++) {
 		int k = (int)(intptr_t)out[i].user_data - 1;
 		cr_assert(k >= 0 && k < N);
@@ -376,15 +384,17 @@ KT(steal, stop_cancel)
 	/* ...but every call is complete already: ran (0) or -KNIT_ECLOSED. */
 	static knit_completion_t out[N + 1];
 	cr_assert_eq(kt_reap(pool, out, N + 1), N + 1);
-	int seen[N + 2] = { 0 };
+	int seen[N + 2] = {0};
 	for (int i = 0; i <= N; i++) {
 		int k = (int)(intptr_t)out[i].user_data;
 		cr_assert(k >= 1 && k <= N + 1);
 		cr_expect_eq(seen[k]++, 0);
 		if (out[i].ticket == tb)
-			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "running call: %d", out[i].status);
+			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "running call: %d",
+				     out[i].status);
 		else
-			cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "call %d: %d", k, out[i].status);
+			cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED,
+				  "call %d: %d", k, out[i].status);
 	}
 	kt_gate_open();
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_CANCEL, -1), 0);
@@ -414,7 +424,8 @@ KT(steal, timeouts_and_cancel)
 		if (c[i].ticket == tc)
 			cr_expect_eq(c[i].status, -KNIT_ECANCELED);
 		else
-			cr_expect(c[i].ticket == tt && c[i].status == -KNIT_ETIMEDOUT, "status %d", c[i].status);
+			cr_expect(c[i].ticket == tt && c[i].status == -KNIT_ETIMEDOUT, "status %d",
+				  c[i].status);
 	}
 	kt_gate_open();
 	knit_completion_t r[3];

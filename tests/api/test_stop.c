@@ -46,7 +46,9 @@ KT(stop, bad_args)
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN | (1u << 7), -1), -KNIT_EINVAL);
 	/* A refused stop did not stop anything. */
 	knit_completion_t c;
-	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 1 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 1}, &c, 0),
+		     0);
 	cr_expect_eq(c.status, 0);
 	kt_destroy(pool);
 }
@@ -62,7 +64,8 @@ KT(stop, idle_then_everything_closed)
 	knit_completion_t c;
 	cr_expect_eq(knit_call(pool, kt_id(pool, "echo"), &v, &c, 0), -KNIT_ECLOSED);
 	cr_expect_eq(knit_complete(pool, &c, 1, 0), -KNIT_ECLOSED);
-	cr_expect_eq(knit_complete(pool, &c, 1, -1), -KNIT_ECLOSED, "a waiter never hangs on a dead pool");
+	cr_expect_eq(knit_complete(pool, &c, 1, -1), -KNIT_ECLOSED,
+		     "a waiter never hangs on a dead pool");
 	/* double stop, both flavours */
 	cr_expect_eq(knit_stop(pool, 0, STOP_BOUND_NS), 0);
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, STOP_BOUND_NS), 0);
@@ -80,7 +83,8 @@ static void drain_under_load(uint32_t workers, int n)
 	knit_pool_t *pool = kt_pool_n(workers);
 	uint32_t echo = kt_id(pool, "echo"), bytes = kt_id(pool, "bytes");
 	for (int i = 0; i < n; i++)
-		kt_enq(pool, i % 16 == 0 ? bytes : echo, kt_i64(i % 16 == 0 ? 700 : i), (void *)(intptr_t)(i + 1));
+		kt_enq(pool, i % 16 == 0 ? bytes : echo, kt_i64(i % 16 == 0 ? 700 : i),
+		       (void *)(intptr_t)(i + 1));
 	int rc = knit_stop(pool, KNIT_STOP_DRAIN, STOP_BOUND_NS);
 	cr_expect_eq(rc, 0, "stop(DRAIN): %d", rc);
 	knit_value_t v = kt_i64(0);
@@ -97,7 +101,8 @@ static void drain_under_load(uint32_t workers, int n)
 		cr_expect_eq(seen[k]++, 0, "call %ld twice", (long)k);
 		cr_expect_eq(out[i].status, 0, "DRAIN: call %ld status %d", (long)k, out[i].status);
 		if (k % 16 == 0)
-			cr_expect(out[i].result.len == 700 && kt_is_pattern(out[i].result.data, 700));
+			cr_expect(out[i].result.len == 700 &&
+				  kt_is_pattern(out[i].result.data, 700));
 		else
 			cr_expect_eq(out[i].result.i64, k);
 		knit_completion_release(pool, &out[i]);
@@ -111,15 +116,9 @@ static void drain_under_load(uint32_t workers, int n)
 	kt_destroy(pool);
 }
 
-KT(stop, drain_under_load_one_worker)
-{
-	drain_under_load(1, KT_SANITIZED ? 2000 : 5000);
-}
+KT(stop, drain_under_load_one_worker) { drain_under_load(1, KT_SANITIZED ? 2000 : 5000); }
 
-KT(stop, drain_under_load_two_workers)
-{
-	drain_under_load(2, KT_SANITIZED ? 2000 : 5000);
-}
+KT(stop, drain_under_load_two_workers) { drain_under_load(2, KT_SANITIZED ? 2000 : 5000); }
 
 KT(stop, drain_includes_backlog_behind_blocker)
 {
@@ -134,16 +133,18 @@ KT(stop, drain_includes_backlog_behind_blocker)
 	/* The worker cannot acknowledge while it runs a task. */
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, 50 * 1000 * 1000), -KNIT_ETIMEDOUT,
 		     "stop acknowledged by a worker stuck in a task");
-	cr_expect_eq(knit_enqueue(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64 }, NULL, NULL),
+	cr_expect_eq(knit_enqueue(pool, kt_id(pool, "echo"),
+				  &(knit_value_t){.type = KNIT_VALUE_I64}, NULL, NULL),
 		     -KNIT_ECLOSED);
 	kt_gate_open();
-	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, STOP_BOUND_NS), 0, "second stop continues waiting");
+	cr_expect_eq(knit_stop(pool, KNIT_STOP_DRAIN, STOP_BOUND_NS), 0,
+		     "second stop continues waiting");
 	static knit_completion_t out[N + 8];
 	int closed;
 	int got = reap_until_closed(pool, out, N + 8, &closed);
 	cr_expect(closed);
 	cr_expect_eq(got, N + 1);
-	int seen[N + 2] = { 0 };
+	int seen[N + 2] = {0};
 	for (int i = 0; i < got && i < N + 8; i++) {
 		intptr_t k = (intptr_t)out[i].user_data;
 		cr_assert(k >= 1 && k <= N + 1);
@@ -159,7 +160,8 @@ KT(stop, cancel_under_load_blocked_worker)
 {
 	int n = KT_SANITIZED ? 1000 : 3000;
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t tb = kt_enq(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)(n + 1));
+	knit_ticket_t tb =
+		kt_enq(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)(n + 1));
 	cr_assert(kt_wait_started(1));
 	for (int i = 0; i < n; i++)
 		kt_enq(pool, kt_id(pool, "record"), kt_i64(i), (void *)(intptr_t)(i + 1));
@@ -179,9 +181,11 @@ KT(stop, cancel_under_load_blocked_worker)
 		cr_assert(k >= 1 && k <= n + 1);
 		cr_expect_eq(seen[k]++, 0, "call %ld twice", (long)k);
 		if (out[i].ticket == tb)
-			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "the running call: %d", out[i].status);
+			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "the running call: %d",
+				     out[i].status);
 		else
-			cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d", out[i].status);
+			cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d",
+				  out[i].status);
 		ok += out[i].status == 0;
 		cl += out[i].status == -KNIT_ECLOSED;
 	}
@@ -211,7 +215,8 @@ KT(stop, cancel_under_load_running)
 		intptr_t k = (intptr_t)out[i].user_data;
 		cr_assert(k >= 1 && k <= n);
 		cr_expect_eq(seen[k]++, 0, "call %ld twice", (long)k);
-		cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d", out[i].status);
+		cr_expect(out[i].status == 0 || out[i].status == -KNIT_ECLOSED, "status %d",
+			  out[i].status);
 		if (out[i].status == 0)
 			cr_expect_eq(out[i].result.i64, k - 1);
 	}
@@ -240,7 +245,8 @@ static void *racer(void *p)
 	while (r->accepted < RACE_MAX && kt_now_ns() < end) {
 		knit_value_t v = kt_i64(r->accepted);
 		knit_ticket_t t = 0;
-		int rc = knit_enqueue(r->pool, r->echo, &v, (void *)(intptr_t)(r->id * RACE_MAX + r->accepted + 1), &t);
+		int rc = knit_enqueue(r->pool, r->echo, &v,
+				      (void *)(intptr_t)(r->id * RACE_MAX + r->accepted + 1), &t);
 		if (rc == 0) {
 			race_tickets[r->id][r->accepted++] = t;
 		} else if (rc == -KNIT_ECLOSED) {
@@ -263,7 +269,7 @@ KT(stop, enqueue_races_stop)
 	struct racer r[2];
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
-		r[i] = (struct racer){ pool, kt_id(pool, "echo"), i, 0, 0, 0, &go };
+		r[i] = (struct racer){pool, kt_id(pool, "echo"), i, 0, 0, 0, &go};
 		cr_assert_eq(pthread_create(&th[i], NULL, racer, &r[i]), 0);
 	}
 	atomic_store(&go, 1);

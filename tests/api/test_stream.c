@@ -82,7 +82,7 @@ KT(stream, reaper_beside_producer_is_not_rung_per_call)
 	knit_pool_options_t o;
 	kt_opts(&o, 1);
 	o.cpu_mask[cpus[1] / 64] = 1ull << (cpus[1] % 64); /* the worker alone */
-	struct stream st = { .pool = kt_pool(&o), .cpu = cpus[0] };
+	struct stream st = {.pool = kt_pool(&o), .cpu = cpus[0]};
 	pthread_t tp, tr;
 	cr_assert_eq(pthread_create(&tr, NULL, reaper, &st), 0);
 	cr_assert_eq(pthread_create(&tp, NULL, producer, &st), 0);
@@ -95,7 +95,8 @@ KT(stream, reaper_beside_producer_is_not_rung_per_call)
 	printf("stream: %d calls, %llu doorbell arms, %llu doorbell wakes\n", CALLS,
 	       (unsigned long long)ps.doorbell_arms, (unsigned long long)ps.doorbell_wakes);
 	/* Sleeping per call would arm about CALLS times. */
-	cr_assert_lt(ps.doorbell_arms, CALLS / 10, "the reaper armed the doorbell %llu times for %d calls",
+	cr_assert_lt(ps.doorbell_arms, CALLS / 10,
+		     "the reaper armed the doorbell %llu times for %d calls",
 		     (unsigned long long)ps.doorbell_arms, CALLS);
 	kt_destroy(st.pool);
 }

@@ -44,7 +44,8 @@ static knit_completion_t line_call(knit_pool_t *pool, const char *task, knit_val
 }
 
 /* One knit_call that must take the ticketed path. */
-static knit_completion_t ticketed_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, int64_t timeout_ns)
+static knit_completion_t ticketed_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
+				       int64_t timeout_ns)
 {
 	const uint64_t before = sync_calls(pool);
 	knit_completion_t c;
@@ -65,7 +66,8 @@ static void check_arg(knit_pool_t *pool, knit_value_t v)
 	knit_completion_t c = line_call(pool, "inspect", v);
 	cr_assert_eq(c.status, 0);
 	cr_assert_eq(c.result.type, KNIT_VALUE_I64);
-	cr_assert_eq(c.result.i64, kt_value_hash(&v), "type %u: the task saw another value", v.type);
+	cr_assert_eq(c.result.i64, kt_value_hash(&v), "type %u: the task saw another value",
+		     v.type);
 	release(pool, &c);
 }
 
@@ -75,9 +77,11 @@ static void check_echo(knit_pool_t *pool, knit_value_t v)
 	knit_completion_t c = line_call(pool, "echo", v);
 	cr_assert_eq(c.status, 0);
 	cr_assert_eq(c.result.type, v.type);
-	cr_assert_eq(kt_value_hash(&c.result), kt_value_hash(&v), "type %u: echo came back different", v.type);
+	cr_assert_eq(kt_value_hash(&c.result), kt_value_hash(&v),
+		     "type %u: echo came back different", v.type);
 	if (v.type == KNIT_VALUE_STRING || v.type == KNIT_VALUE_ERROR)
-		cr_assert_eq(((const char *)c.result.data)[c.result.len], 0, "string result not NUL-terminated");
+		cr_assert_eq(((const char *)c.result.data)[c.result.len], 0,
+			     "string result not NUL-terminated");
 	release(pool, &c);
 }
 
@@ -144,7 +148,8 @@ KT(syncline, results_inline_spilled_errors_too_big)
 		cr_assert_eq(c.status, 0, "bytes %lld: %d", (long long)n, c.status);
 		cr_assert_eq(c.result.type, KNIT_VALUE_BYTES);
 		cr_assert_eq(c.result.len, (size_t)n);
-		cr_assert(kt_is_pattern(c.result.data, (size_t)n), "bytes %lld: wrong bytes", (long long)n);
+		cr_assert(kt_is_pattern(c.result.data, (size_t)n), "bytes %lld: wrong bytes",
+			  (long long)n);
 		release(pool, &c);
 		c = line_call(pool, "string", kt_i64(n));
 		cr_assert_eq(c.status, 0);
@@ -353,7 +358,8 @@ static void *hammer_thread(void *arg)
 		} else {
 			knit_value_t v = kt_i64(want);
 			rc = knit_call(h->pool, h->echo, &v, &c, i % 5 == 0 ? KT_TICKETED_NS : 0);
-			if (rc != 0 || c.status != 0 || c.result.type != KNIT_VALUE_I64 || c.result.i64 != want)
+			if (rc != 0 || c.status != 0 || c.result.type != KNIT_VALUE_I64 ||
+			    c.result.i64 != want)
 				h->bad++;
 		}
 		if (rc == 0) {
@@ -375,7 +381,8 @@ static void hammer(uint32_t workers)
 	struct hammer h[NCALLERS];
 	pthread_t t[NCALLERS];
 	for (int i = 0; i < NCALLERS; i++) {
-		h[i] = (struct hammer){pool, kt_id(pool, "echo"), kt_id(pool, "string"), i, n, 0, 0, 0};
+		h[i] = (struct hammer){pool, kt_id(pool, "echo"), kt_id(pool, "string"), i, n, 0, 0,
+				       0};
 		pthread_create(&t[i], NULL, hammer_thread, &h[i]);
 	}
 	int line = 0, ticketed = 0;
@@ -401,7 +408,8 @@ static void hammer(uint32_t workers)
 	int timed = 0;
 	for (int i = 0; i < n; i++)
 		timed += i % 5 == 0 && i % 7 != 3;
-	cr_expect_geq(ticketed, NCALLERS * timed, "the calls with a timeout were ticketed (%d < %d)", ticketed,
+	cr_expect_geq(ticketed, NCALLERS * timed,
+		      "the calls with a timeout were ticketed (%d < %d)", ticketed,
 		      NCALLERS * timed);
 	cr_expect_eq(kt_quiet(pool, 20), 0);
 	kt_destroy(pool);
@@ -639,7 +647,8 @@ static void busy_worker_avoided(uint32_t topology)
 		cr_assert_eq(c.status, 0);
 		if (lane < 0)
 			lane = (int)c.result.i64;
-		cr_assert_eq(c.result.i64, lane, "call %d ran on lane %lld", i, (long long)c.result.i64);
+		cr_assert_eq(c.result.i64, lane, "call %d ran on lane %lld", i,
+			     (long long)c.result.i64);
 	}
 	/* The held task is still running: no call waited for it. */
 	cr_assert_eq(knit_complete(pool, &c, 1, 0), 0, "a line call waited for the held worker");

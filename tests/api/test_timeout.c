@@ -19,7 +19,9 @@ KT(timeout, task_default_fires)
 	cr_expect_eq(c.result.type, KNIT_VALUE_NONE);
 	kt_gate_open();
 	/* The late result is dropped; the pool keeps working. */
-	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 8 }, &c, 0), 0);
+	cr_assert_eq(knit_call(pool, kt_id(pool, "echo"),
+			       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 8}, &c, 0),
+		     0);
 	cr_expect_eq(c.status, 0);
 	cr_expect_eq(c.result.i64, 8);
 	cr_expect_eq(kt_quiet(pool, 100), 0, "late result delivered");
@@ -56,7 +58,8 @@ KT(timeout, generous_does_not_fire)
 KT(timeout, no_timeout_flag_overrides_default)
 {
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "sleep_t50"), kt_i64(200), NULL, KNIT_CALL_NO_TIMEOUT, 0, 0);
+	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "sleep_t50"), kt_i64(200), NULL,
+				    KNIT_CALL_NO_TIMEOUT, 0, 0);
 	knit_completion_t c;
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.ticket, t);
@@ -125,8 +128,8 @@ KT(timeout, ctx_deadline_seen_by_task)
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.status, 0);
 	cr_expect(c.result.i64 >= before + 5000000000ll && c.result.i64 <= after + 5000000000ll,
-		  "deadline %lld not in [%lld, %lld]", (long long)c.result.i64, (long long)(before + 5000000000ll),
-		  (long long)(after + 5000000000ll));
+		  "deadline %lld not in [%lld, %lld]", (long long)c.result.i64,
+		  (long long)(before + 5000000000ll), (long long)(after + 5000000000ll));
 	/* knit_call's timeout_ns */
 	before = kt_now_ns();
 	cr_assert_eq(knit_call(pool, dl, NULL, &c, 7000000000ll), 0);
@@ -147,7 +150,7 @@ static int dl_task(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 KT(timeout, ctx_deadline_task_default_and_no_timeout)
 {
-	knit_task_t t[] = { { "dl", dl_task, 2000, 0 } };
+	knit_task_t t[] = {{"dl", dl_task, 2000, 0}};
 	knit_pool_t *pool = NULL;
 	cr_assert_eq(knit_pool_create(NULL, t, 1, &pool), 0);
 	int64_t before = kt_now_ns();
@@ -158,7 +161,7 @@ KT(timeout, ctx_deadline_task_default_and_no_timeout)
 	kt_reap1(pool, &c);
 	cr_expect(c.result.i64 >= before + 2000000000ll && c.result.i64 <= after + 2000000000ll,
 		  "task default deadline %lld", (long long)c.result.i64);
-	knit_call_options_t o = { sizeof o, KNIT_CALL_NO_TIMEOUT, 0, 0 };
+	knit_call_options_t o = {sizeof o, KNIT_CALL_NO_TIMEOUT, 0, 0};
 	cr_assert_eq(knit_enqueue_ex(pool, 0, NULL, NULL, &o, &tk), 0);
 	kt_reap1(pool, &c);
 	cr_expect_eq(c.result.i64, 0, "NO_TIMEOUT: deadline must be 0");
@@ -187,17 +190,20 @@ KT(timeout, hard_timeout_force_stops)
 	int timed_out = 0, closed = 0;
 	for (int i = 0; i < got; i++) {
 		if (out[i].ticket == tb) {
-			cr_expect_eq(out[i].status, -KNIT_ETIMEDOUT, "hard-timed-out call: %d", out[i].status);
+			cr_expect_eq(out[i].status, -KNIT_ETIMEDOUT, "hard-timed-out call: %d",
+				     out[i].status);
 			timed_out++;
 		} else {
-			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "queued call: %d", out[i].status);
+			cr_expect_eq(out[i].status, -KNIT_ECLOSED, "queued call: %d",
+				     out[i].status);
 			closed++;
 		}
 	}
 	cr_expect_eq(timed_out, 1);
 	cr_expect_eq(closed, Q);
 	knit_value_t v = kt_i64(1);
-	cr_expect_eq(knit_enqueue(pool, echo, &v, NULL, NULL), -KNIT_ECLOSED, "enqueue after hard timeout");
+	cr_expect_eq(knit_enqueue(pool, echo, &v, NULL, NULL), -KNIT_ECLOSED,
+		     "enqueue after hard timeout");
 	kt_gate_open();
 	kt_destroy(pool);
 }
@@ -210,7 +216,9 @@ KT(timeout, hard_timeout_not_reached)
 	knit_pool_t *pool = kt_pool(&o);
 	knit_completion_t c;
 	for (int i = 0; i < 20; i++) {
-		cr_assert_eq(knit_call(pool, kt_id(pool, "sleep"), &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 2 }, &c, 0), 0);
+		cr_assert_eq(knit_call(pool, kt_id(pool, "sleep"),
+				       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 2}, &c, 0),
+			     0);
 		cr_expect_eq(c.status, 0);
 	}
 	kt_destroy(pool);
@@ -226,11 +234,15 @@ KT(timeout, call_int64_max_never_expires)
 {
 	knit_pool_t *pool = kt_pool_n(1);
 	uint32_t sleep = kt_id(pool, "sleep");
-	const int64_t huge[] = { INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1 };
+	const int64_t huge[] = {INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1};
 	for (unsigned i = 0; i < sizeof huge / sizeof huge[0]; i++) {
 		knit_completion_t c;
-		cr_assert_eq(knit_call(pool, sleep, &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 5 }, &c, huge[i]), 0);
-		cr_expect_eq(c.status, 0, "timeout_ns %lld: status %d", (long long)huge[i], c.status);
+		cr_assert_eq(knit_call(pool, sleep,
+				       &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 5}, &c,
+				       huge[i]),
+			     0);
+		cr_expect_eq(c.status, 0, "timeout_ns %lld: status %d", (long long)huge[i],
+			     c.status);
 		knit_completion_release(pool, &c);
 	}
 	kt_destroy(pool);
@@ -281,9 +293,11 @@ KT(timeout, running_abortable_call_sees_abort_and_keeps_its_bit)
 	int rc = knit_enqueue(pool, loop, NULL, NULL, &t2);
 	/* abort_done only grows: 0 now means the task ran during the enqueue */
 	if (atomic_load(&kt_abort_done) == 0)
-		cr_expect_eq(rc, -KNIT_EAGAIN, "a second abortable call got the running task's bit (rc %d)", rc);
+		cr_expect_eq(rc, -KNIT_EAGAIN,
+			     "a second abortable call got the running task's bit (rc %d)", rc);
 	cr_assert(kt_wait_abort_done(1), "the timed-out task never ended");
-	cr_expect_eq(atomic_load(&kt_abort_seen), 1, "the timed-out task did not see its abort bit");
+	cr_expect_eq(atomic_load(&kt_abort_seen), 1,
+		     "the timed-out task did not see its abort bit");
 	/* once its late result is back, the bit serves the next call */
 	for (int tries = 0; rc == -KNIT_EAGAIN && tries < 20000; tries++) {
 		/* "try again after reaping completions" (knit_enqueue(3)): the

@@ -54,7 +54,9 @@ static void burst_then_idle(uint32_t topology)
 	knit_completion_t c;
 	knit_pool_stats_t s;
 
-	cr_assert_eq(knit_call(pool, echo, &(knit_value_t){ .type = KNIT_VALUE_I64, .i64 = 1 }, &c, -1), 0);
+	cr_assert_eq(
+		knit_call(pool, echo, &(knit_value_t){.type = KNIT_VALUE_I64, .i64 = 1}, &c, -1),
+		0);
 	cr_assert_eq(c.status, 0);
 	knit_completion_release(pool, &c);
 	kt_stats(pool, &s);
@@ -88,7 +90,8 @@ static void burst_then_idle(uint32_t topology)
 		knit_completion_release(pool, &c);
 	}
 	free(buf);
-	cr_assert_geq(peak, base + PAYLOAD, "shared RSS %ld -> at most %ld during the burst", base, peak);
+	cr_assert_geq(peak, base + PAYLOAD, "shared RSS %ld -> at most %ld during the burst", base,
+		      peak);
 	cr_assert_geq(committed_peak, committed0 + (uint64_t)PAYLOAD,
 		      "arena_committed_bytes at most %llu during the burst",
 		      (unsigned long long)committed_peak);
@@ -105,10 +108,12 @@ static void burst_then_idle(uint32_t topology)
 			break;
 		kt_sleep_ms(10);
 	}
-	cr_expect_leq(now_rss, base + MIB, "shared RSS %ld -> %ld after the burst -> %ld after idle",
-		      base, peak, now_rss);
-	cr_expect_leq(s.arena_committed_bytes, committed0 + MIB, "arena_committed_bytes %llu -> %llu",
-		      (unsigned long long)committed0, (unsigned long long)s.arena_committed_bytes);
+	cr_expect_leq(now_rss, base + MIB,
+		      "shared RSS %ld -> %ld after the burst -> %ld after idle", base, peak,
+		      now_rss);
+	cr_expect_leq(s.arena_committed_bytes, committed0 + MIB,
+		      "arena_committed_bytes %llu -> %llu", (unsigned long long)committed0,
+		      (unsigned long long)s.arena_committed_bytes);
 	cr_expect_gt(total_trims(&s), trims0, "arena_trims did not count the give-back");
 
 	/* The pool still serves large payloads after giving the pages back. */
@@ -123,15 +128,9 @@ static void burst_then_idle(uint32_t topology)
 	cr_assert_eq(knit_pool_destroy(pool), 0);
 }
 
-KT(trim, lanes_give_back_after_idle)
-{
-	burst_then_idle(KNIT_TOPOLOGY_LANES);
-}
+KT(trim, lanes_give_back_after_idle) { burst_then_idle(KNIT_TOPOLOGY_LANES); }
 
-KT(trim, steal_give_back_after_idle)
-{
-	burst_then_idle(KNIT_TOPOLOGY_STEAL);
-}
+KT(trim, steal_give_back_after_idle) { burst_then_idle(KNIT_TOPOLOGY_STEAL); }
 
 KT(trim, idle_pool_keeps_initial_commit)
 {

@@ -14,15 +14,9 @@
 
 static knit_pool_t *P;
 
-static void setup(void)
-{
-	P = kt_pool_n(1);
-}
+static void setup(void) { P = kt_pool_n(1); }
 
-static void teardown(void)
-{
-	kt_destroy(P);
-}
+static void teardown(void) { kt_destroy(P); }
 
 /* Call `name` with arg; assert the call itself succeeded. */
 static knit_completion_t call(const char *name, knit_value_t arg)
@@ -39,8 +33,8 @@ static void check_arg(knit_value_t v)
 	knit_completion_t c = call("inspect", v);
 	cr_expect_eq(c.status, 0);
 	cr_expect_eq(c.result.type, KNIT_VALUE_I64);
-	cr_expect_eq(c.result.i64, kt_value_hash(&v), "task saw a different value (type %u len %zu)", v.type,
-		     v.len);
+	cr_expect_eq(c.result.i64, kt_value_hash(&v),
+		     "task saw a different value (type %u len %zu)", v.type, v.len);
 	knit_completion_release(P, &c);
 }
 
@@ -67,7 +61,7 @@ Test(values, bool)
 
 Test(values, i64_extremes)
 {
-	int64_t vals[] = { 0, 1, -1, INT64_MIN, INT64_MAX, INT64_MIN + 1, 0x0123456789abcdefll };
+	int64_t vals[] = {0, 1, -1, INT64_MIN, INT64_MAX, INT64_MIN + 1, 0x0123456789abcdefll};
 	for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
 		knit_completion_t c = call("echo", kt_i64(vals[i]));
 		cr_expect_eq(c.status, 0);
@@ -94,23 +88,34 @@ static double from_bits(uint64_t u)
 
 Test(values, f64_specials)
 {
-	double vals[] = { 0.0,      -0.0,     1.5,          -2.25,       INFINITY, -INFINITY, NAN,
-			  DBL_MAX,  -DBL_MAX, DBL_MIN,      DBL_TRUE_MIN, M_PI,
-			  from_bits(0x7ff8000000000123ull), /* quiet NaN with a payload */
-			  from_bits(0xfff8000000000000ull) /* negative NaN */ };
+	double vals[] = {0.0,
+			 -0.0,
+			 1.5,
+			 -2.25,
+			 INFINITY,
+			 -INFINITY,
+			 NAN,
+			 DBL_MAX,
+			 -DBL_MAX,
+			 DBL_MIN,
+			 DBL_TRUE_MIN,
+			 M_PI,
+			 from_bits(0x7ff8000000000123ull), /* quiet NaN with a payload */
+			 from_bits(0xfff8000000000000ull) /* negative NaN */};
 	for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
 		knit_completion_t c = call("echo", kt_f64(vals[i]));
 		cr_expect_eq(c.status, 0);
 		cr_expect_eq(c.result.type, KNIT_VALUE_F64);
-		cr_expect_eq(bits(c.result.f64), bits(vals[i]), "f64 bits %016llx came back %016llx",
-			     (unsigned long long)bits(vals[i]), (unsigned long long)bits(c.result.f64));
+		cr_expect_eq(
+			bits(c.result.f64), bits(vals[i]), "f64 bits %016llx came back %016llx",
+			(unsigned long long)bits(vals[i]), (unsigned long long)bits(c.result.f64));
 		check_arg(kt_f64(vals[i]));
 	}
 	knit_completion_t c = call("echo", kt_f64(-0.0));
 	cr_expect(signbit(c.result.f64) && c.result.f64 == 0.0, "-0.0 lost its sign");
 }
 
-static const size_t sizes[] = { 0, 1, 2, 63, 64, 511, 512, 513, 4095, 4096, 4097, 65536, 1 << 20 };
+static const size_t sizes[] = {0, 1, 2, 63, 64, 511, 512, 513, 4095, 4096, 4097, 65536, 1 << 20};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 Test(values, bytes_echo)
@@ -120,8 +125,10 @@ Test(values, bytes_echo)
 		knit_completion_t c = call("echo", kt_bytes(b, sizes[i]));
 		cr_expect_eq(c.status, 0);
 		cr_expect_eq(c.result.type, KNIT_VALUE_BYTES);
-		cr_expect_eq(c.result.len, sizes[i], "len %zu came back %zu", sizes[i], c.result.len);
-		cr_expect(kt_is_pattern(c.result.data, c.result.len), "bytes of size %zu changed", sizes[i]);
+		cr_expect_eq(c.result.len, sizes[i], "len %zu came back %zu", sizes[i],
+			     c.result.len);
+		cr_expect(kt_is_pattern(c.result.data, c.result.len), "bytes of size %zu changed",
+			  sizes[i]);
 		knit_completion_release(P, &c);
 		check_arg(kt_bytes(b, sizes[i]));
 		free(b);
@@ -135,7 +142,8 @@ Test(values, bytes_result_from_task)
 		cr_expect_eq(c.status, 0);
 		cr_expect_eq(c.result.type, KNIT_VALUE_BYTES);
 		cr_expect_eq(c.result.len, sizes[i]);
-		cr_expect(kt_is_pattern(c.result.data, c.result.len), "bytes of size %zu changed", sizes[i]);
+		cr_expect(kt_is_pattern(c.result.data, c.result.len), "bytes of size %zu changed",
+			  sizes[i]);
 		knit_completion_release(P, &c);
 	}
 }
@@ -150,8 +158,8 @@ Test(values, strings_nul_terminated)
 		cr_expect_eq(c.result.len, sizes[i]);
 		cr_assert_not_null(c.result.data, "string data NULL (len %zu)", sizes[i]);
 		cr_expect(kt_is_pattern(c.result.data, c.result.len));
-		cr_expect_eq(((const char *)c.result.data)[c.result.len], '\0', "string of %zu not NUL-terminated",
-			     sizes[i]);
+		cr_expect_eq(((const char *)c.result.data)[c.result.len], '\0',
+			     "string of %zu not NUL-terminated", sizes[i]);
 		knit_completion_release(P, &c);
 		/* echoed: the argument the task sees is NUL-terminated too */
 		uint8_t *b = kt_pattern(sizes[i]);
@@ -163,7 +171,8 @@ Test(values, strings_nul_terminated)
 		knit_completion_release(P, &c);
 		c = call("str_nul", kt_str((const char *)b, sizes[i]));
 		cr_expect_eq(c.result.type, KNIT_VALUE_BOOL);
-		cr_expect_eq(c.result.i64, 1, "string argument of %zu not NUL-terminated in the task", sizes[i]);
+		cr_expect_eq(c.result.i64, 1,
+			     "string argument of %zu not NUL-terminated in the task", sizes[i]);
 		check_arg(kt_str((const char *)b, sizes[i]));
 		free(b);
 	}
@@ -180,7 +189,7 @@ Test(values, string_with_embedded_nul)
 
 Test(values, error_set_by_task)
 {
-	int32_t codes[] = { 0, 1, -5, INT32_MAX, INT32_MIN };
+	int32_t codes[] = {0, 1, -5, INT32_MAX, INT32_MIN};
 	for (size_t i = 0; i < 5; i++) {
 		knit_completion_t c = call("error", kt_i64(codes[i]));
 		char want[64];
@@ -190,7 +199,8 @@ Test(values, error_set_by_task)
 		cr_expect_eq(c.result.code, codes[i]);
 		cr_expect_eq(c.result.len, strlen(want));
 		cr_assert_not_null(c.result.data);
-		cr_expect_str_eq((const char *)c.result.data, want, "error message (NUL-terminated)");
+		cr_expect_str_eq((const char *)c.result.data, want,
+				 "error message (NUL-terminated)");
 		knit_completion_release(P, &c);
 	}
 }
@@ -209,13 +219,13 @@ Test(values, error_as_argument)
 
 Test(values, nonzero_return_without_ret)
 {
-	int codes[] = { 1, 42, -7, -KNIT_EINVAL, INT32_MAX };
+	int codes[] = {1, 42, -7, -KNIT_EINVAL, INT32_MAX};
 	for (size_t i = 0; i < 5; i++) {
 		knit_completion_t c = call("fail", kt_i64(codes[i]));
 		cr_expect_eq(c.status, -KNIT_ETASK, "return %d: status %d", codes[i], c.status);
 		cr_expect_eq(c.result.type, KNIT_VALUE_ERROR);
-		cr_expect_eq(c.result.code, codes[i], "error code %d, want the returned %d", c.result.code,
-			     codes[i]);
+		cr_expect_eq(c.result.code, codes[i], "error code %d, want the returned %d",
+			     c.result.code, codes[i]);
 		knit_completion_release(P, &c);
 	}
 }
@@ -237,10 +247,12 @@ Test(values, ctx_alloc_results)
 		if (sizes[i] == 0)
 			continue;
 		knit_completion_t c = call("alloc", kt_i64((int64_t)sizes[i]));
-		cr_expect_eq(c.status, 0, "alloc %zu: status %d (code %d)", sizes[i], c.status, c.result.code);
+		cr_expect_eq(c.status, 0, "alloc %zu: status %d (code %d)", sizes[i], c.status,
+			     c.result.code);
 		cr_expect_eq(c.result.type, KNIT_VALUE_BYTES);
 		cr_expect_eq(c.result.len, sizes[i]);
-		cr_expect(kt_is_pattern(c.result.data, c.result.len), "alloc result of %zu changed", sizes[i]);
+		cr_expect(kt_is_pattern(c.result.data, c.result.len), "alloc result of %zu changed",
+			  sizes[i]);
 		knit_completion_release(P, &c);
 	}
 }
@@ -320,7 +332,7 @@ static void error_long_case(uint32_t inline_lane)
 	o.inline_lane = inline_lane;
 	knit_pool_t *pool = kt_pool(&o);
 	uint32_t id = kt_id(pool, "error_long");
-	const size_t lens[] = { 0, 10, 999, 1000, 1001, 5000, 200000 };
+	const size_t lens[] = {0, 10, 999, 1000, 1001, 5000, 200000};
 	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
 		const knit_value_t a = kt_i64((int64_t)lens[k]);
 		knit_completion_t c;
@@ -331,12 +343,15 @@ static void error_long_case(uint32_t inline_lane)
 		const char *d = c.result.data;
 		if (lens[k] <= 1000) {
 			cr_expect_eq(c.result.len, lens[k]);
-			cr_expect(d != NULL && kt_is_pattern(d, lens[k]), "len %zu: message intact", lens[k]);
+			cr_expect(d != NULL && kt_is_pattern(d, lens[k]), "len %zu: message intact",
+				  lens[k]);
 		} else {
-			cr_expect_eq(c.result.len, 1000, "len %zu: cut to the cap, got %u", lens[k], c.result.len);
+			cr_expect_eq(c.result.len, 1000, "len %zu: cut to the cap, got %u", lens[k],
+				     c.result.len);
 			cr_assert_not_null(d);
 			cr_expect(kt_is_pattern(d, 1000 - m), "len %zu: prefix kept", lens[k]);
-			cr_expect_eq(memcmp(d + 1000 - m, mark, m), 0, "len %zu: marked truncated", lens[k]);
+			cr_expect_eq(memcmp(d + 1000 - m, mark, m), 0, "len %zu: marked truncated",
+				     lens[k]);
 			cr_expect_eq(d[1000], 0, "NUL-terminated");
 		}
 		knit_completion_release(pool, &c);
@@ -350,12 +365,6 @@ static void error_long_case(uint32_t inline_lane)
 	kt_destroy(pool);
 }
 
-Test(values, long_error_message_keeps_code)
-{
-	error_long_case(KNIT_INLINE_OFF);
-}
+Test(values, long_error_message_keeps_code) { error_long_case(KNIT_INLINE_OFF); }
 
-Test(values, long_error_message_keeps_code_inline)
-{
-	error_long_case(KNIT_INLINE_FIRST);
-}
+Test(values, long_error_message_keeps_code_inline) { error_long_case(KNIT_INLINE_FIRST); }

@@ -14,9 +14,10 @@ int main(void)
 {
 	int failed;
 	setvbuf(stdout, 0, _IOLBF, 0);
-	printf("cross syscall wrapper checks: KNIT_ARCH_NAME=%s KNIT_ARCH_LAYER=%s\n", KNIT_ARCH_NAME,
-	       KNIT_ARCH_LAYER);
+	printf("cross syscall wrapper checks: KNIT_ARCH_NAME=%s KNIT_ARCH_LAYER=%s\n",
+	       KNIT_ARCH_NAME, KNIT_ARCH_LAYER);
 	failed = kc_run_table(kc_sys_checks, KC_N_SYS_CHECKS);
-	printf("%s: %d of %u checks failed\n", failed ? "FAILED" : "PASSED", failed, (unsigned)KC_N_SYS_CHECKS);
+	printf("%s: %d of %u checks failed\n", failed ? "FAILED" : "PASSED", failed,
+	       (unsigned)KC_N_SYS_CHECKS);
 	return failed ? 1 : 0;
 }

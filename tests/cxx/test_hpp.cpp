@@ -31,22 +31,23 @@
 
 static int failures;
 static int checks;
-#define CHECK(cond)                                                                                   \
-	do {                                                                                          \
-		checks++;                                                                             \
-		if (!(cond)) {                                                                        \
-			failures++;                                                                   \
-			std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-		}                                                                                     \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
+		}                                                                                  \
 	} while (0)
 // A result that must hold a value: report its error when it does not.
-#define CHECK_OK(r)                                                                                   \
-	do {                                                                                          \
-		checks++;                                                                             \
-		if (!(r)) {                                                                           \
-			failures++;                                                                   \
-			std::fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #r, (r).message()); \
-		}                                                                                     \
+#define CHECK_OK(r)                                                                                \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (!(r)) {                                                                        \
+			failures++;                                                                \
+			std::fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #r,       \
+				     (r).message());                                               \
+		}                                                                                  \
 	} while (0)
 
 // Allocations made by this program's C++ code (the library has its own
@@ -72,15 +73,21 @@ using namespace std::chrono_literals;
 
 // Without exceptions nothing throws, so the throwing members are absent.
 template <class R, class = void> struct has_value_member : std::false_type {};
-template <class R> struct has_value_member<R, std::void_t<decltype(std::declval<R &>().value())>> : std::true_type {};
-static_assert(has_value_member<knit::result<int>>::value == (KNIT_HPP_EXCEPTIONS == 1), "result::value()");
-static_assert(has_value_member<knit::result<void>>::value == (KNIT_HPP_EXCEPTIONS == 1), "result<void>::value()");
-static_assert(std::is_constructible_v<knit::pool, const knit_pool_options_t &> == (KNIT_HPP_EXCEPTIONS == 1),
+template <class R>
+struct has_value_member<R, std::void_t<decltype(std::declval<R &>().value())>> : std::true_type {};
+static_assert(has_value_member<knit::result<int>>::value == (KNIT_HPP_EXCEPTIONS == 1),
+	      "result::value()");
+static_assert(has_value_member<knit::result<void>>::value == (KNIT_HPP_EXCEPTIONS == 1),
+	      "result<void>::value()");
+static_assert(std::is_constructible_v<knit::pool, const knit_pool_options_t &> ==
+		      (KNIT_HPP_EXCEPTIONS == 1),
 	      "the throwing pool constructor");
-static_assert(!std::is_copy_constructible_v<knit::pool> && std::is_nothrow_move_constructible_v<knit::pool> &&
+static_assert(!std::is_copy_constructible_v<knit::pool> &&
+		      std::is_nothrow_move_constructible_v<knit::pool> &&
 		      std::is_nothrow_move_assignable_v<knit::pool>,
 	      "pool: movable, not copyable");
-static_assert(!std::is_copy_constructible_v<knit::completion> && std::is_nothrow_move_constructible_v<knit::completion>,
+static_assert(!std::is_copy_constructible_v<knit::completion> &&
+		      std::is_nothrow_move_constructible_v<knit::completion>,
 	      "completion: movable, not copyable");
 
 // A function object that counts its copies, moves and destructions.
@@ -110,7 +117,8 @@ static void test_create_destroy()
 {
 	std::atomic<int> runs{0};
 	{
-		knit::result<knit::pool> r = knit::pool::create(knit::thread_options(2), knit::task("inc", counted(&runs)));
+		knit::result<knit::pool> r = knit::pool::create(knit::thread_options(2),
+								knit::task("inc", counted(&runs)));
 		CHECK_OK(r);
 		knit::pool p = std::move(*r);
 		CHECK(p);
@@ -123,27 +131,32 @@ static void test_create_destroy()
 	CHECK(counted::live.load() == 0); // the callable was destroyed with its pool, once
 
 	// Defaults (no options), and every failure is a result, not a crash.
-	knit::result<knit::pool> d = knit::pool::create(knit::task("one", [](knit::value) { return 1; }));
+	knit::result<knit::pool> d =
+		knit::pool::create(knit::task("one", [](knit::value) { return 1; }));
 	CHECK_OK(d);
-	knit::result<knit::pool> dup =
-		knit::pool::create(knit::task("same", [](knit::value) {}), knit::task("same", [](knit::value) {}));
+	knit::result<knit::pool> dup = knit::pool::create(knit::task("same", [](knit::value) {}),
+							  knit::task("same", [](knit::value) {}));
 	CHECK(!dup && dup.error() == knit::error::invalid_argument);
 	knit_pool_options_t bad = knit::thread_options(KNIT_MAX_WORKERS + 1);
-	knit::result<knit::pool> many = knit::pool::create(bad, knit::task("t", [](knit::value) {}));
+	knit::result<knit::pool> many =
+		knit::pool::create(bad, knit::task("t", [](knit::value) {}));
 	CHECK(!many && many.error() == knit::error::invalid_argument);
 	knit_pool_options_t badsize = knit::thread_options();
 	badsize.size = 0;
-	knit::result<knit::pool> ver = knit::pool::create(badsize, knit::task("t", [](knit::value) {}));
+	knit::result<knit::pool> ver =
+		knit::pool::create(badsize, knit::task("t", [](knit::value) {}));
 	CHECK(!ver && ver.error() == knit::error::version);
 	CHECK(std::string(ver.message()) == knit_strerror(-KNIT_EVERSION));
-	knit::result<knit::pool> noname = knit::pool::create(knit::task(nullptr, [](knit::value) {}));
+	knit::result<knit::pool> noname =
+		knit::pool::create(knit::task(nullptr, [](knit::value) {}));
 	CHECK(!noname && noname.error() == knit::error::invalid_argument);
 }
 
 static void test_move()
 {
 	std::atomic<int> runs{0};
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(1), knit::task("inc", counted(&runs)));
+	knit::result<knit::pool> r =
+		knit::pool::create(knit::thread_options(1), knit::task("inc", counted(&runs)));
 	CHECK_OK(r);
 	const int copies = counted::copies, moves = counted::moves;
 	knit::pool a = std::move(*r);
@@ -189,8 +202,10 @@ static void test_lambdas()
 	auto lookup = [table](knit::task_context &ctx, knit::value v) -> knit::reply {
 		if (ctx.lane() < 0)
 			return knit::task_error{99, "no lane"};
-		if (v.kind() != knit::kind::i64 || v.i64() < 0 || v.i64() >= static_cast<std::int64_t>(table.size()))
-			return knit::task_error{7, "index " + std::to_string(v.i64()) + " out of range"};
+		if (v.kind() != knit::kind::i64 || v.i64() < 0 ||
+		    v.i64() >= static_cast<std::int64_t>(table.size()))
+			return knit::task_error{7, "index " + std::to_string(v.i64()) +
+							   " out of range"};
 		return table[static_cast<std::size_t>(v.i64())];
 	};
 	int (*c_style)(knit_ctx_t *, const knit_value_t *, knit_value_t *) =
@@ -199,8 +214,9 @@ static void test_lambdas()
 			ret->i64 = -arg->i64;
 			return arg->i64 == 13 ? 13 : 0;
 		};
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(2), knit::task("add", add),
-							 knit::task("lookup", lookup), knit::task("raw", c_style));
+	knit::result<knit::pool> r =
+		knit::pool::create(knit::thread_options(2), knit::task("add", add),
+				   knit::task("lookup", lookup), knit::task("raw", c_style));
 	CHECK_OK(r);
 	knit::pool &p = *r;
 	const std::uint32_t t_add = id(p, "add"), t_lookup = id(p, "lookup"), t_raw = id(p, "raw");
@@ -244,7 +260,10 @@ static void test_values()
 {
 	static const char stat[] = "static bytes";
 	knit::result<knit::pool> r = knit::pool::create(
-		knit::task("echo", [](knit::value v) { return v; }), // a view of the argument: valid until return
+		knit::task("echo",
+			   [](knit::value v) {
+				   return v;
+			   }), // a view of the argument: valid until return
 		knit::task("upper",
 			   [](knit::value v) {
 				   std::string s(v.str());
@@ -278,9 +297,11 @@ static void test_values()
 	std::string big(100000, 'x'); // past the inline area: the payload arena
 	big[500] = 'y';
 	CHECK(p.call<std::string>(echo, big).value_or("") == big);
-	CHECK(p.call<std::string>(id(p, "upper"), std::string_view("mixed Case")).value_or("") == "MIXED CASE");
+	CHECK(p.call<std::string>(id(p, "upper"), std::string_view("mixed Case")).value_or("") ==
+	      "MIXED CASE");
 	CHECK(p.call<std::string>(id(p, "upper"), "").value_or("x").empty());
-	knit::result<std::vector<unsigned char>> b = p.call<std::vector<unsigned char>>(id(p, "bytes"), 300);
+	knit::result<std::vector<unsigned char>> b =
+		p.call<std::vector<unsigned char>>(id(p, "bytes"), 300);
 	CHECK(b && b->size() == 300 && (*b)[299] == static_cast<unsigned char>(299 * 7));
 	CHECK(p.call<double>(id(p, "half"), 5.0).value_or(0) == 2.5);
 	CHECK(p.call<bool>(id(p, "not"), false).value_or(false) == true);
@@ -290,7 +311,8 @@ static void test_values()
 	CHECK(n && n->ok() && n->get().is_none());
 
 	knit::result<knit::completion> zc = p.call(id(p, "zerocopy"));
-	CHECK(zc && zc->ok() && zc->get().kind() == knit::kind::bytes && zc->get().str() == "abcde");
+	CHECK(zc && zc->ok() && zc->get().kind() == knit::kind::bytes &&
+	      zc->get().str() == "abcde");
 
 	// A completion's view lives as long as the completion.
 	const unsigned char raw_bytes[4] = {0, 1, 2, 255};
@@ -317,7 +339,8 @@ static void test_values()
 	// knit::value on the host side.
 	knit::value v;
 	CHECK(v.is_none());
-	CHECK(knit::value(true).kind() == knit::kind::boolean && knit::value(2.5f).kind() == knit::kind::f64);
+	CHECK(knit::value(true).kind() == knit::kind::boolean &&
+	      knit::value(2.5f).kind() == knit::kind::f64);
 	CHECK(knit::value('a').kind() == knit::kind::i64 && knit::value("s").str() == "s");
 	CHECK(knit::value(static_cast<const char *>(nullptr)).str().empty());
 	CHECK(knit::value(7).as<std::int64_t>().value_or(0) == 7);
@@ -328,14 +351,17 @@ static void test_values()
 static void test_exceptions()
 {
 	knit::pool p(knit::thread_options(1),
-		     knit::task("throw", [](knit::value v) -> std::int64_t {
-			     if (v.i64() == 1)
-				     throw std::runtime_error("thrown by the task");
-			     if (v.i64() == 2)
-				     throw 42;
-			     return v.i64();
-		     }),
-		     knit::task("fail", [](knit::value) { return knit::task_error{5, "five"}; }));
+		     knit::task("throw",
+				[](knit::value v) -> std::int64_t {
+					if (v.i64() == 1)
+						throw std::runtime_error("thrown by the task");
+					if (v.i64() == 2)
+						throw 42;
+					return v.i64();
+				}),
+		     knit::task("fail", [](knit::value) {
+			     return knit::task_error{5, "five"};
+		     }));
 	CHECK(p);
 	const std::uint32_t t = p.task_id("throw").value();
 	CHECK(p.call<std::int64_t>(t, 3).value() == 3);
@@ -360,7 +386,8 @@ static void test_exceptions()
 
 	threw = false;
 	try {
-		knit::pool bad(knit::thread_options(KNIT_MAX_WORKERS + 1), knit::task("t", [](knit::value) {}));
+		knit::pool bad(knit::thread_options(KNIT_MAX_WORKERS + 1),
+			       knit::task("t", [](knit::value) {}));
 	} catch (const std::system_error &e) {
 		threw = e.code() == knit::error::invalid_argument;
 	}
@@ -394,10 +421,11 @@ static void test_error_code()
 static void test_enqueue_reap()
 {
 	std::atomic<int> runs{0};
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(3), knit::task("sq", [&runs](knit::value v) {
-								 runs++;
-								 return v.i64() * v.i64();
-							 }));
+	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(3),
+							knit::task("sq", [&runs](knit::value v) {
+								runs++;
+								return v.i64() * v.i64();
+							}));
 	CHECK_OK(r);
 	knit::pool &p = *r;
 	constexpr int n = 500;
@@ -523,11 +551,12 @@ struct gate {
 static void test_cancel()
 {
 	gate g;
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(1), knit::task("block", [&g](knit::value v) {
-								 g.entered++;
-								 g.wait();
-								 return v;
-							 }));
+	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(1),
+							knit::task("block", [&g](knit::value v) {
+								g.entered++;
+								g.wait();
+								return v;
+							}));
 	CHECK_OK(r);
 	knit::pool &p = *r;
 	knit::result<knit::ticket> first = p.enqueue(0, 1);
@@ -547,16 +576,17 @@ static void test_cancel()
 
 	// An abortable call signalled while it runs sees its abort bit.
 	gate g2;
-	knit::result<knit::pool> ra = knit::pool::create(
-		knit::thread_options(1), knit::task(
-						 "spin",
-						 [&g2](knit::task_context &ctx, knit::value) {
-							 g2.entered++;
-							 for (int i = 0; i < 20000 && !ctx.aborted(); i++)
-								 std::this_thread::sleep_for(1ms);
-							 return ctx.aborted();
-						 },
-						 0, KNIT_TASK_ABORTABLE));
+	knit::result<knit::pool> ra =
+		knit::pool::create(knit::thread_options(1),
+				   knit::task(
+					   "spin",
+					   [&g2](knit::task_context &ctx, knit::value) {
+						   g2.entered++;
+						   for (int i = 0; i < 20000 && !ctx.aborted(); i++)
+							   std::this_thread::sleep_for(1ms);
+						   return ctx.aborted();
+					   },
+					   0, KNIT_TASK_ABORTABLE));
 	CHECK_OK(ra);
 	knit::result<knit::ticket> t = ra->enqueue(0);
 	CHECK(t && g2.wait_entered(1));
@@ -574,11 +604,12 @@ static bool readable(int fd, int ms)
 static void test_completion_fd()
 {
 	gate g;
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(1), knit::task("block", [&g](knit::value v) {
-								 g.entered++;
-								 g.wait();
-								 return v;
-							 }));
+	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(1),
+							knit::task("block", [&g](knit::value v) {
+								g.entered++;
+								g.wait();
+								return v;
+							}));
 	CHECK_OK(r);
 	knit::pool &p = *r;
 	knit::result<int> fd = p.completion_fd();
@@ -586,7 +617,7 @@ static void test_completion_fd()
 	if (!fd)
 		return;
 	CHECK(p.completion_fd().value_or(-1) == *fd); // the pool's one descriptor
-	CHECK(!readable(*fd, 0));                      // idle: nothing to reap
+	CHECK(!readable(*fd, 0));                     // idle: nothing to reap
 	CHECK_OK(p.enqueue(0, 3));
 	CHECK(g.wait_entered(1));
 	CHECK(!readable(*fd, 0)); // running, not done
@@ -601,7 +632,8 @@ static void test_completion_fd()
 
 static void test_stats_stop()
 {
-	knit::result<knit::pool> r = knit::pool::create(knit::thread_options(2), knit::task("id", [](knit::value v) { return v; }));
+	knit::result<knit::pool> r = knit::pool::create(
+		knit::thread_options(2), knit::task("id", [](knit::value v) { return v; }));
 	CHECK_OK(r);
 	knit::pool &p = *r;
 	for (int i = 0; i < 10; i++)
@@ -652,9 +684,11 @@ static void test_process_pool()
 	knit::pool &p = *r;
 	knit::result<std::int64_t> pid = p.call<std::int64_t>(id(p, "pid"));
 	CHECK(pid && *pid > 0 && *pid != static_cast<std::int64_t>(getpid()));
-	CHECK(p.call<std::string>(id(p, "echo"), "across processes").value_or("") == "across processes");
+	CHECK(p.call<std::string>(id(p, "echo"), "across processes").value_or("") ==
+	      "across processes");
 	knit::result<knit::completion> e = p.call(id(p, "error"), 5);
-	CHECK(e && e->error() == knit::error::task && e->task_code() == 5 && e->message() == "task error");
+	CHECK(e && e->error() == knit::error::task && e->task_code() == 5 &&
+	      e->message() == "task error");
 	CHECK_OK(p.enqueue(id(p, "echo"), 11));
 	knit::result<knit::completion> c = p.complete(20s);
 	CHECK(c && c->as<int>().value_or(0) == 11);
@@ -662,7 +696,8 @@ static void test_process_pool()
 	// A process pool refuses C++ tasks: its tasks come from the library.
 	knit::result<knit::pool> mixed = knit::pool::create(o, knit::task("t", [](knit::value) {}));
 	CHECK(!mixed && mixed.error() == knit::error::invalid_argument);
-	knit_pool_options_t missing = knit::process_options(KT_BUILD_DIR "/tests/lib/no-such-library.so");
+	knit_pool_options_t missing =
+		knit::process_options(KT_BUILD_DIR "/tests/lib/no-such-library.so");
 	missing.worker_path = o.worker_path;
 	knit::result<knit::pool> nolib = knit::pool::create(missing);
 	CHECK(!nolib && nolib.error() == knit::error::no_such_file);
@@ -685,8 +720,8 @@ int main()
 	test_stats_stop();
 	test_process_pool();
 	CHECK(counted::live == 0);
-	std::printf("knitting.hpp (C++%ld, %s, %s): %d checks, %d failed\n", __cplusplus / 100 % 100,
-		    KNIT_HPP_EXCEPTIONS ? "exceptions" : "no exceptions",
+	std::printf("knitting.hpp (C++%ld, %s, %s): %d checks, %d failed\n",
+		    __cplusplus / 100 % 100, KNIT_HPP_EXCEPTIONS ? "exceptions" : "no exceptions",
 #if defined(__clang__)
 		    "clang",
 #else

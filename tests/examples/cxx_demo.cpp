@@ -16,18 +16,18 @@ using namespace std::chrono_literals;
 int main()
 {
 	std::atomic<long> served{0}; // captured state, shared by every worker
-	knit::result<knit::pool> made = knit::pool::create(
-		knit::thread_options(2),
-		knit::task("square",
-			   [&served](knit::value v) {
-				   served++;
-				   return v.i64() * v.i64();
-			   }),
-		knit::task("greet", [](knit::value name) -> knit::reply {
-			if (name.str().empty())
-				return knit::task_error{1, "greet: no name"};
-			return "hello, " + std::string(name.str());
-		}));
+	knit::result<knit::pool> made =
+		knit::pool::create(knit::thread_options(2),
+				   knit::task("square",
+					      [&served](knit::value v) {
+						      served++;
+						      return v.i64() * v.i64();
+					      }),
+				   knit::task("greet", [](knit::value name) -> knit::reply {
+					   if (name.str().empty())
+						   return knit::task_error{1, "greet: no name"};
+					   return "hello, " + std::string(name.str());
+				   }));
 	if (!made) {
 		std::fprintf(stderr, "knit::pool::create: %s\n", made.message());
 		return 1;

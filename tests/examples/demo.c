@@ -84,9 +84,9 @@ static int task_shout(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 }
 
 static const knit_task_t tasks[] = {
-	{ "primes", task_primes, 0, 0 },
-	{ "fnv1a", task_fnv1a, 0, 0 },
-	{ "shout", task_shout, 0, 0 },
+	{"primes", task_primes, 0, 0},
+	{"fnv1a", task_fnv1a, 0, 0},
+	{"shout", task_shout, 0, 0},
 };
 
 /* ---- the calls --------------------------------------------------------------------- */
@@ -94,8 +94,8 @@ static const knit_task_t tasks[] = {
 #define PER_THREAD 500
 #define SHOWN 6 /* rows of the table per thread */
 
-static const char *words[] = { "knitting", "shared memory", "futex", "lock2", "doorbell",
-			       "park and wake", "hello, world", "worker pool" };
+static const char *words[] = {"knitting", "shared memory", "futex",        "lock2",
+			      "doorbell", "park and wake", "hello, world", "worker pool"};
 
 struct call {
 	int thread;
@@ -117,7 +117,7 @@ static void *host_thread(void *p)
 	for (int i = 0; i < PER_THREAD; i++) {
 		int k = t * PER_THREAD + i;
 		struct call *c = &calls[k];
-		knit_value_t v = { 0 };
+		knit_value_t v = {0};
 		c->thread = t;
 		switch ((i + t) % 3) {
 		case 0:
@@ -156,7 +156,8 @@ static void check(struct call *c, const knit_completion_t *done)
 	}
 	const knit_value_t *r = &done->result;
 	if (c->task == (uint32_t)id_fnv1a) {
-		c->ok = r->type == KNIT_VALUE_I64 && (uint64_t)r->i64 == fnv1a(c->word, strlen(c->word));
+		c->ok = r->type == KNIT_VALUE_I64 &&
+			(uint64_t)r->i64 == fnv1a(c->word, strlen(c->word));
 		snprintf(c->shown, sizeof c->shown, "%016" PRIx64, (uint64_t)r->i64);
 	} else if (c->task == (uint32_t)id_primes) {
 		c->ok = r->type == KNIT_VALUE_I64 && r->i64 == count_primes(c->n);
@@ -166,7 +167,8 @@ static void check(struct call *c, const knit_completion_t *done)
 		size_t n = strlen(c->word);
 		for (size_t i = 0; i <= n; i++)
 			want[i] = (char)toupper((unsigned char)c->word[i]);
-		c->ok = r->type == KNIT_VALUE_STRING && r->len == n && memcmp(r->data, want, n + 1) == 0;
+		c->ok = r->type == KNIT_VALUE_STRING && r->len == n &&
+			memcmp(r->data, want, n + 1) == 0;
 		snprintf(c->shown, sizeof c->shown, "\"%s\"", (const char *)r->data);
 	}
 }
@@ -180,15 +182,15 @@ static void check(struct call *c, const knit_completion_t *done)
  */
 static int linger(int seconds, int *made)
 {
-	struct timespec gap = { 0, 20 * 1000 * 1000 };
+	struct timespec gap = {0, 20 * 1000 * 1000};
 	struct timespec t0, t;
 	int calls = 0, bad = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	printf("lingering %d s: one cold call every 20 ms (pid %d; attach knit-trace -p %d)\n", seconds,
-	       (int)getpid(), (int)getpid());
+	printf("lingering %d s: one cold call every 20 ms (pid %d; attach knit-trace -p %d)\n",
+	       seconds, (int)getpid(), (int)getpid());
 	fflush(stdout);
 	do {
-		knit_value_t arg = { .type = KNIT_VALUE_STRING, .data = "cold", .len = 4 };
+		knit_value_t arg = {.type = KNIT_VALUE_STRING, .data = "cold", .len = 4};
 		knit_completion_t c;
 		nanosleep(&gap, NULL);
 		int rc = knit_call(pool, (uint32_t)id_shout, &arg, &c, -1);
@@ -212,7 +214,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--linger SECONDS]\n", argv[0]);
 		return 2;
 	}
-	knit_pool_options_t opts = { .size = sizeof opts, .workers = 2 };
+	knit_pool_options_t opts = {.size = sizeof opts, .workers = 2};
 	int rc = knit_pool_create(&opts, tasks, 3, &pool);
 	if (rc != 0) {
 		fprintf(stderr, "knit_pool_create: %s\n", knit_strerror(rc));
@@ -223,8 +225,8 @@ int main(int argc, char **argv)
 	id_shout = knit_pool_task_id(pool, "shout");
 	printf("libknitting %u.%u.%u: a pool of 2 worker threads, tasks (ids in name order): "
 	       "fnv1a=%d primes=%d shout=%d\n\n",
-	       knit_version() >> 16, (knit_version() >> 8) & 0xff, knit_version() & 0xff, id_fnv1a, id_primes,
-	       id_shout);
+	       knit_version() >> 16, (knit_version() >> 8) & 0xff, knit_version() & 0xff, id_fnv1a,
+	       id_primes, id_shout);
 
 	pthread_t th[2];
 	for (int t = 0; t < 2; t++)
@@ -236,7 +238,8 @@ int main(int argc, char **argv)
 	while (reaped < 2 * PER_THREAD) {
 		int n = knit_complete(pool, out, 32, 5ll * 1000 * 1000 * 1000);
 		if (n <= 0) {
-			fprintf(stderr, "knit_complete: %s\n", n ? knit_strerror(n) : "nothing for 5 s");
+			fprintf(stderr, "knit_complete: %s\n",
+				n ? knit_strerror(n) : "nothing for 5 s");
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
@@ -262,15 +265,17 @@ int main(int argc, char **argv)
 				snprintf(in, sizeof in, "\"%s\"", c->word);
 			else
 				snprintf(in, sizeof in, "n = %" PRId64, c->n);
-			const char *name = c->task == (uint32_t)id_fnv1a ? "fnv1a" :
-					   c->task == (uint32_t)id_primes ? "primes" : "shout";
+			const char *name = c->task == (uint32_t)id_fnv1a    ? "fnv1a"
+					   : c->task == (uint32_t)id_primes ? "primes"
+									    : "shout";
 			printf("  %-6d %-7s %-22s %-22s %s\n", c->thread, name, in, c->shown,
 			       c->ok && c->done == 1 ? "ok" : "WRONG");
 		}
 	int good = 0;
 	for (int k = 0; k < 2 * PER_THREAD; k++)
 		good += calls[k].ok && calls[k].done == 1;
-	printf("  ... %d calls from 2 host threads: %d correct, each completed exactly once: %s\n\n",
+	printf("  ... %d calls from 2 host threads: %d correct, each completed exactly once: "
+	       "%s\n\n",
 	       2 * PER_THREAD, good, good == 2 * PER_THREAD ? "yes" : "NO");
 
 	int lingered = 0;
@@ -278,29 +283,34 @@ int main(int argc, char **argv)
 		failed |= linger(linger_s, &lingered) != 0;
 
 	rc = knit_stop(pool, KNIT_STOP_DRAIN, 10ll * 1000 * 1000 * 1000);
-	printf("knit_stop(DRAIN): %s (every worker acknowledged)\n", rc == 0 ? "ok" : knit_strerror(rc));
+	printf("knit_stop(DRAIN): %s (every worker acknowledged)\n",
+	       rc == 0 ? "ok" : knit_strerror(rc));
 	knit_completion_t c;
 	int after = knit_complete(pool, &c, 1, 0);
 	printf("knit_complete after the stop: %s\n\n", knit_strerror(after));
 
-	knit_pool_stats_t st = { .size = sizeof st };
+	knit_pool_stats_t st = {.size = sizeof st};
 	knit_pool_stats(pool, &st, sizeof st);
 	printf("stats: enqueued %" PRIu64 ", completed %" PRIu64 ", backlog high water %" PRIu64
 	       ", doorbell arms %" PRIu64 " / wakes %" PRIu64 "\n",
-	       st.enqueued, st.completed, st.backlog_high_water, st.doorbell_arms, st.doorbell_wakes);
-	printf("  %-5s %8s %8s %11s %15s %9s %14s\n", "lane", "calls", "parks", "wakes sent", "wakes received",
-	       "watchdog", "doorbell rings");
+	       st.enqueued, st.completed, st.backlog_high_water, st.doorbell_arms,
+	       st.doorbell_wakes);
+	printf("  %-5s %8s %8s %11s %15s %9s %14s\n", "lane", "calls", "parks", "wakes sent",
+	       "wakes received", "watchdog", "doorbell rings");
 	int watchdog = 0;
 	for (uint32_t l = 0; l < st.lanes; l++) {
-		printf("  %-5u %8" PRIu64 " %8" PRIu64 " %11" PRIu64 " %15" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", l,
-		       st.lane[l].calls, st.lane[l].parks, st.lane[l].wakes_sent, st.lane[l].wakes_received,
-		       st.lane[l].watchdog_expiries, st.lane[l].doorbell_rings);
+		printf("  %-5u %8" PRIu64 " %8" PRIu64 " %11" PRIu64 " %15" PRIu64 " %9" PRIu64
+		       " %14" PRIu64 "\n",
+		       l, st.lane[l].calls, st.lane[l].parks, st.lane[l].wakes_sent,
+		       st.lane[l].wakes_received, st.lane[l].watchdog_expiries,
+		       st.lane[l].doorbell_rings);
 		watchdog += st.lane[l].watchdog_expiries != 0;
 	}
 	int drc = knit_pool_destroy(pool);
 
-	int ok = !failed && bad_status == 0 && good == 2 * PER_THREAD && rc == 0 && after == -KNIT_ECLOSED &&
-		 st.enqueued == (uint64_t)(2 * PER_THREAD + lingered) && drc == 0;
+	int ok = !failed && bad_status == 0 && good == 2 * PER_THREAD && rc == 0 &&
+		 after == -KNIT_ECLOSED && st.enqueued == (uint64_t)(2 * PER_THREAD + lingered) &&
+		 drc == 0;
 	printf("\n%s\n", ok ? "demo: every call completed correctly" : "demo: FAILED");
 	(void)watchdog;
 	return ok ? 0 : 1;

@@ -75,7 +75,7 @@ int ffi_error(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 /* Sleeps arg I64 milliseconds, returns the deadline it saw. */
 int ffi_sleep(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
-	struct timespec ts = { arg->i64 / 1000, (long)(arg->i64 % 1000) * 1000000L };
+	struct timespec ts = {arg->i64 / 1000, (long)(arg->i64 % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 	ret->type = KNIT_VALUE_I64;
 	ret->i64 = knit_ctx_deadline_ns(ctx);
@@ -97,11 +97,12 @@ int ffi_meet(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	(void)ctx;
 	int now = __atomic_add_fetch(&meet_inside, 1, __ATOMIC_SEQ_CST);
 	int peak = __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST);
-	while (peak < now &&
-	       !__atomic_compare_exchange_n(&meet_peak, &peak, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+	while (peak < now && !__atomic_compare_exchange_n(&meet_peak, &peak, now, 0,
+							  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		;
-	for (int ms = 0; ms < 10000 && __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST) < arg->i64; ms++) {
-		struct timespec ts = { 0, 1000000L };
+	for (int ms = 0; ms < 10000 && __atomic_load_n(&meet_peak, __ATOMIC_SEQ_CST) < arg->i64;
+	     ms++) {
+		struct timespec ts = {0, 1000000L};
 		nanosleep(&ts, NULL);
 	}
 	ret->type = KNIT_VALUE_I64;
@@ -121,17 +122,12 @@ int ffi_crash(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 }
 
 static const knit_task_t ffi_tasks[] = {
-	{ .name = "crash", .fn = ffi_crash },
-	{ .name = "double", .fn = ffi_double },
-	{ .name = "echo", .fn = ffi_echo },
-	{ .name = "error", .fn = ffi_error },
-	{ .name = "fail", .fn = ffi_fail },
-	{ .name = "meet", .fn = ffi_meet },
-	{ .name = "sleep", .fn = ffi_sleep },
-	{ .name = "upper", .fn = ffi_upper },
+	{.name = "crash", .fn = ffi_crash}, {.name = "double", .fn = ffi_double},
+	{.name = "echo", .fn = ffi_echo},   {.name = "error", .fn = ffi_error},
+	{.name = "fail", .fn = ffi_fail},   {.name = "meet", .fn = ffi_meet},
+	{.name = "sleep", .fn = ffi_sleep}, {.name = "upper", .fn = ffi_upper},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
 	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, ffi_tasks,
-	sizeof ffi_tasks / sizeof ffi_tasks[0]
-};
+	sizeof ffi_tasks / sizeof ffi_tasks[0]};

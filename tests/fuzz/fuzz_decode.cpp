@@ -33,8 +33,7 @@
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kCap = 4096;
 constexpr size_t kHdr = 276;
@@ -44,7 +43,7 @@ constexpr size_t kRec = 66;
 	do {                                                                                       \
 		if (!(x)) {                                                                        \
 			fprintf(stderr, "fuzz_decode: check failed: %s (line %d)\n", #x,           \
-			        __LINE__);                                                         \
+				__LINE__);                                                         \
 			__builtin_trap();                                                          \
 		}                                                                                  \
 	} while (0)
@@ -120,16 +119,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(c.pending() == expect);
 	volatile uint64_t sink = 0;
 	uint32_t lanes =
-	    c.drain([&](uint32_t lane, int rc, const FrameHead &fh, const knit_value_t &v) {
-		    CHECK(rc == 0 || rc == -KNIT_EPROTO);
-		    if (rc == 0) {
-			    CHECK(fh.fault == 0 && fh.task < limits.task_count &&
-			          fh.ticket < limits.ticket_count);
-			    sink = sink + touch_view(h, lane, v);
-		    } else {
-			    CHECK(fh.fault != 0 && v.type == KNIT_VALUE_NONE);
-		    }
-	    });
+		c.drain([&](uint32_t lane, int rc, const FrameHead &fh, const knit_value_t &v) {
+			CHECK(rc == 0 || rc == -KNIT_EPROTO);
+			if (rc == 0) {
+				CHECK(fh.fault == 0 && fh.task < limits.task_count &&
+				      fh.ticket < limits.ticket_count);
+				sink = sink + touch_view(h, lane, v);
+			} else {
+				CHECK(fh.fault != 0 && v.type == KNIT_VALUE_NONE);
+			}
+		});
 	CHECK(lanes == (uint32_t)__builtin_popcount(expect));
 	CHECK(c.pending() == 0 && c.taken() == 0);
 	CHECK(*word_at(h.lock, kLockOffB) == c.retired_mirror());
@@ -150,10 +149,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	LockConsumer c2;
 	CHECK(c2.attach(h.lock, as, ConsumerLimits{1, 1, 0}) == 0);
 	uint32_t n =
-	    c2.drain([&](uint32_t lane, int rc2, const FrameHead &, const knit_value_t &view) {
-		    CHECK(rc2 == 0 && view.type == KNIT_VALUE_STRING && view.len == v.len);
-		    sink = sink + touch_view(h, lane, view);
-	    });
+		c2.drain([&](uint32_t lane, int rc2, const FrameHead &, const knit_value_t &view) {
+			CHECK(rc2 == 0 && view.type == KNIT_VALUE_STRING && view.len == v.len);
+			sink = sink + touch_view(h, lane, view);
+		});
 	CHECK(n == (rc >= 0 ? 1u : 0u));
 	return 0;
 }
@@ -209,14 +208,14 @@ int main(int argc, char **argv)
 		uint32_t lens[4];
 		uint32_t count;
 	} seeds[] = {
-	    {"scalar-i64", {KNIT_VALUE_I64}, {0}, 1},
-	    {"inline-string", {KNIT_VALUE_STRING}, {40}, 1},
-	    {"arena-bytes", {KNIT_VALUE_BYTES}, {1500}, 1},
-	    {"error-inline", {KNIT_VALUE_ERROR}, {12}, 1},
-	    {"mixed-4",
-	     {KNIT_VALUE_BOOL, KNIT_VALUE_BYTES, KNIT_VALUE_STRING, KNIT_VALUE_F64},
-	     {0, 600, 100, 0},
-	     4},
+		{"scalar-i64", {KNIT_VALUE_I64}, {0}, 1},
+		{"inline-string", {KNIT_VALUE_STRING}, {40}, 1},
+		{"arena-bytes", {KNIT_VALUE_BYTES}, {1500}, 1},
+		{"error-inline", {KNIT_VALUE_ERROR}, {12}, 1},
+		{"mixed-4",
+		 {KNIT_VALUE_BOOL, KNIT_VALUE_BYTES, KNIT_VALUE_STRING, KNIT_VALUE_F64},
+		 {0, 600, 100, 0},
+		 4},
 	};
 	for (const Seed &s : seeds) {
 		memset(h.lock, 0, kLockFixedBytes);

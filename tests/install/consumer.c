@@ -14,14 +14,14 @@ static int add_one(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 int main(void)
 {
-	knit_task_t task = { .name = "add_one", .fn = add_one };
+	knit_task_t task = {.name = "add_one", .fn = add_one};
 	knit_pool_t *pool;
 	int rc = knit_pool_create(NULL, &task, 1, &pool);
 	if (rc != 0) {
 		fprintf(stderr, "knit_pool_create: %s\n", knit_strerror(rc));
 		return 1;
 	}
-	knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 41 };
+	knit_value_t arg = {.type = KNIT_VALUE_I64, .i64 = 41};
 	knit_completion_t done;
 	rc = knit_call(pool, 0, &arg, &done, -1);
 	knit_pool_destroy(pool);
@@ -31,7 +31,7 @@ int main(void)
 			(int)done.status, (long long)done.result.i64);
 		return 1;
 	}
-	printf("knit_call(add_one, 41) = %lld, library version %#x\n",
-	       (long long)done.result.i64, (unsigned)knit_version());
+	printf("knit_call(add_one, 41) = %lld, library version %#x\n", (long long)done.result.i64,
+	       (unsigned)knit_version());
 	return 0;
 }

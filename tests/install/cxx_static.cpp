@@ -59,7 +59,8 @@ int main()
 	volatile std::size_t huge = 1ull << 62;
 	try {
 		char *p = new char[huge];
-		std::fprintf(stderr, "new char[1 << 62] returned %p instead of throwing std::bad_alloc\n",
+		std::fprintf(stderr,
+			     "new char[1 << 62] returned %p instead of throwing std::bad_alloc\n",
 			     (void *)p);
 		bad = 1;
 	} catch (const std::bad_alloc &) {

@@ -10,7 +10,9 @@ int main(int argc, char **argv)
 {
 	if (argc != 2)
 		return 2;
-	knit_pool_options_t o = {.size = sizeof o, .workers = 1, .worker_kind = KNIT_WORKERS_PROCESSES,
+	knit_pool_options_t o = {.size = sizeof o,
+				 .workers = 1,
+				 .worker_kind = KNIT_WORKERS_PROCESSES,
 				 .task_library = argv[1]};
 	knit_pool_t *pool;
 	int rc = knit_pool_create(&o, NULL, 0, &pool);
@@ -21,7 +23,8 @@ int main(int argc, char **argv)
 	knit_value_t a = {.type = KNIT_VALUE_I64};
 	knit_completion_t c;
 	rc = knit_call(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &a, &c, -1);
-	const int ok = rc == 0 && c.status == 0 && c.result.i64 > 0 && c.result.i64 != (int64_t)getpid();
+	const int ok =
+		rc == 0 && c.status == 0 && c.result.i64 > 0 && c.result.i64 != (int64_t)getpid();
 	knit_completion_release(pool, &c);
 	knit_pool_destroy(pool);
 	printf("process pool: %s\n", ok ? "ok" : "FAILED");

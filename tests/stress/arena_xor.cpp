@@ -46,9 +46,9 @@ using namespace knit::detail;
 namespace {
 
 // Region layout (byte offsets; every shared word on its own 128-byte block).
-constexpr uint64_t kLanes = 0;        // 32 x u32 lane state, 128 bytes apart
-constexpr uint64_t kFrames = 4096;    // 32 x Frame
-constexpr uint64_t kCounters = 8192;  // done, consumed, errors: 128 bytes apart
+constexpr uint64_t kLanes = 0;       // 32 x u32 lane state, 128 bytes apart
+constexpr uint64_t kFrames = 4096;   // 32 x Frame
+constexpr uint64_t kCounters = 8192; // done, consumed, errors: 128 bytes apart
 constexpr uint64_t kPA = 12288;
 constexpr uint64_t kPB = 12288 + 128;
 constexpr uint64_t kTable = 12288 + 256;
@@ -65,7 +65,10 @@ struct Frame {
 struct View {
 	uint8_t *base;
 	ArenaShared arena;
-	uint32_t *lane(uint32_t i) const { return reinterpret_cast<uint32_t *>(base + kLanes + 128 * i); }
+	uint32_t *lane(uint32_t i) const
+	{
+		return reinterpret_cast<uint32_t *>(base + kLanes + 128 * i);
+	}
 	Frame *frame(uint32_t i) const { return reinterpret_cast<Frame *>(base + kFrames) + i; }
 	uint32_t *done() const { return reinterpret_cast<uint32_t *>(base + kCounters); }
 	uint64_t *consumed() const { return reinterpret_cast<uint64_t *>(base + kCounters + 128); }
@@ -84,8 +87,14 @@ View view_of(uint8_t *base)
 	return v;
 }
 
-uint32_t ld_acq(uint32_t *p) { return std::atomic_ref<uint32_t>(*p).load(std::memory_order_acquire); }
-void st_rel(uint32_t *p, uint32_t v) { std::atomic_ref<uint32_t>(*p).store(v, std::memory_order_release); }
+uint32_t ld_acq(uint32_t *p)
+{
+	return std::atomic_ref<uint32_t>(*p).load(std::memory_order_acquire);
+}
+void st_rel(uint32_t *p, uint32_t v)
+{
+	std::atomic_ref<uint32_t>(*p).store(v, std::memory_order_release);
+}
 
 void fill(uint8_t *p, uint32_t len, uint32_t seed)
 {
@@ -121,7 +130,8 @@ uint64_t consumer_loop(View v, uint32_t first_lane)
 			uint32_t expect = kPublished;
 			// acquire: pairs with the producer's release store of kPublished.
 			if (!std::atomic_ref<uint32_t>(*v.lane(l))
-				     .compare_exchange_strong(expect, kClaimed, std::memory_order_acquire,
+				     .compare_exchange_strong(expect, kClaimed,
+							      std::memory_order_acquire,
 							      std::memory_order_relaxed)) {
 				continue;
 			}
@@ -129,16 +139,19 @@ uint64_t consumer_loop(View v, uint32_t first_lane)
 			Frame f = *v.frame(l);
 			if (arena_check(v.arena, f.slot, f.offset, f.len) != 0) {
 				errors++;
-				fprintf(stderr, "arena_check refused slot %u [%u,+%u)\n", f.slot, f.offset, f.len);
+				fprintf(stderr, "arena_check refused slot %u [%u,+%u)\n", f.slot,
+					f.offset, f.len);
 			} else if (!verify(v.arena.base + f.offset, f.len, f.seed)) {
 				errors++;
-				fprintf(stderr, "payload of seed %u overwritten (aliasing)\n", f.seed);
+				fprintf(stderr, "payload of seed %u overwritten (aliasing)\n",
+					f.seed);
 			}
 			arena_free(v.arena, f.slot);
 			if ((f.seed & 15) == 0) {
 				sched_yield(); // only PB orders the reuse in this window
 			}
-			std::atomic_ref<uint64_t>(*v.consumed()).fetch_add(1, std::memory_order_relaxed);
+			std::atomic_ref<uint64_t>(*v.consumed())
+				.fetch_add(1, std::memory_order_relaxed);
 			// release: pairs with the producer's acquire load of the lane.
 			st_rel(v.lane(l), kEmpty);
 		}
@@ -169,7 +182,8 @@ struct ProducerStats {
 
 // `alive` is polled while the producer waits, so a dead consumer process
 // fails the run instead of hanging it.
-template <typename Alive> ProducerStats producer_loop(View v, uint64_t frames, uint32_t seed, Alive alive)
+template <typename Alive>
+ProducerStats producer_loop(View v, uint64_t frames, uint32_t seed, Alive alive)
 {
 	ProducerStats st;
 	ArenaProducer prod;
@@ -239,7 +253,8 @@ template <typename Alive> ProducerStats producer_loop(View v, uint64_t frames, u
 	if (st.ok) {
 		// Wait for the consumers to drain (bounded by the run's timeout),
 		// then the arena must be empty and restart at 0.
-		while (std::atomic_ref<uint64_t>(*v.consumed()).load(std::memory_order_acquire) < st.published) {
+		while (std::atomic_ref<uint64_t>(*v.consumed()).load(std::memory_order_acquire) <
+		       st.published) {
 			sched_yield();
 			if ((++waits & 0xFFFF) == 0 && !alive()) {
 				st.ok = false;
@@ -247,8 +262,8 @@ template <typename Alive> ProducerStats producer_loop(View v, uint64_t frames, u
 			}
 		}
 		if (prod.live_count() != 0 || ld_acq(v.arena.pa) != ld_acq(v.arena.pb)) {
-			fprintf(stderr, "toggles lost: PA %08x PB %08x live %u\n", ld_acq(v.arena.pa),
-				ld_acq(v.arena.pb), prod.live_count());
+			fprintf(stderr, "toggles lost: PA %08x PB %08x live %u\n",
+				ld_acq(v.arena.pa), ld_acq(v.arena.pb), prod.live_count());
 			st.ok = false;
 		}
 		uint32_t slot, off;
@@ -290,7 +305,8 @@ bool run_threads(uint64_t frames)
 	}
 	bool ok = st.ok && errors.load() == 0 && *v.consumed() == st.published &&
 		  st.published + st.rolled_back == frames;
-	printf("threads:   %lu frames, %lu published, %lu rolled back, %lu EAGAIN retries, %lu errors: %s\n",
+	printf("threads:   %lu frames, %lu published, %lu rolled back, %lu EAGAIN retries, %lu "
+	       "errors: %s\n",
 	       (unsigned long)frames, (unsigned long)st.published, (unsigned long)st.rolled_back,
 	       (unsigned long)st.eagain, (unsigned long)errors.load(), ok ? "ok" : "FAIL");
 	region_destroy(&r);
@@ -326,7 +342,8 @@ bool run_processes(uint64_t frames)
 			}
 			View v = view_of(mine.base);
 			uint64_t errors = consumer_loop(v, (uint32_t)c * 16);
-			std::atomic_ref<uint64_t>(*v.errors()).fetch_add(errors, std::memory_order_relaxed);
+			std::atomic_ref<uint64_t>(*v.errors())
+				.fetch_add(errors, std::memory_order_relaxed);
 			region_destroy(&mine);
 			_exit(errors == 0 ? 0 : 3);
 		}
@@ -358,7 +375,8 @@ bool run_processes(uint64_t frames)
 	uint64_t errors = *v.errors();
 	bool ok = st.ok && children_ok && errors == 0 && *v.consumed() == st.published &&
 		  st.published + st.rolled_back == frames;
-	printf("processes: %lu frames, %lu published, %lu rolled back, %lu EAGAIN retries, %lu errors: %s\n",
+	printf("processes: %lu frames, %lu published, %lu rolled back, %lu EAGAIN retries, %lu "
+	       "errors: %s\n",
 	       (unsigned long)frames, (unsigned long)st.published, (unsigned long)st.rolled_back,
 	       (unsigned long)st.eagain, (unsigned long)errors, ok ? "ok" : "FAIL");
 	region_destroy(&r);

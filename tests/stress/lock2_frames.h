@@ -27,8 +27,7 @@
 #define SANITIZED 0
 #endif
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kArenaCap = 256u << 10; // small: "arena full" backpressure happens
 constexpr uint32_t kMaxPayload = 64u << 10;

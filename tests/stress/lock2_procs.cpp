@@ -31,8 +31,7 @@ using namespace knit::detail;
 
 #include "stress/lock2_frames.h"
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kRetArenaCap = 64u << 10;
 
@@ -56,14 +55,11 @@ Lane lane_at(uint8_t *base)
 	l.ret = base + kLaneOffRetLock;
 	l.req_arena = lock_arena_shared(l.req, base + lane_req_arena_offset(), kArenaCap);
 	l.ret_arena =
-	    lock_arena_shared(l.ret, base + lane_ret_arena_offset(kArenaCap), kRetArenaCap);
+		lock_arena_shared(l.ret, base + lane_ret_arena_offset(kArenaCap), kRetArenaCap);
 	return l;
 }
 
-uint64_t block_bytes()
-{
-	return lane_block_bytes(kArenaCap, kRetArenaCap);
-}
+uint64_t block_bytes() { return lane_block_bytes(kArenaCap, kRetArenaCap); }
 
 int child_main(Region *inherited, uint64_t frames)
 {
@@ -90,18 +86,18 @@ int child_main(Region *inherited, uint64_t frames)
 	Backoff bo;
 	while (delivered < frames && errors == 0) {
 		uint32_t n = c.drain([&](uint32_t, int rc2, const FrameHead &h,
-		                         const knit_value_t &v) {
+					 const knit_value_t &v) {
 			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
 			if (rc2 != 0 || seq >= frames || (done[seq / 8] >> (seq % 8)) & 1) {
 				fprintf(stderr, "child: rc %d fault %#x seq %" PRIu64 "\n", rc2,
-				        h.fault, seq);
+					h.fault, seq);
 				errors++;
 				return;
 			}
 			if (seq >= lowest + 32) {
 				fprintf(stderr,
-				        "child: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
-				        seq, lowest);
+					"child: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
+					seq, lowest);
 				errors++;
 			}
 			if (seq != lowest)
@@ -125,7 +121,7 @@ int child_main(Region *inherited, uint64_t frames)
 			}
 			if (ck != h.deadline_ns) {
 				fprintf(stderr, "child: checksum mismatch at seq %" PRIu64 "\n",
-				        seq);
+					seq);
 				errors++;
 			}
 			sum += ck;
@@ -250,7 +246,7 @@ int main()
 		uint64_t spins = 0;
 		while (!got && !(++spins % 1024 == 0 && child_dead())) {
 			uint32_t n = c.drain([&](uint32_t, int rc2, const FrameHead &,
-			                         const knit_value_t &v) {
+						 const knit_value_t &v) {
 				if (rc2 == 0 && v.type == KNIT_VALUE_BYTES && v.len == sizeof s) {
 					memcpy(&s, v.data, sizeof s);
 					got = true;

@@ -31,8 +31,7 @@ using namespace knit::detail;
 
 #include "stress/lock2_frames.h"
 
-namespace
-{
+namespace {
 
 struct Shared {
 	uint8_t *lock;
@@ -102,18 +101,18 @@ void *consumer_main(void *arg)
 	Backoff bo;
 	while (delivered < s->frames && errors == 0) {
 		uint32_t n = c.drain([&](uint32_t, int rc, const FrameHead &h,
-		                         const knit_value_t &v) {
+					 const knit_value_t &v) {
 			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
 			if (rc != 0 || seq >= s->frames || (done[seq / 8] >> (seq % 8)) & 1) {
 				fprintf(stderr, "consumer: rc %d fault %#x seq %" PRIu64 "\n", rc,
-				        h.fault, seq);
+					h.fault, seq);
 				errors++;
 				return;
 			}
 			if (seq >= lowest + 32) { // more than 31 later frames overtook `lowest`
 				fprintf(stderr,
-				        "consumer: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
-				        seq, lowest);
+					"consumer: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
+					seq, lowest);
 				errors++;
 			}
 			if (seq != lowest)
@@ -134,7 +133,7 @@ void *consumer_main(void *arg)
 			}
 			if (ck != h.deadline_ns) {
 				fprintf(stderr, "consumer: checksum mismatch at seq %" PRIu64 "\n",
-				        seq);
+					seq);
 				errors++;
 			}
 			sum += ck;
@@ -168,7 +167,7 @@ int main()
 
 	Region region;
 	int rc = region_create(RegionKind::kAnonymous, lock_region_bytes(kArenaCap),
-	                       "lock2_threads", &region);
+			       "lock2_threads", &region);
 	if (rc != 0) {
 		printf("SKIP: region_create failed (%d)\n", rc);
 		return 77;
@@ -194,11 +193,12 @@ int main()
 	       s.delivered, dt, (double)s.delivered / dt / 1e6, s.out_of_order, s.lane_full,
 	       s.arena_full);
 	bool ok = s.errors == 0 && s.delivered == frames && s.prod_sum == s.cons_sum && a == b &&
-	          live == 0 && s.out_of_order == 0;
+		  live == 0 && s.out_of_order == 0;
 	if (!ok)
-		printf("FAIL: out of order %" PRIu64 " errors %" PRIu64 " delivered %" PRIu64 "/%" PRIu64 " sums %#" PRIx64
-		       "/%#" PRIx64 " A %#x B %#x arena live %#x\n",
-		       s.out_of_order, s.errors, s.delivered, frames, s.prod_sum, s.cons_sum, a, b, live);
+		printf("FAIL: out of order %" PRIu64 " errors %" PRIu64 " delivered %" PRIu64
+		       "/%" PRIu64 " sums %#" PRIx64 "/%#" PRIx64 " A %#x B %#x arena live %#x\n",
+		       s.out_of_order, s.errors, s.delivered, frames, s.prod_sum, s.cons_sum, a, b,
+		       live);
 	region_destroy(&region);
 	return ok ? 0 : 1;
 }

@@ -48,7 +48,7 @@
 
 static knit_pool_t *pool;
 static long per_producer;
-static atomic_uchar *seen;     /* completions per call */
+static atomic_uchar *seen; /* completions per call */
 static atomic_long accepted;
 static atomic_int producers_done;
 
@@ -95,14 +95,15 @@ static void *producer(void *arg)
 			continue;
 		}
 		if (k <= 0 || k > m) {
-			FAIL("producer %d: knit_enqueue_many(%ld): %d (%s)", pr->id, m, k, k < 0 ? knit_strerror(k) : "");
+			FAIL("producer %d: knit_enqueue_many(%ld): %d (%s)", pr->id, m, k,
+			     k < 0 ? knit_strerror(k) : "");
 			break;
 		}
 		done += k;
 		atomic_fetch_add(&accepted, k);
 	}
-	CHECK(done == per_producer, "producer %d: %ld of %ld calls accepted within the bound", pr->id, done,
-	      per_producer);
+	CHECK(done == per_producer, "producer %d: %ld of %ld calls accepted within the bound",
+	      pr->id, done, per_producer);
 	atomic_fetch_add(&producers_done, 1);
 	return NULL;
 }
@@ -130,7 +131,8 @@ static void round_run(int r, uint64_t *hw)
 	pthread_t th[PRODUCERS];
 	struct producer pr[PRODUCERS];
 	for (int i = 0; i < PRODUCERS; i++) {
-		pr[i] = (struct producer){ i, 0x9e3779b97f4a7c15ull * (uint64_t)(r * PRODUCERS + i + 1) };
+		pr[i] = (struct producer){i, 0x9e3779b97f4a7c15ull *
+						     (uint64_t)(r * PRODUCERS + i + 1)};
 		pthread_create(&th[i], NULL, producer, &pr[i]);
 	}
 	long reaped = 0;
@@ -149,8 +151,10 @@ static void round_run(int r, uint64_t *hw)
 				FAIL("round %d: completion for unknown call %ld", r, idx);
 				continue;
 			}
-			CHECK(atomic_fetch_add(&seen[idx], 1) == 0, "round %d: call %ld completed twice", r, idx);
-			CHECK(out[i].status == 0, "round %d: call %ld: status %d", r, idx, out[i].status);
+			CHECK(atomic_fetch_add(&seen[idx], 1) == 0,
+			      "round %d: call %ld completed twice", r, idx);
+			CHECK(out[i].status == 0, "round %d: call %ld: status %d", r, idx,
+			      out[i].status);
 			CHECK(out[i].result.type == KNIT_VALUE_I64 && out[i].result.i64 == -idx,
 			      "round %d: call %ld: result %" PRId64, r, idx, out[i].result.i64);
 		}
@@ -171,18 +175,21 @@ static void round_run(int r, uint64_t *hw)
 	st.size = sizeof st;
 	rc = knit_pool_stats(pool, &st, sizeof st);
 	CHECK(rc == 0, "round %d: knit_pool_stats: %d", r, rc);
-	CHECK(st.enqueued == (uint64_t)total, "round %d: stats.enqueued %" PRIu64 ", %ld accepted", r, st.enqueued,
-	      total);
-	CHECK(st.completed == (uint64_t)reaped, "round %d: stats.completed %" PRIu64 ", %ld reaped", r, st.completed,
-	      reaped);
-	CHECK(st.pending == 0 && st.backlog == 0, "round %d: pending %" PRIu64 ", backlog %" PRIu64 " at the end", r,
-	      st.pending, st.backlog);
+	CHECK(st.enqueued == (uint64_t)total, "round %d: stats.enqueued %" PRIu64 ", %ld accepted",
+	      r, st.enqueued, total);
+	CHECK(st.completed == (uint64_t)reaped, "round %d: stats.completed %" PRIu64 ", %ld reaped",
+	      r, st.completed, reaped);
+	CHECK(st.pending == 0 && st.backlog == 0,
+	      "round %d: pending %" PRIu64 ", backlog %" PRIu64 " at the end", r, st.pending,
+	      st.backlog);
 	CHECK(st.backlog_high_water <= MAX_PENDING,
-	      "round %d: backlog_high_water %" PRIu64 " above max_pending %d: more than was ever admitted", r,
-	      st.backlog_high_water, MAX_PENDING);
+	      "round %d: backlog_high_water %" PRIu64
+	      " above max_pending %d: more than was ever admitted",
+	      r, st.backlog_high_water, MAX_PENDING);
 	CHECK(st.backlog_high_water > MAX_PENDING / 2,
-	      "round %d: backlog_high_water %" PRIu64 ": the backlog never filled, nothing was tested", r,
-	      st.backlog_high_water);
+	      "round %d: backlog_high_water %" PRIu64
+	      ": the backlog never filled, nothing was tested",
+	      r, st.backlog_high_water);
 	*hw = st.backlog_high_water;
 	rc = knit_pool_destroy(pool);
 	CHECK(rc == 0, "round %d: knit_pool_destroy: %d", r, rc);
@@ -207,10 +214,11 @@ int main(void)
 		uint64_t hw = 0;
 		round_run(r, &hw);
 		over += hw > MAX_PENDING;
-		printf("round %d: backlog high water %" PRIu64 " (max_pending %d)\n", r, hw, MAX_PENDING);
+		printf("round %d: backlog high water %" PRIu64 " (max_pending %d)\n", r, hw,
+		       MAX_PENDING);
 	}
 	free(seen);
-	printf("%d rounds of %d x %ld calls, %d with the mark above max_pending; %d failures\n", ROUNDS, PRODUCERS,
-	       per_producer, over, atomic_load(&failures));
+	printf("%d rounds of %d x %ld calls, %d with the mark above max_pending; %d failures\n",
+	       ROUNDS, PRODUCERS, per_producer, over, atomic_load(&failures));
 	return atomic_load(&failures) ? 1 : 0;
 }

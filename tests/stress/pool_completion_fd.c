@@ -45,11 +45,11 @@ static int t_add1(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	ret->i64 = arg->i64 + 1;
 	return 0;
 }
-static const knit_task_t tasks[] = { { "add1", t_add1, 0, 0 } };
+static const knit_task_t tasks[] = {{"add1", t_add1, 0, 0}};
 
 static void sleep_us(long us)
 {
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 	nanosleep(&ts, NULL);
 }
 
@@ -71,9 +71,10 @@ static void *enqueuer(void *arg)
 		else if (k == 3)
 			sleep_us(50);
 		int id = e->base + i;
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = id };
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = id};
 		int rc;
-		while ((rc = knit_enqueue(e->pool, 0, &v, (void *)(intptr_t)(id + 1), NULL)) == -KNIT_EAGAIN)
+		while ((rc = knit_enqueue(e->pool, 0, &v, (void *)(intptr_t)(id + 1), NULL)) ==
+		       -KNIT_EAGAIN)
 			sleep_us(100);
 		CHECK(rc == 0, "enqueue %d: %d", id, rc);
 	}
@@ -87,10 +88,11 @@ static void *caller(void *arg)
 	knit_pool_t *pool = arg;
 	long i = 0;
 	while (!atomic_load(&callers_stop)) {
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i };
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = i};
 		knit_completion_t c;
 		int rc = knit_call(pool, 0, &v, &c, 30ll * 1000 * 1000 * 1000);
-		CHECK(rc == 0 && c.status == 0 && c.result.i64 == i + 1, "knit_call %ld: %d / %d", i, rc, c.status);
+		CHECK(rc == 0 && c.status == 0 && c.result.i64 == i + 1, "knit_call %ld: %d / %d",
+		      i, rc, c.status);
 		if (rc == 0)
 			knit_completion_release(pool, &c);
 		i++;
@@ -101,7 +103,7 @@ static void *caller(void *arg)
 
 static int readable_now(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
@@ -122,7 +124,7 @@ static void run(const char *name, uint32_t topology, uint32_t inline_lane, int p
 	int fd = knit_completion_fd(pool);
 	CHECK(fd >= 0, "knit_completion_fd: %d", fd);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	CHECK(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0, "epoll");
 	const int total = ENQUEUERS * per_thread;
 	uint8_t *seen = calloc((size_t)total, 1);
@@ -135,7 +137,8 @@ static void run(const char *name, uint32_t topology, uint32_t inline_lane, int p
 		atomic_store(&callers_stop, 0);
 		pthread_create(&ct, NULL, caller, pool);
 		for (int i = 0; i < ENQUEUERS; i++) {
-			e[i] = (struct enq){ pool, i * per_thread, per_thread, 0x9e3779b97f4a7c15ull * (uint64_t)(trial * 7 + i + 1) };
+			e[i] = (struct enq){pool, i * per_thread, per_thread,
+					    0x9e3779b97f4a7c15ull * (uint64_t)(trial * 7 + i + 1)};
 			pthread_create(&th[i], NULL, enqueuer, &e[i]);
 		}
 		int got = 0;
@@ -143,8 +146,9 @@ static void run(const char *name, uint32_t topology, uint32_t inline_lane, int p
 			struct epoll_event out;
 			int n = epoll_wait(ep, &out, 1, GUARD_MS);
 			if (n == 0) {
-				FAIL("%s trial %d: %d of %d reaped, then the fd stayed unreadable (a stranded result)", name,
-				     trial, got, total);
+				FAIL("%s trial %d: %d of %d reaped, then the fd stayed unreadable "
+				     "(a stranded result)",
+				     name, trial, got, total);
 				break;
 			}
 			if (n < 0)
@@ -155,10 +159,13 @@ static void run(const char *name, uint32_t topology, uint32_t inline_lane, int p
 			while ((k = knit_complete(pool, c, 16, 0)) > 0) {
 				for (int i = 0; i < k; i++) {
 					long id = (long)(intptr_t)c[i].user_data - 1;
-					CHECK(id >= 0 && id < total && c[i].status == 0 && c[i].result.i64 == id + 1,
-					      "%s: completion %ld: status %d", name, id, c[i].status);
+					CHECK(id >= 0 && id < total && c[i].status == 0 &&
+						      c[i].result.i64 == id + 1,
+					      "%s: completion %ld: status %d", name, id,
+					      c[i].status);
 					if (id >= 0 && id < total) {
-						CHECK(!seen[id], "%s: call %ld reaped twice", name, id);
+						CHECK(!seen[id], "%s: call %ld reaped twice", name,
+						      id);
 						seen[id] = 1;
 					}
 					knit_completion_release(pool, &c[i]);
@@ -178,11 +185,13 @@ static void run(const char *name, uint32_t topology, uint32_t inline_lane, int p
 		/* Settle: a worker may still be between its last publish and
 		 * its fd update; the fd must then be clear. */
 		sleep_us(20000);
-		CHECK(!readable_now(fd), "%s trial %d: fd readable after every call was reaped", name, trial);
+		CHECK(!readable_now(fd), "%s trial %d: fd readable after every call was reaped",
+		      name, trial);
 	}
 	struct epoll_event out;
 	CHECK(epoll_wait(ep, &out, 1, 300) == 0, "%s: an idle pool woke the event loop", name);
-	printf("%s: %d trials x %d calls, %ld wake-ups (%ld found nothing: contention with the other threads)\n",
+	printf("%s: %d trials x %d calls, %ld wake-ups (%ld found nothing: contention with the "
+	       "other threads)\n",
 	       name, TRIALS, total, wakes, empty_wakes);
 	close(ep);
 	free(seen);

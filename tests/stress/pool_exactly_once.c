@@ -40,7 +40,6 @@
 
 #define BOUND_NS (120ll * 1000 * 1000 * 1000) /* safety bound of the whole run */
 
-
 static uint64_t fnv1a(const void *p, size_t n)
 {
 	const uint8_t *b = p;
@@ -79,24 +78,24 @@ static int t_echo(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static int t_slow(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
-	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	struct timespec ts = {0, 2 * 1000 * 1000};
 	nanosleep(&ts, NULL);
 	return t_hash(ctx, arg, ret);
 }
 
 enum { T_ECHO = 0, T_HASH = 1, T_SLOW = 2 }; /* name order: echo, hash, slow */
 static const knit_task_t tasks[] = {
-	{ "slow", t_slow, 0, 0 },
-	{ "hash", t_hash, 0, 0 },
-	{ "echo", t_echo, 0, 0 },
+	{"slow", t_slow, 0, 0},
+	{"hash", t_hash, 0, 0},
+	{"echo", t_echo, 0, 0},
 };
 
 /* ---- per-call bookkeeping -------------------------------------------------------- */
 
 enum { F_TIMEOUT = 1, F_CANCELLED = 2, F_ECHO = 4 };
 struct call {
-	uint64_t hash;         /* of the input bytes */
-	atomic_uchar flags;    /* F_* */
+	uint64_t hash;      /* of the input bytes */
+	atomic_uchar flags; /* F_* */
 	atomic_uchar completions;
 };
 
@@ -129,12 +128,13 @@ struct burst {
 /* Enqueue the burst, again from the first refused request while the backlog
  * is full (bounded); 0, or -1 after a failure. Each accepted call goes into
  * the recent tickets (*ri counts them). */
-static int burst_flush(struct producer *pr, struct burst *b, knit_ticket_t *recent, long *recent_idx, long *ri,
-		       int64_t end)
+static int burst_flush(struct producer *pr, struct burst *b, knit_ticket_t *recent,
+		       long *recent_idx, long *ri, int64_t end)
 {
 	int done = 0;
 	while (done < b->n) {
-		int k = knit_enqueue_many(pool, b->req + done, (uint32_t)(b->n - done), b->t + done);
+		int k = knit_enqueue_many(pool, b->req + done, (uint32_t)(b->n - done),
+					  b->t + done);
 		if (k == -KNIT_EAGAIN) {
 			atomic_fetch_add(&eagain, 1);
 			if (now_ns() > end) {
@@ -145,7 +145,8 @@ static int burst_flush(struct producer *pr, struct burst *b, knit_ticket_t *rece
 			continue;
 		}
 		if (k <= 0 || k > b->n - done) {
-			FAIL("producer %d: knit_enqueue_many: %d (%s)", pr->id, k, knit_strerror(k));
+			FAIL("producer %d: knit_enqueue_many: %d (%s)", pr->id, k,
+			     knit_strerror(k));
 			return -1;
 		}
 		for (int j = done; j < done + k; j++) {
@@ -166,8 +167,8 @@ static void *producer(void *p)
 {
 	struct producer *pr = p;
 	uint64_t rs = pr->seed;
-	knit_ticket_t recent[64] = { 0 };
-	long recent_idx[64] = { 0 };
+	knit_ticket_t recent[64] = {0};
+	long recent_idx[64] = {0};
 	long ri = 0; /* producer 1: accepted so far (its recent tickets) */
 	const int many = pr->id == 1;
 	struct burst *b = many ? calloc(1, sizeof *b) : NULL;
@@ -187,13 +188,13 @@ static void *producer(void *p)
 		else
 			len = 200000 + (size_t)(r >> 20) % 300000;
 		size_t off = (size_t)(r >> 40) % (SOURCE_BYTES - len);
-		knit_value_t v = { .type = KNIT_VALUE_BYTES, .data = source + off, .len = len };
+		knit_value_t v = {.type = KNIT_VALUE_BYTES, .data = source + off, .len = len};
 		calls[idx].hash = fnv1a(source + off, len);
 		uint32_t task = (r >> 8) % 20 == 0 ? T_ECHO : T_HASH;
 		if ((r >> 12) % 5000 == 0)
 			task = T_SLOW;
 		unsigned char fl = task == T_ECHO ? F_ECHO : 0;
-		knit_call_options_t o = { sizeof o, 0, 0, 0 };
+		knit_call_options_t o = {sizeof o, 0, 0, 0};
 		if ((r >> 16) % 200 == 0) {
 			o.timeout_ms = 1;
 			fl |= F_TIMEOUT;
@@ -209,7 +210,8 @@ static void *producer(void *p)
 			b->req[j].task = task;
 			b->req[j].arg = &b->arg[j];
 			b->req[j].user_data = (void *)(intptr_t)(idx + 1);
-			b->req[j].opts = (r >> 52) % 2 ? &b->opt[j] : (fl & F_TIMEOUT ? &b->opt[j] : NULL);
+			b->req[j].opts =
+				(r >> 52) % 2 ? &b->opt[j] : (fl & F_TIMEOUT ? &b->opt[j] : NULL);
 			b->t[j] = 0;
 			b->idx[j] = idx;
 			if (b->n < burst_size && i + 1 < ncalls)
@@ -232,7 +234,8 @@ static void *producer(void *p)
 		}
 		knit_ticket_t t = 0;
 		int rc;
-		while ((rc = knit_enqueue_ex(pool, task, &v, (void *)(intptr_t)(idx + 1), &o, &t)) == -KNIT_EAGAIN) {
+		while ((rc = knit_enqueue_ex(pool, task, &v, (void *)(intptr_t)(idx + 1), &o,
+					     &t)) == -KNIT_EAGAIN) {
 			atomic_fetch_add(&eagain, 1);
 			if (now_ns() > end) {
 				FAIL("producer %d: backlog never drained", pr->id);
@@ -286,11 +289,13 @@ static void check_completion(const knit_completion_t *c)
 	case 0:
 		atomic_fetch_add(&st_ok, 1);
 		if (fl & F_ECHO) {
-			CHECK(c->result.type == KNIT_VALUE_BYTES, "call %ld: echo type %u", idx, c->result.type);
-			CHECK(fnv1a(c->result.data, c->result.len) == k->hash, "call %ld: echoed bytes differ (len %zu)",
-			      idx, c->result.len);
+			CHECK(c->result.type == KNIT_VALUE_BYTES, "call %ld: echo type %u", idx,
+			      c->result.type);
+			CHECK(fnv1a(c->result.data, c->result.len) == k->hash,
+			      "call %ld: echoed bytes differ (len %zu)", idx, c->result.len);
 		} else {
-			CHECK(c->result.type == KNIT_VALUE_I64, "call %ld: type %u", idx, c->result.type);
+			CHECK(c->result.type == KNIT_VALUE_I64, "call %ld: type %u", idx,
+			      c->result.type);
 			CHECK((uint64_t)c->result.i64 == k->hash, "call %ld: hash mismatch", idx);
 		}
 		break;
@@ -313,11 +318,12 @@ static void *reaper(void *p)
 	knit_completion_t out[64];
 	int64_t end = now_ns() + BOUND_NS;
 	for (;;) {
-		if (atomic_load(&producers_done) == 2 && atomic_load(&completed) >= atomic_load(&accepted))
+		if (atomic_load(&producers_done) == 2 &&
+		    atomic_load(&completed) >= atomic_load(&accepted))
 			break;
 		if (now_ns() > end) {
-			FAIL("reaper: %ld of %ld completions after the safety bound", atomic_load(&completed),
-			     atomic_load(&accepted));
+			FAIL("reaper: %ld of %ld completions after the safety bound",
+			     atomic_load(&completed), atomic_load(&accepted));
 			break;
 		}
 		int rc = knit_complete(pool, out, 64, 20 * 1000 * 1000);
@@ -348,7 +354,8 @@ int main(void)
 	const char *se = getenv("KNIT_TEST_SEED");
 	if (se && *se)
 		seed = strtoull(se, NULL, 0);
-	printf("pool_exactly_once: %ld calls from 2 producers, seed 0x%" PRIx64 "\n", 2 * ncalls, seed);
+	printf("pool_exactly_once: %ld calls from 2 producers, seed 0x%" PRIx64 "\n", 2 * ncalls,
+	       seed);
 
 	calls = calloc((size_t)(2 * ncalls), sizeof *calls);
 	source = malloc(SOURCE_BYTES);
@@ -372,14 +379,15 @@ int main(void)
 		printf("FAIL: knit_pool_create: %d\n", rc);
 		return 1;
 	}
-	if (knit_pool_task_id(pool, "echo") != T_ECHO || knit_pool_task_id(pool, "hash") != T_HASH ||
+	if (knit_pool_task_id(pool, "echo") != T_ECHO ||
+	    knit_pool_task_id(pool, "hash") != T_HASH ||
 	    knit_pool_task_id(pool, "slow") != T_SLOW) {
 		printf("FAIL: task ids are not the name order\n");
 		return 1;
 	}
 
 	pthread_t th[3];
-	struct producer pr[2] = { { 0, seed ^ 1 }, { 1, seed ^ 2 } };
+	struct producer pr[2] = {{0, seed ^ 1}, {1, seed ^ 2}};
 	pthread_create(&th[2], NULL, reaper, NULL);
 	pthread_create(&th[0], NULL, producer, &pr[0]);
 	pthread_create(&th[1], NULL, producer, &pr[1]);
@@ -393,13 +401,14 @@ int main(void)
 		rc = knit_complete(pool, &c, 1, 10 * 1000 * 1000);
 		if (rc > 0) {
 			check_completion(&c);
-			FAIL("an extra completion after every call completed (call %ld)", (long)(intptr_t)c.user_data - 1);
+			FAIL("an extra completion after every call completed (call %ld)",
+			     (long)(intptr_t)c.user_data - 1);
 			knit_completion_release(pool, &c);
 		}
 	}
 	long missing = 0;
-	CHECK(atomic_load(&accepted) == 2 * ncalls, "only %ld of %ld calls accepted", atomic_load(&accepted),
-	      2 * ncalls);
+	CHECK(atomic_load(&accepted) == 2 * ncalls, "only %ld of %ld calls accepted",
+	      atomic_load(&accepted), 2 * ncalls);
 	for (long i = 0; i < 2 * ncalls; i++)
 		if (atomic_load(&calls[i].completions) != 1)
 			missing++;
@@ -410,10 +419,10 @@ int main(void)
 	st.size = sizeof st;
 	rc = knit_pool_stats(pool, &st, sizeof st);
 	CHECK(rc == 0, "knit_pool_stats: %d", rc);
-	CHECK(st.enqueued == (uint64_t)atomic_load(&accepted), "stats.enqueued %" PRIu64 " != accepted %ld", st.enqueued,
-	      atomic_load(&accepted));
-	CHECK(st.completed == (uint64_t)atomic_load(&completed), "stats.completed %" PRIu64 " != reaped %ld",
-	      st.completed, atomic_load(&completed));
+	CHECK(st.enqueued == (uint64_t)atomic_load(&accepted),
+	      "stats.enqueued %" PRIu64 " != accepted %ld", st.enqueued, atomic_load(&accepted));
+	CHECK(st.completed == (uint64_t)atomic_load(&completed),
+	      "stats.completed %" PRIu64 " != reaped %ld", st.completed, atomic_load(&completed));
 	CHECK(st.pending == 0, "stats.pending %" PRIu64, st.pending);
 	for (uint32_t l = 0; l < st.lanes; l++)
 		CHECK(st.lane[l].watchdog_expiries == 0, "lane %u: watchdog_expiries %" PRIu64, l,
@@ -426,15 +435,19 @@ int main(void)
 	rc = knit_pool_destroy(pool);
 	CHECK(rc == 0, "knit_pool_destroy: %d", rc);
 
-	printf("accepted %ld, completed %ld: ok %ld, timed out %ld, cancelled %ld; cancels %ld ok / %ld not found; "
+	printf("accepted %ld, completed %ld: ok %ld, timed out %ld, cancelled %ld; cancels %ld ok "
+	       "/ %ld not found; "
 	       "EAGAIN retries %ld; backlog high water %" PRIu64 "\n",
-	       atomic_load(&accepted), atomic_load(&completed), atomic_load(&st_ok), atomic_load(&st_timeout),
-	       atomic_load(&st_cancel), atomic_load(&cancels_ok), atomic_load(&cancels_notfound), atomic_load(&eagain),
-	       st.backlog_high_water);
+	       atomic_load(&accepted), atomic_load(&completed), atomic_load(&st_ok),
+	       atomic_load(&st_timeout), atomic_load(&st_cancel), atomic_load(&cancels_ok),
+	       atomic_load(&cancels_notfound), atomic_load(&eagain), st.backlog_high_water);
 	for (uint32_t l = 0; l < st.lanes; l++)
-		printf("lane %u: calls %" PRIu64 " parks %" PRIu64 " wakes sent %" PRIu64 " received %" PRIu64 "\n", l,
-		       st.lane[l].calls, st.lane[l].parks, st.lane[l].wakes_sent, st.lane[l].wakes_received);
-	CHECK(atomic_load(&st_cancel) <= atomic_load(&cancels_ok), "more ECANCELED completions than successful cancels");
+		printf("lane %u: calls %" PRIu64 " parks %" PRIu64 " wakes sent %" PRIu64
+		       " received %" PRIu64 "\n",
+		       l, st.lane[l].calls, st.lane[l].parks, st.lane[l].wakes_sent,
+		       st.lane[l].wakes_received);
+	CHECK(atomic_load(&st_cancel) <= atomic_load(&cancels_ok),
+	      "more ECANCELED completions than successful cancels");
 	CHECK(atomic_load(&cancels_ok) == atomic_load(&st_cancel),
 	      "%ld cancels returned 0 but %ld calls completed ECANCELED", atomic_load(&cancels_ok),
 	      atomic_load(&st_cancel));

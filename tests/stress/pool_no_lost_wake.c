@@ -36,7 +36,6 @@
 
 #define SAN_DIV STRESS_SAN_DIV(20, 10)
 
-
 #define CALL_BOUND_NS (10ll * 1000 * 1000 * 1000) /* a single call's safety bound */
 
 static uint64_t rng_s = 0x6e6f6c6f73747761ull;
@@ -66,7 +65,7 @@ static void gap(void)
 		sched_yield();
 		return;
 	}
-	struct timespec ts = { 0, (long)(50000 + (r >> 16) % 450000) };
+	struct timespec ts = {0, (long)(50000 + (r >> 16) % 450000)};
 	nanosleep(&ts, NULL);
 }
 
@@ -77,7 +76,7 @@ static int t_add1(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	ret->i64 = arg->i64 + 1;
 	return 0;
 }
-static const knit_task_t tasks[] = { { "add1", t_add1, 0, 0 } };
+static const knit_task_t tasks[] = {{"add1", t_add1, 0, 0}};
 
 static uint32_t g_topology; /* KNIT_TOPOLOGY_AUTO unless a phase says */
 
@@ -109,8 +108,9 @@ static void finish(knit_pool_t *pool, const char *phase, long calls)
 	 * park_ms legitimately). */
 	CHECK(knit_pool_stats(pool, &s, sizeof s) == 0, "stats");
 	for (uint32_t l = 0; l < s.workers; l++)
-		CHECK(s.lane[l].watchdog_expiries == 0, "%s: lane %u: watchdog fired %" PRIu64 " times (a lost wake)", phase,
-		      l, s.lane[l].watchdog_expiries);
+		CHECK(s.lane[l].watchdog_expiries == 0,
+		      "%s: lane %u: watchdog fired %" PRIu64 " times (a lost wake)", phase, l,
+		      s.lane[l].watchdog_expiries);
 	/* wakes_received is bumped by the worker after it wakes: let it settle
 	 * (bounded well below park_ms) before comparing. */
 	int64_t end = now_ns() + 300ll * 1000 * 1000;
@@ -121,23 +121,25 @@ static void finish(knit_pool_t *pool, const char *phase, long calls)
 			settled &= s.lane[l].wakes_received == s.lane[l].wakes_sent;
 		if (settled || now_ns() > end)
 			break;
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	uint64_t sum = 0, wakes = 0, parks = 0;
 	for (uint32_t l = 0; l < s.workers; l++) {
 		CHECK(s.lane[l].wakes_received == s.lane[l].wakes_sent,
-		      "%s: lane %u: %" PRIu64 " wakes sent, %" PRIu64 " received", phase, l, s.lane[l].wakes_sent,
-		      s.lane[l].wakes_received);
+		      "%s: lane %u: %" PRIu64 " wakes sent, %" PRIu64 " received", phase, l,
+		      s.lane[l].wakes_sent, s.lane[l].wakes_received);
 		sum += s.lane[l].calls;
 		wakes += s.lane[l].wakes_sent;
 		parks += s.lane[l].parks;
 	}
-	CHECK(sum == (uint64_t)calls, "%s: lanes ran %" PRIu64 " calls, %ld made", phase, sum, calls);
+	CHECK(sum == (uint64_t)calls, "%s: lanes ran %" PRIu64 " calls, %ld made", phase, sum,
+	      calls);
 	CHECK(s.completed == (uint64_t)calls || s.completed == 0,
 	      "%s: completed %" PRIu64 " of %ld", phase, s.completed, calls);
-	printf("%s: %ld calls, %" PRIu64 " parks, %" PRIu64 " wakes, doorbell arms %" PRIu64 " wakes %" PRIu64 "\n", phase,
-	       calls, parks, wakes, s.doorbell_arms, s.doorbell_wakes);
+	printf("%s: %ld calls, %" PRIu64 " parks, %" PRIu64 " wakes, doorbell arms %" PRIu64
+	       " wakes %" PRIu64 "\n",
+	       phase, calls, parks, wakes, s.doorbell_arms, s.doorbell_wakes);
 	int rc = knit_stop(pool, KNIT_STOP_DRAIN, 30ll * 1000 * 1000 * 1000);
 	CHECK(rc == 0, "%s: knit_stop: %d", phase, rc);
 	CHECK(knit_pool_destroy(pool) == 0, "destroy");
@@ -149,15 +151,17 @@ static void phase_call(long n, uint32_t doorbell, const char *name)
 	int f0 = failures;
 	for (long i = 0; i < n && failures == f0; i++) {
 		gap();
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i };
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = i};
 		knit_completion_t c;
 		int rc = knit_call(pool, 0, &v, &c, CALL_BOUND_NS);
 		if (rc != 0) {
 			FAIL("%s: call %ld: %d", name, i, rc);
 			break;
 		}
-		CHECK(c.status == 0, "%s: call %ld: status %d (a lost wake or ring)", name, i, c.status);
-		CHECK(c.status != 0 || c.result.i64 == i + 1, "%s: call %ld: result %" PRId64, name, i, c.result.i64);
+		CHECK(c.status == 0, "%s: call %ld: status %d (a lost wake or ring)", name, i,
+		      c.status);
+		CHECK(c.status != 0 || c.result.i64 == i + 1, "%s: call %ld: result %" PRId64, name,
+		      i, c.result.i64);
 	}
 	finish(pool, name, n);
 }
@@ -178,9 +182,11 @@ static void phase_bursts(long n, int steal)
 		if (burst > n - sent)
 			burst = (int)(n - sent);
 		for (int b = 0; b < burst; b++, sent++) {
-			knit_call_options_t o = { sizeof o, steal ? 0u : KNIT_CALL_LANE, 0, (uint32_t)(rng() % 2) };
-			knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = sent };
-			int rc = knit_enqueue_ex(pool, 0, &v, (void *)(intptr_t)(sent + 1), &o, NULL);
+			knit_call_options_t o = {sizeof o, steal ? 0u : KNIT_CALL_LANE, 0,
+						 (uint32_t)(rng() % 2)};
+			knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = sent};
+			int rc = knit_enqueue_ex(pool, 0, &v, (void *)(intptr_t)(sent + 1), &o,
+						 NULL);
 			if (rc != 0) {
 				FAIL("bursts: enqueue: %d", rc);
 				return;
@@ -197,11 +203,14 @@ static void phase_bursts(long n, int steal)
 			}
 			for (int i = 0; i < rc; i++) {
 				long k = (long)(intptr_t)c[i].user_data - 1;
-				CHECK(c[i].status == 0 && c[i].result.i64 == k + 1, "bursts: call %ld: %d", k, c[i].status);
+				CHECK(c[i].status == 0 && c[i].result.i64 == k + 1,
+				      "bursts: call %ld: %d", k, c[i].status);
 			}
 			done += rc;
 			if (now_ns() > end) {
-				FAIL("bursts: %ld of %ld calls completed within the bound (a lost wake or ring)", done, want);
+				FAIL("bursts: %ld of %ld calls completed within the bound (a lost "
+				     "wake or ring)",
+				     done, want);
 				return;
 			}
 		}

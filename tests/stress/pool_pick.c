@@ -40,7 +40,7 @@ static int t_id(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	*ret = *arg;
 	return 0;
 }
-static const knit_task_t tasks[] = { { "id", t_id, 0, 0 } };
+static const knit_task_t tasks[] = {{"id", t_id, 0, 0}};
 
 static knit_pool_t *pool;
 static int per;
@@ -71,9 +71,10 @@ static void *enqueuer(void *arg)
 	const int me = (int)(intptr_t)arg;
 	for (int j = 0; j < per; j++) {
 		const int i = me * per + j;
-		knit_value_t a = { .type = KNIT_VALUE_I64, .i64 = i };
+		knit_value_t a = {.type = KNIT_VALUE_I64, .i64 = i};
 		int rc;
-		while ((rc = knit_enqueue(pool, 0, &a, (void *)(intptr_t)i, &tickets[i])) == -KNIT_EAGAIN)
+		while ((rc = knit_enqueue(pool, 0, &a, (void *)(intptr_t)i, &tickets[i])) ==
+		       -KNIT_EAGAIN)
 			sched_yield();
 		if (rc != 0) {
 			fprintf(stderr, "knit_enqueue: %d\n", rc);
@@ -84,7 +85,8 @@ static void *enqueuer(void *arg)
 		if (j % 8 == 7) {
 			knit_completion_t out[4];
 			const unsigned n = (j % 16 == 15) ? 4 : 1;
-			rc = knit_complete_tickets(pool, &tickets[i - (int)n + 1], n, out, 4, 2000000000LL);
+			rc = knit_complete_tickets(pool, &tickets[i - (int)n + 1], n, out, 4,
+						   2000000000LL);
 			if (rc == -KNIT_ENOTFOUND)
 				continue;
 			if (rc < 0 || rc > (int)n) {
@@ -153,7 +155,7 @@ static int trial(uint32_t topology)
 	}
 	int waits = 0;
 	while (atomic_load(&enq_done) < 2 && !atomic_load(&failed)) {
-		int before[2] = { atomic_load(&published[0]), atomic_load(&published[1]) };
+		int before[2] = {atomic_load(&published[0]), atomic_load(&published[1])};
 		int rc = knit_wait_idle(pool, 30LL * 1000000000);
 		CHECK(rc == 0, "knit_wait_idle: %d", rc);
 		if (rc != 0)
@@ -161,12 +163,14 @@ static int trial(uint32_t topology)
 		for (int k = 0; k < 2; k++)
 			for (int j = 0; j < before[k]; j++) {
 				knit_completion_t c;
-				rc = knit_complete_tickets(pool, &tickets[k * per + j], 1, &c, 1, 0);
-				CHECK(rc == -KNIT_ENOTFOUND, "call %d reapable after knit_wait_idle (%d)", k * per + j,
+				rc = knit_complete_tickets(pool, &tickets[k * per + j], 1, &c, 1,
+							   0);
+				CHECK(rc == -KNIT_ENOTFOUND,
+				      "call %d reapable after knit_wait_idle (%d)", k * per + j,
 				      rc);
 			}
 		waits++;
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	for (int k = 0; k < 2; k++) {
@@ -174,13 +178,15 @@ static int trial(uint32_t topology)
 		pthread_join(r[k], NULL);
 	}
 	CHECK(!atomic_load(&failed), "a thread failed");
-	CHECK(atomic_load(&total) == 2 * per, "%d of %d calls delivered", atomic_load(&total), 2 * per);
+	CHECK(atomic_load(&total) == 2 * per, "%d of %d calls delivered", atomic_load(&total),
+	      2 * per);
 	knit_pool_stats_t s;
 	memset(&s, 0, sizeof s);
 	s.size = sizeof s;
 	CHECK(knit_pool_stats(pool, &s, sizeof s) == 0, "stats");
-	CHECK(s.completed == (uint64_t)(2 * per) && s.pending == 0, "stats: completed %llu pending %llu",
-	      (unsigned long long)s.completed, (unsigned long long)s.pending);
+	CHECK(s.completed == (uint64_t)(2 * per) && s.pending == 0,
+	      "stats: completed %llu pending %llu", (unsigned long long)s.completed,
+	      (unsigned long long)s.pending);
 	CHECK(knit_pool_destroy(pool) == 0, "destroy");
 	(void)waits;
 	return 0;
@@ -195,6 +201,7 @@ int main(void)
 		if (atomic_load(&failures) != 0)
 			return 1;
 	}
-	printf("pool_pick: %d trials x 2 topologies x %d calls, each delivered once\n", TRIALS, 2 * per);
+	printf("pool_pick: %d trials x 2 topologies x %d calls, each delivered once\n", TRIALS,
+	       2 * per);
 	return 0;
 }

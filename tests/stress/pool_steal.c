@@ -56,13 +56,13 @@
 
 #define SAN_DIV STRESS_SAN_DIV(20, 10)
 #define WORKERS 4
-#define BOUND_NS (120ll * 1000 * 1000 * 1000) /* safety bound per phase */
+#define BOUND_NS (120ll * 1000 * 1000 * 1000)     /* safety bound per phase */
 #define GATE_BOUND_NS (20ll * 1000 * 1000 * 1000) /* blocked phase: calls waiting at most */
-#define UNIT_ITERS 64                         /* busy-loop rounds per cost unit */
-#define WINDOW 512                            /* calls outstanding at most */
+#define UNIT_ITERS 64                             /* busy-loop rounds per cost unit */
+#define WINDOW 512                                /* calls outstanding at most */
 
 enum shape { FLAT, RANDOM, HEAVY };
-static const char *const shape_name[] = { "flat", "random", "heavy" };
+static const char *const shape_name[] = {"flat", "random", "heavy"};
 
 static atomic_int gate_open, gate_started;
 
@@ -99,7 +99,7 @@ static int t_gate(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	atomic_store(&gate_started, 1);
 	int64_t end = now_ns() + BOUND_NS;
 	while (!atomic_load(&gate_open) && now_ns() < end) {
-		struct timespec ts = { 0, 200 * 1000 };
+		struct timespec ts = {0, 200 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	ret->type = KNIT_VALUE_I64;
@@ -107,7 +107,7 @@ static int t_gate(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
-static const knit_task_t tasks[] = { { "gate", t_gate, 0, 0 }, { "work", t_work, 0, 0 } };
+static const knit_task_t tasks[] = {{"gate", t_gate, 0, 0}, {"work", t_work, 0, 0}};
 static uint32_t id_gate, id_work;
 static int lanes_mode; /* POOL_STEAL_LANES=1 (see make_pool) */
 
@@ -157,8 +157,10 @@ static knit_pool_t *make_pool(void)
 	memset(&s, 0, sizeof s);
 	s.size = sizeof s;
 	if (knit_pool_stats(pool, &s, sizeof s) != 0 ||
-	    s.topology != (o.topology == KNIT_TOPOLOGY_LANES ? KNIT_TOPOLOGY_LANES : KNIT_TOPOLOGY_STEAL)) {
-		printf("FAIL: AUTO with %d workers is not a stealing pool (topology %u)\n", WORKERS, s.topology);
+	    s.topology != (o.topology == KNIT_TOPOLOGY_LANES ? KNIT_TOPOLOGY_LANES
+							     : KNIT_TOPOLOGY_STEAL)) {
+		printf("FAIL: AUTO with %d workers is not a stealing pool (topology %u)\n", WORKERS,
+		       s.topology);
 		exit(1);
 	}
 	return pool;
@@ -187,7 +189,8 @@ static long run_calls(knit_pool_t *pool, enum shape sh, long n, uint64_t seed, u
 			memset(&v, 0, sizeof v);
 			v.type = KNIT_VALUE_I64;
 			v.i64 = (int64_t)arg;
-			int rc = knit_enqueue(pool, id_work, &v, (void *)(uintptr_t)(sent + 1), NULL);
+			int rc = knit_enqueue(pool, id_work, &v, (void *)(uintptr_t)(sent + 1),
+					      NULL);
 			if (rc == -KNIT_EAGAIN)
 				break;
 			if (rc != 0) {
@@ -210,19 +213,22 @@ static long run_calls(knit_pool_t *pool, enum shape sh, long n, uint64_t seed, u
 			}
 			CHECK(seen[k] == 0, "%s: call %ld completed twice", shape_name[sh], k);
 			seen[k] = 1;
-			CHECK(c[i].status == 0, "%s: call %ld: status %d", shape_name[sh], k, c[i].status);
+			CHECK(c[i].status == 0, "%s: call %ld: status %d", shape_name[sh], k,
+			      c[i].status);
 			got_sum += (uint64_t)c[i].result.i64;
 			knit_completion_release(pool, &c[i]);
 		}
 		done += got;
 		if (now_ns() > end) {
-			FAIL("%s: %ld of %ld calls completed within the safety bound", shape_name[sh], done, n);
+			FAIL("%s: %ld of %ld calls completed within the safety bound",
+			     shape_name[sh], done, n);
 			return done;
 		}
 	}
 	for (long k = 0; k < n && failures == 0; k++)
 		CHECK(seen[k] == 1, "%s: call %ld never completed", shape_name[sh], k);
-	CHECK(got_sum == want_sum, "%s: checksum %" PRIx64 " != %" PRIx64, shape_name[sh], got_sum, want_sum);
+	CHECK(got_sum == want_sum, "%s: checksum %" PRIx64 " != %" PRIx64, shape_name[sh], got_sum,
+	      want_sum);
 	return done;
 }
 
@@ -230,7 +236,8 @@ static long run_calls(knit_pool_t *pool, enum shape sh, long n, uint64_t seed, u
 #define SHARE_DIV (STRESS_TSAN ? 64 : 16)
 
 /* Per-shape invariants from the stats (differences against before). */
-static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_t *before, long n, int share)
+static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_t *before, long n,
+			int share)
 {
 	knit_pool_stats_t s;
 	/* wakes_received is bumped by the worker after it wakes: settle first. */
@@ -242,7 +249,7 @@ static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_
 			settled &= s.lane[w].wakes_received == s.lane[w].wakes_sent;
 		if (settled || now_ns() > end)
 			break;
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	uint64_t calls = 0;
@@ -251,19 +258,26 @@ static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_
 		const knit_lane_stats_t *a = &before->lane[w], *b = &s.lane[w];
 		uint64_t wc = b->calls - a->calls, cl = b->steal_claims - a->steal_claims;
 		calls += wc;
-		printf("  w%u: %" PRIu64 " calls %" PRIu64 " claims %" PRIu64 " conflicts %" PRIu64 " parks", w, wc, cl,
-		       b->steal_conflicts - a->steal_conflicts, b->parks - a->parks);
-		CHECK(wc > 0 && (cl > 0 || lanes_mode), "%s: worker %u ran %" PRIu64 " calls in %" PRIu64 " claims (idle while calls waited)",
+		printf("  w%u: %" PRIu64 " calls %" PRIu64 " claims %" PRIu64 " conflicts %" PRIu64
+		       " parks",
+		       w, wc, cl, b->steal_conflicts - a->steal_conflicts, b->parks - a->parks);
+		CHECK(wc > 0 && (cl > 0 || lanes_mode),
+		      "%s: worker %u ran %" PRIu64 " calls in %" PRIu64
+		      " claims (idle while calls waited)",
 		      shape_name[sh], w, wc, cl);
-		CHECK(b->watchdog_expiries == 0, "%s: worker %u: park watchdog fired (a lost wake)", shape_name[sh], w);
-		CHECK(b->wakes_sent == b->wakes_received, "%s: worker %u: %" PRIu64 " wakes sent, %" PRIu64 " received",
-		      shape_name[sh], w, b->wakes_sent, b->wakes_received);
+		CHECK(b->watchdog_expiries == 0, "%s: worker %u: park watchdog fired (a lost wake)",
+		      shape_name[sh], w);
+		CHECK(b->wakes_sent == b->wakes_received,
+		      "%s: worker %u: %" PRIu64 " wakes sent, %" PRIu64 " received", shape_name[sh],
+		      w, b->wakes_sent, b->wakes_received);
 		if (share)
-			CHECK(wc * SHARE_DIV >= (uint64_t)n, "%s: worker %u ran %" PRIu64 " of %ld calls (< 1/%d: degenerate)",
+			CHECK(wc * SHARE_DIV >= (uint64_t)n,
+			      "%s: worker %u ran %" PRIu64 " of %ld calls (< 1/%d: degenerate)",
 			      shape_name[sh], w, wc, n, SHARE_DIV);
 	}
 	printf("\n");
-	CHECK(calls >= (uint64_t)n, "%s: workers ran %" PRIu64 " calls, %ld made", shape_name[sh], calls, n);
+	CHECK(calls >= (uint64_t)n, "%s: workers ran %" PRIu64 " calls, %ld made", shape_name[sh],
+	      calls, n);
 }
 
 /* The issue's test (see the file comment): all K calls complete while one
@@ -311,7 +325,9 @@ static void phase_blocked(knit_pool_t *pool, long k, uint64_t seed)
 		for (int i = 0; i < got; i++) {
 			long x = (long)(uintptr_t)c[i].user_data - 1;
 			if (x < 0 || x >= k || seen[x]) {
-				FAIL("blocked: unexpected completion %ld (the gate must still be closed)", x);
+				FAIL("blocked: unexpected completion %ld (the gate must still be "
+				     "closed)",
+				     x);
 				continue;
 			}
 			seen[x] = 1;
@@ -322,13 +338,17 @@ static void phase_blocked(knit_pool_t *pool, long k, uint64_t seed)
 	}
 	/* The count: every call completed while a worker was held (with lanes,
 	 * up to 32 would still be queued behind the gate). */
-	CHECK(done == k, "blocked: only %ld of %ld calls completed while one worker was busy (calls waited on an "
-	      "idle pool)", done, k);
+	CHECK(done == k,
+	      "blocked: only %ld of %ld calls completed while one worker was busy (calls waited on "
+	      "an "
+	      "idle pool)",
+	      done, k);
 	CHECK(got_sum == want, "blocked: checksum");
 	atomic_store(&gate_open, 1);
 	knit_completion_t c;
 	rc = knit_complete(pool, &c, 1, BOUND_NS);
-	CHECK(rc == 1 && c.ticket == gt && c.status == 0, "gate completion: rc %d status %d", rc, rc == 1 ? c.status : 0);
+	CHECK(rc == 1 && c.ticket == gt && c.status == 0, "gate completion: rc %d status %d", rc,
+	      rc == 1 ? c.status : 0);
 	printf("blocked: %ld calls completed while one of %d workers was held\n", done, WORKERS);
 	free(seen);
 }
@@ -346,7 +366,8 @@ int main(void)
 	const char *se = getenv("KNIT_TEST_SEED");
 	if (se && *se)
 		seed = strtoull(se, NULL, 0);
-	printf("pool_steal: %d workers, %ld calls over three shapes, seed %#" PRIx64 "\n", WORKERS, total, seed);
+	printf("pool_steal: %d workers, %ld calls over three shapes, seed %#" PRIx64 "\n", WORKERS,
+	       total, seed);
 	knit_pool_t *pool = make_pool();
 	long per = total / 3;
 	uint8_t *seen = malloc((size_t)per);

@@ -37,7 +37,6 @@
 
 #define SAN_DIV STRESS_SAN_DIV(10, 5)
 
-
 #define BOUND_NS (20ll * 1000 * 1000 * 1000)
 #define PER_PRODUCER 50000
 
@@ -63,12 +62,14 @@ static void destroy_frees_everything(void)
 		}
 		int blob = knit_pool_task_id(pool, "blob");
 		for (int i = 0; i < 200; i++) {
-			knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i % 3 == 0 ? 100000 : 1 + i * 3 };
+			knit_value_t v = {.type = KNIT_VALUE_I64,
+					  .i64 = i % 3 == 0 ? 100000 : 1 + i * 3};
 			int rc = knit_enqueue(pool, (uint32_t)blob, &v, NULL, NULL);
 			CHECK(rc == 0, "enqueue: %d", rc);
 		}
 		knit_completion_t c[8];
-		int n = knit_complete(pool, c, 8, 100 * 1000 * 1000); /* a few reaped and released */
+		int n = knit_complete(pool, c, 8,
+				      100 * 1000 * 1000); /* a few reaped and released */
 		for (int i = 0; i < n; i++)
 			knit_completion_release(pool, &c[i]);
 		if (variant % 2)
@@ -100,8 +101,9 @@ static void *producer(void *p)
 	int64_t end = now_ns() + BOUND_NS;
 	while (r->accepted[pr->id] < PER_PRODUCER) {
 		int i = r->accepted[pr->id];
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i };
-		int rc = knit_enqueue(r->pool, NEG, &v, (void *)(intptr_t)(pr->id * PER_PRODUCER + i + 1), NULL);
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = i};
+		int rc = knit_enqueue(r->pool, NEG, &v,
+				      (void *)(intptr_t)(pr->id * PER_PRODUCER + i + 1), NULL);
 		if (rc == 0) {
 			r->accepted[pr->id]++;
 		} else if (rc == -KNIT_EAGAIN) {
@@ -125,7 +127,7 @@ static void *caller(void *p)
 	while (!atomic_load(&r->go))
 		sched_yield();
 	for (int64_t i = 1;; i++) {
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i };
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = i};
 		knit_completion_t c;
 		int rc = knit_call(r->pool, NEG, &v, &c, BOUND_NS);
 		if (rc == -KNIT_ECLOSED)
@@ -139,8 +141,9 @@ static void *caller(void *p)
 			CHECK(r->cancel, "knit_call: ECLOSED status under DRAIN");
 			continue;
 		}
-		CHECK(c.status == 0 && c.result.i64 == -i, "knit_call %" PRId64 ": status %d result %" PRId64, i,
-		      c.status, c.result.i64);
+		CHECK(c.status == 0 && c.result.i64 == -i,
+		      "knit_call %" PRId64 ": status %d result %" PRId64, i, c.status,
+		      c.result.i64);
 		CHECK(c.user_data == NULL, "knit_call completion has user_data %p", c.user_data);
 	}
 	return NULL;
@@ -160,23 +163,27 @@ static void *reaper(void *p)
 			break;
 		}
 		if (now_ns() > end) {
-			FAIL("reaper: no -KNIT_ECLOSED within the bound (%ld reaped)", atomic_load(&r->reaped));
+			FAIL("reaper: no -KNIT_ECLOSED within the bound (%ld reaped)",
+			     atomic_load(&r->reaped));
 			break;
 		}
 		for (int i = 0; i < n; i++) {
 			long k = (long)(intptr_t)out[i].user_data - 1;
 			if (k < 0 || k >= 2 * PER_PRODUCER) {
-				FAIL("foreign completion (user_data %p; a knit_call completion?)", out[i].user_data);
+				FAIL("foreign completion (user_data %p; a knit_call completion?)",
+				     out[i].user_data);
 				continue;
 			}
 			int who = (int)(k / PER_PRODUCER), idx = (int)(k % PER_PRODUCER);
 			unsigned prev = atomic_fetch_add(&r->seen[who][idx], 1);
 			CHECK(prev == 0, "call %d/%d completed twice", who, idx);
 			if (out[i].status == 0)
-				CHECK(out[i].result.i64 == -idx, "call %d/%d: wrong result", who, idx);
+				CHECK(out[i].result.i64 == -idx, "call %d/%d: wrong result", who,
+				      idx);
 			else
-				CHECK(r->cancel && out[i].status == -KNIT_ECLOSED, "call %d/%d: status %d (%s)", who, idx,
-				      out[i].status, r->cancel ? "CANCEL" : "DRAIN");
+				CHECK(r->cancel && out[i].status == -KNIT_ECLOSED,
+				      "call %d/%d: status %d (%s)", who, idx, out[i].status,
+				      r->cancel ? "CANCEL" : "DRAIN");
 		}
 		atomic_fetch_add(&r->reaped, n);
 	}
@@ -219,25 +226,26 @@ int main(void)
 			break;
 		}
 		pthread_t th[4];
-		struct prod pr[2] = { { R, 0 }, { R, 1 } };
+		struct prod pr[2] = {{R, 0}, {R, 1}};
 		pthread_create(&th[0], NULL, producer, &pr[0]);
 		pthread_create(&th[1], NULL, producer, &pr[1]);
 		pthread_create(&th[2], NULL, caller, R);
 		pthread_create(&th[3], NULL, reaper, R);
 		atomic_store(&R->go, 1);
-		struct timespec ts = { 0, (long)((r >> 24) % 20) * 1000000L };
+		struct timespec ts = {0, (long)((r >> 24) % 20) * 1000000L};
 		nanosleep(&ts, NULL);
 		rc = knit_stop(R->pool, R->cancel ? KNIT_STOP_CANCEL : KNIT_STOP_DRAIN, BOUND_NS);
 		CHECK(rc == 0, "round %d: knit_stop: %d", round, rc);
 		for (int i = 0; i < 4; i++)
 			pthread_join(th[i], NULL);
 		long acc = R->accepted[0] + R->accepted[1];
-		CHECK(atomic_load(&R->reaped) == acc, "round %d: %ld reaped, %ld accepted", round, atomic_load(&R->reaped),
-		      acc);
+		CHECK(atomic_load(&R->reaped) == acc, "round %d: %ld reaped, %ld accepted", round,
+		      atomic_load(&R->reaped), acc);
 		for (int w = 0; w < 2; w++)
 			for (int i = 0; i < R->accepted[w]; i++)
 				if (atomic_load(&R->seen[w][i]) != 1) {
-					FAIL("round %d: call %d/%d completed %u times", round, w, i, atomic_load(&R->seen[w][i]));
+					FAIL("round %d: call %d/%d completed %u times", round, w, i,
+					     atomic_load(&R->seen[w][i]));
 					break;
 				}
 		knit_pool_stats_t s;
@@ -245,7 +253,8 @@ int main(void)
 		s.size = sizeof s;
 		CHECK(knit_pool_stats(R->pool, &s, sizeof s) == 0, "stats");
 		for (uint32_t l = 0; l < s.lanes; l++)
-			CHECK(s.lane[l].watchdog_expiries == 0, "round %d: lane %u watchdog fired", round, l);
+			CHECK(s.lane[l].watchdog_expiries == 0, "round %d: lane %u watchdog fired",
+			      round, l);
 		CHECK(s.pending == 0, "round %d: pending %" PRIu64 " after stop", round, s.pending);
 		CHECK(knit_pool_destroy(R->pool) == 0, "destroy");
 		total_calls += acc;
@@ -253,6 +262,7 @@ int main(void)
 	}
 	destroy_frees_everything();
 	int f = atomic_load(&failures);
-	printf("%ld queued calls over the rounds; %s (%d failures)\n", total_calls, f ? "FAIL" : "PASS", f);
+	printf("%ld queued calls over the rounds; %s (%d failures)\n", total_calls,
+	       f ? "FAIL" : "PASS", f);
 	return f ? 1 : 0;
 }

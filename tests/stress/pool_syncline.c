@@ -50,8 +50,8 @@ struct round {
 	int cancel_mode;
 	atomic_int stopped; /* the main thread began knit_stop */
 	/* callers */
-	atomic_ullong call_done;   /* completions the callers got */
-	atomic_ullong call_line;   /* of them, from the line (ticket 0) */
+	atomic_ullong call_done; /* completions the callers got */
+	atomic_ullong call_line; /* of them, from the line (ticket 0) */
 	/* producer / reaper */
 	atomic_uchar seen[PER_PRODUCER];
 	atomic_int produced;
@@ -83,8 +83,9 @@ static void *caller_thread(void *arg)
 	for (int64_t i = 1;; i++) {
 		knit_completion_t c;
 		const int blob = i % 6 == 0;
-		const int64_t n = blob ? 90 + (int64_t)(rnd(&k->seed) % 300) : (int64_t)k->id * 100000000 + i;
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = n };
+		const int64_t n =
+			blob ? 90 + (int64_t)(rnd(&k->seed) % 300) : (int64_t)k->id * 100000000 + i;
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = n};
 		const int64_t timeout = i % 4 == 0 ? BOUND_NS_TICKETED : 0;
 		int rc = knit_call(r->pool, blob ? BLOB : NEG, &v, &c, timeout);
 		if (rc == -KNIT_ECLOSED) {
@@ -104,7 +105,8 @@ static void *caller_thread(void *arg)
 		} else {
 			atomic_fetch_add(&g_ticketed, 1);
 		}
-		CHECK(timeout == 0 || c.ticket != 0, "a call with a timeout came back without a ticket");
+		CHECK(timeout == 0 || c.ticket != 0,
+		      "a call with a timeout came back without a ticket");
 		if (c.status == -KNIT_ECLOSED) {
 			CHECK(r->cancel_mode, "a call cancelled by a DRAIN stop");
 		} else if (c.status != 0) {
@@ -116,8 +118,8 @@ static void *caller_thread(void *arg)
 				      ((const char *)c.result.data)[n] == 0,
 			      "blob %" PRId64 ": wrong result", n);
 		} else {
-			CHECK(c.result.type == KNIT_VALUE_I64 && c.result.i64 == -n, "neg %" PRId64 ": got %" PRId64, n,
-			      c.result.i64);
+			CHECK(c.result.type == KNIT_VALUE_I64 && c.result.i64 == -n,
+			      "neg %" PRId64 ": got %" PRId64, n, c.result.i64);
 		}
 		CHECK(knit_completion_release(r->pool, &c) == 0, "release");
 	}
@@ -128,7 +130,7 @@ static void *producer_thread(void *arg)
 {
 	struct round *r = arg;
 	for (int i = 0; i < PER_PRODUCER / SAN_DIV; i++) {
-		knit_value_t v = { .type = KNIT_VALUE_I64, .i64 = i };
+		knit_value_t v = {.type = KNIT_VALUE_I64, .i64 = i};
 		knit_ticket_t t;
 		int rc = knit_enqueue(r->pool, NEG, &v, (void *)(intptr_t)(i + 1), &t);
 		if (rc == -KNIT_EAGAIN) {
@@ -145,7 +147,8 @@ static void *producer_thread(void *arg)
 		atomic_fetch_add(&r->produced, 1);
 		if (i % 5 == 0) {
 			rc = knit_cancel(r->pool, t, KNIT_CANCEL_NOW);
-			CHECK(rc == 0 || rc == -KNIT_ENOTFOUND || rc == -KNIT_ECLOSED, "cancel: %d", rc);
+			CHECK(rc == 0 || rc == -KNIT_ENOTFOUND || rc == -KNIT_ECLOSED, "cancel: %d",
+			      rc);
 		}
 	}
 	atomic_store(&r->producer_done, 1);
@@ -168,15 +171,19 @@ static void *reaper_thread(void *arg)
 			knit_completion_t *c = &out[j];
 			intptr_t idx = (intptr_t)c->user_data - 1;
 			if (idx < 0 || idx >= PER_PRODUCER || c->ticket == 0) {
-				FAIL("a completion that is not the producer's (user_data %p, ticket %llu)", c->user_data,
-				     (unsigned long long)c->ticket);
+				FAIL("a completion that is not the producer's (user_data %p, "
+				     "ticket %llu)",
+				     c->user_data, (unsigned long long)c->ticket);
 				continue;
 			}
-			CHECK(atomic_fetch_add(&r->seen[idx], 1) == 0, "call %ld completed twice", (long)idx);
+			CHECK(atomic_fetch_add(&r->seen[idx], 1) == 0, "call %ld completed twice",
+			      (long)idx);
 			if (c->status == 0)
-				CHECK(c->result.i64 == -(int64_t)idx, "call %ld: wrong result", (long)idx);
+				CHECK(c->result.i64 == -(int64_t)idx, "call %ld: wrong result",
+				      (long)idx);
 			else
-				CHECK(c->status == -KNIT_ECANCELED || (r->cancel_mode && c->status == -KNIT_ECLOSED),
+				CHECK(c->status == -KNIT_ECANCELED ||
+					      (r->cancel_mode && c->status == -KNIT_ECLOSED),
 				      "call %ld: status %d", (long)idx, c->status);
 			knit_completion_release(r->pool, c);
 			atomic_fetch_add(&r->reaped, 1);
@@ -205,7 +212,7 @@ static void one_round(uint64_t seed)
 	pthread_t tc[NCALLERS], tp, tr;
 	struct caller k[NCALLERS];
 	for (int i = 0; i < NCALLERS; i++) {
-		k[i] = (struct caller){ r, i + 1, seed + (uint64_t)i * 7919 + 1 };
+		k[i] = (struct caller){r, i + 1, seed + (uint64_t)i * 7919 + 1};
 		pthread_create(&tc[i], NULL, caller_thread, &k[i]);
 	}
 	pthread_create(&tp, NULL, producer_thread, r);
@@ -226,12 +233,13 @@ static void one_round(uint64_t seed)
 	s.size = sizeof s;
 	CHECK(knit_pool_stats(r->pool, &s, sizeof s) == 0, "stats");
 	const uint64_t done = atomic_load(&r->call_done) + atomic_load(&r->reaped);
-	CHECK(s.enqueued == s.completed, "enqueued %llu != completed %llu", (unsigned long long)s.enqueued,
-	      (unsigned long long)s.completed);
-	CHECK(s.completed == done, "completed %llu, the threads counted %llu", (unsigned long long)s.completed,
-	      (unsigned long long)done);
-	CHECK(atomic_load(&r->reaped) == (uint64_t)atomic_load(&r->produced), "produced %d, reaped %llu",
-	      atomic_load(&r->produced), (unsigned long long)atomic_load(&r->reaped));
+	CHECK(s.enqueued == s.completed, "enqueued %llu != completed %llu",
+	      (unsigned long long)s.enqueued, (unsigned long long)s.completed);
+	CHECK(s.completed == done, "completed %llu, the threads counted %llu",
+	      (unsigned long long)s.completed, (unsigned long long)done);
+	CHECK(atomic_load(&r->reaped) == (uint64_t)atomic_load(&r->produced),
+	      "produced %d, reaped %llu", atomic_load(&r->produced),
+	      (unsigned long long)atomic_load(&r->reaped));
 	CHECK(s.pending == 0, "pending %llu", (unsigned long long)s.pending);
 	CHECK(s.sync_calls == atomic_load(&r->call_line), "sync_calls %llu, line completions %llu",
 	      (unsigned long long)s.sync_calls, (unsigned long long)atomic_load(&r->call_line));
@@ -253,8 +261,10 @@ int main(void)
 		printf("pool_syncline: %d failures\n", atomic_load(&failures));
 		return 1;
 	}
-	printf("pool_syncline: ok (%llu line calls, %llu of them cancelled by a stop; %llu ticketed)\n",
-	       (unsigned long long)atomic_load(&g_line), (unsigned long long)atomic_load(&g_line_closed),
+	printf("pool_syncline: ok (%llu line calls, %llu of them cancelled by a stop; %llu "
+	       "ticketed)\n",
+	       (unsigned long long)atomic_load(&g_line),
+	       (unsigned long long)atomic_load(&g_line_closed),
 	       (unsigned long long)atomic_load(&g_ticketed));
 	if (atomic_load(&g_line) == 0) {
 		printf("pool_syncline: no call took the line\n");

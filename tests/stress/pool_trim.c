@@ -86,7 +86,7 @@ static void *host_main(void *arg)
 		size_t len = 8 + next(&h->rng) % (MAXLEN - 8);
 		uint64_t seed = ((uint64_t)h->id << 40) | (uint64_t)c;
 		int build = (int)(next(&h->rng) & 1);
-		knit_value_t v = { .type = KNIT_VALUE_BYTES, .data = buf, .len = len };
+		knit_value_t v = {.type = KNIT_VALUE_BYTES, .data = buf, .len = len};
 		knit_completion_t done;
 
 		memcpy(buf, &seed, 8);
@@ -97,9 +97,11 @@ static void *host_main(void *arg)
 			FAIL("host %d call %ld: knit_call %d", h->id, c, rc);
 			break;
 		}
-		if (done.status != 0 || done.result.type != KNIT_VALUE_BYTES || done.result.len != len) {
-			FAIL("host %d call %ld: status %d type %u len %llu (want %zu)", h->id, c, done.status,
-			     done.result.type, (unsigned long long)done.result.len, len);
+		if (done.status != 0 || done.result.type != KNIT_VALUE_BYTES ||
+		    done.result.len != len) {
+			FAIL("host %d call %ld: status %d type %u len %llu (want %zu)", h->id, c,
+			     done.status, done.result.type, (unsigned long long)done.result.len,
+			     len);
 		} else {
 			const uint8_t *r = done.result.data;
 			uint64_t got;
@@ -107,7 +109,8 @@ static void *host_main(void *arg)
 			CHECK(got == seed, "host %d call %ld: seed", h->id, c);
 			for (size_t i = 8; i < len; i++)
 				if (r[i] != pat(build ? seed + 1 : seed, i)) {
-					FAIL("host %d call %ld: byte %zu of %zu is %u", h->id, c, i, len, r[i]);
+					FAIL("host %d call %ld: byte %zu of %zu is %u", h->id, c, i,
+					     len, r[i]);
 					break;
 				}
 		}
@@ -121,7 +124,7 @@ static void *host_main(void *arg)
 
 static void run(uint32_t topology, long calls)
 {
-	knit_task_t tasks[] = { { .name = "build", .fn = t_build }, { .name = "echo", .fn = t_echo } };
+	knit_task_t tasks[] = {{.name = "build", .fn = t_build}, {.name = "echo", .fn = t_echo}};
 	knit_pool_options_t o;
 	knit_pool_t *pool;
 	knit_pool_stats_t st;
@@ -139,8 +142,11 @@ static void run(uint32_t topology, long calls)
 		return;
 	}
 	for (int i = 0; i < 2; i++) {
-		hosts[i] = (struct host){ .pool = pool, .id = i, .calls = calls,
-					  .rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1 + topology * 7) };
+		hosts[i] = (struct host){.pool = pool,
+					 .id = i,
+					 .calls = calls,
+					 .rng = 0x9E3779B97F4A7C15ull *
+						(uint64_t)(i + 1 + topology * 7)};
 		pthread_create(&th[i], NULL, host_main, &hosts[i]);
 	}
 	for (int i = 0; i < 2; i++)
@@ -163,11 +169,14 @@ static void run(uint32_t topology, long calls)
 			break;
 		usleep(2000);
 	} while (now_ns() < end);
-	printf("topology %u: %ld calls x 2 hosts, %llu arena trims, %llu bytes committed after idle\n",
-	       topology, calls, (unsigned long long)trims, (unsigned long long)st.arena_committed_bytes);
+	printf("topology %u: %ld calls x 2 hosts, %llu arena trims, %llu bytes committed after "
+	       "idle\n",
+	       topology, calls, (unsigned long long)trims,
+	       (unsigned long long)st.arena_committed_bytes);
 	CHECK(trims > 0, "no arena was ever trimmed: the test exercised nothing");
 	CHECK(st.arena_committed_bytes <= (uint64_t)st.lanes * 2 * 4096 + 4096,
-	      "arena_committed_bytes %llu after idle", (unsigned long long)st.arena_committed_bytes);
+	      "arena_committed_bytes %llu after idle",
+	      (unsigned long long)st.arena_committed_bytes);
 	CHECK(knit_pool_destroy(pool) == 0, "destroy");
 }
 

@@ -51,7 +51,7 @@
 static uint32_t ncalls;
 static uint32_t echo_id;
 static uint32_t sleep_id;
-static unsigned extra; /* 1 on lanes: the pinned sleep (user data ncalls + 1) */
+static unsigned extra;           /* 1 on lanes: the pinned sleep (user data ncalls + 1) */
 static atomic_uint sleeper_done; /* its completions */
 static atomic_uint done_count;
 static atomic_uchar *done;
@@ -96,7 +96,8 @@ static void *producer(void *arg)
 		}
 		knit_ticket_t t;
 		int rc;
-		while ((rc = knit_enqueue(pool, echo_id, &v, (void *)(uintptr_t)(c + 1), &t)) == -KNIT_EAGAIN) {
+		while ((rc = knit_enqueue(pool, echo_id, &v, (void *)(uintptr_t)(c + 1), &t)) ==
+		       -KNIT_EAGAIN) {
 			if (now_ns() > t_end) {
 				FAIL("enqueue stuck on a full backlog");
 				free(buf);
@@ -119,7 +120,8 @@ static void check_one(const knit_completion_t *k)
 		if (k->status == -KNIT_ECRASHED)
 			atomic_fetch_add(&crashed, 1);
 		else
-			CHECK(k->status == 0 && k->result.i64 == 200, "the sleep: %s", knit_strerror(k->status));
+			CHECK(k->status == 0 && k->result.i64 == 200, "the sleep: %s",
+			      knit_strerror(k->status));
 		return;
 	}
 	if (ud == 0 || ud > ncalls) {
@@ -141,11 +143,13 @@ static void check_one(const knit_completion_t *k)
 	}
 	const size_t n = size_of(c);
 	if (n == 0) {
-		CHECK(k->result.type == KNIT_VALUE_I64 && k->result.i64 == c, "call %u: wrong i64", c);
+		CHECK(k->result.type == KNIT_VALUE_I64 && k->result.i64 == c, "call %u: wrong i64",
+		      c);
 		return;
 	}
 	if (k->result.type != KNIT_VALUE_BYTES || k->result.len != n) {
-		FAIL("call %u: wrong bytes (type %u len %zu, want %zu)", c, k->result.type, k->result.len, n);
+		FAIL("call %u: wrong bytes (type %u len %zu, want %zu)", c, k->result.type,
+		     k->result.len, n);
 		return;
 	}
 	const uint8_t *d = k->result.data;
@@ -188,7 +192,8 @@ static void *reaper(void *arg)
 				 * sleep waits for room as their calls do, while this
 				 * thread keeps reaping (and so makes room). */
 				int rc;
-				while ((rc = knit_enqueue_ex(pool, sleep_id, &ms, (void *)(uintptr_t)(ncalls + 1), &co,
+				while ((rc = knit_enqueue_ex(pool, sleep_id, &ms,
+							     (void *)(uintptr_t)(ncalls + 1), &co,
 							     &t)) == -KNIT_EAGAIN &&
 				       now_ns() < t_end) {
 					n = knit_complete(pool, out, 64, 0);
@@ -277,7 +282,8 @@ static int run(uint32_t topology, const char *worker, const char *lib)
 		memset(&none, 0, sizeof none);
 		knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, 1};
 		knit_ticket_t t;
-		rc = knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t);
+		rc = knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL,
+				     &co, &t);
 		if (rc != 0 || knit_complete(pool, &k, 1, -1) != 1 || k.status != 0) {
 			printf("FAIL: %s: the pid call\n", name);
 			return 1;
@@ -300,13 +306,15 @@ static int run(uint32_t topology, const char *worker, const char *lib)
 		pthread_join(th[i], NULL);
 
 	for (uint32_t c = 0; c < ncalls; c++)
-		CHECK(atomic_load(&done[c]) == 1, "call %u: %u completions", c, atomic_load(&done[c]));
+		CHECK(atomic_load(&done[c]) == 1, "call %u: %u completions", c,
+		      atomic_load(&done[c]));
 	knit_pool_stats_t st;
 	memset(&st, 0, sizeof st);
 	st.size = sizeof st;
 	CHECK(knit_pool_stats(pool, &st, sizeof st) == 0, "stats");
 	CHECK(st.crashes == 1 && st.respawns == 1 && st.spawns == 3,
-	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns, st.spawns);
+	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns,
+	      st.spawns);
 	CHECK(st.pending == 0, "pending %" PRIu64, st.pending);
 	CHECK(st.topology == topology, "topology %u", st.topology);
 	/* Stealing, a worker claims only with nothing else in hand: when it
@@ -319,7 +327,8 @@ static int run(uint32_t topology, const char *worker, const char *lib)
 	 * unstarted, ran again and were checked above). */
 	CHECK(atomic_load(&crashed) <= 32, "%s: %u calls failed with the killed worker", name,
 	      atomic_load(&crashed));
-	CHECK(atomic_load(&sleeper_done) == extra, "the sleep: %u completions", atomic_load(&sleeper_done));
+	CHECK(atomic_load(&sleeper_done) == extra, "the sleep: %u completions",
+	      atomic_load(&sleeper_done));
 	/* Still serving, on both lanes. */
 	for (int i = 0; i < 20; i++) {
 		knit_value_t v;
@@ -333,7 +342,7 @@ static int run(uint32_t topology, const char *worker, const char *lib)
 	CHECK(knit_complete(pool, &k, 1, 0) == -KNIT_ECLOSED, "closed after the drain");
 	knit_pool_destroy(pool);
 	CHECK(count_children() == 0, "children left after destroy");
-	printf("%s: %u calls, %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n", name, ncalls,
-	       atomic_load(&crashed), atomic_load(&failures));
+	printf("%s: %u calls, %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n",
+	       name, ncalls, atomic_load(&crashed), atomic_load(&failures));
 	return atomic_load(&failures) ? 1 : 0;
 }

@@ -85,9 +85,11 @@ static void one_call(uint32_t c, uint8_t *buf)
 	} else if (k.status != 0) {
 		FAIL("call %u: status %s", c, knit_strerror(k.status));
 	} else if (kind == 0) {
-		CHECK(k.result.type == KNIT_VALUE_I64 && k.result.i64 == c, "call %u: wrong i64", c);
+		CHECK(k.result.type == KNIT_VALUE_I64 && k.result.i64 == c, "call %u: wrong i64",
+		      c);
 	} else if (k.result.type != KNIT_VALUE_BYTES || k.result.len != n) {
-		FAIL("call %u: wrong bytes (type %u len %zu, want %zu)", c, k.result.type, k.result.len, n);
+		FAIL("call %u: wrong bytes (type %u len %zu, want %zu)", c, k.result.type,
+		     k.result.len, n);
 	} else {
 		const uint8_t *d = k.result.data;
 		for (size_t i = 0; i < n; i++)
@@ -127,7 +129,8 @@ static pid_t lane_pid(uint32_t w)
 	knit_call_options_t co = {sizeof co, KNIT_CALL_LANE, 0, w};
 	knit_ticket_t t;
 	knit_completion_t k;
-	if (knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t) != 0 ||
+	if (knit_enqueue_ex(pool, (uint32_t)knit_pool_task_id(pool, "pid"), &none, NULL, &co, &t) !=
+		    0 ||
 	    knit_complete(pool, &k, 1, 10ll * 1000 * 1000 * 1000) != 1 || k.status != 0)
 		return -1;
 	return (pid_t)k.result.i64;
@@ -179,12 +182,15 @@ int main(void)
 	memset(&st, 0, sizeof st);
 	st.size = sizeof st;
 	CHECK(knit_pool_stats(pool, &st, sizeof st) == 0, "stats");
-	CHECK(atomic_load(&returned) == ncalls, "%u of %u calls returned", atomic_load(&returned), ncalls);
+	CHECK(atomic_load(&returned) == ncalls, "%u of %u calls returned", atomic_load(&returned),
+	      ncalls);
 	CHECK(st.sync_calls > 0, "no call took the line");
 	CHECK(st.crashes == 1 && st.respawns == 1 && st.spawns == 3,
-	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns, st.spawns);
+	      "crashes %" PRIu64 " respawns %" PRIu64 " spawns %" PRIu64, st.crashes, st.respawns,
+	      st.spawns);
 	CHECK(st.pending == 0, "pending %" PRIu64, st.pending);
-	CHECK(st.enqueued == st.completed, "enqueued %" PRIu64 " completed %" PRIu64, st.enqueued, st.completed);
+	CHECK(st.enqueued == st.completed, "enqueued %" PRIu64 " completed %" PRIu64, st.enqueued,
+	      st.completed);
 	/* Still serving, on both lanes. */
 	CHECK(lane_pid(0) > 0 && lane_pid(1) > 0, "both lanes serve after the kill");
 	uint8_t buf[128];
@@ -193,7 +199,8 @@ int main(void)
 	CHECK(knit_stop(pool, KNIT_STOP_DRAIN, 10ll * 1000 * 1000 * 1000) == 0, "stop(DRAIN)");
 	knit_pool_destroy(pool);
 	CHECK(count_children() == 0, "children left after destroy");
-	printf("%u calls (%" PRIu64 " on the line), %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n",
+	printf("%u calls (%" PRIu64
+	       " on the line), %u failed with the killed worker (-KNIT_ECRASHED), %d failures\n",
 	       ncalls, st.sync_calls, atomic_load(&crashed), atomic_load(&failures));
 	return atomic_load(&failures) ? 1 : 0;
 }

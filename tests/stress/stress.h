@@ -45,19 +45,19 @@
 #define STRESS_SAN_DIV(TSAN_DIV, ASAN_DIV) (STRESS_TSAN ? (TSAN_DIV) : STRESS_ASAN ? (ASAN_DIV) : 1)
 
 static atomic_int failures;
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		if (atomic_fetch_add(&failures, 1) < 20) {                             \
-			printf("FAIL %s:%d: ", __func__, __LINE__);                    \
-			printf(__VA_ARGS__);                                           \
-			printf("\n");                                                  \
-			fflush(stdout);                                                \
-		}                                                                      \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		if (atomic_fetch_add(&failures, 1) < 20) {                                         \
+			printf("FAIL %s:%d: ", __func__, __LINE__);                                \
+			printf(__VA_ARGS__);                                                       \
+			printf("\n");                                                              \
+			fflush(stdout);                                                            \
+		}                                                                                  \
 	} while (0)
-#define CHECK(c, ...)                                                                  \
-	do {                                                                           \
-		if (!(c))                                                              \
-			FAIL(__VA_ARGS__);                                             \
+#define CHECK(c, ...)                                                                              \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			FAIL(__VA_ARGS__);                                                         \
 	} while (0)
 
 /* Two tasks several pool stress tests share: "neg" (I64 arg -> -arg) and
@@ -82,7 +82,10 @@ static inline int stress_t_blob(knit_ctx_t *ctx, const knit_value_t *arg, knit_v
 	ret->len = n;
 	return 0;
 }
-#define STRESS_NEG_BLOB_TASKS { { "neg", stress_t_neg, 0, 0 }, { "blob", stress_t_blob, 0, 0 } }
+#define STRESS_NEG_BLOB_TASKS                                                                      \
+	{                                                                                          \
+		{"neg", stress_t_neg, 0, 0}, { "blob", stress_t_blob, 0, 0 }                       \
+	}
 
 /* Our child processes (every thread's: children hang off the thread that
  * spawned them), counted; *first (if given) gets one of their pids, or -1.

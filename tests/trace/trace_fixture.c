@@ -89,7 +89,7 @@ static void *worker(void *arg)
  * futex_wait (bounded: 5 s of 1 ms naps). */
 static int wait_parked(struct lane *l)
 {
-	struct timespec ms = { 0, 1000000 };
+	struct timespec ms = {0, 1000000};
 
 	for (int i = 0; i < 5000; i++) {
 		if (atomic_load(&l->parked)) {
@@ -103,7 +103,7 @@ static int wait_parked(struct lane *l)
 
 int main(int argc, char **argv)
 {
-	struct timespec ms = { 0, 1000000 };
+	struct timespec ms = {0, 1000000};
 	uint64_t ticket = 0, id;
 	long calls = 20;
 	int i;

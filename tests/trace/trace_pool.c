@@ -52,7 +52,7 @@ static int task_inc(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static void nap_ms(long ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -86,8 +86,8 @@ static int wait_parked(knit_pool_t *pool, unsigned lane, uint64_t since)
  * killed worker's last park is one; its new worker parks after it). */
 static int kill_lane0_worker(knit_pool_t *pool, uint32_t pid_task, uint64_t *parks)
 {
-	knit_call_options_t co = { .size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = 0 };
-	knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 0 };
+	knit_call_options_t co = {.size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = 0};
+	knit_value_t arg = {.type = KNIT_VALUE_I64, .i64 = 0};
 	knit_completion_t done;
 	knit_pool_stats_t st;
 	uint64_t before;
@@ -143,21 +143,22 @@ static int check_completion(knit_pool_t *pool, knit_completion_t *c, int64_t wan
 	int ok = c->status == 0 && c->result.type == KNIT_VALUE_I64 && c->result.i64 == want;
 
 	if (!ok)
-		fprintf(stderr, "FAIL: call completed with status %d, value type %u i64 %lld, "
-				"want %lld\n", c->status, c->result.type, (long long)c->result.i64,
-			(long long)want);
+		fprintf(stderr,
+			"FAIL: call completed with status %d, value type %u i64 %lld, "
+			"want %lld\n",
+			c->status, c->result.type, (long long)c->result.i64, (long long)want);
 	knit_completion_release(pool, c);
 	return ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)
 {
-	knit_task_t tasks[] = { { .name = "inc", .fn = task_inc } };
+	knit_task_t tasks[] = {{.name = "inc", .fn = task_inc}};
 	knit_pool_options_t opts;
 	knit_pool_stats_t st, base;
 	knit_pool_t *pool;
-	uint64_t last_parks[WORKERS] = { 0 }, last_calls[WORKERS] = { 0 };
-	int ran[WORKERS] = { 0 };
+	uint64_t last_parks[WORKERS] = {0}, last_calls[WORKERS] = {0};
+	int ran[WORKERS] = {0};
 	long cold = 20, hot = 200, sync_calls = 10;
 	int err, rc = 0;
 	char libpath[4096];
@@ -254,8 +255,9 @@ int main(int argc, char **argv)
 	const int steal = !strcmp(topo, "steal");
 	for (long c = 0; c < cold && !rc; c++) {
 		unsigned lane = (unsigned)(c % WORKERS);
-		knit_call_options_t co = { .size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = lane };
-		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = c };
+		knit_call_options_t co = {
+			.size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = lane};
+		knit_value_t arg = {.type = KNIT_VALUE_I64, .i64 = c};
 		knit_completion_t done;
 
 		if (respawn && c == cold / 2) {
@@ -306,7 +308,7 @@ int main(int argc, char **argv)
 
 	/* Hot calls: one burst, reaped as they come. */
 	for (long c = 0; c < hot && !rc; c++) {
-		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 1000 };
+		knit_value_t arg = {.type = KNIT_VALUE_I64, .i64 = 1000};
 
 		err = knit_enqueue(pool, task, &arg, NULL, NULL);
 		if (err) {
@@ -329,11 +331,11 @@ int main(int argc, char **argv)
 		got += n;
 	}
 	knit_pool_stats_t before_sync;
-	uint64_t sync_lane[WORKERS + 1] = { 0 };
+	uint64_t sync_lane[WORKERS + 1] = {0};
 	if (!rc && get_stats(pool, &before_sync))
 		rc = 1;
 	for (long c = 0; c < sync_calls && !rc; c++) {
-		knit_value_t arg = { .type = KNIT_VALUE_I64, .i64 = 7 };
+		knit_value_t arg = {.type = KNIT_VALUE_I64, .i64 = 7};
 		knit_completion_t done;
 
 		err = knit_call(pool, task, &arg, &done, 0);
@@ -361,7 +363,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FAIL: knit_pool_stats\n");
 		rc = 1;
 	} else {
-		printf("STATS {\"pool\":\"%p\",\"topology\":\"%s\",\"workers\":%u,\"cold_calls\":%ld,\"hot_calls\":%ld,"
+		printf("STATS "
+		       "{\"pool\":\"%p\",\"topology\":\"%s\",\"workers\":%u,\"cold_calls\":%ld,"
+		       "\"hot_calls\":%ld,"
 		       "\"enqueued\":%llu,\"completed\":%llu,\"doorbell_arms\":%llu,"
 		       "\"doorbell_wakes\":%llu,\"knit_calls\":%ld,\"sync_calls\":%llu,",
 		       (void *)pool, topo, st.workers, cold, hot + sync_calls,
@@ -372,7 +376,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)(st.sync_calls - base.sync_calls));
 		if (procs)
 			printf("\"processes\":true,\"late\":%s,\"spawns\":%llu,\"crashes\":%llu,"
-			       "\"respawns\":%llu,", late ? "true" : "false",
+			       "\"respawns\":%llu,",
+			       late ? "true" : "false",
 			       (unsigned long long)(st.spawns - base.spawns),
 			       (unsigned long long)(st.crashes - base.crashes),
 			       (unsigned long long)(st.respawns - base.respawns));
@@ -394,8 +399,8 @@ int main(int argc, char **argv)
 			       (unsigned long long)ls->wakes_sent,
 			       (unsigned long long)ls->wakes_received,
 			       (unsigned long long)ls->watchdog_expiries,
-			       (unsigned long long)ls->calls, (unsigned long long)ls->doorbell_rings,
-			       l == 0 ? killed0 : 0,
+			       (unsigned long long)ls->calls,
+			       (unsigned long long)ls->doorbell_rings, l == 0 ? killed0 : 0,
 			       (unsigned long long)(l <= WORKERS ? sync_lane[l] : 0));
 		}
 		printf("]}\n");

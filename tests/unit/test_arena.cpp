@@ -71,7 +71,9 @@ constexpr uint64_t kDataOffset = 4096;
 
 void arena_open(TestArena *t, uint64_t capacity, uint64_t per_call_max)
 {
-	assert_int_equal(region_create(RegionKind::kAnonymous, kDataOffset + capacity, "arena-test", &t->region), 0);
+	assert_int_equal(region_create(RegionKind::kAnonymous, kDataOffset + capacity, "arena-test",
+				       &t->region),
+			 0);
 	uint8_t *b = t->region.base;
 	t->shared.pa = reinterpret_cast<uint32_t *>(b);
 	t->shared.pb = reinterpret_cast<uint32_t *>(b + 128);
@@ -271,8 +273,8 @@ void test_shrink_exposes_tail(void **)
 	assert_int_equal(table_size(&t, a.slot), 128);
 	t.prod.shrink(a.slot, 5000); // never grows
 	assert_int_equal(table_size(&t, a.slot), 128);
-	t.prod.shrink(31, 1);     // not ours: ignored
-	t.prod.shrink(1000, 1);   // out of range: ignored
+	t.prod.shrink(31, 1);   // not ours: ignored
+	t.prod.shrink(1000, 1); // out of range: ignored
 	assert_int_equal(arena_check(t.shared, a.slot, 0, 128), 0);
 	assert_int_equal(arena_check(t.shared, a.slot, 0, 129), -KNIT_EPROTO);
 	Alloc c = must_alloc(&t, 256);
@@ -490,8 +492,9 @@ void check_model(TestArena *t, const ModelAlloc *m)
 			uint64_t a0 = m[s].offset, a1 = a0 + m[s].size;
 			uint64_t b0 = m[q].offset, b1 = b0 + m[q].size;
 			if (a0 < b1 && b0 < a1) {
-				fail_msg("slots %u [%lu,%lu) and %u [%lu,%lu) overlap", s, (unsigned long)a0,
-					 (unsigned long)a1, q, (unsigned long)b0, (unsigned long)b1);
+				fail_msg("slots %u [%lu,%lu) and %u [%lu,%lu) overlap", s,
+					 (unsigned long)a0, (unsigned long)a1, q, (unsigned long)b0,
+					 (unsigned long)b1);
 			}
 		}
 	}
@@ -534,7 +537,9 @@ void test_random_against_model(void **)
 			if (rc == -KNIT_EAGAIN) {
 				eagain++;
 				if (fits) {
-					fail_msg("step %lu: alloc(%u) EAGAIN but the model has room", (unsigned long)step, n);
+					fail_msg(
+						"step %lu: alloc(%u) EAGAIN but the model has room",
+						(unsigned long)step, n);
 				}
 				check_model(&t, m);
 				continue;
@@ -568,9 +573,11 @@ void test_random_against_model(void **)
 				if (!m[s].live) {
 					continue;
 				}
-				assert_int_equal(arena_check(t.shared, s, m[s].offset, m[s].len), 0);
+				assert_int_equal(arena_check(t.shared, s, m[s].offset, m[s].len),
+						 0);
 				if (!verify(t.shared.base + m[s].offset, m[s].len, m[s].seed)) {
-					fail_msg("step %lu: slot %u payload overwritten (aliasing)", (unsigned long)step, s);
+					fail_msg("step %lu: slot %u payload overwritten (aliasing)",
+						 (unsigned long)step, s);
 				}
 				arena_free(t.shared, s);
 				m[s].live = false;
@@ -580,7 +587,8 @@ void test_random_against_model(void **)
 		} else {
 			for (uint32_t s = 0; s < kArenaSlots; s++) {
 				if (m[s].live) {
-					assert_true(verify(t.shared.base + m[s].offset, m[s].len, m[s].seed));
+					assert_true(verify(t.shared.base + m[s].offset, m[s].len,
+							   m[s].seed));
 					arena_free(t.shared, s);
 					m[s].live = false;
 				}
@@ -596,8 +604,9 @@ void test_random_against_model(void **)
 	assert_true(allocs > steps / 4);
 	assert_true(eagain > 0);
 	assert_true(t.prod.resets() > 0);
-	print_message("random: %lu steps, %lu allocs, %lu EAGAIN, %lu resets\n", (unsigned long)steps,
-		      (unsigned long)allocs, (unsigned long)eagain, (unsigned long)t.prod.resets());
+	print_message("random: %lu steps, %lu allocs, %lu EAGAIN, %lu resets\n",
+		      (unsigned long)steps, (unsigned long)allocs, (unsigned long)eagain,
+		      (unsigned long)t.prod.resets());
 	(void)exact;
 	arena_close(&t);
 }
@@ -656,26 +665,27 @@ void test_check_hostile(void **)
 	assert_int_equal(arena_check(h.s, 2, 0, 1), -KNIT_EPROTO);
 	assert_int_equal(arena_check(h.s, 31, 0, 0), -KNIT_EPROTO);
 	// Range outside the slot's allocation.
-	assert_int_equal(arena_check(h.s, 1, 0, 64), -KNIT_EPROTO);     // below
-	assert_int_equal(arena_check(h.s, 1, 63, 2), -KNIT_EPROTO);     // straddles the start
-	assert_int_equal(arena_check(h.s, 1, 64, 129), -KNIT_EPROTO);   // one past the end
-	assert_int_equal(arena_check(h.s, 1, 193, 0), -KNIT_EPROTO);    // empty, but past the end
-	assert_int_equal(arena_check(h.s, 1, 128, 0xFFFFFFFFu), -KNIT_EPROTO); // u32 wrap of offset+len
+	assert_int_equal(arena_check(h.s, 1, 0, 64), -KNIT_EPROTO);   // below
+	assert_int_equal(arena_check(h.s, 1, 63, 2), -KNIT_EPROTO);   // straddles the start
+	assert_int_equal(arena_check(h.s, 1, 64, 129), -KNIT_EPROTO); // one past the end
+	assert_int_equal(arena_check(h.s, 1, 193, 0), -KNIT_EPROTO);  // empty, but past the end
+	assert_int_equal(arena_check(h.s, 1, 128, 0xFFFFFFFFu),
+			 -KNIT_EPROTO); // u32 wrap of offset+len
 	assert_int_equal(arena_check(h.s, 1, 0xFFFFFFFFu, 1), -KNIT_EPROTO);
 	assert_int_equal(arena_check(h.s, 1, 0xFFFFFFC0u, 0x80), -KNIT_EPROTO); // wraps to 0x40
 	// Table entries that point outside the arena or are malformed.
 	struct {
 		uint32_t off, size;
 	} bad_entries[] = {
-		{0xFFFFFFC0u, 0x80},  // offset + size wraps u32
-		{0xFFFFFFC0u, 0x40},  // far outside capacity
-		{4096, 64},           // starts at capacity
-		{4032, 128},          // crosses capacity
-		{0, 4096 + 64},       // longer than capacity
-		{0, 0xFFFFFFC0u},     // huge
-		{0, 0},               // empty
-		{1, 64},              // misaligned start
-		{0, 100},             // misaligned size
+		{0xFFFFFFC0u, 0x80}, // offset + size wraps u32
+		{0xFFFFFFC0u, 0x40}, // far outside capacity
+		{4096, 64},          // starts at capacity
+		{4032, 128},         // crosses capacity
+		{0, 4096 + 64},      // longer than capacity
+		{0, 0xFFFFFFC0u},    // huge
+		{0, 0},              // empty
+		{1, 64},             // misaligned start
+		{0, 100},            // misaligned size
 	};
 	for (auto &e : bad_entries) {
 		h.table[2] = e.off;
@@ -707,7 +717,8 @@ void test_check_hostile(void **)
 			assert_true((uint64_t)o + l <= cap);
 			assert_true(((*h.pa ^ *h.pb) >> s) & 1);
 			assert_true(o >= h.table[2 * s]);
-			assert_true((uint64_t)o + l <= (uint64_t)h.table[2 * s] + h.table[2 * s + 1]);
+			assert_true((uint64_t)o + l <=
+				    (uint64_t)h.table[2 * s] + h.table[2 * s + 1]);
 			// The range is readable: touch it (ASan checks the heap block).
 			volatile uint8_t sink = 0;
 			if (l != 0) {
@@ -879,8 +890,8 @@ void consumer_main(Shared *sh)
 		for (uint32_t l = 0; l < 32; l++) {
 			uint32_t one = 1;
 			// acquire: pairs with the producer's release store of 1.
-			if (!sh->lane_state[l].compare_exchange_strong(one, 2, std::memory_order_acquire,
-								       std::memory_order_relaxed)) {
+			if (!sh->lane_state[l].compare_exchange_strong(
+				    one, 2, std::memory_order_acquire, std::memory_order_relaxed)) {
 				continue;
 			}
 			any = true;
@@ -985,7 +996,8 @@ void test_concurrent_frees(void **)
 	c1.join();
 	c2.join();
 	print_message("concurrent: %lu published, %lu rolled back, %lu EAGAIN retries\n",
-		      (unsigned long)sh->published, (unsigned long)sh->rolled_back, (unsigned long)sh->eagain);
+		      (unsigned long)sh->published, (unsigned long)sh->rolled_back,
+		      (unsigned long)sh->eagain);
 	assert_int_equal(sh->errors.load(), 0);
 	assert_int_equal(sh->consumed.load(), sh->published);
 	assert_int_equal(sh->published + sh->rolled_back, iterations);

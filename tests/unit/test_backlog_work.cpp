@@ -109,8 +109,9 @@ void run(uint32_t workers, bool pinned)
 		got += n;
 	}
 	const uint64_t after = visits(pool) - before;
-	print_message("workers %u pinned %d: %llu visits while %d calls queued, %llu in all\n", workers,
-		      (int)pinned, (unsigned long long)during, N, (unsigned long long)after);
+	print_message("workers %u pinned %d: %llu visits while %d calls queued, %llu in all\n",
+		      workers, (int)pinned, (unsigned long long)during, N,
+		      (unsigned long long)after);
 	// Each enqueue examines O(1) waiting calls (the head that cannot go, and
 	// what it places), never the whole backlog (old: ~N^2/2 = 8e6).
 	assert_true(during <= 4ull * N);

@@ -24,8 +24,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 struct Fix {
 	Region region;
@@ -40,7 +39,7 @@ Fix *make(uint64_t cap, uint64_t per_call_max)
 {
 	Fix *f = new Fix();
 	if (region_create(RegionKind::kAnonymous, lock_region_bytes(cap), "test_codec",
-	                  &f->region) != 0)
+			  &f->region) != 0)
 		return nullptr;
 	f->lock = f->region.base;
 	f->cap = cap;
@@ -197,7 +196,7 @@ void test_byte_payloads(void **state)
 				assert_memory_equal(out.data, src, len);
 			if (type != KNIT_VALUE_BYTES)
 				assert_int_equal(((const uint8_t *)out.data)[len],
-				                 0); // NUL after text
+						 0); // NUL after text
 			const TaskLine *tl = line_of(f, (uint32_t)lane);
 			// the exact boundary: 512 bytes inline for bytes, 511 + NUL for text
 			bool inl = type == KNIT_VALUE_BYTES ? len <= 512 : len <= 511;
@@ -224,7 +223,7 @@ void test_arena_many_in_flight(void **state)
 		memset(buf[i], (int)(i + 1), sizeof buf[i]);
 		size_t len = 600 + i * 500;
 		assert_true(f->prod.publish(head(i), bytes_value(KNIT_VALUE_BYTES, buf[i], len)) >=
-		            0);
+			    0);
 	}
 	uint32_t n = 0;
 	f->cons.drain([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
@@ -249,11 +248,11 @@ void test_too_big_and_invalid(void **state)
 	finish(f);
 	uint32_t a = *word_at(f->lock, kLockOffA);
 	assert_int_equal(
-	    f->prod.publish(head(1), bytes_value(KNIT_VALUE_BYTES, big, (256u << 10) + 1)),
-	    -KNIT_ETOOBIG);
+		f->prod.publish(head(1), bytes_value(KNIT_VALUE_BYTES, big, (256u << 10) + 1)),
+		-KNIT_ETOOBIG);
 	assert_int_equal(
-	    f->prod.publish(head(1), bytes_value(KNIT_VALUE_STRING, big, (256u << 10) + 1)),
-	    -KNIT_ETOOBIG);
+		f->prod.publish(head(1), bytes_value(KNIT_VALUE_STRING, big, (256u << 10) + 1)),
+		-KNIT_ETOOBIG);
 	assert_int_equal(*word_at(f->lock, kLockOffA), a); // refused: nothing published
 	// malformed values
 	knit_value_t v{};
@@ -262,7 +261,7 @@ void test_too_big_and_invalid(void **state)
 	v.type = 0xFFFFFFFF;
 	assert_int_equal(f->prod.publish(head(1), v), -KNIT_EINVAL);
 	assert_int_equal(f->prod.publish(head(1), bytes_value(KNIT_VALUE_BYTES, nullptr, 3)),
-	                 -KNIT_EINVAL);
+			 -KNIT_EINVAL);
 	assert_int_equal(*word_at(f->lock, kLockOffA), a);
 	// NULL with len 0 is an empty payload
 	roundtrip(f, bytes_value(KNIT_VALUE_STRING, nullptr, 0), &out);
@@ -274,7 +273,7 @@ void test_too_big_and_invalid(void **state)
 	assert_non_null(g);
 	static uint8_t huge[100u << 10];
 	assert_int_equal(g->prod.publish(head(1), bytes_value(KNIT_VALUE_BYTES, huge, sizeof huge)),
-	                 -KNIT_ETOOBIG);
+			 -KNIT_ETOOBIG);
 	assert_int_equal(g->prod.reserve(sizeof huge, nullptr), -KNIT_EINVAL);
 	Reservation r{};
 	assert_int_equal(g->prod.reserve(sizeof huge, &r), -KNIT_ETOOBIG);
@@ -298,8 +297,8 @@ void test_arena_full_eagain(void **state)
 	const uint32_t free0 = f->prod.free_cached();
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(
-		    f->prod.publish(head(2), bytes_value(KNIT_VALUE_BYTES, b, sizeof b)),
-		    -KNIT_EAGAIN);
+			f->prod.publish(head(2), bytes_value(KNIT_VALUE_BYTES, b, sizeof b)),
+			-KNIT_EAGAIN);
 	assert_int_equal(*word_at(f->lock, kLockOffA), A0); // nothing published
 	assert_int_equal(f->prod.free_cached(), free0);     // no lane used up
 	assert_int_equal(f->prod.staged(), 0);
@@ -371,7 +370,7 @@ void test_zero_copy_reserve(void **state)
 	assert_int_equal(f->prod.reserve(100, &r), 0);
 	assert_int_equal(f->prod.stage_reserved(head(1), KNIT_VALUE_I64, 0, 5, &r), -KNIT_EINVAL);
 	assert_int_equal(f->prod.stage_reserved(head(1), KNIT_VALUE_BYTES, 0, 101, &r),
-	                 -KNIT_EINVAL);
+			 -KNIT_EINVAL);
 	assert_int_equal(r.live, 1);
 	// no free lane: the reservation survives, publish later
 	knit_value_t iv{};
@@ -379,7 +378,7 @@ void test_zero_copy_reserve(void **state)
 	for (int i = 0; i < 32; i++)
 		assert_true(f->prod.publish(head(100 + (uint32_t)i), iv) >= 0);
 	assert_int_equal(f->prod.publish_reserved(head(1), KNIT_VALUE_BYTES, 0, 100, &r),
-	                 -KNIT_EAGAIN);
+			 -KNIT_EAGAIN);
 	assert_int_equal(r.live, 1);
 	f->cons.drain([](uint32_t, int rc, const FrameHead &, const knit_value_t &) {
 		assert_int_equal(rc, 0);
@@ -483,14 +482,14 @@ void test_codec_direct(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_byte_payloads, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_arena_many_in_flight, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_too_big_and_invalid, setup, teardown),
-	    cmocka_unit_test(test_arena_full_eagain),
-	    cmocka_unit_test_setup_teardown(test_zero_copy_reserve, setup, teardown),
-	    cmocka_unit_test(test_zero_copy_arena_full),
-	    cmocka_unit_test(test_codec_direct),
+		cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_byte_payloads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_arena_many_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_big_and_invalid, setup, teardown),
+		cmocka_unit_test(test_arena_full_eagain),
+		cmocka_unit_test_setup_teardown(test_zero_copy_reserve, setup, teardown),
+		cmocka_unit_test(test_zero_copy_arena_full),
+		cmocka_unit_test(test_codec_direct),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,8 +25,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 #define KNIT_DEBUG_CHECKS 1
 #include "src/dcheck.h"
 
-namespace
-{
+namespace {
 
 int calls;
 int counted(int v)
@@ -59,7 +58,8 @@ void test_false_aborts_with_message(void **)
 	assert_true(WIFSIGNALED(st));
 	assert_int_equal(WTERMSIG(st), SIGABRT);
 	char want[256];
-	snprintf(want, sizeof want, "libknitting: DCHECK failed: %s:%d: counted(1) == 2\n", __FILE__, line);
+	snprintf(want, sizeof want, "libknitting: DCHECK failed: %s:%d: counted(1) == 2\n",
+		 __FILE__, line);
 	assert_string_equal(buf, want);
 }
 

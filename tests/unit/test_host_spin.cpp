@@ -33,7 +33,7 @@ Pool *pool_b() { return reinterpret_cast<Pool *>(g_b); }
 
 void sleep_ns(int64_t ns)
 {
-	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
 	while (nanosleep(&ts, &ts) != 0) {
 	}
 }
@@ -137,13 +137,13 @@ static void no_spin_while_awake_workers_fill_the_cpus(void **)
 	const uint32_t cpus = spin_cap_of_machine() + 1;
 	if (cpus > 3)
 		skip(); // the table below has 4 lanes: room for 3 CPUs and one more worker
-	uint32_t parked[4] = { kParked, kParked, kParked, kParked };
+	uint32_t parked[4] = {kParked, kParked, kParked, kParked};
 	Pool *p = pool_of(cpus + 1, parked);
 	assert_true(host_spin_cpu_free(p)); // every worker parked
 	for (uint32_t i = 0; i + 1 < cpus; i++)
 		parked[i] = kAwake;
 	assert_true(host_spin_cpu_free(p)); // one CPU left for the host
-	parked[cpus] = kParkedForRoom; // parked all the same: no CPU
+	parked[cpus] = kParkedForRoom;      // parked all the same: no CPU
 	assert_true(host_spin_cpu_free(p));
 	parked[cpus - 1] = kAwake; // as many awake as CPUs
 	assert_false(host_spin_cpu_free(p));
@@ -160,7 +160,7 @@ static void full_cpus_spin_only_while_it_pays(void **)
 	const uint32_t cpus = spin_cap_of_machine() + 1;
 	if (cpus > 3)
 		skip(); // the table has 4 lanes
-	uint32_t parked[4] = { kAwake, kAwake, kAwake, kAwake };
+	uint32_t parked[4] = {kAwake, kAwake, kAwake, kAwake};
 	Pool *p = pool_of(cpus, parked); // every CPU runs an awake worker
 	assert_true(host_spin_worth(p)); // no history: spin
 	host_spin_outcome(true);

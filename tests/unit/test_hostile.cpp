@@ -49,8 +49,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kCap = 64u << 10;
 constexpr ConsumerLimits kLimits{16, 1024, 0xFFFFu};
@@ -113,10 +112,7 @@ TaskLine *line(Fix *f, uint32_t lane)
 {
 	return reinterpret_cast<TaskLine *>(f->lock + lock_task_offset(lane));
 }
-uint32_t W(Fix *f, uint32_t off)
-{
-	return *word_at(f->lock, off);
-}
+uint32_t W(Fix *f, uint32_t off) { return *word_at(f->lock, off); }
 
 // Every byte of a view must be readable and inside the lane's inline area or
 // the arena; returns a sum of the bytes so the reads cannot be optimised away.
@@ -152,7 +148,7 @@ Outcome pass(Fix *f)
 	Outcome o{};
 	uint64_t sum = 0;
 	o.lanes = f->cons.drain([&](uint32_t lane, int rc, const FrameHead &h,
-	                            const knit_value_t &v) {
+				    const knit_value_t &v) {
 		if (rc == 0) {
 			o.ok++;
 			assert_int_equal(h.fault, 0);
@@ -217,81 +213,88 @@ struct Mutation {
 };
 
 const Mutation mutations[] = {
-    {"vtype 7", kInlineString, [](Fix *, TaskLine *t) { t->vtype = 7; }, kFaultValue},
-    {"vtype max", kArenaBytes, [](Fix *, TaskLine *t) { t->vtype = 0xFFFFFFFF; }, kFaultValue},
-    {"vtype high bit", kScalar, [](Fix *, TaskLine *t) { t->vtype = 0x80000002; }, kFaultValue},
-    {"where none for bytes", kInlineString, [](Fix *, TaskLine *t) { t->where = kWhereNone; },
-     kFaultValue},
-    {"where 3", kInlineString, [](Fix *, TaskLine *t) { t->where = 3; }, kFaultValue},
-    {"where max", kArenaBytes, [](Fix *, TaskLine *t) { t->where = 0xFFFFFFFF; }, kFaultValue},
-    {"inline vlen 513", kInlineString,
-     [](Fix *, TaskLine *t) {
-	     t->vtype = KNIT_VALUE_BYTES;
-	     t->vlen = 513;
-     },
-     kFaultValue},
-    {"inline string vlen 512", kInlineString, [](Fix *, TaskLine *t) { t->vlen = 512; },
-     kFaultValue},
-    {"inline vlen max", kInlineString, [](Fix *, TaskLine *t) { t->vlen = 0xFFFFFFFF; },
-     kFaultValue},
-    {"inline NUL missing", kInlineString,
-     [](Fix *f, TaskLine *t) { f->lock[(uint8_t *)t - f->lock + kSlotOffInline + t->vlen] = 'x'; },
-     kFaultValue},
-    {"arena slot 32", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot = 32; }, kFaultValue},
-    {"arena slot max", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot = 0xFFFFFFFF; },
-     kFaultValue},
-    {"arena slot not live", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot ^= 1; },
-     kFaultValue},
-    {"arena off = cap", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off = (uint32_t)kCap; },
-     kFaultValue},
-    {"arena off near cap", kArenaBytes,
-     [](Fix *, TaskLine *t) { t->arena_off = (uint32_t)kCap - 64; }, kFaultValue},
-    {"arena off max", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off = 0xFFFFFFC0; },
-     kFaultValue},
-    {"arena off != table", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off += 64; },
-     kFaultValue},
-    {"arena vlen > slot", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 3200; }, kFaultValue},
-    {"arena vlen = cap", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = (uint32_t)kCap; },
-     kFaultValue},
-    {"arena vlen max", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 0xFFFFFFFF; }, kFaultValue},
-    {"table size 0", kArenaBytes,
-     [](Fix *f, TaskLine *t) { word_at(f->lock, kLockOffTable)[2 * t->arena_slot + 1] = 0; },
-     kFaultValue},
-    {"table offset huge", kArenaBytes,
-     [](Fix *f, TaskLine *t) {
-	     word_at(f->lock, kLockOffTable)[2 * t->arena_slot] = 0xFFFFFFC0;
-	     t->arena_off = 0xFFFFFFC0;
-     },
-     kFaultValue},
-    {"PB says freed", kArenaBytes,
-     [](Fix *f, TaskLine *t) { *word_at(f->lock, kLockOffPB) ^= 1u << t->arena_slot; },
-     kFaultValue},
-    {"scalar with inline", kScalar, [](Fix *, TaskLine *t) { t->where = kWhereInline; },
-     kFaultValue},
-    {"scalar with vlen", kScalar, [](Fix *, TaskLine *t) { t->vlen = 5; }, kFaultValue},
-    {"bool 2", kScalar,
-     [](Fix *, TaskLine *t) {
-	     t->vtype = KNIT_VALUE_BOOL;
-	     t->scalar = 2;
-     },
-     kFaultValue},
-    {"ticket = limit", kInlineString, [](Fix *, TaskLine *t) { t->ticket = kLimits.ticket_count; },
-     kFaultTicket},
-    {"ticket max", kScalar, [](Fix *, TaskLine *t) { t->ticket = 0xFFFFFFFF; }, kFaultTicket},
-    {"task = limit", kScalar, [](Fix *, TaskLine *t) { t->task = kLimits.task_count; }, kFaultTask},
-    {"flags outside mask", kScalar, [](Fix *, TaskLine *t) { t->flags = 0x10000; }, kFaultFlags},
-    {"status 1", kScalar, [](Fix *, TaskLine *t) { t->status = 1; }, kFaultStatus},
-    {"status -MAX", kScalar, [](Fix *, TaskLine *t) { t->status = -KNIT_ERROR_MAX_; },
-     kFaultStatus},
-    {"status INT_MIN", kScalar, [](Fix *, TaskLine *t) { t->status = INT32_MIN; }, kFaultStatus},
-    {"ticket bad, arena ok", kArenaBytes, [](Fix *, TaskLine *t) { t->ticket = 5000; },
-     kFaultTicket},
-    // fields where any value is valid
-    {"deadline max", kArenaBytes, [](Fix *, TaskLine *t) { t->deadline = UINT64_MAX; }, 0},
-    {"generation max", kInlineString, [](Fix *, TaskLine *t) { t->generation = 0xFFFFFFFF; }, 0},
-    {"reserved set", kScalar, [](Fix *, TaskLine *t) { t->reserved = 0xFFFFFFFF; }, 0},
-    {"status -EPROTO", kScalar, [](Fix *, TaskLine *t) { t->status = -KNIT_EPROTO; }, 0},
-    {"shorter arena vlen", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 10; }, 0},
+	{"vtype 7", kInlineString, [](Fix *, TaskLine *t) { t->vtype = 7; }, kFaultValue},
+	{"vtype max", kArenaBytes, [](Fix *, TaskLine *t) { t->vtype = 0xFFFFFFFF; }, kFaultValue},
+	{"vtype high bit", kScalar, [](Fix *, TaskLine *t) { t->vtype = 0x80000002; }, kFaultValue},
+	{"where none for bytes", kInlineString, [](Fix *, TaskLine *t) { t->where = kWhereNone; },
+	 kFaultValue},
+	{"where 3", kInlineString, [](Fix *, TaskLine *t) { t->where = 3; }, kFaultValue},
+	{"where max", kArenaBytes, [](Fix *, TaskLine *t) { t->where = 0xFFFFFFFF; }, kFaultValue},
+	{"inline vlen 513", kInlineString,
+	 [](Fix *, TaskLine *t) {
+		 t->vtype = KNIT_VALUE_BYTES;
+		 t->vlen = 513;
+	 },
+	 kFaultValue},
+	{"inline string vlen 512", kInlineString, [](Fix *, TaskLine *t) { t->vlen = 512; },
+	 kFaultValue},
+	{"inline vlen max", kInlineString, [](Fix *, TaskLine *t) { t->vlen = 0xFFFFFFFF; },
+	 kFaultValue},
+	{"inline NUL missing", kInlineString,
+	 [](Fix *f, TaskLine *t) {
+		 f->lock[(uint8_t *)t - f->lock + kSlotOffInline + t->vlen] = 'x';
+	 },
+	 kFaultValue},
+	{"arena slot 32", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot = 32; }, kFaultValue},
+	{"arena slot max", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot = 0xFFFFFFFF; },
+	 kFaultValue},
+	{"arena slot not live", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_slot ^= 1; },
+	 kFaultValue},
+	{"arena off = cap", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off = (uint32_t)kCap; },
+	 kFaultValue},
+	{"arena off near cap", kArenaBytes,
+	 [](Fix *, TaskLine *t) { t->arena_off = (uint32_t)kCap - 64; }, kFaultValue},
+	{"arena off max", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off = 0xFFFFFFC0; },
+	 kFaultValue},
+	{"arena off != table", kArenaBytes, [](Fix *, TaskLine *t) { t->arena_off += 64; },
+	 kFaultValue},
+	{"arena vlen > slot", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 3200; }, kFaultValue},
+	{"arena vlen = cap", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = (uint32_t)kCap; },
+	 kFaultValue},
+	{"arena vlen max", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 0xFFFFFFFF; },
+	 kFaultValue},
+	{"table size 0", kArenaBytes,
+	 [](Fix *f, TaskLine *t) { word_at(f->lock, kLockOffTable)[2 * t->arena_slot + 1] = 0; },
+	 kFaultValue},
+	{"table offset huge", kArenaBytes,
+	 [](Fix *f, TaskLine *t) {
+		 word_at(f->lock, kLockOffTable)[2 * t->arena_slot] = 0xFFFFFFC0;
+		 t->arena_off = 0xFFFFFFC0;
+	 },
+	 kFaultValue},
+	{"PB says freed", kArenaBytes,
+	 [](Fix *f, TaskLine *t) { *word_at(f->lock, kLockOffPB) ^= 1u << t->arena_slot; },
+	 kFaultValue},
+	{"scalar with inline", kScalar, [](Fix *, TaskLine *t) { t->where = kWhereInline; },
+	 kFaultValue},
+	{"scalar with vlen", kScalar, [](Fix *, TaskLine *t) { t->vlen = 5; }, kFaultValue},
+	{"bool 2", kScalar,
+	 [](Fix *, TaskLine *t) {
+		 t->vtype = KNIT_VALUE_BOOL;
+		 t->scalar = 2;
+	 },
+	 kFaultValue},
+	{"ticket = limit", kInlineString,
+	 [](Fix *, TaskLine *t) { t->ticket = kLimits.ticket_count; }, kFaultTicket},
+	{"ticket max", kScalar, [](Fix *, TaskLine *t) { t->ticket = 0xFFFFFFFF; }, kFaultTicket},
+	{"task = limit", kScalar, [](Fix *, TaskLine *t) { t->task = kLimits.task_count; },
+	 kFaultTask},
+	{"flags outside mask", kScalar, [](Fix *, TaskLine *t) { t->flags = 0x10000; },
+	 kFaultFlags},
+	{"status 1", kScalar, [](Fix *, TaskLine *t) { t->status = 1; }, kFaultStatus},
+	{"status -MAX", kScalar, [](Fix *, TaskLine *t) { t->status = -KNIT_ERROR_MAX_; },
+	 kFaultStatus},
+	{"status INT_MIN", kScalar, [](Fix *, TaskLine *t) { t->status = INT32_MIN; },
+	 kFaultStatus},
+	{"ticket bad, arena ok", kArenaBytes, [](Fix *, TaskLine *t) { t->ticket = 5000; },
+	 kFaultTicket},
+	// fields where any value is valid
+	{"deadline max", kArenaBytes, [](Fix *, TaskLine *t) { t->deadline = UINT64_MAX; }, 0},
+	{"generation max", kInlineString, [](Fix *, TaskLine *t) { t->generation = 0xFFFFFFFF; },
+	 0},
+	{"reserved set", kScalar, [](Fix *, TaskLine *t) { t->reserved = 0xFFFFFFFF; }, 0},
+	{"status -EPROTO", kScalar, [](Fix *, TaskLine *t) { t->status = -KNIT_EPROTO; }, 0},
+	{"shorter arena vlen", kArenaBytes, [](Fix *, TaskLine *t) { t->vlen = 10; }, 0},
 };
 
 void test_one_field_at_a_time(void **state)
@@ -306,7 +309,7 @@ void test_one_field_at_a_time(void **state)
 		if (o.lanes != 1 ||
 		    (m.fault == 0 ? o.ok != 1 : (o.proto != 1 || (o.faults & m.fault) == 0)))
 			fail_msg("mutation '%s': lanes %u ok %u proto %u faults %#x", m.name,
-			         o.lanes, o.ok, o.proto, o.faults);
+				 o.lanes, o.ok, o.proto, o.faults);
 		// the lane is retired and reusable
 		assert_int_equal(W(f, kLockOffA), W(f, kLockOffB));
 		assert_true(f->prod.refresh() & (1u << lane));
@@ -357,7 +360,7 @@ void test_double_arena_reference(void **state)
 	knit_value_t view;
 	assert_int_equal(f->cons.decode((uint32_t)f->cons.next_lane(&snap), &h, &view), 0);
 	assert_int_equal(f->cons.decode((uint32_t)f->cons.next_lane(&snap), &h, &view),
-	                 -KNIT_EPROTO);
+			 -KNIT_EPROTO);
 	assert_int_equal(h.fault, kFaultValue);
 	f->cons.retire_taken();
 	const uint32_t live = W(f, kLockOffPA) ^ W(f, kLockOffPB);
@@ -443,15 +446,15 @@ void test_mutated_valid_frames(void **state)
 				break;
 			case 1: // a task-line word gets a small value
 				((uint32_t *)line(f, lane))[(r >> 12) % 16] =
-				    (uint32_t)(rnd() % 1100);
+					(uint32_t)(rnd() % 1100);
 				break;
 			case 2: // a byte of the inline area
 				f->lock[lock_inline_offset(lane) + (r >> 12) % kInlineBytes] =
-				    (uint8_t)rnd();
+					(uint8_t)rnd();
 				break;
 			default: // a word of the sector or the arena table
 				word_at(f->lock, 0)[((r >> 12) % (kLockOffSlots / 4))] ^=
-				    1u << (rnd() % 32);
+					1u << (rnd() % 32);
 				break;
 			}
 		}
@@ -615,7 +618,10 @@ void forge_result(PoolFix *f, uint32_t w, knit_ticket_t t, uint32_t task, int64_
 	assert_true(f->p->lanes[w].wret.publish(h, v) >= 0);
 }
 
-uint64_t proto_errors(PoolFix *f) { return __atomic_load_n(&f->p->st_proto_errors, __ATOMIC_RELAXED); }
+uint64_t proto_errors(PoolFix *f)
+{
+	return __atomic_load_n(&f->p->st_proto_errors, __ATOMIC_RELAXED);
+}
 
 // Release the held tasks, check the pool still serves, destroy it.
 void pool_close(PoolFix *f)
@@ -670,9 +676,10 @@ void test_forged_stamp_other_lane(void **)
 		uint32_t *sw = reinterpret_cast<uint32_t *>(f.p->lanes[other].ext);
 		__atomic_store_n(&sw[1], (uint32_t)t0, __ATOMIC_RELAXED);
 		__atomic_store_n(&sw[2], (uint32_t)(t0 >> 32), __ATOMIC_RELAXED);
-		__atomic_store_n(reinterpret_cast<uint64_t *>(f.p->lanes[other].ext + 16), (uint64_t)1,
-		                 __ATOMIC_RELAXED);
-		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2, __ATOMIC_RELEASE);
+		__atomic_store_n(reinterpret_cast<uint64_t *>(f.p->lanes[other].ext + 16),
+				 (uint64_t)1, __ATOMIC_RELAXED);
+		__atomic_store_n(&sw[0], __atomic_load_n(&sw[0], __ATOMIC_RELAXED) + 2,
+				 __ATOMIC_RELEASE);
 		const uint64_t pe = proto_errors(&f);
 		// The idle forger stops at once and is retired.
 		pass_until(&f, [&] { return retired(&f, other); });
@@ -816,7 +823,8 @@ void test_forged_ack_toggle(void **)
 	const knit_ticket_t t2 = enq(&f, f.echo, 7); // unclaimed: the host looks at ACKs
 	uint32_t *ack = word_at(f.p->steal.ctl, steal_ack_offset(w1));
 	uint32_t *want = word_at(f.p->steal.ctl, steal_want_offset(w1));
-	assert_int_equal(__atomic_load_n(word_at(f.p->steal.lock, kLockOffA), __ATOMIC_ACQUIRE) & 1u, 0u);
+	assert_int_equal(
+		__atomic_load_n(word_at(f.p->steal.lock, kLockOffA), __ATOMIC_ACQUIRE) & 1u, 0u);
 	const uint64_t pe = proto_errors(&f);
 	__atomic_store_n(want, 1u, __ATOMIC_SEQ_CST); // region 0: lane 0, never published
 	__atomic_fetch_xor(ack, 1u, __ATOMIC_RELEASE);
@@ -850,7 +858,7 @@ void stop_one_worker(PoolFix *f, uint32_t w)
 	Lane *l = &f->p->lanes[w];
 	uint32_t expect = kStopRunning;
 	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
-	                            __ATOMIC_ACQUIRE);
+				    __ATOMIC_ACQUIRE);
 	knit_fence_seq_cst(); // W1, as request_worker_stop
 	lane_wake(f->p, l, false);
 	const int64_t end = mono_ns() + 20ll * 1000000000;
@@ -923,12 +931,13 @@ void test_steal_dead_worker_calls_crash(void **)
 	uint8_t *const lock = f.p->steal.lock;
 	auto arena_live = [&] {
 		return __atomic_load_n(word_at(lock, kLockOffPA), __ATOMIC_ACQUIRE) ^
-		       __atomic_load_n(word_at(f.p->steal.ctl, kStealOffSubmitPB), __ATOMIC_ACQUIRE); // its PB (layout.h)
+		       __atomic_load_n(word_at(f.p->steal.ctl, kStealOffSubmitPB),
+				       __ATOMIC_ACQUIRE); // its PB (layout.h)
 	};
 	assert_int_not_equal(arena_live(), 0u);
 	const uint64_t pe = proto_errors(&f);
 	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 2u);
-	assert_int_equal(arena_live(), 0u); // its slot given back, not leaked
+	assert_int_equal(arena_live(), 0u);                       // its slot given back, not leaked
 	assert_int_equal(worker_lost(&f, 1, -KNIT_ECRASHED), 0u); // once
 	assert_int_equal(proto_errors(&f), pe);
 	assert_int_equal(reap_status(&f, ta, nullptr), -KNIT_ECRASHED);
@@ -1016,19 +1025,19 @@ void test_lanes_dead_worker_calls_crash(void **)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_one_field_at_a_time, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_double_arena_reference, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_random_bytes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_mutated_valid_frames, setup, teardown),
-	    cmocka_unit_test(test_forged_stamp_other_lane),
-	    cmocka_unit_test(test_result_from_other_worker),
-	    cmocka_unit_test(test_result_for_unclaimed_call),
-	    cmocka_unit_test(test_result_task_mismatch),
-	    cmocka_unit_test(test_forged_ack_toggle),
-	    cmocka_unit_test(test_duplicate_result),
-	    cmocka_unit_test(test_steal_dead_worker_calls_crash),
-	    cmocka_unit_test(test_lanes_dead_worker_calls_crash),
-	    cmocka_unit_test(test_steal_last_worker_lost),
+		cmocka_unit_test_setup_teardown(test_one_field_at_a_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_double_arena_reference, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutated_valid_frames, setup, teardown),
+		cmocka_unit_test(test_forged_stamp_other_lane),
+		cmocka_unit_test(test_result_from_other_worker),
+		cmocka_unit_test(test_result_for_unclaimed_call),
+		cmocka_unit_test(test_result_task_mismatch),
+		cmocka_unit_test(test_forged_ack_toggle),
+		cmocka_unit_test(test_duplicate_result),
+		cmocka_unit_test(test_steal_dead_worker_calls_crash),
+		cmocka_unit_test(test_lanes_dead_worker_calls_crash),
+		cmocka_unit_test(test_steal_last_worker_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,8 +35,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 int64_t mono_ns()
 {
@@ -94,7 +93,8 @@ void stop_one_worker(Fix *f, uint32_t w)
 {
 	Lane *l = &f->p->lanes[w];
 	uint32_t expect = kStopRunning;
-	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
 	knit_fence_seq_cst(); // W1, as request_worker_stop
 	lane_wake(f->p, l, false);
 	const int64_t end = mono_ns() + 20ll * 1000000000;
@@ -174,7 +174,8 @@ void expect_once(Fix *f, knit_ticket_t t, int32_t status, int64_t value)
 uint32_t slot_of(Lane *l, knit_ticket_t t)
 {
 	for (uint32_t s = 0; s < kLanes; s++)
-		if (((l->req_known >> s) & 1u) && l->req_ticket[s] == ticket_index(t) && l->req_gen[s] == ticket_gen(t))
+		if (((l->req_known >> s) & 1u) && l->req_ticket[s] == ticket_index(t) &&
+		    l->req_gen[s] == ticket_gen(t))
 			return s;
 	fail_msg("ticket %llx has no recorded slot", (unsigned long long)t);
 	return 0;
@@ -200,7 +201,8 @@ void attach_successor(Pool *p, Lane *l)
 	uint8_t *req_lock = l->block + kLaneOffReqLock;
 	uint8_t *ret_lock = l->block + kLaneOffRetLock;
 	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
-	ArenaShared ret_sh = lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+	ArenaShared ret_sh =
+		lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
 	assert_int_equal(l->wreq.attach(req_lock, req_sh, wl), 0);
 	assert_int_equal(l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes), 0);
@@ -228,7 +230,8 @@ void test_lost_respawn_then_retire(void **)
 	// its slot, publish its result), mark the second started.
 	uint32_t snap = l->wreq.pending();
 	assert_int_equal(__builtin_popcount(snap), 4);
-	const uint32_t s_ran = slot_of(l, ran), s_running = slot_of(l, running), s_taken = slot_of(l, taken);
+	const uint32_t s_ran = slot_of(l, ran), s_running = slot_of(l, running),
+		       s_taken = slot_of(l, taken);
 	FrameHead h;
 	knit_value_t v;
 	assert_int_equal(l->wreq.decode(s_ran, &h, &v), 0);
@@ -346,8 +349,8 @@ void test_lost_retire(void **)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lost_respawn_then_retire),
-	    cmocka_unit_test(test_lost_retire),
+		cmocka_unit_test(test_lost_respawn_then_retire),
+		cmocka_unit_test(test_lost_retire),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

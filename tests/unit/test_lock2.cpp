@@ -23,8 +23,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kCap = 1u << 20;
 
@@ -37,24 +36,15 @@ struct Fix {
 	ConsumerLimits limits;
 };
 
-uint32_t word(Fix *f, uint32_t off)
-{
-	return *word_at(f->lock, off);
-}
-uint32_t A(Fix *f)
-{
-	return word(f, kLockOffA);
-}
-uint32_t B(Fix *f)
-{
-	return word(f, kLockOffB);
-}
+uint32_t word(Fix *f, uint32_t off) { return *word_at(f->lock, off); }
+uint32_t A(Fix *f) { return word(f, kLockOffA); }
+uint32_t B(Fix *f) { return word(f, kLockOffB); }
 
 int setup(void **state)
 {
 	Fix *f = new Fix();
 	int rc = region_create(RegionKind::kAnonymous, lock_region_bytes(kCap), "test_lock2",
-	                       &f->region);
+			       &f->region);
 	if (rc != 0)
 		return -1;
 	f->lock = f->region.base;
@@ -95,10 +85,7 @@ knit_value_t i64v(int64_t v)
 }
 
 // Publish one I64 frame carrying seq; returns the lane.
-int pub(Fix *f, uint32_t seq)
-{
-	return f->prod.publish(head_for(seq), i64v((int64_t)seq * 3));
-}
+int pub(Fix *f, uint32_t seq) { return f->prod.publish(head_for(seq), i64v((int64_t)seq * 3)); }
 
 // Decode lane and check it carries seq.
 void expect_lane(Fix *f, uint32_t lane, uint32_t seq)
@@ -124,7 +111,7 @@ void test_attach_fresh(void **state)
 	assert_true(f->prod.idle());
 	// nothing pending: a drain does nothing and stores nothing
 	assert_int_equal(
-	    f->cons.drain([](uint32_t, int, const FrameHead &, const knit_value_t &) {}), 0);
+		f->cons.drain([](uint32_t, int, const FrameHead &, const knit_value_t &) {}), 0);
 	assert_int_equal(B(f), 0);
 }
 
@@ -278,12 +265,12 @@ void test_batch_retire_one_store(void **state)
 		pub(f, 100 + i);
 	uint32_t got = 0;
 	uint32_t n =
-	    f->cons.drain([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
-		    assert_int_equal(rc, 0);
-		    assert_int_equal(h.ticket, 100 + got);
-		    assert_int_equal(v.i64, (int64_t)(100 + got) * 3);
-		    got++;
-	    });
+		f->cons.drain([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(h.ticket, 100 + got);
+			assert_int_equal(v.i64, (int64_t)(100 + got) * 3);
+			got++;
+		});
 	assert_int_equal(n, 5);
 	assert_int_equal(A(f), B(f));
 }
@@ -534,7 +521,8 @@ void test_scalar_stage_words(void **state)
 			ref.generation = h.generation;
 			ref.status = h.status;
 			ref.deadline = h.deadline_ns;
-			assert_memory_equal(f->lock + lock_task_offset((uint32_t)lane), &ref, sizeof ref);
+			assert_memory_equal(f->lock + lock_task_offset((uint32_t)lane), &ref,
+					    sizeof ref);
 			f->prod.flush();
 			FrameHead got;
 			knit_value_t view;
@@ -542,9 +530,10 @@ void test_scalar_stage_words(void **state)
 			assert_int_equal(f->cons.decode((uint32_t)lane, &got, &view), 0);
 			knit_value_t want{};
 			uint32_t slot;
-			assert_int_equal(codec_decode(ref, f->lock + lock_inline_offset((uint32_t)lane), f->arena, 0,
-			                              &want, &slot),
-			                 0);
+			assert_int_equal(codec_decode(ref,
+						      f->lock + lock_inline_offset((uint32_t)lane),
+						      f->arena, 0, &want, &slot),
+					 0);
 			assert_memory_equal(&view, &want, sizeof view);
 			f->cons.retire_taken();
 		}
@@ -579,7 +568,13 @@ void test_scalar_decode_matches_codec(void **state)
 		t.flags = (r & 2) ? (uint32_t)rng_step(&rs) : (uint32_t)(r >> 16) & 0xFFFF;
 		t.ticket = (r & 4) ? (uint32_t)rng_step(&rs) : (uint32_t)(r >> 20) & 0xFFFFF;
 		t.generation = (uint32_t)rng_step(&rs);
-		const int32_t statuses[] = {0, -1, -5, 1, -(int32_t)KNIT_ERROR_MAX_, -(int32_t)KNIT_ERROR_MAX_ + 1, INT32_MIN};
+		const int32_t statuses[] = {0,
+					    -1,
+					    -5,
+					    1,
+					    -(int32_t)KNIT_ERROR_MAX_,
+					    -(int32_t)KNIT_ERROR_MAX_ + 1,
+					    INT32_MIN};
 		t.status = (r & 8) ? statuses[(r >> 24) % 7] : 0;
 		t.vtype = (r & 16) ? (uint32_t)(r >> 28) % 9 : (uint32_t)(r >> 28) % 4;
 		t.vcode = (r & 32) ? (int32_t)rng_step(&rs) : 0;
@@ -612,7 +607,8 @@ void test_scalar_decode_matches_codec(void **state)
 			fault |= kFaultStatus;
 		knit_value_t want;
 		uint32_t slot;
-		if (codec_decode(t, f->lock + lock_inline_offset(lane), f->arena, 0, &want, &slot) != 0)
+		if (codec_decode(t, f->lock + lock_inline_offset(lane), f->arena, 0, &want,
+				 &slot) != 0)
 			fault |= kFaultValue;
 		if (fault != 0)
 			memset(&want, 0, sizeof want);
@@ -635,21 +631,21 @@ void test_scalar_decode_matches_codec(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_attach_fresh, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_attach_invalid, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_publish_single_bit_highest, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_full_iff_32_in_flight, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stale_shadow_reuse_order, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_round_robin_order, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_batch_retire_one_store, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_batch_publish_one_store, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_toggle_wrap_generations, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reattach_used_memory, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_decode_caller_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idle, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_scalar_stage_words, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_scalar_decode_matches_codec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_attach_fresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_attach_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publish_single_bit_highest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_iff_32_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_shadow_reuse_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_robin_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_retire_one_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_publish_one_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_toggle_wrap_generations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reattach_used_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_decode_caller_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scalar_stage_words, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scalar_decode_matches_codec, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,8 +101,8 @@ static void tickets_unique_across_generation_wrap(void **)
 		const uint64_t tk = ticket_of(c);
 		for (uint32_t k = 0; k < n; k++)
 			if (seen[k] == tk)
-				fail_msg("ticket %#llx handed out twice (index %u gen %u)", (unsigned long long)tk,
-					 c->index, c->gen);
+				fail_msg("ticket %#llx handed out twice (index %u gen %u)",
+					 (unsigned long long)tk, c->index, c->gen);
 		seen[n++] = tk;
 		t.free(c);
 	}
@@ -250,17 +250,17 @@ static void options_errors(void **)
 {
 	PoolConfig c;
 	knit_pool_options_t o;
-#define BAD(field, val, code)                                                                       \
-	do {                                                                                        \
-		memset(&o, 0, sizeof o);                                                            \
-		o.size = sizeof o;                                                                  \
-		o.field = val;                                                                      \
-		assert_int_equal(options_resolve(&o, &c), code);                                    \
+#define BAD(field, val, code)                                                                      \
+	do {                                                                                       \
+		memset(&o, 0, sizeof o);                                                           \
+		o.size = sizeof o;                                                                 \
+		o.field = val;                                                                     \
+		assert_int_equal(options_resolve(&o, &c), code);                                   \
 	} while (0)
 	BAD(size, 0, -KNIT_EVERSION);
 	BAD(size, sizeof o + 8, -KNIT_EVERSION);
 	BAD(workers, KNIT_MAX_WORKERS + 1, -KNIT_EINVAL);
-	BAD(topology, KNIT_TOPOLOGY_STEAL, 0); /* accepted since issue 5 */
+	BAD(topology, KNIT_TOPOLOGY_STEAL, 0);    /* accepted since issue 5 */
 	BAD(steal_region_lanes, 3, -KNIT_EINVAL); /* not a power of two */
 	BAD(topology, 7, -KNIT_EINVAL);
 	BAD(balancer, 5, -KNIT_EINVAL);

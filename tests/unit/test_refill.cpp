@@ -55,7 +55,8 @@ int setup(void **state)
 	p->db_armed = &f->db_armed;
 	p->cfg.doorbell = true;
 	p->cfg.steal_g = steal_max_region_lanes(kW);
-	if (region_create(RegionKind::kAnonymous, steal_area_bytes(kCap), "test_refill", &f->steal_region) != 0)
+	if (region_create(RegionKind::kAnonymous, steal_area_bytes(kCap), "test_refill",
+			  &f->steal_region) != 0)
 		return -1;
 	StealHost &s = p->steal;
 	s.on = true;
@@ -64,7 +65,7 @@ int setup(void **state)
 	const ArenaShared sh = lock_arena_shared(s.lock, s.lock + lock_arena_offset(), kCap);
 	if (s.req.attach_steal(s.lock, sh, 1024, s.ctl, kW) != 0)
 		return -1;
-	const ConsumerLimits wl = { 1, 1u << 20, kReqFlagsMask };
+	const ConsumerLimits wl = {1, 1u << 20, kReqFlagsMask};
 	for (uint32_t i = 0; i < kW; i++) {
 		Lane *l = &p->lanes[i];
 		l->pool = p;
@@ -77,11 +78,12 @@ int setup(void **state)
 		if (l->sc.attach(s.lock, sh, wl, s.ctl, kW, i, p->cfg.steal_g) != 0)
 			return -1;
 		l->sc.set_take_max(1);
-		if (region_create(RegionKind::kAnonymous, lock_region_bytes(kCap), "test_refill_ret",
-		                  &f->ret_region[i]) != 0)
+		if (region_create(RegionKind::kAnonymous, lock_region_bytes(kCap),
+				  "test_refill_ret", &f->ret_region[i]) != 0)
 			return -1;
 		uint8_t *rl = f->ret_region[i].base;
-		if (l->ret.attach(rl, lock_arena_shared(rl, rl + lock_arena_offset(), kCap), wl) != 0)
+		if (l->ret.attach(rl, lock_arena_shared(rl, rl + lock_arena_offset(), kCap), wl) !=
+		    0)
 			return -1;
 	}
 	g_f = f;
@@ -118,9 +120,10 @@ void publish(Pool *p, uint32_t n)
 // Worker w claims one call (and retires it at once).
 void claim_one(Pool *p, uint32_t w)
 {
-	const uint32_t take = p->lanes[w].sc.claim([](uint32_t, int rc, const FrameHead &, const knit_value_t &) {
-		assert_int_equal(rc, 0);
-	});
+	const uint32_t take =
+		p->lanes[w].sc.claim([](uint32_t, int rc, const FrameHead &, const knit_value_t &) {
+			assert_int_equal(rc, 0);
+		});
 	assert_int_equal(__builtin_popcount(take), 1);
 }
 
@@ -264,11 +267,14 @@ static void refill_arm_keeps_another_waiters_any(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(arm_only_behind_a_full_submit_lock, setup, teardown),
-		cmocka_unit_test_setup_teardown(recheck_counts_what_needs_the_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(arm_only_behind_a_full_submit_lock, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(recheck_counts_what_needs_the_host, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(publish_rings_only_at_the_mark, setup, teardown),
 		cmocka_unit_test_setup_teardown(every_park_rings_a_refill_arm, setup, teardown),
-		cmocka_unit_test_setup_teardown(refill_arm_keeps_another_waiters_any, setup, teardown),
+		cmocka_unit_test_setup_teardown(refill_arm_keeps_another_waiters_any, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

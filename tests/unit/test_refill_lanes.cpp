@@ -63,7 +63,7 @@ int setup(void **state)
 	p->db_seq = &f->db_seq;
 	p->db_armed = &f->db_armed;
 	p->cfg.doorbell = true;
-	const ConsumerLimits wl = { 1, 1u << 20, kReqFlagsMask };
+	const ConsumerLimits wl = {1, 1u << 20, kReqFlagsMask};
 	for (uint32_t i = 0; i < kW; i++) {
 		Lane *l = &p->lanes[i];
 		l->pool = p;
@@ -80,7 +80,8 @@ int setup(void **state)
 		const ArenaShared qs = lock_arena_shared(rq, rq + lock_arena_offset(), kCap);
 		if (l->req.attach(rq, qs, 1024) != 0 || l->wreq.attach(rq, qs, wl) != 0)
 			return -1;
-		if (l->ret.attach(rl, lock_arena_shared(rl, rl + lock_arena_offset(), kCap), wl) != 0)
+		if (l->ret.attach(rl, lock_arena_shared(rl, rl + lock_arena_offset(), kCap), wl) !=
+		    0)
 			return -1;
 	}
 	g_f = f;
@@ -257,9 +258,11 @@ static void every_park_rings_a_refill_arm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(arm_only_while_every_lane_is_above_the_mark, setup, teardown),
+		cmocka_unit_test_setup_teardown(arm_only_while_every_lane_is_above_the_mark, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(recheck_counts_a_lane_at_the_mark, setup, teardown),
-		cmocka_unit_test_setup_teardown(publish_rings_only_at_its_own_lanes_mark, setup, teardown),
+		cmocka_unit_test_setup_teardown(publish_rings_only_at_its_own_lanes_mark, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(every_park_rings_a_refill_arm, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

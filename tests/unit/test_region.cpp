@@ -65,7 +65,7 @@ void lazy_commit(RegionKind kind)
 	long after = resident_pages();
 	long grown = after - before;
 	print_message("1 GiB region: %ld resident pages after 17 writes\n", grown);
-	assert_true(grown >= 16);                // the writes are really backed...
+	assert_true(grown >= 16);               // the writes are really backed...
 	assert_true(grown <= 17 + kSlackPages); // ...and nothing else is
 	assert_int_equal(r.base[kGiB - 1], 0xEE);
 	assert_int_equal(r.base[5 * (kGiB / 16) + 123], 6);
@@ -104,10 +104,13 @@ void test_create_bad_args(void **)
 	assert_int_equal(region_create(RegionKind::kAnonymous, 0, nullptr, &r), -KNIT_EINVAL);
 	assert_null(r.base);
 	assert_int_equal(region_create(RegionKind::kMemfd, 0, nullptr, &r), -KNIT_EINVAL);
-	assert_int_equal(region_create(RegionKind::kAnonymous, 4096, nullptr, nullptr), -KNIT_EINVAL);
-	assert_int_equal(region_create(RegionKind::kAnonymous, 1ull << 50, nullptr, &r), -KNIT_ENOMEM);
+	assert_int_equal(region_create(RegionKind::kAnonymous, 4096, nullptr, nullptr),
+			 -KNIT_EINVAL);
+	assert_int_equal(region_create(RegionKind::kAnonymous, 1ull << 50, nullptr, &r),
+			 -KNIT_ENOMEM);
 	assert_int_equal(region_create(RegionKind::kMemfd, ~0ull, nullptr, &r), -KNIT_ENOMEM);
-	assert_int_equal(region_create(static_cast<RegionKind>(7), 4096, nullptr, &r), -KNIT_EINVAL);
+	assert_int_equal(region_create(static_cast<RegionKind>(7), 4096, nullptr, &r),
+			 -KNIT_EINVAL);
 	assert_int_equal(region_map_fd(-1, 4096, &r), -KNIT_EINVAL);
 	assert_int_equal(region_map_fd(0, 0, &r), -KNIT_EINVAL);
 	assert_int_equal(errno, 4242); // never touches errno
@@ -225,7 +228,7 @@ void release_gives_back(RegionKind kind)
 	assert_int_equal(r.base[page - 1], 0xAB); // partial first page kept
 	assert_int_equal(r.base[page], 0);
 	assert_int_equal(r.base[3 * page - 1], 0);
-	assert_int_equal(r.base[3 * page], 0xAB); // partial last page kept
+	assert_int_equal(r.base[3 * page], 0xAB);          // partial last page kept
 	assert_int_equal(region_release(&r, 100, 200), 0); // no whole page: no-op
 	assert_int_equal(r.base[150], 0xAB);
 

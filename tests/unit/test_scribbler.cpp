@@ -49,8 +49,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 uint32_t scale()
 {
@@ -118,7 +117,7 @@ void stop_one_worker(Run *r, uint32_t w)
 	Lane *l = &r->p->lanes[w];
 	uint32_t expect = kStopRunning;
 	__atomic_compare_exchange_n(l->stop, &expect, kStopRequested, false, __ATOMIC_ACQ_REL,
-	                            __ATOMIC_ACQUIRE);
+				    __ATOMIC_ACQUIRE);
 	knit_fence_seq_cst(); // W1, as request_worker_stop
 	lane_wake(r->p, l, false);
 	const int64_t end = mono_ns() + 20ll * 1000000000;
@@ -151,7 +150,9 @@ void scribble_random(Run *r, Rng *g)
 			put32(l->block, kLaneOffReqLock + (x >> 16) % kLockOffSlots, v);
 			break;
 		case 2: // its return slots
-			put32(l->block, kLaneOffRetLock + kLockOffSlots + (x >> 16) % (kLanes * kSlotStride), v);
+			put32(l->block,
+			      kLaneOffRetLock + kLockOffSlots + (x >> 16) % (kLanes * kSlotStride),
+			      v);
 			break;
 		case 3: // its stamp and counters
 			put32(l->ext, (x >> 16) % kLaneExtBytes, v);
@@ -191,7 +192,8 @@ void scribble_shaped(Run *r, Rng *g)
 		h.ticket = (uint32_t)t;
 		h.generation = (uint32_t)(t >> 32) + ((x >> 20) % 4 == 0 ? 1 : 0);
 		h.task = (x >> 24) % 3 == 0 ? r->fail : r->echo;
-		static const int32_t statuses[] = {0, 0, 0, -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_EPROTO, 5};
+		static const int32_t statuses[] = {
+			0, 0, 0, -KNIT_ETASK, -KNIT_ETIMEDOUT, -KNIT_EPROTO, 5};
 		h.status = statuses[(x >> 28) % 7];
 		knit_value_t v;
 		memset(&v, 0, sizeof v);
@@ -315,7 +317,8 @@ void one_round(uint32_t topology, Flavour fl, uint64_t seed, uint32_t calls)
 			if (rc != 0)
 				fail_msg("seed %llu: enqueue %d", (unsigned long long)seed, rc);
 			if (!b.seen.emplace(t, 0).second)
-				fail_msg("seed %llu: ticket issued twice", (unsigned long long)seed);
+				fail_msg("seed %llu: ticket issued twice",
+					 (unsigned long long)seed);
 			b.issued++;
 			const uint32_t k = r.nrecent.load();
 			r.recent[k % kRecent].store(t);
@@ -345,22 +348,25 @@ void one_round(uint32_t topology, Flavour fl, uint64_t seed, uint32_t calls)
 	const int src = knit_stop(r.pool, KNIT_STOP_DRAIN, 10ll * 1000000000);
 	take(&r, &b, 16, 0);
 	if (src != 0 || b.completed != b.issued || b.twice != 0 || b.foreign != 0)
-		fail_msg("seed %llu (%s, %s): stop %d issued %llu completed %llu twice %llu foreign %llu",
-		         (unsigned long long)seed, topology == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes",
-		         fl == kRandom ? "random" : "shaped", src, (unsigned long long)b.issued,
-		         (unsigned long long)b.completed, (unsigned long long)b.twice,
-		         (unsigned long long)b.foreign);
+		fail_msg("seed %llu (%s, %s): stop %d issued %llu completed %llu twice %llu "
+			 "foreign %llu",
+			 (unsigned long long)seed,
+			 topology == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes",
+			 fl == kRandom ? "random" : "shaped", src, (unsigned long long)b.issued,
+			 (unsigned long long)b.completed, (unsigned long long)b.twice,
+			 (unsigned long long)b.foreign);
 	for (auto &e : b.seen)
 		if (e.second != 1)
-			fail_msg("seed %llu: ticket %llx completed %u times", (unsigned long long)seed,
-			         (unsigned long long)e.first, e.second);
+			fail_msg("seed %llu: ticket %llx completed %u times",
+				 (unsigned long long)seed, (unsigned long long)e.first, e.second);
 	assert_int_equal(__atomic_load_n(&r.p->outstanding, __ATOMIC_RELAXED), 0u);
 	printf("# seed %llu %s %s: %llu calls (ok %llu, task %llu, timedout %llu, crashed %llu, "
 	       "proto %llu), %llu writes, %llu forged frames, proto_errors %llu, worker 0 %s\n",
 	       (unsigned long long)seed, topology == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes",
 	       fl == kRandom ? "random" : "shaped", (unsigned long long)b.issued,
 	       (unsigned long long)b.by_status[0], (unsigned long long)b.by_status[KNIT_ETASK],
-	       (unsigned long long)b.by_status[KNIT_ETIMEDOUT], (unsigned long long)b.by_status[KNIT_ECRASHED],
+	       (unsigned long long)b.by_status[KNIT_ETIMEDOUT],
+	       (unsigned long long)b.by_status[KNIT_ECRASHED],
 	       (unsigned long long)b.by_status[KNIT_EPROTO], (unsigned long long)r.writes,
 	       (unsigned long long)r.frames, (unsigned long long)r.p->st_proto_errors,
 	       r.p->lanes[0].state == kLaneRetired ? "retired" : "serving");
@@ -396,10 +402,10 @@ int main(void)
 	return 77;
 #endif
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_random_lanes),
-	    cmocka_unit_test(test_random_steal),
-	    cmocka_unit_test(test_shaped_lanes),
-	    cmocka_unit_test(test_shaped_steal),
+		cmocka_unit_test(test_random_lanes),
+		cmocka_unit_test(test_random_steal),
+		cmocka_unit_test(test_shaped_lanes),
+		cmocka_unit_test(test_shaped_steal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

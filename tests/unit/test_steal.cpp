@@ -48,8 +48,7 @@ using namespace knit::detail;
 #define SAN_DIV 1
 #endif
 
-namespace
-{
+namespace {
 
 constexpr uint64_t kCap = 1u << 20;
 constexpr uint64_t kLockOff = 8192; // control block rounded up to pages
@@ -68,8 +67,8 @@ struct Fix {
 int setup(void **state)
 {
 	Fix *f = new Fix();
-	int rc = region_create(RegionKind::kAnonymous, kLockOff + lock_region_bytes(kCap), "test_steal",
-	                       &f->region);
+	int rc = region_create(RegionKind::kAnonymous, kLockOff + lock_region_bytes(kCap),
+			       "test_steal", &f->region);
 	if (rc != 0)
 		return -1;
 	f->ctl = f->region.base;
@@ -95,7 +94,8 @@ void attach(Fix *f, uint32_t n, uint32_t g)
 	f->n = n;
 	assert_int_equal(f->prod.attach_steal(f->lock, f->arena, kCap / 8, f->ctl, n), 0);
 	for (uint32_t c = 0; c < n; c++)
-		assert_int_equal(f->cons[c].attach(f->lock, f->arena, f->limits, f->ctl, n, c, g), 0);
+		assert_int_equal(f->cons[c].attach(f->lock, f->arena, f->limits, f->ctl, n, c, g),
+				 0);
 }
 
 // Shared words read while consumer threads may write them: atomic loads.
@@ -145,7 +145,7 @@ uint32_t claim_into(Fix *f, uint32_t c, std::vector<uint32_t> *seen)
 void test_region_rule(void **)
 {
 	const uint32_t want[][2] = {{1, 16}, {2, 8},  {3, 8},  {4, 4},  {7, 4}, {8, 2},
-	                            {15, 2}, {16, 1}, {31, 1}, {32, 0}, {0, 0}};
+				    {15, 2}, {16, 1}, {31, 1}, {32, 0}, {0, 0}};
 	for (const auto &w : want)
 		assert_int_equal(steal_max_region_lanes(w[0]), w[1]);
 	uint32_t g = 99;
@@ -169,16 +169,20 @@ void test_attach_errors(void **state)
 {
 	Fix *f = (Fix *)*state;
 	StealConsumer c;
-	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 2, 8), -KNIT_EINVAL); // id
-	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 0, 6), -KNIT_EINVAL); // g
-	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 5, 0, 8), -KNIT_EINVAL); // 4 regions
+	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 2, 8),
+			 -KNIT_EINVAL); // id
+	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 0, 6),
+			 -KNIT_EINVAL); // g
+	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 5, 0, 8),
+			 -KNIT_EINVAL); // 4 regions
 	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 32, 0, 1), -KNIT_EINVAL);
 	assert_int_equal(c.attach(f->lock, f->arena, f->limits, nullptr, 2, 0, 8), -KNIT_EINVAL);
 	assert_int_equal(c.claim_begin(), 0u); // not attached: nothing
 	LockProducer p;
 	assert_int_equal(p.attach_steal(f->lock, f->arena, kCap / 8, f->ctl, 0), -KNIT_EINVAL);
 	assert_int_equal(p.attach_steal(f->lock, f->arena, kCap / 8, f->ctl, 32), -KNIT_EINVAL);
-	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 1, 16), 0); // no spare: allowed
+	assert_int_equal(c.attach(f->lock, f->arena, f->limits, f->ctl, 2, 1, 16),
+			 0); // no spare: allowed
 }
 
 // ---- one claim, step by step ---------------------------------------------------------------
@@ -473,7 +477,7 @@ void test_dead_junior_releases_waiting_senior(void **state)
 		sleep_ms(1);
 	sleep_ms(20);
 	assert_int_equal(a.done.load(), 0); // waits for the junior (bounded rounds + yield)
-	steal_mark_dead(f->ctl, 2); // the host: it exited
+	steal_mark_dead(f->ctl, 2);         // the host: it exited
 	pthread_join(t, nullptr);
 	assert_int_equal(a.take, 0x80000000u); // took over the dead junior's lane
 	assert_int_equal(a.seen.size(), 1u);
@@ -552,11 +556,12 @@ void test_revive_successor(void **state)
 	succ.set_take_max(1);
 	assert_int_equal(succ.pending(), 1u << 29); // only call 3
 	assert_int_equal(f->cons[0].pending(), 1u << 29);
-	const uint32_t take = succ.claim([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
-		assert_int_equal(rc, 0);
-		assert_int_equal(v.i64, (int64_t)h.ticket * 3);
-		seen.push_back(h.ticket);
-	});
+	const uint32_t take =
+		succ.claim([&](uint32_t, int rc, const FrameHead &h, const knit_value_t &v) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(v.i64, (int64_t)h.ticket * 3);
+			seen.push_back(h.ticket);
+		});
 	assert_int_equal(take, 1u << 29);
 	assert_int_equal(claim_into(f, 0, &seen), 0u);
 	assert_int_equal(claim_into(f, 2, &seen), 0u);
@@ -588,7 +593,8 @@ void test_dead_claimant_after_claim(void **state)
 	v.len = sizeof big;
 	assert_int_equal(f->prod.publish(head_for(1), v), 31); // arena payload
 	assert_int_equal(publish_i64(f, 2), 30);
-	const uint32_t pa0 = load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB));
+	const uint32_t pa0 =
+		load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB));
 	assert_int_not_equal(pa0, 0u); // one arena slot live
 	// Consumer 1 claims lane 31: the record is there before any decode.
 	assert_int_equal(f->cons[1].claim_begin(), 1u << 31);
@@ -599,7 +605,8 @@ void test_dead_claimant_after_claim(void **state)
 	assert_int_equal(f->cons[1].decode(31, &h, &view), 0);
 	assert_int_equal(view.len, sizeof big);
 	f->cons[1].release(31); // arena slot freed
-	assert_int_equal(load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB)), 0u);
+	assert_int_equal(load(word_at(f->lock, kLockOffPA)) ^ load(word_at(f->lock, kLockOffPB)),
+			 0u);
 	// ... and dies. The host reaps it.
 	bool bad = true;
 	assert_int_equal(steal_reap_dead(f->ctl, f->lock, 3, 8, 1, &bad), 1u << 31);
@@ -692,12 +699,12 @@ void test_reap_forged_claim(void **state)
 	};
 	// Region width 8: regions 0..3. Lanes 31 and 30 are published (region 3).
 	const Forgery forged[] = {
-	    {"no region announced", 0, 1u << 31},
-	    {"two regions announced", (1u << 3) | (1u << 2), 1u << 31},
-	    {"region out of range", 1u << 7, 1u << 31},
-	    {"lanes outside the region", 1u << 3, (1u << 31) | (1u << 5)},
-	    {"lane never published", 1u << 3, 1u << 29},
-	    {"whole word", 0xFFFFFFFFu, 0xFFFFFFFFu},
+		{"no region announced", 0, 1u << 31},
+		{"two regions announced", (1u << 3) | (1u << 2), 1u << 31},
+		{"region out of range", 1u << 7, 1u << 31},
+		{"lanes outside the region", 1u << 3, (1u << 31) | (1u << 5)},
+		{"lane never published", 1u << 3, 1u << 29},
+		{"whole word", 0xFFFFFFFFu, 0xFFFFFFFFu},
 	};
 	for (const Forgery &fg : forged) {
 		memset(f->ctl, 0, kLockOff);
@@ -878,8 +885,14 @@ uint32_t race_total()
 	return total < 500 ? 500 : total;
 }
 
-void test_exactly_once_2(void **state) { race((Fix *)*state, 2, steal_max_region_lanes(2), race_total()); }
-void test_exactly_once_3(void **state) { race((Fix *)*state, 3, steal_max_region_lanes(3), race_total()); }
+void test_exactly_once_2(void **state)
+{
+	race((Fix *)*state, 2, steal_max_region_lanes(2), race_total());
+}
+void test_exactly_once_3(void **state)
+{
+	race((Fix *)*state, 3, steal_max_region_lanes(3), race_total());
+}
 // No spare region (steal.h: the spare is for progress, not for safety).
 void test_exactly_once_2_no_spare(void **state) { race((Fix *)*state, 2, 16, race_total() / 2); }
 // Narrow regions: many claims per burst.
@@ -895,26 +908,29 @@ void test_exactly_once_3_one_per_claim(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_region_rule),
-	    cmocka_unit_test_setup_teardown(test_attach_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_claim_example, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_free_set_stale_acks, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_junior_respects_senior_intent, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_senior_waits_for_junior, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_one_per_claim_in_order, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_one_per_claim_leaves_rest_pending, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_senior_blocks_nobody, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_claimant_after_claim, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stop_ends_senior_wait, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_revive_successor, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reap_forged_claim, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_claimant_arena, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once_3, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once_3_g1, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_exactly_once_3_one_per_claim, setup, teardown),
+		cmocka_unit_test(test_region_rule),
+		cmocka_unit_test_setup_teardown(test_attach_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_example, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_set_stale_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_junior_respects_senior_intent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_senior_waits_for_junior, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_per_claim_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_per_claim_leaves_rest_pending, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dead_senior_blocks_nobody, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_junior_releases_waiting_senior, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dead_claimant_after_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_ends_senior_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_revive_successor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reap_forged_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_claimant_arena, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_3_g1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_3_one_per_claim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -36,8 +36,7 @@ extern "C" { // cmocka 1.1 has no C++ guards of its own
 
 using namespace knit::detail;
 
-namespace
-{
+namespace {
 
 std::atomic<int> g_go{0};
 std::atomic<int> g_started{0};
@@ -149,8 +148,8 @@ void test_forged_request_seq(void **)
 
 // Play the claim holder: publish a request with the given words and wait
 // for the reply; returns the reply's status.
-int32_t forged_request(Fix *f, uint32_t task, uint32_t lane, uint32_t type, uint64_t scalar, const void *payload,
-		       size_t n)
+int32_t forged_request(Fix *f, uint32_t task, uint32_t lane, uint32_t type, uint64_t scalar,
+		       const void *payload, size_t n)
 {
 	Lane *l = f->l;
 	assert_int_equal(knit_cas_acq_rel_32(&l->line_state, kLineIdle, kLineClaimed), kLineIdle);
@@ -194,10 +193,15 @@ void test_bad_requests_not_run(void **)
 	assert_int_equal(forged_request(&f, 99, 0, KNIT_VALUE_I64, 1, nullptr, 0), -KNIT_EPROTO);
 	assert_int_equal(forged_request(&f, kEcho, 3, KNIT_VALUE_I64, 1, nullptr, 0), -KNIT_EPROTO);
 	assert_int_equal(forged_request(&f, kEcho, 0, 77, 1, nullptr, 0), -KNIT_EPROTO);
-	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_BOOL, 2, nullptr, 0), -KNIT_EPROTO);
-	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_BYTES, kLinePayload + 1, nullptr, 0), -KNIT_EPROTO);
-	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_STRING, 3, str, 3), -KNIT_EPROTO); // 'z' after it
-	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_STRING, kLinePayload, nullptr, 0), -KNIT_EPROTO);
+	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_BOOL, 2, nullptr, 0),
+			 -KNIT_EPROTO);
+	assert_int_equal(
+		forged_request(&f, kEcho, 0, KNIT_VALUE_BYTES, kLinePayload + 1, nullptr, 0),
+		-KNIT_EPROTO);
+	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_STRING, 3, str, 3),
+			 -KNIT_EPROTO); // 'z' after it
+	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_STRING, kLinePayload, nullptr, 0),
+			 -KNIT_EPROTO);
 	assert_int_equal(g_ran.load(), ran0);
 	// A good one through the same words runs.
 	assert_int_equal(forged_request(&f, kEcho, 0, KNIT_VALUE_STRING, 3, str, 4), 0);
@@ -314,7 +318,8 @@ void test_line_area_layout(void **)
 		assert_ptr_equal(f.p->lanes[i].line, base + area + (uint64_t)i * kLineBytes);
 		assert_int_equal((uintptr_t)f.p->lanes[i].line % kBlock, 0);
 	}
-	assert_true(reinterpret_cast<uint8_t *>(f.p->abort_words) >= base + area + f.p->nworkers * kLineBytes);
+	assert_true(reinterpret_cast<uint8_t *>(f.p->abort_words) >=
+		    base + area + f.p->nworkers * kLineBytes);
 	assert_int_equal(knit_pool_destroy(f.pool), 0);
 }
 
@@ -420,15 +425,15 @@ void test_idle_line_of_lost_worker_not_claimed(void **)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_forged_request_seq),
-	    cmocka_unit_test(test_bad_requests_not_run),
-	    cmocka_unit_test(test_reply_bad_lane),
-	    cmocka_unit_test(test_reply_bad_status),
-	    cmocka_unit_test(test_reply_bad_length),
-	    cmocka_unit_test(test_reply_missing_spill),
-	    cmocka_unit_test(test_line_area_layout),
-	    cmocka_unit_test(test_worker_lost_during_line_call),
-	    cmocka_unit_test(test_idle_line_of_lost_worker_not_claimed),
+		cmocka_unit_test(test_forged_request_seq),
+		cmocka_unit_test(test_bad_requests_not_run),
+		cmocka_unit_test(test_reply_bad_lane),
+		cmocka_unit_test(test_reply_bad_status),
+		cmocka_unit_test(test_reply_bad_length),
+		cmocka_unit_test(test_reply_missing_spill),
+		cmocka_unit_test(test_line_area_layout),
+		cmocka_unit_test(test_worker_lost_during_line_call),
+		cmocka_unit_test(test_idle_line_of_lost_worker_not_claimed),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

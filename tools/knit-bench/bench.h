@@ -62,7 +62,7 @@ inline void relax()
 
 inline void sleep_ns(uint64_t ns)
 {
-	timespec t{ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	timespec t{(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &t, &t) != 0) {
 	}
 }
@@ -106,16 +106,17 @@ struct Meas {
 	std::vector<double> samples;
 	double ops = 0, ns = 0;
 	std::map<std::string, double> extra;
-	uint64_t calls = 0; // calls counted for the per-call counters
+	uint64_t calls = 0;                   // calls counted for the per-call counters
 	std::map<std::string, double> counts; // summed raw counts (divided by calls later)
-	std::vector<double> modes; // mode probes (ns) taken before each part
+	std::vector<double> modes;            // mode probes (ns) taken before each part
 	void merge(const Meas &o)
 	{
 		samples.insert(samples.end(), o.samples.begin(), o.samples.end());
 		ops += o.ops;
 		ns += o.ns;
 		for (auto &kv : o.extra)
-			extra[kv.first] = extra.count(kv.first) ? (extra[kv.first] + kv.second) / 2 : kv.second;
+			extra[kv.first] = extra.count(kv.first) ? (extra[kv.first] + kv.second) / 2
+								: kv.second;
 		calls += o.calls;
 		for (auto &kv : o.counts)
 			counts[kv.first] += kv.second;
@@ -167,9 +168,9 @@ struct MetricSpec {
 };
 struct Case {
 	std::string name;
-	std::string group;   // peers of a libknitting case share its group
-	std::string kind;    // "floor", "peer", "knit"
-	std::string floor;   // the case it alternates with (its comparison), or ""
+	std::string group; // peers of a libknitting case share its group
+	std::string kind;  // "floor", "peer", "knit"
+	std::string floor; // the case it alternates with (its comparison), or ""
 	std::vector<MetricSpec> metrics;
 	std::function<Meas()> run; // one part (called twice per pass)
 	std::string note;

@@ -15,7 +15,7 @@ namespace kb {
 namespace {
 
 struct alignas(128) Line {
-	std::atomic<uint64_t> v{ 0 };
+	std::atomic<uint64_t> v{0};
 };
 
 // Cache-line ping-pong: the host writes i, the partner answers i.
@@ -23,7 +23,8 @@ struct alignas(128) Line {
 int with_warmup(int n) { return n + n / 10; }
 void drop_warmup(Meas &m, int n)
 {
-	m.samples.erase(m.samples.begin(), m.samples.begin() + (std::ptrdiff_t)(m.samples.size() - (size_t)n));
+	m.samples.erase(m.samples.begin(),
+			m.samples.begin() + (std::ptrdiff_t)(m.samples.size() - (size_t)n));
 }
 
 Meas cacheline(int n)
@@ -31,7 +32,7 @@ Meas cacheline(int n)
 	const int keep = n;
 	n = with_warmup(n);
 	Line ping, pong;
-	std::atomic<bool> stop{ false };
+	std::atomic<bool> stop{false};
 	auto t = pinned_thread(g_place.worker, [&] {
 		uint64_t seen = 0;
 		while (!stop.load(std::memory_order_relaxed)) {
@@ -200,8 +201,8 @@ Meas memcpy_1mib_x2(int n)
 
 int scale(int full, int quick) { return g_quick ? quick : full; }
 
-const MetricSpec kP50{ "p50", "ns", Better::Lower, true };
-const MetricSpec kP99{ "p99", "ns", Better::Lower, false };
+const MetricSpec kP50{"p50", "ns", Better::Lower, true};
+const MetricSpec kP99{"p99", "ns", Better::Lower, false};
 
 } // namespace
 
@@ -213,35 +214,72 @@ double mode_probe()
 
 void register_floors()
 {
-	add_case({ "floor.cacheline", "hot", "floor", "", { kP50, kP99 },
-		   [] { return cacheline(scale(20000, 500)); }, "cache-line round trip, two pinned threads" });
-	add_case({ "floor.futex_pingpong", "cold", "floor", "", { kP50, kP99, { "ctxsw/call", "/call", Better::Lower, false } },
-		   [] { return futex_pingpong(scale(2000, 50)); }, "futex round trip, both sides sleep (two wakes)" });
-	add_case({ "floor.futex_wake_spinner", "wake1", "floor", "", { kP50, kP99 },
-		   [] { return futex_wake_spinner(scale(2000, 50)); }, "host sleeps, a spinning thread wakes it (one wake)" });
+	add_case({"floor.cacheline",
+		  "hot",
+		  "floor",
+		  "",
+		  {kP50, kP99},
+		  [] { return cacheline(scale(20000, 500)); },
+		  "cache-line round trip, two pinned threads"});
+	add_case({"floor.futex_pingpong",
+		  "cold",
+		  "floor",
+		  "",
+		  {kP50, kP99, {"ctxsw/call", "/call", Better::Lower, false}},
+		  [] { return futex_pingpong(scale(2000, 50)); },
+		  "futex round trip, both sides sleep (two wakes)"});
+	add_case({"floor.futex_wake_spinner",
+		  "wake1",
+		  "floor",
+		  "",
+		  {kP50, kP99},
+		  [] { return futex_wake_spinner(scale(2000, 50)); },
+		  "host sleeps, a spinning thread wakes it (one wake)"});
 	// Alternated with the ping-pong: the cold call's one wake, against the
 	// floor its target names.
-	add_case({ "floor.futex_wake_gap300us", "cold", "floor", "floor.futex_pingpong", { kP50, kP99 },
-		   [] { return futex_wake_after_gap(scale(1000, 30), 300000); },
-		   "a thread parked 300 us is woken and answers a spinning host (one wake)" });
-	add_case({ "floor.futex_wake_nowaiter", "sys", "floor", "", { kP50 },
-		   [] {
-			   static uint32_t w;
-			   return per_call(scale(100000, 1000), [] { futex(&w, FUTEX_WAKE, 1); });
-		   },
-		   "FUTEX_WAKE with no waiter" });
-	add_case({ "floor.clock_gettime", "sys", "floor", "", { kP50 },
-		   [] {
-			   return per_call(scale(1000000, 1000), [] {
-				   volatile uint64_t t = now_ns();
-				   (void)t;
-			   });
-		   },
-		   "clock_gettime(CLOCK_MONOTONIC)" });
-	add_case({ "floor.thread_create_join", "create", "floor", "", { kP50, kP99 },
-		   [] { return thread_create_join(scale(500, 20)); }, "pthread_create + pthread_join" });
-	add_case({ "floor.memcpy_1mib_x2", "bytes", "floor", "", { kP50 },
-		   [] { return memcpy_1mib_x2(scale(200, 5)); }, "two 1 MiB memcpy (in and out)" });
+	add_case({"floor.futex_wake_gap300us",
+		  "cold",
+		  "floor",
+		  "floor.futex_pingpong",
+		  {kP50, kP99},
+		  [] { return futex_wake_after_gap(scale(1000, 30), 300000); },
+		  "a thread parked 300 us is woken and answers a spinning host (one wake)"});
+	add_case({"floor.futex_wake_nowaiter",
+		  "sys",
+		  "floor",
+		  "",
+		  {kP50},
+		  [] {
+			  static uint32_t w;
+			  return per_call(scale(100000, 1000), [] { futex(&w, FUTEX_WAKE, 1); });
+		  },
+		  "FUTEX_WAKE with no waiter"});
+	add_case({"floor.clock_gettime",
+		  "sys",
+		  "floor",
+		  "",
+		  {kP50},
+		  [] {
+			  return per_call(scale(1000000, 1000), [] {
+				  volatile uint64_t t = now_ns();
+				  (void)t;
+			  });
+		  },
+		  "clock_gettime(CLOCK_MONOTONIC)"});
+	add_case({"floor.thread_create_join",
+		  "create",
+		  "floor",
+		  "",
+		  {kP50, kP99},
+		  [] { return thread_create_join(scale(500, 20)); },
+		  "pthread_create + pthread_join"});
+	add_case({"floor.memcpy_1mib_x2",
+		  "bytes",
+		  "floor",
+		  "",
+		  {kP50},
+		  [] { return memcpy_1mib_x2(scale(200, 5)); },
+		  "two 1 MiB memcpy (in and out)"});
 }
 
 } // namespace kb

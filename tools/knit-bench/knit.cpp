@@ -37,14 +37,14 @@ int t_work(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
 	ret->i64 = (int64_t)(thread_cpu_ns() - c0);
 	return 0;
 }
-const knit_task_t kTasks[] = { { "echo", t_echo, 0, 0 }, { "nop", t_nop, 0, 0 }, { "work", t_work, 0, 0 } };
+const knit_task_t kTasks[] = {{"echo", t_echo, 0, 0}, {"nop", t_nop, 0, 0}, {"work", t_work, 0, 0}};
 enum { kEcho = 0, kNop = 1, kWork = 2 }; // ids are indexes in name order
 
 struct PoolSpec {
 	uint32_t workers = 1;
 	uint32_t topology = KNIT_TOPOLOGY_AUTO;
 	uint32_t spin_us = 0;
-	bool pin = true; // one worker on the worker CPU; more: both CPUs
+	bool pin = true;        // one worker on the worker CPU; more: both CPUs
 	bool processes = false; // knit-worker processes over knit-bench-tasks.so
 };
 
@@ -83,7 +83,8 @@ knit_pool_t *make_pool(const PoolSpec &s)
 		}
 	}
 	knit_pool_t *p = nullptr;
-	int rc = s.processes ? knit_pool_create(&o, nullptr, 0, &p) : knit_pool_create(&o, kTasks, 3, &p);
+	int rc = s.processes ? knit_pool_create(&o, nullptr, 0, &p)
+			     : knit_pool_create(&o, kTasks, 3, &p);
 	if (rc != 0) {
 		fprintf(stderr, "knit-bench: knit_pool_create: %s\n", knit_strerror(rc));
 		exit(2);
@@ -136,9 +137,10 @@ void account(Meas &m, const Snap &a, const Snap &b, uint64_t calls, const char *
 	      (unsigned long long)(b.s.enqueued - a.s.enqueued), (unsigned long long)calls);
 	check(b.s.completed - a.s.completed == calls, "%s: completed %llu, expected %llu", what,
 	      (unsigned long long)(b.s.completed - a.s.completed), (unsigned long long)calls);
-	check(lane_calls == (double)calls, "%s: lanes ran %.0f calls, expected %llu", what, lane_calls,
-	      (unsigned long long)calls);
-	check(b.s.pending == 0, "%s: %llu calls still pending", what, (unsigned long long)b.s.pending);
+	check(lane_calls == (double)calls, "%s: lanes ran %.0f calls, expected %llu", what,
+	      lane_calls, (unsigned long long)calls);
+	check(b.s.pending == 0, "%s: %llu calls still pending", what,
+	      (unsigned long long)b.s.pending);
 }
 
 knit_value_t i64(int64_t v)
@@ -172,14 +174,14 @@ int64_t reap_n(knit_pool_t *p, uint64_t n, std::vector<uint8_t> &seen, const cha
 	for (uint64_t got = 0; got < n;) {
 		int k = knit_complete(p, c, 256, -1);
 		if (k <= 0) {
-			check(false, "%s: knit_complete returned %d with %llu of %llu reaped", what, k,
-			      (unsigned long long)got, (unsigned long long)n);
+			check(false, "%s: knit_complete returned %d with %llu of %llu reaped", what,
+			      k, (unsigned long long)got, (unsigned long long)n);
 			return sum;
 		}
 		for (int j = 0; j < k; j++) {
 			uint64_t idx = (uint64_t)(uintptr_t)c[j].user_data - 1;
-			check(idx < n && !seen[idx], "%s: completion %llu unknown or seen twice", what,
-			      (unsigned long long)idx);
+			check(idx < n && !seen[idx], "%s: completion %llu unknown or seen twice",
+			      what, (unsigned long long)idx);
 			check(c[j].status == 0, "%s: status %d", what, c[j].status);
 			if (idx < n)
 				seen[idx] = 1;
@@ -236,7 +238,8 @@ Meas hot_enqueue_complete(int n)
 		enqueue(p, kEcho, i, 0);
 		int64_t v = reap_n(p, 1, seen, "hot enqueue+complete");
 		m.samples.push_back((double)(now_ns() - t0));
-		check(v == i, "hot enqueue+complete: echo %lld gave %lld", (long long)i, (long long)v);
+		check(v == i, "hot enqueue+complete: echo %lld gave %lld", (long long)i,
+		      (long long)v);
 	}
 	account(m, a, snap(p), (uint64_t)n, "hot enqueue+complete");
 	knit_pool_destroy(p);
@@ -285,10 +288,13 @@ Meas batch(int size, int reps, uint32_t task, int64_t arg, const PoolSpec &spec,
 	for (int i = 0; i < std::min(size, 1000); i++) // warm-up
 		enqueue(p, task, arg, (uint64_t)i);
 	reap_n(p, (uint64_t)std::min(size, 1000), seen, what);
-	return timed_batches(p, size, reps, [&] {
-		for (int i = 0; i < size; i++)
-			enqueue(p, task, arg, (uint64_t)i);
-	}, seen, what);
+	return timed_batches(
+		p, size, reps,
+		[&] {
+			for (int i = 0; i < size; i++)
+				enqueue(p, task, arg, (uint64_t)i);
+		},
+		seen, what);
 }
 
 // batch() through knit_enqueue_many: each rep's `size` calls go in as
@@ -308,7 +314,8 @@ Meas batch_many(int size, int reps, uint32_t task, int64_t arg, const char *what
 	}
 	auto burst = [&] {
 		for (int done = 0; done < size;) {
-			int k = knit_enqueue_many(p, reqs.data() + done, (uint32_t)(size - done), nullptr);
+			int k = knit_enqueue_many(p, reqs.data() + done, (uint32_t)(size - done),
+						  nullptr);
 			if (k == -KNIT_EAGAIN) {
 				sched_yield();
 				continue;
@@ -336,7 +343,8 @@ Meas stream(int n)
 		for (int i = 0; i < n; i++)
 			enqueue(p, kEcho, i + 1, (uint64_t)i);
 	});
-	auto reap = pinned_thread(g_place.host, [&] { sum = reap_n(p, (uint64_t)n, seen, "stream"); });
+	auto reap =
+		pinned_thread(g_place.host, [&] { sum = reap_n(p, (uint64_t)n, seen, "stream"); });
 	prod.join();
 	reap.join();
 	m.ns = (double)(now_ns() - t0);
@@ -387,7 +395,8 @@ Meas bytes_echo(int n)
 		double dt = (double)(now_ns() - t0);
 		if (i >= 2) // the first two commit the arenas
 			m.samples.push_back(dt);
-		check(rc == 0 && c.status == 0 && c.result.len == sz && memcmp(c.result.data, buf.data(), sz) == 0,
+		check(rc == 0 && c.status == 0 && c.result.len == sz &&
+			      memcmp(c.result.data, buf.data(), sz) == 0,
 		      "1 MiB echo came back intact");
 		if (rc == 0)
 			knit_completion_release(p, &c);
@@ -430,9 +439,10 @@ Meas idle(uint64_t secs_ns)
 	double wakeups = 0;
 	for (uint32_t i = 0; i < b.s.lanes; i++)
 		wakeups += (double)(b.s.lane[i].wakes_received - a.s.lane[i].wakes_received +
-		                    b.s.lane[i].watchdog_expiries - a.s.lane[i].watchdog_expiries);
+				    b.s.lane[i].watchdog_expiries - a.s.lane[i].watchdog_expiries);
 	auto us = [](const rusage &r) {
-		return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 + (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+		return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 +
+		       (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 	};
 	Meas m;
 	m.extra["wakeups_per_s"] = wakeups / secs;
@@ -448,10 +458,11 @@ Meas two_vs_one(uint32_t topology, int reps)
 {
 	const int size = 1000;
 	const int64_t rounds = 2000; // a few microseconds each
-	PoolSpec one{ 1, KNIT_TOPOLOGY_AUTO, 0, true };
-	PoolSpec two{ 2, topology, 0, true };
+	PoolSpec one{1, KNIT_TOPOLOGY_AUTO, 0, true};
+	PoolSpec two{2, topology, 0, true};
 	Meas m1 = batch(size, reps, kWork, rounds, one, "1 worker");
-	Meas m2 = batch(size, reps, kWork, rounds, two, topology == KNIT_TOPOLOGY_STEAL ? "2 workers steal" : "2 workers lanes");
+	Meas m2 = batch(size, reps, kWork, rounds, two,
+			topology == KNIT_TOPOLOGY_STEAL ? "2 workers steal" : "2 workers lanes");
 	Meas m;
 	m.extra["tput_1w"] = m1.ops / m1.ns * 1e9;
 	m.extra["tput_2w"] = m2.ops / m2.ns * 1e9;
@@ -499,7 +510,7 @@ Meas load_shape(const std::string &shape, uint32_t topology, int reps)
 {
 	const int tasks = g_quick ? 40 : 300;
 	const int64_t base = base_rounds();
-	Mulberry rng{ 12345 };
+	Mulberry rng{12345};
 	std::vector<int64_t> sizes;
 	for (int i = 0; i < tasks; i++) {
 		double r = rng.next();
@@ -508,9 +519,10 @@ Meas load_shape(const std::string &shape, uint32_t topology, int reps)
 		else if (shape == "heavy")
 			sizes.push_back(r < 0.1 ? base * 20 : base);
 		else
-			sizes.push_back(std::max<int64_t>(1, (int64_t)((double)base * (0.2 + r * 1.8))));
+			sizes.push_back(
+				std::max<int64_t>(1, (int64_t)((double)base * (0.2 + r * 1.8))));
 	}
-	PoolSpec spec{ 2, topology, 0, true };
+	PoolSpec spec{2, topology, 0, true};
 	knit_pool_t *p = make_pool(spec);
 	std::vector<uint8_t> seen;
 	for (int i = 0; i < 16; i++) // warm-up
@@ -536,105 +548,134 @@ Meas load_shape(const std::string &shape, uint32_t topology, int reps)
 	return m;
 }
 
-const MetricSpec kP50{ "p50", "ns", Better::Lower, true };
-const MetricSpec kP99{ "p99", "ns", Better::Lower, false };
-const MetricSpec kMax{ "max", "ns", Better::Lower, false };
-const MetricSpec kMean{ "mean", "ns", Better::Lower, false };
-const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
+const MetricSpec kP50{"p50", "ns", Better::Lower, true};
+const MetricSpec kP99{"p99", "ns", Better::Lower, false};
+const MetricSpec kMax{"max", "ns", Better::Lower, false};
+const MetricSpec kMean{"mean", "ns", Better::Lower, false};
+const MetricSpec kTput{"tput", "calls/s", Better::Higher, true};
 // batch(), batch_many(): ns per call in each phase (phases()).
-const MetricSpec kEnqPhase{ "enqueue_ns", "ns", Better::Lower, false };
-const MetricSpec kReapPhase{ "reap_ns", "ns", Better::Lower, false };
-MetricSpec per_call(const char *n) { return { std::string(n) + "/call", "/call", Better::Lower, false }; }
+const MetricSpec kEnqPhase{"enqueue_ns", "ns", Better::Lower, false};
+const MetricSpec kReapPhase{"reap_ns", "ns", Better::Lower, false};
+MetricSpec per_call(const char *n)
+{
+	return {std::string(n) + "/call", "/call", Better::Lower, false};
+}
 
 } // namespace
 
 void register_knit()
 {
-	const std::vector<MetricSpec> lat_counts = { per_call("futex_wakes"), per_call("wakes_sent"), per_call("parks"),
-		                                     per_call("doorbell_arms"), per_call("doorbell_wakes"), per_call("ctxsw"),
-		                                     per_call("backlogged") };
+	const std::vector<MetricSpec> lat_counts = {
+		per_call("futex_wakes"),   per_call("wakes_sent"),     per_call("parks"),
+		per_call("doorbell_arms"), per_call("doorbell_wakes"), per_call("ctxsw"),
+		per_call("backlogged")};
 	auto with = [&](std::vector<MetricSpec> v) {
 		v.insert(v.end(), lat_counts.begin(), lat_counts.end());
 		return v;
 	};
-	add_case({ "knit.call.hot", "hot", "knit", "floor.cacheline", with({ kP50, kP99, kMax, kMean }),
-		   [] { return hot_call(scale(50000, 500)); }, "knit_call, 1 worker spinning, pinned apart from the host" });
-	add_case({ "knit.enqueue_complete.hot", "hot", "knit", "floor.cacheline", with({ kP50, kP99, kMean }),
-		   [] { return hot_enqueue_complete(scale(50000, 500)); }, "knit_enqueue + knit_complete, worker spinning" });
-	for (int size : { 1, 32, 1000, 10000 }) {
+	add_case({"knit.call.hot", "hot", "knit", "floor.cacheline",
+		  with({kP50, kP99, kMax, kMean}), [] { return hot_call(scale(50000, 500)); },
+		  "knit_call, 1 worker spinning, pinned apart from the host"});
+	add_case({"knit.enqueue_complete.hot", "hot", "knit", "floor.cacheline",
+		  with({kP50, kP99, kMean}), [] { return hot_enqueue_complete(scale(50000, 500)); },
+		  "knit_enqueue + knit_complete, worker spinning"});
+	for (int size : {1, 32, 1000, 10000}) {
 		int reps = std::max(1, (g_quick ? 2000 : 400000) / size);
 		if (size == 1)
 			reps = scale(20000, 200);
 		std::string name = "knit.batch" + std::to_string(size);
-		std::string cmp = size == 1000 ? comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000")
-		                               : "peer.spsc_echo.batch" + std::to_string(size);
-		add_case({ name, size == 1000 ? "batch1000" : "batch" + std::to_string(size), "knit",
-			   cmp, with({ kTput, kEnqPhase, kReapPhase }),
-			   [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
-			   "batch of " + std::to_string(size) + " no-op calls, 1 worker" });
+		std::string cmp = size == 1000 ? comparison("peer.tbb.task_group.batch1000",
+							    "peer.spsc_echo.batch1000")
+					       : "peer.spsc_echo.batch" + std::to_string(size);
+		add_case({name, size == 1000 ? "batch1000" : "batch" + std::to_string(size), "knit",
+			  cmp, with({kTput, kEnqPhase, kReapPhase}),
+			  [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
+			  "batch of " + std::to_string(size) + " no-op calls, 1 worker"});
 	}
-	add_case({ "knit.batch1000.many", "batch1000", "knit",
-		   comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"),
-		   with({ kTput, kEnqPhase, kReapPhase }),
-		   [] { return batch_many(1000, g_quick ? 2 : 400, kNop, 0, "batch many"); },
-		   "batch of 1000 no-op calls through knit_enqueue_many, 1 worker" });
-	add_case({ "knit.batch1000.work", "batch_work", "knit", "", with({ kTput }),
-		   [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
-		   "batch of 1000 small tasks (64 LCG rounds), 1 worker" });
-	add_case({ "knit.stream", "stream", "knit", comparison("peer.tbb.stream", "peer.spsc_echo.stream"), with({ kTput }), [] { return stream(scale(200000, 2000)); },
-		   "one thread enqueues continuously, another reaps" });
-	add_case({ "knit.call.cold", "cold", "knit", "floor.futex_pingpong", with({ kP50, kP99, kMean }),
-		   [] { return after_gap(scale(1000, 30), 300000); }, "knit_call after a 300 us gap (worker parked)" });
-	add_case({ "knit.call.after_sleep", "first", "knit", "floor.futex_pingpong", with({ kP50, kP99 }),
-		   [] { return after_gap(scale(40, 4), 1); }, "first knit_call after the host slept 5-10 ms" });
-	add_case({ "knit.bytes_1mib", "bytes", "knit", "floor.memcpy_1mib_x2", with({ kP50, kP99 }),
-		   [] { return bytes_echo(scale(200, 5)); }, "knit_call echo of 1 MiB bytes" });
-	add_case({ "knit.create_first_result", "create", "knit", "floor.thread_create_join",
-		   { kP50, kP99, { "destroy_p50", "ns", Better::Lower, false } }, [] { return create_first(scale(200, 5)); },
-		   "knit_pool_create (1 worker) to the first result; destroy" });
-	add_case({ "knit.idle", "idle", "knit", "",
-		   { { "wakeups_per_s", "/s", Better::Lower, false }, { "cpu_pct", "%", Better::Lower, false },
-		     { "ctxsw_per_s", "/s", Better::Lower, false } },
-		   [] { return idle(g_quick ? 200000000ull : 1000000000ull); }, "an idle pool over 2 s (two parts of 1 s)" });
+	add_case({"knit.batch1000.many", "batch1000", "knit",
+		  comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"),
+		  with({kTput, kEnqPhase, kReapPhase}),
+		  [] { return batch_many(1000, g_quick ? 2 : 400, kNop, 0, "batch many"); },
+		  "batch of 1000 no-op calls through knit_enqueue_many, 1 worker"});
+	add_case({"knit.batch1000.work", "batch_work", "knit", "", with({kTput}),
+		  [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
+		  "batch of 1000 small tasks (64 LCG rounds), 1 worker"});
+	add_case({"knit.stream", "stream", "knit",
+		  comparison("peer.tbb.stream", "peer.spsc_echo.stream"), with({kTput}),
+		  [] { return stream(scale(200000, 2000)); },
+		  "one thread enqueues continuously, another reaps"});
+	add_case({"knit.call.cold", "cold", "knit", "floor.futex_pingpong",
+		  with({kP50, kP99, kMean}), [] { return after_gap(scale(1000, 30), 300000); },
+		  "knit_call after a 300 us gap (worker parked)"});
+	add_case({"knit.call.after_sleep", "first", "knit", "floor.futex_pingpong",
+		  with({kP50, kP99}), [] { return after_gap(scale(40, 4), 1); },
+		  "first knit_call after the host slept 5-10 ms"});
+	add_case({"knit.bytes_1mib", "bytes", "knit", "floor.memcpy_1mib_x2", with({kP50, kP99}),
+		  [] { return bytes_echo(scale(200, 5)); }, "knit_call echo of 1 MiB bytes"});
+	add_case({"knit.create_first_result",
+		  "create",
+		  "knit",
+		  "floor.thread_create_join",
+		  {kP50, kP99, {"destroy_p50", "ns", Better::Lower, false}},
+		  [] { return create_first(scale(200, 5)); },
+		  "knit_pool_create (1 worker) to the first result; destroy"});
+	add_case({"knit.idle",
+		  "idle",
+		  "knit",
+		  "",
+		  {{"wakeups_per_s", "/s", Better::Lower, false},
+		   {"cpu_pct", "%", Better::Lower, false},
+		   {"ctxsw_per_s", "/s", Better::Lower, false}},
+		  [] { return idle(g_quick ? 200000000ull : 1000000000ull); },
+		  "an idle pool over 2 s (two parts of 1 s)"});
 	// Process pools (knit-worker over knit-bench-tasks.so), placed as the
 	// thread pools are: against the same cases, like for like.
 	PoolSpec proc1;
 	proc1.processes = true;
 	PoolSpec proc2 = proc1;
 	proc2.workers = 2;
-	add_case({ "knit.proc.call.hot", "proc_hot", "knit", "knit.call.hot", with({ kP50, kP99, kMean }),
-		   [proc1] { return hot_call(scale(50000, 500), proc1); },
-		   "knit_call, 1 worker process spinning, pinned apart from the host" });
+	add_case({"knit.proc.call.hot", "proc_hot", "knit", "knit.call.hot",
+		  with({kP50, kP99, kMean}), [proc1] { return hot_call(scale(50000, 500), proc1); },
+		  "knit_call, 1 worker process spinning, pinned apart from the host"});
 	// Alternated with the thread pool's cold call, not with a floor: what
 	// a cold call costs swings by 2x from minute to minute on a shared VM
 	// (the wake of a vCPU idle for the gap), more than any floor that does
 	// not idle as long tracks, so the process/thread ratio is only honest
 	// from parts run side by side.
-	add_case({ "knit.proc.call.cold", "proc_cold", "knit", "knit.call.cold", with({ kP50, kP99, kMean }),
-		   [proc1] { return after_gap(scale(1000, 30), 300000, proc1); },
-		   "knit_call after a 300 us gap, 1 worker process (parked)" });
-	add_case({ "knit.proc.batch1000", "proc_batch", "knit", "knit.batch1000", with({ kTput }),
-		   [proc1] { return batch(1000, scale(400, 2), kNop, 0, proc1, "proc batch"); },
-		   "batch of 1000 no-op calls, 1 worker process" });
-	add_case({ "knit.proc.create_first_result", "proc_create", "knit", "knit.create_first_result",
-		   { kP50, kP99, { "destroy_p50", "ns", Better::Lower, false } },
-		   [proc2] { return create_first(scale(50, 3), proc2); },
-		   "knit_pool_create (2 worker processes) to the first result; destroy" });
-	for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
+	add_case({"knit.proc.call.cold", "proc_cold", "knit", "knit.call.cold",
+		  with({kP50, kP99, kMean}),
+		  [proc1] { return after_gap(scale(1000, 30), 300000, proc1); },
+		  "knit_call after a 300 us gap, 1 worker process (parked)"});
+	add_case({"knit.proc.batch1000", "proc_batch", "knit", "knit.batch1000", with({kTput}),
+		  [proc1] { return batch(1000, scale(400, 2), kNop, 0, proc1, "proc batch"); },
+		  "batch of 1000 no-op calls, 1 worker process"});
+	add_case({"knit.proc.create_first_result",
+		  "proc_create",
+		  "knit",
+		  "knit.create_first_result",
+		  {kP50, kP99, {"destroy_p50", "ns", Better::Lower, false}},
+		  [proc2] { return create_first(scale(50, 3), proc2); },
+		  "knit_pool_create (2 worker processes) to the first result; destroy"});
+	for (uint32_t topo : {(uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES}) {
 		std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
-		add_case({ "knit.workers2v1." + t, "2v1", "knit", "",
-			   with({ { "ratio_2w_1w", "x", Better::Higher, false }, { "tput_2w", "calls/s", Better::Higher, false },
-			          { "tput_1w", "calls/s", Better::Higher, false } }),
-			   [topo] { return two_vs_one(topo, scale(20, 2)); }, "batch of 1000 ~2 us tasks: 2 workers / 1 worker (" + t + ")" });
+		add_case({"knit.workers2v1." + t, "2v1", "knit", "",
+			  with({{"ratio_2w_1w", "x", Better::Higher, false},
+				{"tput_2w", "calls/s", Better::Higher, false},
+				{"tput_1w", "calls/s", Better::Higher, false}}),
+			  [topo] { return two_vs_one(topo, scale(20, 2)); },
+			  "batch of 1000 ~2 us tasks: 2 workers / 1 worker (" + t + ")"});
 	}
-	for (const char *shape : { "flat", "random", "heavy" })
-		for (uint32_t topo : { (uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES }) {
+	for (const char *shape : {"flat", "random", "heavy"})
+		for (uint32_t topo :
+		     {(uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES}) {
 			std::string t = topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
 			std::string s = shape;
-			add_case({ "knit.load." + s + "." + t, "load", "knit", "",
-				   with({ { "makespan_vs_bound", "x", Better::Lower, false }, { "makespan_ms", "ms", Better::Lower, false } }),
-				   [s, topo] { return load_shape(s, topo, scale(3, 1)); },
-				   "random-load.ts shape " + s + ", 2 workers, " + t + ": makespan / (work / CPUs)" });
+			add_case({"knit.load." + s + "." + t, "load", "knit", "",
+				  with({{"makespan_vs_bound", "x", Better::Lower, false},
+					{"makespan_ms", "ms", Better::Lower, false}}),
+				  [s, topo] { return load_shape(s, topo, scale(3, 1)); },
+				  "random-load.ts shape " + s + ", 2 workers, " + t +
+					  ": makespan / (work / CPUs)"});
 		}
 }
 

@@ -74,11 +74,11 @@ struct Lock2Echo {
 		LockConsumer req;
 		LockProducer ret;
 	};
-	Region region{ nullptr, 0, -1 };
+	Region region{nullptr, 0, -1};
 	HostSide host;
 	WorkerSide worker;
-	alignas(128) std::atomic<bool> stop{ false };
-	std::atomic<uint64_t> bad_requests{ 0 }; // worker: frames that did not decode
+	alignas(128) std::atomic<bool> stop{false};
+	std::atomic<uint64_t> bad_requests{0}; // worker: frames that did not decode
 	std::thread thread;
 	bool ok = false;
 
@@ -87,19 +87,24 @@ struct Lock2Echo {
 		using namespace knit::detail;
 		// Zero-filled memory is a valid initial lane block (layout.h); the
 		// thread pool's kind of mapping (src/pool.cpp).
-		if (region_create(RegionKind::kAnonymous, lane_block_bytes(kArenaCap, kArenaCap), nullptr, &region) != 0)
+		if (region_create(RegionKind::kAnonymous, lane_block_bytes(kArenaCap, kArenaCap),
+				  nullptr, &region) != 0)
 			return;
 		uint8_t *block = region.base;
 		uint8_t *req_lock = block + kLaneOffReqLock;
 		uint8_t *ret_lock = block + kLaneOffRetLock;
-		const ArenaShared req_sh = lock_arena_shared(req_lock, block + lane_req_arena_offset(), kArenaCap);
-		const ArenaShared ret_sh = lock_arena_shared(ret_lock, block + lane_ret_arena_offset(kArenaCap), kArenaCap);
+		const ArenaShared req_sh =
+			lock_arena_shared(req_lock, block + lane_req_arena_offset(), kArenaCap);
+		const ArenaShared ret_sh = lock_arena_shared(
+			ret_lock, block + lane_ret_arena_offset(kArenaCap), kArenaCap);
 		// Task 0 only, no request flags, tickets below kTickets.
-		const ConsumerLimits limits = { 1, kTickets, 0 };
+		const ConsumerLimits limits = {1, kTickets, 0};
 		// All four attached here, before the worker thread exists: its
 		// creation orders them before the worker's first use of its two.
-		if (host.req.attach(req_lock, req_sh, kPerCallMax) != 0 || worker.req.attach(req_lock, req_sh, limits) != 0 ||
-		    worker.ret.attach(ret_lock, ret_sh, kPerCallMax) != 0 || host.ret.attach(ret_lock, ret_sh, limits) != 0)
+		if (host.req.attach(req_lock, req_sh, kPerCallMax) != 0 ||
+		    worker.req.attach(req_lock, req_sh, limits) != 0 ||
+		    worker.ret.attach(ret_lock, ret_sh, kPerCallMax) != 0 ||
+		    host.ret.attach(ret_lock, ret_sh, limits) != 0)
 			return;
 		ok = true;
 		thread = pinned_thread(g_place.worker, [this] { run_worker(); });
@@ -221,7 +226,8 @@ Meas lock2_batch(int batch, int reps)
 		bool failed = false;
 		while (got < batch && !failed) {
 			while (sent < batch) {
-				const int rc = e.host.req.stage(request_head((uint64_t)sent + 1, gen), i64_value(sent + 1));
+				const int rc = e.host.req.stage(
+					request_head((uint64_t)sent + 1, gen), i64_value(sent + 1));
 				if (rc < 0) {
 					failed = rc != -KNIT_EAGAIN; // no free lane: after the reap
 					break;
@@ -240,14 +246,16 @@ Meas lock2_batch(int batch, int reps)
 		check(!failed, "lock2 echo batch: stage failed other than with no free lane");
 		if (failed)
 			break;
-		check(sum == (uint64_t)batch * (batch + 1) / 2, "lock2 echo batch: every call answered once");
+		check(sum == (uint64_t)batch * (batch + 1) / 2,
+		      "lock2 echo batch: every call answered once");
 	}
-	check(bad == 0, "lock2 echo batch: %llu results not the echo of their request", (unsigned long long)bad);
+	check(bad == 0, "lock2 echo batch: %llu results not the echo of their request",
+	      (unsigned long long)bad);
 	check(e.stop_worker() == 0, "lock2 echo batch: every request decoded");
 	return m;
 }
 
-const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
+const MetricSpec kTput{"tput", "calls/s", Better::Higher, true};
 
 } // namespace
 
@@ -259,10 +267,13 @@ void register_protocol_floors()
 	// producer run only 32 frames ahead before the reaper must get the
 	// CPU, where knit.stream's backlog lets it run on. Such a case (tried)
 	// measured 0.5-1.3x knit.stream: no ceiling of it.
-	add_case({ "floor.lock2_echo.batch1000", "batch1000", "floor",
-		   comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"), { kTput },
-		   [] { return lock2_batch(1000, scale(200, 3)); },
-		   "lock2 request + return locks alone, batches of 1000 scalar frames" });
+	add_case({"floor.lock2_echo.batch1000",
+		  "batch1000",
+		  "floor",
+		  comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"),
+		  {kTput},
+		  [] { return lock2_batch(1000, scale(200, 3)); },
+		  "lock2 request + return locks alone, batches of 1000 scalar frames"});
 }
 
 } // namespace kb

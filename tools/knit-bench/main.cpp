@@ -195,17 +195,18 @@ std::string read_model()
 	return "unknown";
 }
 
-const char kUsage[] =
-	"usage: knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot FILE.png] [--quick]\n"
-	"       knit-bench --list\n"
-	"       knit-bench --plot-from FILE.json --plot FILE.png\n";
+const char kUsage[] = "usage: knit-bench [--passes N] [--case NAME]... [--json FILE] [--plot "
+		      "FILE.png] [--quick]\n"
+		      "       knit-bench --list\n"
+		      "       knit-bench --plot-from FILE.json --plot FILE.png\n";
 
 void help()
 {
 	printf("%s", kUsage);
 	printf("\nlibknitting against its floors (the least its protocol can cost) and its peers\n"
 	       "(other libraries doing the same job), side by side in one run.\n\n"
-	       "  -p, --passes N          passes over every case, 1..1000 (default 3; 1 with --quick);\n"
+	       "  -p, --passes N          passes over every case, 1..1000 (default 3; 1 with "
+	       "--quick);\n"
 	       "                          figures are medians over the passes\n"
 	       "  -c, --case NAME         run only the case NAME, or every case NAME prefixes;\n"
 	       "                          repeatable; a libknitting case brings the peers of its\n"
@@ -215,7 +216,8 @@ void help()
 	       "                          and to the best peer, per case (needs gnuplot)\n"
 	       "  -F, --plot-from FILE.json\n"
 	       "                          draw --plot from a saved --json file; runs nothing\n"
-	       "  -q, --quick             the smoke test: tiny sizes, one pass, every count checked;\n"
+	       "  -q, --quick             the smoke test: tiny sizes, one pass, every count "
+	       "checked;\n"
 	       "                          the times mean nothing\n"
 	       "  -l, --list              list the cases and exit\n"
 	       "  -h, --help              this text\n"
@@ -279,16 +281,16 @@ int main(int argc, char **argv)
 	std::vector<std::string> only; // --case, repeatable
 	std::string json, plot, plot_from;
 	static const option longopts[] = {
-		{ "passes", required_argument, nullptr, 'p' },
-		{ "case", required_argument, nullptr, 'c' },
-		{ "json", required_argument, nullptr, 'j' },
-		{ "plot", required_argument, nullptr, 'P' },
-		{ "plot-from", required_argument, nullptr, 'F' },
-		{ "quick", no_argument, nullptr, 'q' },
-		{ "list", no_argument, nullptr, 'l' },
-		{ "help", no_argument, nullptr, 'h' },
-		{ "version", no_argument, nullptr, 'V' },
-		{ nullptr, 0, nullptr, 0 },
+		{"passes", required_argument, nullptr, 'p'},
+		{"case", required_argument, nullptr, 'c'},
+		{"json", required_argument, nullptr, 'j'},
+		{"plot", required_argument, nullptr, 'P'},
+		{"plot-from", required_argument, nullptr, 'F'},
+		{"quick", no_argument, nullptr, 'q'},
+		{"list", no_argument, nullptr, 'l'},
+		{"help", no_argument, nullptr, 'h'},
+		{"version", no_argument, nullptr, 'V'},
+		{nullptr, 0, nullptr, 0},
 	};
 	opterr = 0; // our messages, not getopt's
 	for (;;) {
@@ -328,8 +330,9 @@ int main(int argc, char **argv)
 		case 'V':
 			// First line: the version it was built as (knitting.h), as
 			// every tool of libknitting prints it.
-			printf("knit-bench %d.%d.%d\nlibknitting %s loaded, commit %s\n", KNIT_VERSION_MAJOR,
-			       KNIT_VERSION_MINOR, KNIT_VERSION_PATCH, version_string(knit_version()).c_str(), KB_COMMIT);
+			printf("knit-bench %d.%d.%d\nlibknitting %s loaded, commit %s\n",
+			       KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH,
+			       version_string(knit_version()).c_str(), KB_COMMIT);
 			return 0;
 		case ':':
 			usage_error("%s needs a value", arg_name);
@@ -341,7 +344,8 @@ int main(int argc, char **argv)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (!plot_from.empty()) {
 		if (plot.empty())
-			usage_error("--plot-from FILE.json needs --plot FILE.png (where to draw it)");
+			usage_error(
+				"--plot-from FILE.json needs --plot FILE.png (where to draw it)");
 		if (!only.empty() || !json.empty() || g_quick || passes_set || list)
 			usage_error("--plot-from runs nothing: it takes only --plot");
 		if (plot_from_json(plot_from, plot) != 0)
@@ -389,7 +393,8 @@ int main(int argc, char **argv)
 		for (auto &c : cases())
 			any = any || c.name == o || c.name.rfind(o, 0) == 0;
 		if (!any) {
-			fprintf(stderr, "knit-bench: no case matches '%s' (see --list)\n", o.c_str());
+			fprintf(stderr, "knit-bench: no case matches '%s' (see --list)\n",
+				o.c_str());
 			return 2;
 		}
 	}
@@ -397,7 +402,8 @@ int main(int argc, char **argv)
 	for (auto &c : cases()) {
 		bool sel = only.empty();
 		for (auto &o : only)
-			sel = sel || c.name == o || (by_name.count(o) == 0 && c.name.rfind(o, 0) == 0);
+			sel = sel || c.name == o ||
+			      (by_name.count(o) == 0 && c.name.rfind(o, 0) == 0);
 		if (sel)
 			picked.insert(c.name);
 	}
@@ -407,30 +413,36 @@ int main(int argc, char **argv)
 		for (auto &c : cases())
 			if (c.kind == "knit" && picked.count(c.name))
 				for (auto &o : cases())
-					if (o.kind == "peer" && o.group == c.group && !picked.count(o.name))
+					if (o.kind == "peer" && o.group == c.group &&
+					    !picked.count(o.name))
 						brought.insert(o.name);
 	for (auto &c : cases())
 		if (picked.count(c.name) || brought.count(c.name))
-			results.push_back({ &c, {} });
+			results.push_back({&c, {}});
 
 	utsname u;
 	uname(&u);
 	const std::string model = read_model();
-	printf("knit-bench: %d CPUs online (%s), kernel %s\n", g_place.ncpu_online, model.c_str(), u.release);
+	printf("knit-bench: %d CPUs online (%s), kernel %s\n", g_place.ncpu_online, model.c_str(),
+	       u.release);
 	if (g_place.host >= 0)
-		printf("placement: host on CPU %d, workers and peer threads on CPU %d\n", g_place.host, g_place.worker);
+		printf("placement: host on CPU %d, workers and peer threads on CPU %d\n",
+		       g_place.host, g_place.worker);
 	else
-		printf("placement: only one usable CPU: nothing pinned, host and workers share it\n");
+		printf("placement: only one usable CPU: nothing pinned, host and workers share "
+		       "it\n");
 	for (auto &l : left_out())
 		printf("peer left out: %s\n", l.c_str());
 	for (auto &b : brought)
 		printf("also running %s: a peer of a selected case's scenario\n", b.c_str());
 	const std::string lib_version = version_string(knit_version()), date = utc_now();
 	const double probe_ns = mode_probe();
-	printf("libknitting %s (commit %s), built with %s, %s\n", lib_version.c_str(), KB_COMMIT, KB_COMPILER, date.c_str());
-	printf("mode probe: %.0f ns (%s mode: slow above %.0f ns)\n", probe_ns, probe_ns > kSlowModeNs ? "slow" : "fast",
-	       kSlowModeNs);
-	printf("passes: %d%s\n\n", passes, g_quick ? " (quick: counts only, the times mean nothing)" : "");
+	printf("libknitting %s (commit %s), built with %s, %s\n", lib_version.c_str(), KB_COMMIT,
+	       KB_COMPILER, date.c_str());
+	printf("mode probe: %.0f ns (%s mode: slow above %.0f ns)\n", probe_ns,
+	       probe_ns > kSlowModeNs ? "slow" : "fast", kSlowModeNs);
+	printf("passes: %d%s\n\n", passes,
+	       g_quick ? " (quick: counts only, the times mean nothing)" : "");
 
 	const uint64_t t_start = now_ns();
 	for (int p = 0; p < passes; p++) {
@@ -468,9 +480,13 @@ int main(int argc, char **argv)
 					modes += (x > kSlowModeNs ? "S" : "F");
 			}
 			char probe[64];
-			snprintf(probe, sizeof probe, "%.0f ns", pr.m.modes.empty() ? 0.0 : pr.m.modes[0]);
-			printf("  %-36s mode probe %-8s modes %-6s %6.2f s%s\n", c.name.c_str(), probe, modes.c_str(),
-			       (double)(now_ns() - c0) / 1e9, pr.mixed ? "  MIXED: its parts (or its comparison's) ran in different modes" : "");
+			snprintf(probe, sizeof probe, "%.0f ns",
+				 pr.m.modes.empty() ? 0.0 : pr.m.modes[0]);
+			printf("  %-36s mode probe %-8s modes %-6s %6.2f s%s\n", c.name.c_str(),
+			       probe, modes.c_str(), (double)(now_ns() - c0) / 1e9,
+			       pr.mixed ? "  MIXED: its parts (or its comparison's) ran in "
+					  "different modes"
+					: "");
 			fflush(stdout);
 			r.passes.push_back(std::move(pr));
 		}
@@ -481,7 +497,8 @@ int main(int argc, char **argv)
 	std::map<std::string, CaseResult *> res_by_name;
 	for (auto &r : results)
 		res_by_name[r.c->name] = &r;
-	auto value_of = [&](const CaseResult &r, const std::string &metric, std::vector<double> *per_pass) {
+	auto value_of = [&](const CaseResult &r, const std::string &metric,
+			    std::vector<double> *per_pass) {
 		std::vector<double> v;
 		for (auto &pr : r.passes) {
 			auto mm = metrics_of(pr.m);
@@ -517,7 +534,8 @@ int main(int argc, char **argv)
 					auto cm = metrics_of(pr.m);
 					double f = fm.count(ms.name) ? fm[ms.name] : NAN;
 					fv.push_back(f);
-					row.per_pass_ratio.push_back(cm.count(ms.name) ? cm[ms.name] / f : NAN);
+					row.per_pass_ratio.push_back(
+						cm.count(ms.name) ? cm[ms.name] / f : NAN);
 				}
 				row.floor_value = median(fv);
 				row.ratio = median(row.per_pass_ratio);
@@ -525,8 +543,11 @@ int main(int argc, char **argv)
 			// The best peer of the same group: for libknitting's cases,
 			// and for a floor that alternates with a peer (the lock2
 			// echo: the protocol's ceiling beside what users pick).
-			const Case *cmp = c.floor.empty() || !by_name.count(c.floor) ? nullptr : by_name[c.floor];
-			const bool vs_peers = c.kind == "knit" || (c.kind == "floor" && cmp && cmp->kind == "peer");
+			const Case *cmp = c.floor.empty() || !by_name.count(c.floor)
+						  ? nullptr
+						  : by_name[c.floor];
+			const bool vs_peers = c.kind == "knit" ||
+					      (c.kind == "floor" && cmp && cmp->kind == "peer");
 			if (ms.compared && vs_peers) {
 				for (auto &o : results) {
 					if (o.c->kind != "peer" || o.c->group != c.group)
@@ -534,8 +555,10 @@ int main(int argc, char **argv)
 					double pv = value_of(o, ms.name, nullptr);
 					if (std::isnan(pv))
 						continue;
-					bool better = std::isnan(row.peer_value) ||
-					              (ms.better == Better::Lower ? pv < row.peer_value : pv > row.peer_value);
+					bool better =
+						std::isnan(row.peer_value) ||
+						(ms.better == Better::Lower ? pv < row.peer_value
+									    : pv > row.peer_value);
 					if (better) {
 						row.peer_value = pv;
 						row.peer_name = o.c->name;
@@ -549,8 +572,9 @@ int main(int argc, char **argv)
 	}
 
 	// The table.
-	printf("\n%-36s %-18s %12s  %-30s %12s %8s  %-32s %12s %8s  %s\n", "case", "metric", "value", "compared with (alternated)", "its value",
-	       "ratio", "best peer", "peer value", "ratio", "per pass (modes)");
+	printf("\n%-36s %-18s %12s  %-30s %12s %8s  %-32s %12s %8s  %s\n", "case", "metric",
+	       "value", "compared with (alternated)", "its value", "ratio", "best peer",
+	       "peer value", "ratio", "per pass (modes)");
 	for (size_t ri = 0; ri < rows.size(); ri++) {
 		const Row &row = rows[ri];
 		if (row.unit == "/call") {
@@ -558,10 +582,13 @@ int main(int argc, char **argv)
 			if (ri > 0 && rows[ri - 1].unit == "/call" && rows[ri - 1].cs == row.cs)
 				continue;
 			std::string line;
-			for (size_t k = ri; k < rows.size() && rows[k].cs == row.cs && rows[k].unit == "/call"; k++) {
+			for (size_t k = ri;
+			     k < rows.size() && rows[k].cs == row.cs && rows[k].unit == "/call";
+			     k++) {
 				char b[64];
 				std::string n = rows[k].metric.substr(0, rows[k].metric.size() - 5);
-				snprintf(b, sizeof b, "%s%s %.3g", line.empty() ? "" : ", ", n.c_str(), rows[k].value);
+				snprintf(b, sizeof b, "%s%s %.3g", line.empty() ? "" : ", ",
+					 n.c_str(), rows[k].value);
 				line += b;
 			}
 			printf("%-36s   per call: %s\n", "", line.c_str());
@@ -587,25 +614,35 @@ int main(int argc, char **argv)
 		printf("%-36s %-18s %12s  %-30s %12s %8s  %-32s %12s %8s  %s\n", row.cs.c_str(),
 		       (row.metric + (row.better == Better::Lower ? " (-)" : " (+)")).c_str(),
 		       fmt_value(row.value, row.unit).c_str(), row.floor_name.c_str(),
-		       std::isfinite(row.floor_value) ? fmt_value(row.floor_value, row.unit).c_str() : "", ratio,
-		       row.peer_name.c_str(), std::isfinite(row.peer_value) ? fmt_value(row.peer_value, row.unit).c_str() : "",
+		       std::isfinite(row.floor_value) ? fmt_value(row.floor_value, row.unit).c_str()
+						      : "",
+		       ratio, row.peer_name.c_str(),
+		       std::isfinite(row.peer_value) ? fmt_value(row.peer_value, row.unit).c_str()
+						     : "",
 		       pratio, pp.c_str());
 	}
-	printf("\n(-) lower is better, (+) higher is better; ratio = value / the case it alternated with (its floor, or "
-	       "the peer its target names), per pass then median; best peer ratio = value / best peer's median.\nmodes: F fast, S slow cache-line mode before each part (case/comparison); ! = a pass whose "
+	printf("\n(-) lower is better, (+) higher is better; ratio = value / the case it "
+	       "alternated with (its floor, or "
+	       "the peer its target names), per pass then median; best peer ratio = value / best "
+	       "peer's median.\nmodes: F fast, S slow cache-line mode before each part "
+	       "(case/comparison); ! = a pass whose "
 	       "parts ran in different modes.\nran %d pass(es) in %.1f s\n",
 	       passes, secs);
 
 	if (!json.empty()) {
 		std::ofstream f(json);
 		f << "{\n  \"library_version\": " << json_str(lib_version)
-		  << ",\n  \"library_header_version\": " << json_str(version_string(KNIT_VERSION_NUMBER))
-		  << ",\n  \"commit\": " << json_str(KB_COMMIT) << ",\n  \"compiler\": " << json_str(KB_COMPILER)
+		  << ",\n  \"library_header_version\": "
+		  << json_str(version_string(KNIT_VERSION_NUMBER))
+		  << ",\n  \"commit\": " << json_str(KB_COMMIT)
+		  << ",\n  \"compiler\": " << json_str(KB_COMPILER)
 		  << ",\n  \"date\": " << json_str(date) << ",\n  \"seconds\": " << json_num(secs)
-		  << ",\n  \"machine\": {\"cpus\": " << g_place.ncpu_online << ", \"model\": " << json_str(model)
-		  << ", \"kernel\": " << json_str(u.release) << ", \"host_cpu\": " << g_place.host
-		  << ", \"worker_cpu\": " << g_place.worker << ", \"mode_probe_ns\": " << json_num(probe_ns)
-		  << ", \"slow_mode_above_ns\": " << json_num(kSlowModeNs) << "},\n  \"passes\": " << passes
+		  << ",\n  \"machine\": {\"cpus\": " << g_place.ncpu_online
+		  << ", \"model\": " << json_str(model) << ", \"kernel\": " << json_str(u.release)
+		  << ", \"host_cpu\": " << g_place.host << ", \"worker_cpu\": " << g_place.worker
+		  << ", \"mode_probe_ns\": " << json_num(probe_ns)
+		  << ", \"slow_mode_above_ns\": " << json_num(kSlowModeNs)
+		  << "},\n  \"passes\": " << passes
 		  << ",\n  \"quick\": " << (g_quick ? "true" : "false") << ",\n  \"left_out\": [";
 		for (size_t i = 0; i < left_out().size(); i++)
 			f << (i ? ", " : "") << json_str(left_out()[i]);
@@ -621,17 +658,22 @@ int main(int argc, char **argv)
 			std::string modes = "[", mixed = "[";
 			for (size_t k = 0; k < r.modes.size(); k++) {
 				modes += (k ? ", " : "") + json_str(r.modes[k]);
-				mixed += std::string(k ? ", " : "") + (r.mixed[k] ? "true" : "false");
+				mixed += std::string(k ? ", " : "") +
+					 (r.mixed[k] ? "true" : "false");
 			}
-			f << "    {\"case\": " << json_str(r.cs) << ", \"metric\": " << json_str(r.metric)
-			  << ", \"unit\": " << json_str(r.unit) << ", \"value\": " << json_num(r.value)
-			  << ", \"per_pass\": " << arr(r.per_pass)
-			  << ", \"compare_to\": " << (r.floor_name.empty() ? "null" : json_str(r.floor_name))
-			  << ", \"compare_value\": " << json_num(r.floor_value) << ", \"ratio\": " << json_num(r.ratio)
-			  << ", \"per_pass_ratio\": " << arr(r.per_pass_ratio)
-			  << ", \"peer\": " << (r.peer_name.empty() ? "null" : json_str(r.peer_name))
-			  << ", \"peer_value\": " << json_num(r.peer_value) << ", \"peer_ratio\": " << json_num(r.peer_ratio)
-			  << ", \"better\": " << (r.better == Better::Lower ? "\"lower\"" : "\"higher\"")
+			f << "    {\"case\": " << json_str(r.cs)
+			  << ", \"metric\": " << json_str(r.metric)
+			  << ", \"unit\": " << json_str(r.unit)
+			  << ", \"value\": " << json_num(r.value)
+			  << ", \"per_pass\": " << arr(r.per_pass) << ", \"compare_to\": "
+			  << (r.floor_name.empty() ? "null" : json_str(r.floor_name))
+			  << ", \"compare_value\": " << json_num(r.floor_value)
+			  << ", \"ratio\": " << json_num(r.ratio)
+			  << ", \"per_pass_ratio\": " << arr(r.per_pass_ratio) << ", \"peer\": "
+			  << (r.peer_name.empty() ? "null" : json_str(r.peer_name))
+			  << ", \"peer_value\": " << json_num(r.peer_value)
+			  << ", \"peer_ratio\": " << json_num(r.peer_ratio) << ", \"better\": "
+			  << (r.better == Better::Lower ? "\"lower\"" : "\"higher\"")
 			  << ", \"modes\": " << modes << "], \"mode_mixed\": " << mixed << "]}"
 			  << (i + 1 < rows.size() ? ",\n" : "\n");
 		}
@@ -657,9 +699,12 @@ int main(int argc, char **argv)
 		}
 		PlotInfo info;
 		info.source = "this run";
-		info.title = "libknitting " + lib_version + (std::string(KB_COMMIT) == "unknown" ? "" : " (" KB_COMMIT ")") +
-			     " against its floors and best peers\n" + model + ", " + std::to_string(g_place.ncpu_online) +
-			     " CPUs, " + std::to_string(passes) + (passes == 1 ? " pass" : " passes") + ", medians, " + date +
+		info.title = "libknitting " + lib_version +
+			     (std::string(KB_COMMIT) == "unknown" ? "" : " (" KB_COMMIT ")") +
+			     " against its floors and best peers\n" + model + ", " +
+			     std::to_string(g_place.ncpu_online) + " CPUs, " +
+			     std::to_string(passes) + (passes == 1 ? " pass" : " passes") +
+			     ", medians, " + date +
 			     (g_quick ? " (--quick: the times mean nothing)" : "");
 		if (write_plot(plot, prow, info) == 0)
 			printf("wrote %s\n", plot.c_str());

@@ -62,9 +62,9 @@ struct Backoff {
 
 struct SpscRing {
 	static constexpr uint32_t kCap = 4096;
-	alignas(128) std::atomic<uint32_t> head{ 0 }; // consumer
+	alignas(128) std::atomic<uint32_t> head{0}; // consumer
 	alignas(128) uint32_t tail_cache = 0;
-	alignas(128) std::atomic<uint32_t> tail{ 0 }; // producer
+	alignas(128) std::atomic<uint32_t> tail{0}; // producer
 	alignas(128) uint32_t head_cache = 0;
 	alignas(128) uint64_t slot[kCap];
 	bool push(uint64_t v)
@@ -109,7 +109,7 @@ struct AtomicQ {
 #endif
 #ifdef KB_HAVE_MOODY
 struct MoodyQ {
-	moodycamel::ConcurrentQueue<uint64_t> q{ 4096 };
+	moodycamel::ConcurrentQueue<uint64_t> q{4096};
 	bool push(uint64_t v) { return q.enqueue(v); }
 	bool pop(uint64_t &v) { return q.try_dequeue(v); }
 };
@@ -120,7 +120,7 @@ struct MoodyQ {
 // have no way to sleep).
 template <typename Q> struct SpinPool {
 	Q req, resp;
-	std::atomic<bool> stop{ false };
+	std::atomic<bool> stop{false};
 	std::thread worker;
 	SpinPool()
 	{
@@ -312,7 +312,8 @@ Meas mutex_batch(int batch, int reps)
 			got += p.take(&sum);
 		m.ns += (double)(now_ns() - t0);
 		m.ops += batch;
-		check(sum == (uint64_t)batch * (batch + 1) / 2, "mutex batch: every call answered once");
+		check(sum == (uint64_t)batch * (batch + 1) / 2,
+		      "mutex batch: every call answered once");
 	}
 	return m;
 }
@@ -381,7 +382,10 @@ Meas blocking_roundtrip(int n, uint64_t gap_ns)
 #ifdef KB_HAVE_TBB
 // Pins TBB's worker threads to the worker CPU as they join an arena.
 struct PinObserver : tbb::task_scheduler_observer {
-	explicit PinObserver(tbb::task_arena &a) : tbb::task_scheduler_observer(a) { observe(true); }
+	explicit PinObserver(tbb::task_arena &a) : tbb::task_scheduler_observer(a)
+	{
+		observe(true);
+	}
 	PinObserver() { observe(true); }
 	void on_scheduler_entry(bool is_worker) override
 	{
@@ -401,18 +405,21 @@ Meas tbb_task_group(int batch, int reps)
 {
 	tbb_limit();
 	PinObserver obs;
-	std::atomic<uint64_t> sum{ 0 };
+	std::atomic<uint64_t> sum{0};
 	Meas m;
 	for (int r = 0; r < reps; r++) {
 		sum = 0;
 		tbb::task_group tg;
 		uint64_t t0 = now_ns();
 		for (int i = 1; i <= batch; i++)
-			tg.run([&sum, i] { sum.fetch_add((uint64_t)i, std::memory_order_relaxed); });
+			tg.run([&sum, i] {
+				sum.fetch_add((uint64_t)i, std::memory_order_relaxed);
+			});
 		tg.wait();
 		m.ns += (double)(now_ns() - t0);
 		m.ops += batch;
-		check(sum == (uint64_t)batch * (batch + 1) / 2, "tbb task_group: every task ran once");
+		check(sum == (uint64_t)batch * (batch + 1) / 2,
+		      "tbb task_group: every task ran once");
 	}
 	return m;
 }
@@ -426,7 +433,7 @@ Meas tbb_arena_roundtrip(int n, uint64_t gap_ns)
 	tbb::task_arena arena(1, 0);
 	arena.initialize();
 	PinObserver obs(arena);
-	alignas(128) std::atomic<uint64_t> done{ 0 };
+	alignas(128) std::atomic<uint64_t> done{0};
 	std::mt19937 rng(12345);
 	for (uint64_t i = 1; i <= 1000; i++) { // warm-up: the worker thread exists and has run
 		arena.enqueue([&done, i] { done.store(i, std::memory_order_release); });
@@ -458,7 +465,7 @@ Meas tbb_stream(int n)
 	tbb::task_arena arena(1, 0);
 	arena.initialize();
 	PinObserver obs(arena);
-	alignas(128) std::atomic<uint64_t> done{ 0 };
+	alignas(128) std::atomic<uint64_t> done{0};
 	Meas m;
 	uint64_t t0 = now_ns();
 	auto prod = pinned_thread(g_place.host, [&] {
@@ -479,23 +486,38 @@ Meas tbb_stream(int n)
 }
 #endif
 
-const MetricSpec kP50{ "p50", "ns", Better::Lower, true };
-const MetricSpec kP99{ "p99", "ns", Better::Lower, false };
-const MetricSpec kTput{ "tput", "calls/s", Better::Higher, true };
-const MetricSpec kCs{ "ctxsw/call", "/call", Better::Lower, false };
+const MetricSpec kP50{"p50", "ns", Better::Lower, true};
+const MetricSpec kP99{"p99", "ns", Better::Lower, false};
+const MetricSpec kTput{"tput", "calls/s", Better::Higher, true};
+const MetricSpec kCs{"ctxsw/call", "/call", Better::Lower, false};
 
 // batch_cmp, stream_cmp: a case to alternate with (and show the ratio to),
 // or "" for none.
 template <typename Q>
-void add_queue_peer(const std::string &name, const std::string &what, const std::string &batch_cmp = "",
-                    const std::string &stream_cmp = "")
+void add_queue_peer(const std::string &name, const std::string &what,
+		    const std::string &batch_cmp = "", const std::string &stream_cmp = "")
 {
-	add_case({ "peer." + name + ".pingpong", "hot", "peer", "floor.cacheline", { kP50, kP99 },
-		   [] { return spin_pingpong<Q>(scale(20000, 300)); }, what + " ping-pong, worker spinning" });
-	add_case({ "peer." + name + ".batch1000", "batch1000", "peer", batch_cmp, { kTput },
-		   [] { return spin_batch<Q>(1000, scale(200, 3)); }, what + " pool, batches of 1000" });
-	add_case({ "peer." + name + ".stream", "stream", "peer", stream_cmp, { kTput },
-		   [] { return spin_stream<Q>(scale(200000, 2000)); }, what + " pool, producer and reaper threads" });
+	add_case({"peer." + name + ".pingpong",
+		  "hot",
+		  "peer",
+		  "floor.cacheline",
+		  {kP50, kP99},
+		  [] { return spin_pingpong<Q>(scale(20000, 300)); },
+		  what + " ping-pong, worker spinning"});
+	add_case({"peer." + name + ".batch1000",
+		  "batch1000",
+		  "peer",
+		  batch_cmp,
+		  {kTput},
+		  [] { return spin_batch<Q>(1000, scale(200, 3)); },
+		  what + " pool, batches of 1000"});
+	add_case({"peer." + name + ".stream",
+		  "stream",
+		  "peer",
+		  stream_cmp,
+		  {kTput},
+		  [] { return spin_stream<Q>(scale(200000, 2000)); },
+		  what + " pool, producer and reaper threads"});
 }
 
 } // namespace
@@ -506,56 +528,113 @@ void register_peers()
 	// ratio to oneTBB, alternated in the same run, is the most any such pool
 	// can show against oneTBB on this machine.
 #ifdef KB_HAVE_TBB
-	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring", "peer.tbb.task_group.batch1000", "peer.tbb.stream");
+	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring",
+				 "peer.tbb.task_group.batch1000", "peer.tbb.stream");
 #else
 	add_queue_peer<SpscRing>("spsc_echo", "hand-rolled SPSC ring");
 #endif
 	// The ceiling at libknitting's other batch sizes (their comparison).
-	for (int size : { 1, 32, 10000 }) {
+	for (int size : {1, 32, 10000}) {
 		int reps = std::max(1, (g_quick ? 2000 : 400000) / size);
 		if (size == 1)
 			reps = scale(20000, 200);
-		add_case({ "peer.spsc_echo.batch" + std::to_string(size), "batch" + std::to_string(size), "peer", "",
-			   { kTput }, [size, reps] { return spin_batch<SpscRing>(size, reps); },
-			   "hand-rolled SPSC ring pool, batches of " + std::to_string(size) });
+		add_case({"peer.spsc_echo.batch" + std::to_string(size),
+			  "batch" + std::to_string(size),
+			  "peer",
+			  "",
+			  {kTput},
+			  [size, reps] { return spin_batch<SpscRing>(size, reps); },
+			  "hand-rolled SPSC ring pool, batches of " + std::to_string(size)});
 	}
 #ifdef KB_HAVE_BOOST
 	add_queue_peer<BoostQ>("boost_spsc", "Boost.Lockfree spsc_queue");
 #else
-	left_out().push_back("boost_spsc: <boost/lockfree/spsc_queue.hpp> not found (libboost-dev)");
+	left_out().push_back(
+		"boost_spsc: <boost/lockfree/spsc_queue.hpp> not found (libboost-dev)");
 #endif
 #ifdef KB_HAVE_AQ
 	add_queue_peer<AtomicQ>("atomic_queue", "atomic_queue::AtomicQueue");
 #else
-	left_out().push_back("atomic_queue: <atomic_queue/atomic_queue.h> not found (libatomic-queue-dev)");
+	left_out().push_back(
+		"atomic_queue: <atomic_queue/atomic_queue.h> not found (libatomic-queue-dev)");
 #endif
 #ifdef KB_HAVE_MOODY
 	add_queue_peer<MoodyQ>("moodycamel", "moodycamel::ConcurrentQueue");
-	add_case({ "peer.moodycamel_blocking.gap200us", "cold", "peer", "floor.futex_pingpong", { kP50, kP99, kCs },
-		   [] { return blocking_roundtrip(scale(1000, 30), 200000); },
-		   "moodycamel::BlockingConcurrentQueue round trip after a 200 us gap" });
+	add_case({"peer.moodycamel_blocking.gap200us",
+		  "cold",
+		  "peer",
+		  "floor.futex_pingpong",
+		  {kP50, kP99, kCs},
+		  [] { return blocking_roundtrip(scale(1000, 30), 200000); },
+		  "moodycamel::BlockingConcurrentQueue round trip after a 200 us gap"});
 #else
-	left_out().push_back("moodycamel: <concurrentqueue/concurrentqueue.h> not found (libconcurrentqueue-dev)");
+	left_out().push_back("moodycamel: <concurrentqueue/concurrentqueue.h> not found "
+			     "(libconcurrentqueue-dev)");
 #endif
-	add_case({ "peer.mutex_cv.roundtrip", "hot", "peer", "floor.cacheline", { kP50, kP99, kCs },
-		   [] { return mutex_roundtrip(scale(5000, 100), 0); }, "mutex + condition variable pool round trip" });
-	add_case({ "peer.mutex_cv.gap200us", "cold", "peer", "floor.futex_pingpong", { kP50, kP99, kCs },
-		   [] { return mutex_roundtrip(scale(1000, 30), 200000); }, "mutex + condition variable pool after a 200 us gap" });
-	add_case({ "peer.mutex_cv.batch1000", "batch1000", "peer", "", { kTput },
-		   [] { return mutex_batch(1000, scale(200, 3)); }, "mutex + condition variable pool, batches of 1000" });
-	add_case({ "peer.mutex_cv.stream", "stream", "peer", "", { kTput },
-		   [] { return mutex_stream(scale(200000, 2000)); }, "mutex + condition variable pool, producer and reaper" });
+	add_case({"peer.mutex_cv.roundtrip",
+		  "hot",
+		  "peer",
+		  "floor.cacheline",
+		  {kP50, kP99, kCs},
+		  [] { return mutex_roundtrip(scale(5000, 100), 0); },
+		  "mutex + condition variable pool round trip"});
+	add_case({"peer.mutex_cv.gap200us",
+		  "cold",
+		  "peer",
+		  "floor.futex_pingpong",
+		  {kP50, kP99, kCs},
+		  [] { return mutex_roundtrip(scale(1000, 30), 200000); },
+		  "mutex + condition variable pool after a 200 us gap"});
+	add_case({"peer.mutex_cv.batch1000",
+		  "batch1000",
+		  "peer",
+		  "",
+		  {kTput},
+		  [] { return mutex_batch(1000, scale(200, 3)); },
+		  "mutex + condition variable pool, batches of 1000"});
+	add_case({"peer.mutex_cv.stream",
+		  "stream",
+		  "peer",
+		  "",
+		  {kTput},
+		  [] { return mutex_stream(scale(200000, 2000)); },
+		  "mutex + condition variable pool, producer and reaper"});
 #ifdef KB_HAVE_TBB
-	add_case({ "peer.tbb.task_group.batch1000", "batch1000", "peer", "", { kTput },
-		   [] { return tbb_task_group(1000, scale(200, 3)); }, "oneTBB task_group: run 1000, wait" });
-	add_case({ "peer.tbb.arena_enqueue.hot", "hot", "peer", "floor.cacheline", { kP50, kP99 },
-		   [] { return tbb_arena_roundtrip(scale(20000, 300), 0); }, "oneTBB task_arena::enqueue round trip, back to back" });
-	add_case({ "peer.tbb.arena_enqueue.gap200us", "cold", "peer", "floor.futex_pingpong", { kP50, kP99, kCs },
-		   [] { return tbb_arena_roundtrip(scale(1000, 30), 200000); }, "oneTBB task_arena::enqueue after a 200 us gap" });
-	add_case({ "peer.tbb.arena_enqueue.after_sleep", "first", "peer", "floor.futex_pingpong", { kP50, kP99, kCs },
-		   [] { return tbb_arena_roundtrip(scale(40, 4), 1); }, "oneTBB task_arena::enqueue after the host slept 5-10 ms" });
-	add_case({ "peer.tbb.stream", "stream", "peer", "", { kTput },
-		   [] { return tbb_stream(scale(200000, 2000)); }, "oneTBB task_arena::enqueue from a producer, counted by a reaper" });
+	add_case({"peer.tbb.task_group.batch1000",
+		  "batch1000",
+		  "peer",
+		  "",
+		  {kTput},
+		  [] { return tbb_task_group(1000, scale(200, 3)); },
+		  "oneTBB task_group: run 1000, wait"});
+	add_case({"peer.tbb.arena_enqueue.hot",
+		  "hot",
+		  "peer",
+		  "floor.cacheline",
+		  {kP50, kP99},
+		  [] { return tbb_arena_roundtrip(scale(20000, 300), 0); },
+		  "oneTBB task_arena::enqueue round trip, back to back"});
+	add_case({"peer.tbb.arena_enqueue.gap200us",
+		  "cold",
+		  "peer",
+		  "floor.futex_pingpong",
+		  {kP50, kP99, kCs},
+		  [] { return tbb_arena_roundtrip(scale(1000, 30), 200000); },
+		  "oneTBB task_arena::enqueue after a 200 us gap"});
+	add_case({"peer.tbb.arena_enqueue.after_sleep",
+		  "first",
+		  "peer",
+		  "floor.futex_pingpong",
+		  {kP50, kP99, kCs},
+		  [] { return tbb_arena_roundtrip(scale(40, 4), 1); },
+		  "oneTBB task_arena::enqueue after the host slept 5-10 ms"});
+	add_case({"peer.tbb.stream",
+		  "stream",
+		  "peer",
+		  "",
+		  {kTput},
+		  [] { return tbb_stream(scale(200000, 2000)); },
+		  "oneTBB task_arena::enqueue from a producer, counted by a reaper"});
 #else
 	left_out().push_back("oneTBB: <oneapi/tbb/task_arena.h> or libtbb not found (libtbb-dev)");
 #endif

@@ -59,7 +59,8 @@ struct JParser {
 	explicit JParser(const std::string &text) : t(text) {}
 	void ws()
 	{
-		while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\t' || t[i] == '\r'))
+		while (i < t.size() &&
+		       (t[i] == ' ' || t[i] == '\n' || t[i] == '\t' || t[i] == '\r'))
 			i++;
 	}
 	bool fail(const char *what)
@@ -216,7 +217,7 @@ int run_gnuplot(const std::string &script, std::string *why)
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 2);
 	char arg0[] = "gnuplot";
-	char *argv[] = { arg0, nullptr };
+	char *argv[] = {arg0, nullptr};
 	pid_t pid;
 	const int e = posix_spawnp(&pid, "gnuplot", &fa, nullptr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -299,13 +300,15 @@ int write_plot(const std::string &png, const std::vector<PlotRow> &rows, const P
 		pts.push_back(p);
 	}
 	if (pts.empty()) {
-		fprintf(stderr, "knit-bench: nothing to plot in %s: no libknitting case with a floor or a "
-				"peer to compare with\n", info.source.c_str());
+		fprintf(stderr,
+			"knit-bench: nothing to plot in %s: no libknitting case with a floor or a "
+			"peer to compare with\n",
+			info.source.c_str());
 		return -1;
 	}
 	double lo = 1, hi = 1;
 	for (auto &p : pts)
-		for (double v : { p.vs_floor, p.vs_peer })
+		for (double v : {p.vs_floor, p.vs_peer})
 			if (std::isfinite(v))
 				lo = std::min(lo, v), hi = std::max(hi, v);
 	lo /= 1.6;
@@ -319,27 +322,33 @@ int write_plot(const std::string &png, const std::vector<PlotRow> &rows, const P
 	for (size_t i = 0; i < pts.size(); i++) {
 		auto &p = pts[i];
 		g << i << " " << gp_str(p.label) << " "
-		  << (std::isfinite(p.vs_floor) ? fmt("%.6g", p.vs_floor) : "NaN") << " " << gp_str(p.floor_note) << " "
-		  << (std::isfinite(p.vs_peer) ? fmt("%.6g", p.vs_peer) : "NaN") << " " << gp_str(p.peer_note) << "\n";
+		  << (std::isfinite(p.vs_floor) ? fmt("%.6g", p.vs_floor) : "NaN") << " "
+		  << gp_str(p.floor_note) << " "
+		  << (std::isfinite(p.vs_peer) ? fmt("%.6g", p.vs_peer) : "NaN") << " "
+		  << gp_str(p.peer_note) << "\n";
 	}
 	g << "EOD\n"
 	  << "set datafile missing 'NaN'\n"
 	  << "set title " << gp_str(info.title) << "\n"
-	  << "set xlabel " << gp_str("libknitting's time per call / the reference's (log scale; throughput "
-	                             "counted as time per call). Left of 1x: libknitting is faster.")
+	  << "set xlabel "
+	  << gp_str("libknitting's time per call / the reference's (log scale; throughput "
+		    "counted as time per call). Left of 1x: libknitting is faster.")
 	  << "\n"
 	  << "set logscale x 2\nset xrange [" << lo << ":" << hi << "]\n"
 	  << "set format x '%gx'\nset xtics (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256)\n"
 	  << "set yrange [" << (double)pts.size() - 0.5 << ":-0.8]\n"
-	  << "set grid xtics lc rgb '#dddddd'\nset border 3\nset ytics nomirror\nset xtics nomirror\n"
+	  << "set grid xtics lc rgb '#dddddd'\nset border 3\nset ytics nomirror\nset xtics "
+	     "nomirror\n"
 	  << "set key outside top center vertical reverse Left\n"
 	  << "set arrow 1 from 1, graph 0 to 1, graph 1 nohead lw 2 lc rgb '#444444' back\n"
 	  << "set label 1 'parity' at 1, graph 1 offset 0.5,-0.8 tc rgb '#444444'\n"
 	  << "plot $data using 3:1:ytic(2) with points pt 7 ps 1.7 lc rgb '#7f7f7f' "
-	     "title 'vs what it alternated with in each pass: its floor (the least the protocol costs), else the case named', \\\n"
+	     "title 'vs what it alternated with in each pass: its floor (the least the protocol "
+	     "costs), else the case named', \\\n"
 	  << "     $data using 5:1 with points pt 5 ps 1.5 lc rgb '#1f77b4' "
 	     "title 'vs the best peer (the fastest other library run for it)', \\\n"
-	  << "     $data using 3:1:4 with labels left offset 1.2,0.55 tc rgb '#555555' notitle, \\\n"
+	  << "     $data using 3:1:4 with labels left offset 1.2,0.55 tc rgb '#555555' notitle, "
+	     "\\\n"
 	  << "     $data using 5:1:6 with labels left offset 1.2,-0.55 tc rgb '#1f77b4' notitle\n";
 	std::string why;
 	if (run_gnuplot(g.str(), &why) != 0) {
@@ -362,13 +371,15 @@ int plot_from_json(const std::string &json, const std::string &png)
 	JParser p(text);
 	JVal root;
 	if (!p.value(root) || root.kind != JVal::Obj) {
-		fprintf(stderr, "knit-bench: %s is not a knit-bench --json file (%s)\n", json.c_str(),
-			p.err.empty() ? "not an object" : p.err.c_str());
+		fprintf(stderr, "knit-bench: %s is not a knit-bench --json file (%s)\n",
+			json.c_str(), p.err.empty() ? "not an object" : p.err.c_str());
 		return -1;
 	}
 	const JVal *res = root.get("results");
 	if (!res || res->kind != JVal::Arr) {
-		fprintf(stderr, "knit-bench: %s has no \"results\" array: not a knit-bench --json file\n", json.c_str());
+		fprintf(stderr,
+			"knit-bench: %s has no \"results\" array: not a knit-bench --json file\n",
+			json.c_str());
 		return -1;
 	}
 	std::vector<PlotRow> rows;
@@ -397,10 +408,12 @@ int plot_from_json(const std::string &json, const std::string &png)
 	std::string date = root.str("date");
 	info.title = "libknitting " + (lib.empty() ? std::string("(version not recorded)") : lib) +
 		     (commit.empty() || commit == "unknown" ? "" : " (" + commit + ")") +
-		     " against its floors and best peers\n" + (model.empty() ? "unknown CPU" : model) +
-		     (std::isfinite(cpus) ? ", " + std::to_string((int)cpus) + " CPUs" : "") + ", " +
-		     std::to_string((int)root.num("passes")) + " " + ((int)root.num("passes") == 1 ? "pass" : "passes") +
-		     ", medians" + (date.empty() ? "" : ", " + date);
+		     " against its floors and best peers\n" +
+		     (model.empty() ? "unknown CPU" : model) +
+		     (std::isfinite(cpus) ? ", " + std::to_string((int)cpus) + " CPUs" : "") +
+		     ", " + std::to_string((int)root.num("passes")) + " " +
+		     ((int)root.num("passes") == 1 ? "pass" : "passes") + ", medians" +
+		     (date.empty() ? "" : ", " + date);
 	return write_plot(png, rows, info);
 }
 

@@ -47,7 +47,7 @@
 
 /* Knobs set by the loader before load (read-only once loaded). */
 const volatile bool filter_tgid = false; /* only `hosts` and their `procs` */
-const volatile __u64 targ_pool = 0;    /* 0 = every pool */
+const volatile __u64 targ_pool = 0;      /* 0 = every pool */
 const volatile bool filter_lane = false;
 const volatile __u32 targ_lane = 0;
 
@@ -166,10 +166,7 @@ struct {
 static const struct kt_hist zero_hist;
 static const struct kt_counts zero_counts;
 
-static __always_inline __u32 cur_tid(void)
-{
-	return (__u32)bpf_get_current_pid_tgid();
-}
+static __always_inline __u32 cur_tid(void) { return (__u32)bpf_get_current_pid_tgid(); }
 
 /* Should a probe for (pool, lane) be looked at? In a worker process *pool
  * becomes the host's pool id first. lane KT_LANE_POOL passes the
@@ -200,7 +197,7 @@ static __always_inline bool wanted(__u64 *pool, __u32 lane)
 
 static __always_inline struct kt_counts *counts_of(__u64 pool, __u32 lane)
 {
-	struct kt_lane_key key = { .pool = pool, .lane = lane };
+	struct kt_lane_key key = {.pool = pool, .lane = lane};
 	struct kt_counts *c;
 
 	c = bpf_map_lookup_elem(&counts, &key);
@@ -235,18 +232,28 @@ static __always_inline __u32 log2_u64(__u64 v)
 {
 	__u32 r = 0, shift;
 
-	shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
-	shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xff) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xf) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	shift = (v > 0xffffffffULL) << 5;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xffff) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xff) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xf) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
 	r |= (v >> 1);
 	return r;
 }
 
 static __always_inline void record(__u64 pool, __u32 lane, __u32 view, __u64 start, __u64 now)
 {
-	struct kt_hist_key key = { .pool = pool, .lane = lane, .view = view };
+	struct kt_hist_key key = {.pool = pool, .lane = lane, .view = view};
 	struct kt_hist *h;
 	__u64 delta, old;
 	__u32 slot;
@@ -287,8 +294,8 @@ static __always_inline void record(__u64 pool, __u32 lane, __u32 view, __u64 sta
 SEC("usdt")
 int BPF_USDT(worker_park, __u64 pool, __u32 lane, __u64 wake_seq)
 {
-	struct kt_lane_key lk = { .pool = pool, .lane = lane };
-	struct park_val pv = { .ts = bpf_ktime_get_ns() };
+	struct kt_lane_key lk = {.pool = pool, .lane = lane};
+	struct park_val pv = {.ts = bpf_ktime_get_ns()};
 	__u32 tid = cur_tid();
 	struct ring_val *rv;
 
@@ -319,11 +326,21 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 	if (!wanted(&pool, lane))
 		return 0;
 	switch (reason) {
-	case KT_REASON_RUNG: count(pool, lane, KT_EV_WAKE_RUNG); break;
-	case KT_REASON_WATCHDOG: count(pool, lane, KT_EV_WAKE_WATCHDOG); break;
-	case KT_REASON_SPURIOUS: count(pool, lane, KT_EV_WAKE_SPURIOUS); break;
-	case KT_REASON_STOP: count(pool, lane, KT_EV_WAKE_STOP); break;
-	default: count(pool, lane, KT_EV_WAKE_OTHER); break;
+	case KT_REASON_RUNG:
+		count(pool, lane, KT_EV_WAKE_RUNG);
+		break;
+	case KT_REASON_WATCHDOG:
+		count(pool, lane, KT_EV_WAKE_WATCHDOG);
+		break;
+	case KT_REASON_SPURIOUS:
+		count(pool, lane, KT_EV_WAKE_SPURIOUS);
+		break;
+	case KT_REASON_STOP:
+		count(pool, lane, KT_EV_WAKE_STOP);
+		break;
+	default:
+		count(pool, lane, KT_EV_WAKE_OTHER);
+		break;
 	}
 	pv = bpf_map_lookup_elem(&parked, &tid);
 	if (pv) {
@@ -336,8 +353,8 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 		 * yet (the probe follows the claim): leave a marker for it.
 		 * NOEXIST: the ring probe may be inserting on another CPU right
 		 * now; whichever insert loses sees the other's entry. */
-		struct ring_val mark = { .ts = now, .pool = pool, .lane = lane,
-					 .state = RING_CLAIMED };
+		struct ring_val mark = {
+			.ts = now, .pool = pool, .lane = lane, .state = RING_CLAIMED};
 
 		if (!bpf_map_update_elem(&rings, &tid, &mark, BPF_NOEXIST))
 			return 0;
@@ -362,8 +379,8 @@ int BPF_USDT(worker_wake, __u64 pool, __u32 lane, __u32 reason)
 SEC("usdt")
 int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 {
-	struct kt_lane_key lk = { .pool = pool, .lane = lane };
-	struct ring_val rv = { .pool = pool, .lane = lane, .state = RING_PENDING };
+	struct kt_lane_key lk = {.pool = pool, .lane = lane};
+	struct ring_val rv = {.pool = pool, .lane = lane, .state = RING_PENDING};
 	struct ring_val *old;
 	__u32 *known, tid;
 
@@ -397,7 +414,7 @@ int BPF_USDT(host_ring, __u64 pool, __u32 lane, __s32 target_tid)
 SEC("usdt")
 int BPF_USDT(doorbell_arm, __u64 pool)
 {
-	struct arm_val av = { .ts = bpf_ktime_get_ns(), .pool = pool };
+	struct arm_val av = {.ts = bpf_ktime_get_ns(), .pool = pool};
 	__u32 tid = cur_tid();
 
 	if (!wanted(&pool, KT_LANE_POOL))
@@ -437,8 +454,8 @@ int BPF_USDT(doorbell_wake, __u64 pool)
 SEC("usdt")
 int BPF_USDT(task_enqueue, __u64 pool, __u32 lane, __u64 ticket)
 {
-	struct call_key ck = { .pool = pool, .ticket = ticket };
-	struct call_val cv = { .enq_ts = bpf_ktime_get_ns(), .lane = lane };
+	struct call_key ck = {.pool = pool, .ticket = ticket};
+	struct call_val cv = {.enq_ts = bpf_ktime_get_ns(), .lane = lane};
 	__u32 line = line_lane(ticket);
 
 	/* A synchronous-line call names the shared pseudo-lane in a steal pool
@@ -460,7 +477,7 @@ int BPF_USDT(task_enqueue, __u64 pool, __u32 lane, __u64 ticket)
 SEC("usdt")
 int BPF_USDT(task_start, __u64 pool, __u32 lane, __u64 ticket)
 {
-	struct call_key ck = { .pool = pool, .ticket = ticket };
+	struct call_key ck = {.pool = pool, .ticket = ticket};
 	__u64 now = bpf_ktime_get_ns();
 	struct call_val *cv;
 
@@ -481,7 +498,7 @@ int BPF_USDT(task_start, __u64 pool, __u32 lane, __u64 ticket)
 SEC("usdt")
 int BPF_USDT(task_done, __u64 pool, __u32 lane, __u64 ticket, __s32 status)
 {
-	struct call_key ck = { .pool = pool, .ticket = ticket };
+	struct call_key ck = {.pool = pool, .ticket = ticket};
 	struct call_val *cv;
 
 	if (!wanted(&pool, lane))
@@ -499,7 +516,7 @@ int BPF_USDT(task_done, __u64 pool, __u32 lane, __u64 ticket, __s32 status)
 SEC("usdt")
 int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 {
-	struct call_key ck = { .ticket = ticket };
+	struct call_key ck = {.ticket = ticket};
 	struct call_val *cv;
 	__u64 host_pool = pool;
 
@@ -526,8 +543,8 @@ int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 		/* Completed without ever starting (cancelled, expired) while in
 		 * the shared queue: a pool-level sample. */
 		if (cv->enq_ts)
-			record(pool, cv->lane == KT_LANE_SHARED ? KT_LANE_POOL : cv->lane, KT_VIEW_CALL,
-			       cv->enq_ts, bpf_ktime_get_ns());
+			record(pool, cv->lane == KT_LANE_SHARED ? KT_LANE_POOL : cv->lane,
+			       KT_VIEW_CALL, cv->enq_ts, bpf_ktime_get_ns());
 		bpf_map_delete_elem(&calls, &ck);
 	}
 	return 0;
@@ -536,7 +553,7 @@ int BPF_USDT(task_complete, __u64 pool, __u64 ticket, __s32 status)
 SEC("usdt")
 int BPF_USDT(stop_request, __u64 pool, __u32 lane)
 {
-	struct kt_lane_key lk = { .pool = pool, .lane = lane };
+	struct kt_lane_key lk = {.pool = pool, .lane = lane};
 	__u64 now = bpf_ktime_get_ns();
 
 	if (!wanted(&pool, lane))
@@ -550,7 +567,7 @@ int BPF_USDT(stop_request, __u64 pool, __u32 lane)
 SEC("usdt")
 int BPF_USDT(stop_ack, __u64 pool, __u32 lane)
 {
-	struct kt_lane_key lk = { .pool = pool, .lane = lane };
+	struct kt_lane_key lk = {.pool = pool, .lane = lane};
 	__u64 *ts;
 
 	if (!wanted(&pool, lane))
@@ -572,8 +589,8 @@ SEC("usdt")
 int BPF_USDT(proc_worker_start, __u64 view, __u32 lane, __u64 host_pool)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct kt_lane_key lk = { .pool = host_pool, .lane = lane };
-	struct kt_proc pv = { .host_pool = host_pool, .view = view, .lane = lane };
+	struct kt_lane_key lk = {.pool = host_pool, .lane = lane};
+	struct kt_proc pv = {.host_pool = host_pool, .view = view, .lane = lane};
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 
@@ -600,12 +617,24 @@ int BPF_USDT(proc_worker_exit, __u64 pool, __u32 lane, __u32 cause, __s32 code)
 	if (!wanted(&pool, lane))
 		return 0;
 	switch (cause) {
-	case KT_EXIT_STOPPED: ev = KT_EV_PROC_STOPPED; break;
-	case KT_EXIT_SIGNAL: ev = KT_EV_PROC_SIGNAL; break;
-	case KT_EXIT_STATUS: ev = KT_EV_PROC_STATUS; break;
-	case KT_EXIT_KILLED: ev = KT_EV_PROC_KILLED; break;
-	case KT_EXIT_PROTO: ev = KT_EV_PROC_PROTO; break;
-	default: ev = KT_EV_PROC_OTHER; break;
+	case KT_EXIT_STOPPED:
+		ev = KT_EV_PROC_STOPPED;
+		break;
+	case KT_EXIT_SIGNAL:
+		ev = KT_EV_PROC_SIGNAL;
+		break;
+	case KT_EXIT_STATUS:
+		ev = KT_EV_PROC_STATUS;
+		break;
+	case KT_EXIT_KILLED:
+		ev = KT_EV_PROC_KILLED;
+		break;
+	case KT_EXIT_PROTO:
+		ev = KT_EV_PROC_PROTO;
+		break;
+	default:
+		ev = KT_EV_PROC_OTHER;
+		break;
 	}
 	c = counts_of(pool, lane);
 	if (!c)

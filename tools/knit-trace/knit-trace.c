@@ -48,8 +48,10 @@ _Static_assert(KT_REASON_RUNG == KNIT_TRACE_WAKE_RUNG, "reason codes drifted fro
 _Static_assert(KT_REASON_WATCHDOG == KNIT_TRACE_WAKE_WATCHDOG, "reason codes drifted");
 _Static_assert(KT_REASON_SPURIOUS == KNIT_TRACE_WAKE_SPURIOUS, "reason codes drifted");
 _Static_assert(KT_REASON_STOP == KNIT_TRACE_WAKE_STOP, "reason codes drifted");
-_Static_assert(KT_EXIT_STOPPED == KNIT_TRACE_EXIT_STOPPED && KT_EXIT_SIGNAL == KNIT_TRACE_EXIT_SIGNAL &&
-		       KT_EXIT_STATUS == KNIT_TRACE_EXIT_STATUS && KT_EXIT_KILLED == KNIT_TRACE_EXIT_KILLED &&
+_Static_assert(KT_EXIT_STOPPED == KNIT_TRACE_EXIT_STOPPED &&
+		       KT_EXIT_SIGNAL == KNIT_TRACE_EXIT_SIGNAL &&
+		       KT_EXIT_STATUS == KNIT_TRACE_EXIT_STATUS &&
+		       KT_EXIT_KILLED == KNIT_TRACE_EXIT_KILLED &&
 		       KT_EXIT_PROTO == KNIT_TRACE_EXIT_PROTO,
 	       "exit causes drifted from src/trace.h");
 _Static_assert(KT_LINE_ID_BASE == KNIT_TRACE_LINE_ID_BASE, "line ids drifted from src/trace.h");
@@ -59,9 +61,9 @@ _Static_assert(KT_LINE_ID_BASE == KNIT_TRACE_LINE_ID_BASE, "line ids drifted fro
 
 /* Units of the text output (JSON is always in nanoseconds). */
 enum units { UNITS_NS, UNITS_US, UNITS_MS };
-static const char *const units_name[] = { "nsecs", "usecs", "msecs" };
-static const char *const units_short[] = { "ns", "us", "ms" };
-static const double units_div[] = { 1.0, 1e3, 1e6 };
+static const char *const units_name[] = {"nsecs", "usecs", "msecs"};
+static const char *const units_short[] = {"ns", "us", "ms"};
+static const double units_div[] = {1.0, 1e3, 1e6};
 
 static struct env {
 	pid_t pid;
@@ -88,14 +90,10 @@ static volatile sig_atomic_t exiting;
 
 /* View names (CLI, JSON) and titles (text histograms). */
 static const char *const view_name[KT_NR_VIEWS] = {
-	[KT_VIEW_WAKE_ONCPU] = "wake_cpu",
-	[KT_VIEW_WAKE_PROBE] = "wake_probe",
-	[KT_VIEW_PARK] = "park",
-	[KT_VIEW_QUEUE] = "queue",
-	[KT_VIEW_SERVICE] = "service",
-	[KT_VIEW_CALL] = "call",
-	[KT_VIEW_STOP] = "stop",
-	[KT_VIEW_DOORBELL] = "doorbell",
+	[KT_VIEW_WAKE_ONCPU] = "wake_cpu", [KT_VIEW_WAKE_PROBE] = "wake_probe",
+	[KT_VIEW_PARK] = "park",           [KT_VIEW_QUEUE] = "queue",
+	[KT_VIEW_SERVICE] = "service",     [KT_VIEW_CALL] = "call",
+	[KT_VIEW_STOP] = "stop",           [KT_VIEW_DOORBELL] = "doorbell",
 };
 static const char *const view_title[KT_NR_VIEWS] = {
 	[KT_VIEW_WAKE_ONCPU] = "wake latency: host ring -> rung worker running on a CPU",
@@ -140,7 +138,8 @@ static const char *const event_name[KT_NR_EVENTS] = {
 
 /* ---- command line -------------------------------------------------------- */
 
-const char *argp_program_version = "knit-trace " KT_VERSION; /* -DKT_VERSION: the Makefile, from knitting.h */
+const char *argp_program_version =
+	"knit-trace " KT_VERSION; /* -DKT_VERSION: the Makefile, from knitting.h */
 static const char argp_program_doc[] =
 	"Show how long libknitting's parked workers take to wake, per pool and lane.\n"
 	"\n"
@@ -175,26 +174,34 @@ enum {
 };
 
 static const struct argp_option opts[] = {
-	{ "pid", 'p', "PID", 0, "Trace the libknitting.so mapped by process PID and "
-				"its pools' worker processes", 0 },
-	{ "lib", 'l', "PATH", 0, "Trace this library (with -p: in that process and its workers; "
-				 "alone: in every process)", 0 },
-	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
-	{ "no-follow", OPT_NO_FOLLOW, NULL, 0, "With -p: only that process, not its pools' "
-					      "worker processes", 0 },
-	{ "lane", OPT_LANE, "N", 0, "Only lane N (pool-wide doorbell probes stay)", 0 },
-	{ "pool", OPT_POOL, "ADDR", 0, "Only the pool at address ADDR (as reported)", 0 },
-	{ "json", OPT_JSON, NULL, 0, "Print one JSON object per report", 0 },
-	{ "hist", 'H', "VIEWS", 0, "Histograms to print: comma list of views, 'all' or "
-				   "'none' (default wake_cpu)", 0 },
-	{ "by-pool", OPT_BY_POOL, NULL, 0, "Merge the lanes of each pool in histograms", 0 },
-	{ "timestamp", 'T', NULL, 0, "Print a timestamp with each report", 0 },
-	{ "milliseconds", 'm', NULL, 0, "Text output in milliseconds", 0 },
-	{ "microseconds", 'u', NULL, 0, "Text output in microseconds (the default)", 0 },
-	{ "nanoseconds", 'n', NULL, 0, "Text output in nanoseconds", 0 },
-	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
-	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
-	{ 0 },
+	{"pid", 'p', "PID", 0,
+	 "Trace the libknitting.so mapped by process PID and "
+	 "its pools' worker processes",
+	 0},
+	{"lib", 'l', "PATH", 0,
+	 "Trace this library (with -p: in that process and its workers; "
+	 "alone: in every process)",
+	 0},
+	{"duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0},
+	{"no-follow", OPT_NO_FOLLOW, NULL, 0,
+	 "With -p: only that process, not its pools' "
+	 "worker processes",
+	 0},
+	{"lane", OPT_LANE, "N", 0, "Only lane N (pool-wide doorbell probes stay)", 0},
+	{"pool", OPT_POOL, "ADDR", 0, "Only the pool at address ADDR (as reported)", 0},
+	{"json", OPT_JSON, NULL, 0, "Print one JSON object per report", 0},
+	{"hist", 'H', "VIEWS", 0,
+	 "Histograms to print: comma list of views, 'all' or "
+	 "'none' (default wake_cpu)",
+	 0},
+	{"by-pool", OPT_BY_POOL, NULL, 0, "Merge the lanes of each pool in histograms", 0},
+	{"timestamp", 'T', NULL, 0, "Print a timestamp with each report", 0},
+	{"milliseconds", 'm', NULL, 0, "Text output in milliseconds", 0},
+	{"microseconds", 'u', NULL, 0, "Text output in microseconds (the default)", 0},
+	{"nanoseconds", 'n', NULL, 0, "Text output in nanoseconds", 0},
+	{"verbose", 'v', NULL, 0, "Show libbpf's debug output", 0},
+	{NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0},
+	{0},
 };
 
 static bool parse_long(const char *s, long min, long max, long *out)
@@ -381,11 +388,14 @@ struct probe_ent {
 	const char *name;
 	size_t prog_off; /* offsetof the program in skel->progs */
 };
-#define PROBE(n) { #n, offsetof(struct knit_trace_bpf, progs.n) }
+#define PROBE(n)                                                                                   \
+	{                                                                                          \
+#n, offsetof(struct knit_trace_bpf, progs.n)                                       \
+	}
 static const struct probe_ent probe_table[] = {
-	PROBE(worker_park),  PROBE(worker_wake),   PROBE(host_ring),     PROBE(doorbell_arm),
-	PROBE(doorbell_ring), PROBE(doorbell_wake), PROBE(task_enqueue), PROBE(task_start),
-	PROBE(task_done),    PROBE(task_complete), PROBE(stop_request), PROBE(stop_ack),
+	PROBE(worker_park),       PROBE(worker_wake),      PROBE(host_ring),    PROBE(doorbell_arm),
+	PROBE(doorbell_ring),     PROBE(doorbell_wake),    PROBE(task_enqueue), PROBE(task_start),
+	PROBE(task_done),         PROBE(task_complete),    PROBE(stop_request), PROBE(stop_ack),
 	PROBE(proc_worker_start), PROBE(proc_worker_exit),
 };
 #define NPROBES (sizeof(probe_table) / sizeof(probe_table[0]))
@@ -446,7 +456,8 @@ static int scan_probes(const char *path, unsigned *present, const char **why)
 			if (nh.n_type != 3 || nh.n_namesz != 8 ||
 			    memcmp((const char *)data->d_buf + name_off, "stapsdt", 8))
 				continue;
-			if (nh.n_descsz <= addrs || !memchr(desc + addrs, '\0', nh.n_descsz - addrs))
+			if (nh.n_descsz <= addrs ||
+			    !memchr(desc + addrs, '\0', nh.n_descsz - addrs))
 				continue;
 			prov = desc + addrs;
 			pname = prov + strlen(prov) + 1;
@@ -502,8 +513,8 @@ static int attach_lib(struct knit_trace_bpf *skel, const char *path, pid_t pid, 
 		if (libs[i].dev == st.st_dev && libs[i].ino == st.st_ino)
 			return 0;
 	if (nlibs == MAX_LIBS) {
-		fprintf(stderr, "knit-trace: more than %d libknitting files; %s not traced\n", MAX_LIBS,
-			path);
+		fprintf(stderr, "knit-trace: more than %d libknitting files; %s not traced\n",
+			MAX_LIBS, path);
 		return -ENOSPC;
 	}
 	for (size_t i = 0; i < NPROBES; i++) {
@@ -514,11 +525,12 @@ static int attach_lib(struct knit_trace_bpf *skel, const char *path, pid_t pid, 
 
 		if (!(present & (1u << i))) {
 			if (env.verbose)
-				fprintf(stderr, "knit-trace: %s has no probe %s:%s\n", path, PROVIDER,
-					probe_table[i].name);
+				fprintf(stderr, "knit-trace: %s has no probe %s:%s\n", path,
+					PROVIDER, probe_table[i].name);
 			continue;
 		}
-		link = bpf_program__attach_usdt(prog, pid, path, PROVIDER, probe_table[i].name, NULL);
+		link = bpf_program__attach_usdt(prog, pid, path, PROVIDER, probe_table[i].name,
+						NULL);
 		if (!link) {
 			err = -errno;
 			fprintf(stderr, "knit-trace: cannot attach to %s:%s in %s: %s\n", PROVIDER,
@@ -690,7 +702,7 @@ static void follow_workers(struct knit_trace_bpf *skel)
 	nfollowed = keep;
 	for (int k = 0; k < nk && nfollowed < MAX_FOLLOWED; k++) {
 		char mapped[PATH_MAX], rooted[PATH_MAX + 32];
-		struct kt_proc pv = { .host_tgid = (__u32)env.pid };
+		struct kt_proc pv = {.host_tgid = (__u32)env.pid};
 		const char *lib = mapped, *why = NULL;
 		__u32 tgid = (__u32)kids[k];
 		unsigned present;
@@ -710,7 +722,8 @@ static void follow_workers(struct knit_trace_bpf *skel)
 		if (scan_probes(lib, &present, &why) > 0)
 			attach_lib(skel, lib, -1, present);
 		else if (env.verbose)
-			fprintf(stderr, "knit-trace: worker %d: no probes in %s\n", (int)kids[k], lib);
+			fprintf(stderr, "knit-trace: worker %d: no probes in %s\n", (int)kids[k],
+				lib);
 		/* NOEXIST: an entry the worker's own start probe made knows
 		 * its view already. */
 		bpf_map_update_elem(pfd, &tgid, &pv, BPF_NOEXIST);
@@ -719,7 +732,7 @@ static void follow_workers(struct knit_trace_bpf *skel)
 		 * and a worker that parked before we attached taught us none.
 		 * NOEXIST: what the BPF side learnt is newer. */
 		{
-			struct kt_lane_key lk = { .pool = pv.host_pool, .lane = pv.lane };
+			struct kt_lane_key lk = {.pool = pv.host_pool, .lane = pv.lane};
 
 			bpf_map_update_elem(bpf_map__fd(skel->maps.lanetid), &lk, &tgid,
 					    BPF_NOEXIST);
@@ -809,12 +822,13 @@ static int collect(struct knit_trace_bpf *skel)
 		r->have_hist |= 1u << hk.view;
 	}
 	for (size_t i = 0; i < nrecs; i++) {
-		struct kt_lane_key k = { .pool = recs[i].pool, .lane = recs[i].lane };
+		struct kt_lane_key k = {.pool = recs[i].pool, .lane = recs[i].lane};
 
 		if (recs[i].have_counts)
 			bpf_map_delete_elem(cfd, &k);
 		for (uint32_t v = 0; v < KT_NR_VIEWS; v++) {
-			struct kt_hist_key h = { .pool = recs[i].pool, .lane = recs[i].lane, .view = v };
+			struct kt_hist_key h = {
+				.pool = recs[i].pool, .lane = recs[i].lane, .view = v};
 			if (recs[i].have_hist & (1u << v))
 				bpf_map_delete_elem(hfd, &h);
 		}
@@ -968,7 +982,8 @@ static const char *pool_kind(__u64 pool, const struct kt_counts *tot)
 	if (e[KT_EV_PROC_START])
 		return "processes";
 	if (e[KT_EV_WORKER_PARK] || e[KT_EV_WAKE_RUNG] || e[KT_EV_WAKE_WATCHDOG] ||
-	    e[KT_EV_WAKE_SPURIOUS] || e[KT_EV_WAKE_STOP] || e[KT_EV_TASK_START] || e[KT_EV_STOP_ACK])
+	    e[KT_EV_WAKE_SPURIOUS] || e[KT_EV_WAKE_STOP] || e[KT_EV_TASK_START] ||
+	    e[KT_EV_STOP_ACK])
 		return "threads";
 	return "unknown";
 }
@@ -1027,13 +1042,15 @@ static void print_pool_line(size_t first)
 			printf("; %llu %s through the shared submit queue", shared,
 			       plural(shared, "call", "calls"));
 		printf("), %llu doorbell %s, %llu doorbell %s", tot.ev[KT_EV_DOORBELL_ARM],
-		       plural(tot.ev[KT_EV_DOORBELL_ARM], "arm", "arms"), tot.ev[KT_EV_DOORBELL_WAKE],
+		       plural(tot.ev[KT_EV_DOORBELL_ARM], "arm", "arms"),
+		       tot.ev[KT_EV_DOORBELL_WAKE],
 		       plural(tot.ev[KT_EV_DOORBELL_WAKE], "wake", "wakes"));
 	}
 	if (!strcmp(kind, "processes")) {
 		const __u64 *e = tot.ev;
 		const __u64 started = e[KT_EV_PROC_START];
-		const __u64 died = e[KT_EV_PROC_SIGNAL] + e[KT_EV_PROC_STATUS] + e[KT_EV_PROC_PROTO];
+		const __u64 died =
+			e[KT_EV_PROC_SIGNAL] + e[KT_EV_PROC_STATUS] + e[KT_EV_PROC_PROTO];
 		char sigs[256];
 		const char *sep = "";
 
@@ -1052,7 +1069,8 @@ static void print_pool_line(size_t first)
 				sep = ", ";
 			}
 			if (e[KT_EV_PROC_PROTO])
-				printf("%s%llu killed for a protocol error", sep, e[KT_EV_PROC_PROTO]);
+				printf("%s%llu killed for a protocol error", sep,
+				       e[KT_EV_PROC_PROTO]);
 			printf(")");
 		}
 		if (e[KT_EV_PROC_KILLED])
@@ -1131,7 +1149,8 @@ static void print_text(void)
 
 			memset(&merged, 0, sizeof(merged));
 			for (size_t j = i; j < end; j++)
-				if (recs[j].lane != KT_LANE_POOL && (recs[j].have_hist & (1u << v))) {
+				if (recs[j].lane != KT_LANE_POOL &&
+				    (recs[j].have_hist & (1u << v))) {
 					hist_merge(&merged, &recs[j].hist[v]);
 					lanes++;
 				}
@@ -1182,8 +1201,8 @@ static void json_hist(const struct kt_hist *h)
 	for (int i = 0; i < KT_MAX_SLOTS; i++) {
 		if (!h->slots[i])
 			continue;
-		printf("%s[%llu,%llu,%llu]", first ? "" : ",",
-		       i ? 1ULL << i : 0, (2ULL << i) - 1, h->slots[i]);
+		printf("%s[%llu,%llu,%llu]", first ? "" : ",", i ? 1ULL << i : 0, (2ULL << i) - 1,
+		       h->slots[i]);
 		first = false;
 	}
 	printf("]}");
@@ -1227,8 +1246,8 @@ static void print_json(const char *lib, double secs)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	printf("{\"time\":%lld.%09ld,\"seconds\":%.3f,\"pid\":%d,\"library\":\"", (long long)ts.tv_sec,
-	       ts.tv_nsec, secs, (int)env.pid);
+	printf("{\"time\":%lld.%09ld,\"seconds\":%.3f,\"pid\":%d,\"library\":\"",
+	       (long long)ts.tv_sec, ts.tv_nsec, secs, (int)env.pid);
 	for (const char *c = lib; *c; c++) /* paths: escape what JSON needs */
 		if (*c == '"' || *c == '\\')
 			printf("\\%c", *c);
@@ -1260,7 +1279,7 @@ static void print_json(const char *lib, double secs)
 		}
 		printf("],\"pool_level\":{");
 		{
-			struct lane_rec empty = { 0 };
+			struct lane_rec empty = {0};
 			const struct lane_rec *pr = &empty;
 
 			for (size_t j = i; j < end; j++)
@@ -1421,10 +1440,7 @@ static int cap_effective(uint64_t *eff)
 	return found ? 0 : -ENOENT;
 }
 
-static bool has_cap(uint64_t eff, int cap)
-{
-	return eff >> cap & 1;
-}
+static bool has_cap(uint64_t eff, int cap) { return eff >> cap & 1; }
 
 /* The capability missing to load the BPF programs and place the uprobes:
  * CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, which implies both (and is all
@@ -1485,14 +1501,17 @@ int main(int argc, char **argv)
 
 	const char *cap = missing_bpf_cap();
 	if (cap) {
-		fprintf(stderr, "knit-trace: missing capability %s (loading BPF programs and "
-				"placing uprobes needs CAP_BPF and CAP_PERFMON, or root): try "
-				"sudo knit-trace ...\n", cap);
+		fprintf(stderr,
+			"knit-trace: missing capability %s (loading BPF programs and "
+			"placing uprobes needs CAP_BPF and CAP_PERFMON, or root): try "
+			"sudo knit-trace ...\n",
+			cap);
 		return 1;
 	}
 	if (access(BTF_PATH, R_OK)) {
-		fprintf(stderr, "knit-trace: this kernel has no BTF (%s: %s); knit-trace "
-				"needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n",
+		fprintf(stderr,
+			"knit-trace: this kernel has no BTF (%s: %s); knit-trace "
+			"needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n",
 			BTF_PATH, strerror(errno));
 		return 1;
 	}
@@ -1505,20 +1524,23 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (err == -ENOENT) {
-			fprintf(stderr, "knit-trace: process %d has no libknitting.so mapped (not "
-					"linked with -lknitting, or not loaded yet?); give the "
-					"library with -l PATH\n", (int)env.pid);
+			fprintf(stderr,
+				"knit-trace: process %d has no libknitting.so mapped (not "
+				"linked with -lknitting, or not loaded yet?); give the "
+				"library with -l PATH\n",
+				(int)env.pid);
 			return 1;
 		}
 		if (err == -EACCES && lacks_ptrace_cap()) {
-			fprintf(stderr, "knit-trace: missing capability CAP_SYS_PTRACE (reading "
-					"/proc/%d/maps of another user's process needs it)\n",
+			fprintf(stderr,
+				"knit-trace: missing capability CAP_SYS_PTRACE (reading "
+				"/proc/%d/maps of another user's process needs it)\n",
 				(int)env.pid);
 			return 1;
 		}
 		if (err) {
-			fprintf(stderr, "knit-trace: cannot read /proc/%d/maps: %s\n",
-				(int)env.pid, strerror(-err));
+			fprintf(stderr, "knit-trace: cannot read /proc/%d/maps: %s\n", (int)env.pid,
+				strerror(-err));
 			return 1;
 		}
 		lib = mapped;
@@ -1539,13 +1561,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (n < 0) {
-		fprintf(stderr, "knit-trace: %s has no USDT probes to attach to (%s); was "
-				"libknitting built with -DKNIT_NO_TRACE?\n", lib, why);
+		fprintf(stderr,
+			"knit-trace: %s has no USDT probes to attach to (%s); was "
+			"libknitting built with -DKNIT_NO_TRACE?\n",
+			lib, why);
 		return 1;
 	}
 	if (n == 0) {
-		fprintf(stderr, "knit-trace: %s has USDT probes but none from provider '%s': "
-				"not a libknitting with probes\n", lib, PROVIDER);
+		fprintf(stderr,
+			"knit-trace: %s has USDT probes but none from provider '%s': "
+			"not a libknitting with probes\n",
+			lib, PROVIDER);
 		return 1;
 	}
 
@@ -1562,8 +1588,10 @@ int main(int argc, char **argv)
 
 	err = knit_trace_bpf__load(skel);
 	if (err) {
-		fprintf(stderr, "knit-trace: the kernel refused the BPF programs (%s); run with "
-				"-v for the verifier's log\n", strerror(-err));
+		fprintf(stderr,
+			"knit-trace: the kernel refused the BPF programs (%s); run with "
+			"-v for the verifier's log\n",
+			strerror(-err));
 		goto cleanup;
 	}
 
@@ -1572,8 +1600,10 @@ int main(int argc, char **argv)
 	skel->links.kt_sched_switch = bpf_program__attach(skel->progs.kt_sched_switch);
 	if (!skel->links.kt_sched_wakeup || !skel->links.kt_sched_switch) {
 		err = -errno;
-		fprintf(stderr, "knit-trace: cannot attach to the sched_wakeup/sched_switch "
-				"tracepoints (tp_btf): %s\n", strerror(errno));
+		fprintf(stderr,
+			"knit-trace: cannot attach to the sched_wakeup/sched_switch "
+			"tracepoints (tp_btf): %s\n",
+			strerror(errno));
 		goto cleanup;
 	}
 	if (env.pid) {
@@ -1582,7 +1612,8 @@ int main(int argc, char **argv)
 		err = bpf_map_update_elem(bpf_map__fd(skel->maps.hosts), &host, &one, BPF_ANY);
 		if (err) {
 			err = -errno;
-			fprintf(stderr, "knit-trace: cannot fill the BPF map of traced processes: %s\n",
+			fprintf(stderr,
+				"knit-trace: cannot fill the BPF map of traced processes: %s\n",
 				strerror(-err));
 			goto cleanup;
 		}
@@ -1593,8 +1624,10 @@ int main(int argc, char **argv)
 			bpf_program__attach(skel->progs.kt_sched_process_exit);
 		if (!skel->links.kt_sched_process_exit) {
 			err = -errno;
-			fprintf(stderr, "knit-trace: cannot attach to the sched_process_exit "
-					"tracepoint (tp_btf): %s\n", strerror(errno));
+			fprintf(stderr,
+				"knit-trace: cannot attach to the sched_process_exit "
+				"tracepoint (tp_btf): %s\n",
+				strerror(errno));
 			goto cleanup;
 		}
 	}
@@ -1614,7 +1647,8 @@ int main(int argc, char **argv)
 	/* Worker processes are named only where the host has some now (its
 	 * process pools); those it starts later are followed all the same. */
 	if (follow && nfollowed)
-		fprintf(stderr, "knit-trace: attached %d probes in %s (pid %d and its %d worker %s)",
+		fprintf(stderr,
+			"knit-trace: attached %d probes in %s (pid %d and its %d worker %s)",
 			attached, lib, (int)env.pid, nfollowed,
 			plural((__u64)nfollowed, "process", "processes"));
 	else if (env.pid)
@@ -1629,7 +1663,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "; tracing for %ld s%s. Hit Ctrl-C to end early.\n", env.duration,
 			env.pid ? " or until it exits" : "");
 	else if (env.interval && env.times)
-		fprintf(stderr, "; tracing for %ld reports every %ld s%s. Hit Ctrl-C to end early.\n",
+		fprintf(stderr,
+			"; tracing for %ld reports every %ld s%s. Hit Ctrl-C to end early.\n",
 			env.times, env.interval, env.pid ? " or until it exits" : "");
 	else
 		fprintf(stderr, "; tracing%s. Hit Ctrl-C to end.\n",
@@ -1638,7 +1673,7 @@ int main(int argc, char **argv)
 	start = last = mono_now();
 	for (;;) {
 		bool gone, done_dur, due;
-		struct timespec nap = { 0, 100 * 1000 * 1000 };
+		struct timespec nap = {0, 100 * 1000 * 1000};
 
 		nanosleep(&nap, NULL);
 		if (follow)

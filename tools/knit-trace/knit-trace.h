@@ -41,12 +41,12 @@ enum kt_event {
 	KT_EV_WAKE_STOP,     /* worker_wake, reason 3 */
 	KT_EV_WAKE_OTHER,    /* worker_wake, a reason this tool does not know */
 	KT_EV_HOST_RING,
-	KT_EV_RING_RUNNING,  /* a ring whose target woke without being scheduled in
-				(it had not gone to sleep yet) */
+	KT_EV_RING_RUNNING,    /* a ring whose target woke without being scheduled in
+				  (it had not gone to sleep yet) */
 	KT_EV_RING_AFTER_WAKE, /* the worker took the wake before the host's ring
 				  probe fired (it claimed the ring while re-checking
 				  before its futex wait): no ring latency exists */
-	KT_EV_DOORBELL_ARM,  /* pool-level */
+	KT_EV_DOORBELL_ARM,    /* pool-level */
 	KT_EV_DOORBELL_RING,
 	KT_EV_DOORBELL_WAKE, /* pool-level */
 	KT_EV_TASK_ENQUEUE,
@@ -61,12 +61,12 @@ enum kt_event {
 				TASK_ENQUEUE), on the line's lane */
 	KT_EV_SYNC_COMPLETE, /* pool-level: task_complete of one (also in TASK_COMPLETE) */
 	/* proc_worker_exit, per lane, by cause (enum knit_trace_exit_cause) */
-	KT_EV_PROC_STOPPED,  /* exited 0 when asked to stop */
-	KT_EV_PROC_SIGNAL,   /* died of a signal the pool did not send */
-	KT_EV_PROC_STATUS,   /* exited unasked, or with a failure status */
-	KT_EV_PROC_KILLED,   /* killed by the host (hard timeout, destroy, create) */
-	KT_EV_PROC_PROTO,    /* killed by the host for a protocol error */
-	KT_EV_PROC_OTHER,    /* a cause this tool does not know */
+	KT_EV_PROC_STOPPED, /* exited 0 when asked to stop */
+	KT_EV_PROC_SIGNAL,  /* died of a signal the pool did not send */
+	KT_EV_PROC_STATUS,  /* exited unasked, or with a failure status */
+	KT_EV_PROC_KILLED,  /* killed by the host (hard timeout, destroy, create) */
+	KT_EV_PROC_PROTO,   /* killed by the host for a protocol error */
+	KT_EV_PROC_OTHER,   /* a cause this tool does not know */
 	KT_NR_EVENTS
 };
 

@@ -21,14 +21,14 @@ int64_t kt_now_ns(void)
 
 void kt_sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) != 0)
 		;
 }
 
 static void kt_sleep_us(int us)
 {
-	struct timespec ts = { 0, (long)us * 1000L };
+	struct timespec ts = {0, (long)us * 1000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -41,15 +41,9 @@ atomic_int kt_started;
 struct kt_record kt_records[KT_RECORD_MAX];
 atomic_int kt_nrecords;
 
-void kt_gate_close(void)
-{
-	atomic_store(&kt_gate, 0);
-}
+void kt_gate_close(void) { atomic_store(&kt_gate, 0); }
 
-void kt_gate_open(void)
-{
-	atomic_store(&kt_gate, 1);
-}
+void kt_gate_open(void) { atomic_store(&kt_gate, 1); }
 
 int kt_wait_started(int n)
 {
@@ -325,30 +319,30 @@ static int t_task_data(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *r
 
 /* Deliberately not in name order: ids must come from the sorted names. */
 const knit_task_t kt_tasks[] = {
-	{ "echo", t_echo, 0, 0 },
-	{ "block", t_block, 0, 0 },
-	{ "block_t50", t_block, 50, 0 },
-	{ "block_bytes", t_block_bytes, 0, 0 },
-	{ "sleep", t_sleep, 0, 0 },
-	{ "sleep_t50", t_sleep, 50, 0 },
-	{ "abort_loop", t_abort_loop, 0, KNIT_TASK_ABORTABLE },
-	{ "abort_plain", t_abort_loop, 0, 0 },
-	{ "aborted", t_aborted, 0, 0 },
-	{ "aborted_abortable", t_aborted, 0, KNIT_TASK_ABORTABLE },
-	{ "alloc", t_alloc, 0, 0 },
-	{ "alloc_probe", t_alloc_probe, 0, 0 },
-	{ "bytes", t_bytes, 0, 0 },
-	{ "string", t_string, 0, 0 },
-	{ "deadline", t_deadline, 0, 0 },
-	{ "error", t_error, 0, 0 },
-	{ "error_long", t_error_long, 0, 0 },
-	{ "fail", t_fail, 0, 0 },
-	{ "fail_set", t_fail_set, 0, 0 },
-	{ "inspect", t_inspect, 0, 0 },
-	{ "lane", t_lane, 0, 0 },
-	{ "record", t_record, 0, 0 },
-	{ "str_nul", t_str_nul, 0, 0 },
-	{ "task_data", t_task_data, 0, 0, &kt_task_data_cookie, { 0, 0 } },
+	{"echo", t_echo, 0, 0},
+	{"block", t_block, 0, 0},
+	{"block_t50", t_block, 50, 0},
+	{"block_bytes", t_block_bytes, 0, 0},
+	{"sleep", t_sleep, 0, 0},
+	{"sleep_t50", t_sleep, 50, 0},
+	{"abort_loop", t_abort_loop, 0, KNIT_TASK_ABORTABLE},
+	{"abort_plain", t_abort_loop, 0, 0},
+	{"aborted", t_aborted, 0, 0},
+	{"aborted_abortable", t_aborted, 0, KNIT_TASK_ABORTABLE},
+	{"alloc", t_alloc, 0, 0},
+	{"alloc_probe", t_alloc_probe, 0, 0},
+	{"bytes", t_bytes, 0, 0},
+	{"string", t_string, 0, 0},
+	{"deadline", t_deadline, 0, 0},
+	{"error", t_error, 0, 0},
+	{"error_long", t_error_long, 0, 0},
+	{"fail", t_fail, 0, 0},
+	{"fail_set", t_fail_set, 0, 0},
+	{"inspect", t_inspect, 0, 0},
+	{"lane", t_lane, 0, 0},
+	{"record", t_record, 0, 0},
+	{"str_nul", t_str_nul, 0, 0},
+	{"task_data", t_task_data, 0, 0, &kt_task_data_cookie, {0, 0}},
 };
 const size_t KT_NTASKS = sizeof kt_tasks / sizeof kt_tasks[0];
 
@@ -583,8 +577,8 @@ ReportHook(POST_FINI)(struct criterion_test_stats *st)
 
 ReportHook(TEST_CRASH)(struct criterion_test_stats *st)
 {
-	fprintf(stdout, "CRASHED %s::%s (signal %d, exit %d)\n", st->test->category, st->test->name, st->signal,
-		st->exit_code);
+	fprintf(stdout, "CRASHED %s::%s (signal %d, exit %d)\n", st->test->category, st->test->name,
+		st->signal, st->exit_code);
 }
 
 #if KT_TSAN

@@ -49,14 +49,15 @@
 #include "knitting.h"
 
 #define FORGE_KEY 0x5bd1e9955bd1e995ull
-#define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 8u        /* kBootVersion */
+#define BOOT_MAGIC 0x6B6E6974u   /* kBootMagic */
+#define BOOT_VERSION 8u          /* kBootVersion */
 #define LANE_OFF_RET_LOCK 22272u /* kLaneOffRetLock */
-#define LOCK_OFF_B 128u        /* kLockOffB (kLockOffA is 0) */
-#define BLOCK 128u             /* kBlock */
-#define STEAL_OFF_ACK 128u     /* steal_ack_offset(0) */
-#define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
-#define STEAL_OFF_WAKE 8192u   /* steal_wake_offset(0): then parked, peer wakes; 3 blocks per worker */
+#define LOCK_OFF_B 128u          /* kLockOffB (kLockOffA is 0) */
+#define BLOCK 128u               /* kBlock */
+#define STEAL_OFF_ACK 128u       /* steal_ack_offset(0) */
+#define STEAL_OFF_WANT 4096u     /* steal_want_offset(0) */
+#define STEAL_OFF_WAKE                                                                             \
+	8192u /* steal_wake_offset(0): then parked, peer wakes; 3 blocks per worker */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
@@ -82,8 +83,8 @@ static int pool_maps(struct map *m, int max)
 	while (n < max && fgets(line, sizeof line, f) != NULL) {
 		unsigned long lo, hi;
 		char perms[8];
-		if (strstr(line, "/memfd:knit") == NULL || sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 ||
-		    perms[0] != 'r')
+		if (strstr(line, "/memfd:knit") == NULL ||
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r')
 			continue;
 		m[n].lo = (uint8_t *)(uintptr_t)lo;
 		m[n].hi = (uint8_t *)(uintptr_t)hi;
@@ -198,7 +199,8 @@ static void scribble_writable(uint64_t s)
 		static unsigned char vec[65536];
 		const uint64_t len = (uint64_t)(m[k].hi - m[k].lo);
 		for (uint64_t off = 0; off < len && np < 16384; off += 65536ull * 4096) {
-			const uint64_t chunk = len - off < 65536ull * 4096 ? len - off : 65536ull * 4096;
+			const uint64_t chunk =
+				len - off < 65536ull * 4096 ? len - off : 65536ull * 4096;
 			if (mincore(m[k].lo + off, chunk, vec) != 0)
 				break;
 			for (uint64_t pg = 0; pg < chunk / 4096 && np < 16384; pg++)
@@ -213,7 +215,8 @@ static void scribble_writable(uint64_t s)
 			for (int i = 0; i < count; i++) {
 				uint64_t *w = NULL;
 				for (int tries = 0; tries < 8; tries++) {
-					w = (uint64_t *)(pages[rnd(&s) % (uint64_t)np] + 8 * (rnd(&s) % 512));
+					w = (uint64_t *)(pages[rnd(&s) % (uint64_t)np] +
+							 8 * (rnd(&s) % 512));
 					if (__atomic_load_n(w, __ATOMIC_RELAXED) != 0)
 						break;
 				}
@@ -223,7 +226,9 @@ static void scribble_writable(uint64_t s)
 		}
 	}
 	if (readonly.lo != NULL && (rnd(&s) & 7) == 0) {
-		uint64_t *w = (uint64_t *)(readonly.lo + 8 * (rnd(&s) % ((uint64_t)(readonly.hi - readonly.lo) / 8)));
+		uint64_t *w =
+			(uint64_t *)(readonly.lo +
+				     8 * (rnd(&s) % ((uint64_t)(readonly.hi - readonly.lo) / 8)));
 		__atomic_store_n(w, junk(&s), __ATOMIC_RELAXED); /* SIGSEGV where it is read-only */
 	}
 }
@@ -334,15 +339,17 @@ static int t_scribble_exit(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_
 	uint8_t *lane = base + b.lanes_off + (uint64_t)b.lane * b.stride;
 	const uint32_t *ra = (const uint32_t *)(lane + LANE_OFF_RET_LOCK);
 	const uint32_t *rb = (const uint32_t *)(lane + LANE_OFF_RET_LOCK + LOCK_OFF_B);
-	for (int i = 0; i < 2000 && __atomic_load_n(ra, __ATOMIC_ACQUIRE) != __atomic_load_n(rb, __ATOMIC_ACQUIRE); i++)
+	for (int i = 0; i < 2000 && __atomic_load_n(ra, __ATOMIC_ACQUIRE) !=
+					    __atomic_load_n(rb, __ATOMIC_ACQUIRE);
+	     i++)
 		nap_us(1000);
 	uint64_t s = (uint64_t)arg->i64 * 0x9E3779B97F4A7C15ull + 1;
 	uint8_t *ctl = base + b.steal_off;
-	uint64_t *own[5] = {
-	    (uint64_t *)(ctl + STEAL_OFF_ACK + BLOCK * b.lane), (uint64_t *)(ctl + STEAL_OFF_WANT + BLOCK * b.lane),
-	    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane),
-	    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + BLOCK),
-	    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + 2 * BLOCK)};
+	uint64_t *own[5] = {(uint64_t *)(ctl + STEAL_OFF_ACK + BLOCK * b.lane),
+			    (uint64_t *)(ctl + STEAL_OFF_WANT + BLOCK * b.lane),
+			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane),
+			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + BLOCK),
+			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + 2 * BLOCK)};
 	for (int i = 0, n = 1 + (int)(rnd(&s) % 8); i < n; i++)
 		__atomic_store_n(own[rnd(&s) % 5], junk(&s), __ATOMIC_RELAXED);
 	scribble_writable(s);
@@ -351,10 +358,12 @@ static int t_scribble_exit(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_
 }
 
 static const knit_task_t tasks[] = {
-	{"slow", t_slow, 0, 0},   {"twice", t_twice, 0, 0},       {"pid", t_pid, 0, 0},
-	{"forge", t_forge, 0, 0}, {"scribble", t_scribble, 0, 0}, {"scribble_exit", t_scribble_exit, 0, 0},
+	{"slow", t_slow, 0, 0},         {"twice", t_twice, 0, 0},
+	{"pid", t_pid, 0, 0},           {"forge", t_forge, 0, 0},
+	{"scribble", t_scribble, 0, 0}, {"scribble_exit", t_scribble_exit, 0, 0},
 	{"upgrade", t_upgrade, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, sizeof tasks / sizeof tasks[0]};
+	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks,
+	sizeof tasks / sizeof tasks[0]};

@@ -53,24 +53,24 @@
 
 #include "knitting.h"
 
-#define POOL_OFF_ARMED 128u   /* kPoolOffDoorbellArmed */
-#define POOL_OFF_LANE_EXT 256u /* kPoolOffLaneExt */
-#define LANE_EXT_BYTES 256u   /* kLaneExtBytes */
-#define LANE_OFF_STOP 256u     /* kLaneOffStop */
+#define POOL_OFF_ARMED 128u     /* kPoolOffDoorbellArmed */
+#define POOL_OFF_LANE_EXT 256u  /* kPoolOffLaneExt */
+#define LANE_EXT_BYTES 256u     /* kLaneExtBytes */
+#define LANE_OFF_STOP 256u      /* kLaneOffStop */
 #define LANE_OFF_REQ_LOCK 1024u /* kLaneOffReqLock */
-#define LOCK_OFF_A 0u          /* kLockOffA */
-#define LOCK_OFF_B 128u        /* kLockOffB */
-#define EXT_OFF_STARTED 32u    /* kLaneExtOffStarted */
-#define STOP_RUNNING 0u        /* kStopRunning */
-#define STOP_REQUESTED 1u      /* kStopRequested */
-#define STEAL_BLOCK 128u       /* kBlock */
-#define STEAL_OFF_ACK 128u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
-#define STEAL_OFF_WANT 4096u   /* steal_want_offset(0) */
-#define BOOT_MAGIC 0x6B6E6974u /* kBootMagic */
-#define BOOT_VERSION 8u      /* kBootVersion: bump with src/proc.h's ProcBoot */
-#define POOL_OFF_EFD 64u      /* kPoolOffEfdFlag */
-#define RING_OFF_EFD 256u     /* kRingOffEfd */
-#define FD_BRIDGE 5           /* kBootFdBridge */
+#define LOCK_OFF_A 0u           /* kLockOffA */
+#define LOCK_OFF_B 128u         /* kLockOffB */
+#define EXT_OFF_STARTED 32u     /* kLaneExtOffStarted */
+#define STOP_RUNNING 0u         /* kStopRunning */
+#define STOP_REQUESTED 1u       /* kStopRequested */
+#define STEAL_BLOCK 128u        /* kBlock */
+#define STEAL_OFF_ACK 128u      /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
+#define STEAL_OFF_WANT 4096u    /* steal_want_offset(0) */
+#define BOOT_MAGIC 0x6B6E6974u  /* kBootMagic */
+#define BOOT_VERSION 8u         /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define POOL_OFF_EFD 64u        /* kPoolOffEfdFlag */
+#define RING_OFF_EFD 256u       /* kRingOffEfd */
+#define FD_BRIDGE 5             /* kBootFdBridge */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
@@ -117,7 +117,8 @@ static int read_boot(struct boot *b)
 			return -1;
 		o[i] = (uint8_t)(hi << 4 | lo);
 	}
-	return b->magic == BOOT_MAGIC && b->version == BOOT_VERSION && b->size >= sizeof *b ? 0 : -1;
+	return b->magic == BOOT_MAGIC && b->version == BOOT_VERSION && b->size >= sizeof *b ? 0
+											    : -1;
 }
 
 /* This process's mapping of the pool: the range of region_size bytes that
@@ -143,8 +144,9 @@ static int find(struct where *w)
 		if (b.lanes_off + (uint64_t)(b.lane + 1) * b.stride > b.region_size)
 			continue;
 		w->base = (uint8_t *)(uintptr_t)lo;
-		w->ext = b.ext_off != 0 ? w->base + b.lanes_off + (uint64_t)b.lane * b.stride + b.ext_off
-					: w->base + POOL_OFF_LANE_EXT + (uint64_t)b.lane * LANE_EXT_BYTES;
+		w->ext = b.ext_off != 0
+				 ? w->base + b.lanes_off + (uint64_t)b.lane * b.stride + b.ext_off
+				 : w->base + POOL_OFF_LANE_EXT + (uint64_t)b.lane * LANE_EXT_BYTES;
 		w->size = b.region_size;
 		w->lanes_off = b.lanes_off;
 		w->stride = b.stride;
@@ -260,7 +262,9 @@ static int t_scribble(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 						  ((r >> 8) & 1 ? STEAL_OFF_WANT : STEAL_OFF_ACK) +
 						  (uint64_t)w.lane * STEAL_BLOCK);
 			else if ((r & 15) == 0)
-				at = (uint64_t *)(ext + 8 * ((r >> 8) % (LANE_EXT_BYTES / 16))); /* the stamp block */
+				at = (uint64_t *)(ext +
+						  8 * ((r >> 8) % (LANE_EXT_BYTES /
+								   16))); /* the stamp block */
 			else if ((r & 15) == 1)
 				at = (uint64_t *)(lane + 8 * ((r >> 8) % (w.stride / 8)));
 			else
@@ -312,7 +316,8 @@ static uint32_t *find_ring(void)
 	uint32_t *r = NULL;
 	while (r == NULL && fgets(line, sizeof line, f) != NULL) {
 		unsigned long lo, hi;
-		if (strstr(line, "/memfd:knit-ring") != NULL && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+		if (strstr(line, "/memfd:knit-ring") != NULL &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2)
 			r = (uint32_t *)(uintptr_t)lo;
 	}
 	fclose(f);
@@ -391,7 +396,8 @@ static int t_selfstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 	struct where w;
 	if (find(&w) != 0)
 		return 7;
-	uint32_t *stop = (uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
+	uint32_t *stop =
+		(uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
 	__atomic_store_n(stop, STOP_REQUESTED, __ATOMIC_RELEASE);
 	*ret = *arg;
 	return 0;
@@ -406,7 +412,8 @@ static int t_unstop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 		return 7;
 	memcpy(path, arg->data, arg->len);
 	path[arg->len] = 0;
-	uint32_t *stop = (uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
+	uint32_t *stop =
+		(uint32_t *)(w.base + w.lanes_off + (uint64_t)w.lane * w.stride + LANE_OFF_STOP);
 	__atomic_store_n(stop, STOP_RUNNING, __ATOMIC_RELAXED);
 	FILE *f = fopen(path, "w"); /* tells the test we run */
 	if (f == NULL)
@@ -435,17 +442,19 @@ static int t_liar(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	} else {
 		__atomic_store_n(started, ~0u, __ATOMIC_RELAXED);
 		__atomic_store_n((uint32_t *)(lock + LOCK_OFF_B),
-				 __atomic_load_n((uint32_t *)(lock + LOCK_OFF_A), __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+				 __atomic_load_n((uint32_t *)(lock + LOCK_OFF_A), __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
 	}
 	_exit(9);
 }
 
 static const knit_task_t tasks[] = {
-	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
-	{"forge", t_forge, 0, 0}, {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
-	{"selfstop", t_selfstop, 0, 0}, {"unstop", t_unstop, 0, 0},
-	{"liar", t_liar, 0, 0},     {"hide", t_hide, 0, 0},
+	{"echo", t_echo, 0, 0},         {"pid", t_pid, 0, 0},       {"scribble", t_scribble, 0, 0},
+	{"forge", t_forge, 0, 0},       {"disarm", t_disarm, 0, 0}, {"sleep", t_sleep, 0, 0},
+	{"selfstop", t_selfstop, 0, 0}, {"unstop", t_unstop, 0, 0}, {"liar", t_liar, 0, 0},
+	{"hide", t_hide, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, sizeof tasks / sizeof tasks[0]};
+	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks,
+	sizeof tasks / sizeof tasks[0]};

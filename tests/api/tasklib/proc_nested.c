@@ -60,4 +60,5 @@ static const knit_task_t tasks[] = {
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, sizeof tasks / sizeof tasks[0]};
+	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks,
+	sizeof tasks / sizeof tasks[0]};

@@ -65,7 +65,8 @@ static int t_abort(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 static int t_segv(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx, (void)ret;
-	volatile int *p = (volatile int *)(uintptr_t)(arg->i64 * 0); /* NULL the compiler cannot see */
+	volatile int *p =
+		(volatile int *)(uintptr_t)(arg->i64 * 0); /* NULL the compiler cannot see */
 	*p = 1;
 	return 0;
 }
@@ -76,7 +77,8 @@ static int t_exit(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	_exit(3);
 }
 
-__attribute__((noreturn)) static int t_spin(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+__attribute__((noreturn)) static int t_spin(knit_ctx_t *ctx, const knit_value_t *arg,
+					    knit_value_t *ret)
 {
 	(void)ctx, (void)arg, (void)ret;
 	for (;;) {
@@ -220,12 +222,21 @@ static int t_prev(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static const knit_task_t tasks[] = {
 	{"aborted", t_aborted, 0, KNIT_TASK_ABORTABLE},
-	{"echo", t_echo, 0, 0},   {"pid", t_pid, 0, 0},     {"abort", t_abort, 0, 0},
-	{"segv", t_segv, 0, 0},   {"exit", t_exit, 0, 0},   {"spin", t_spin, 0, 0},
-	{"sleep", t_sleep, 0, 0}, {"error", t_error, 0, 0}, {"alloc", t_alloc, 0, 0},
-	{"where", t_where, 0, 0}, {"await", t_await, 0, 0}, {"tally", t_tally, 0, 0},
+	{"echo", t_echo, 0, 0},
+	{"pid", t_pid, 0, 0},
+	{"abort", t_abort, 0, 0},
+	{"segv", t_segv, 0, 0},
+	{"exit", t_exit, 0, 0},
+	{"spin", t_spin, 0, 0},
+	{"sleep", t_sleep, 0, 0},
+	{"error", t_error, 0, 0},
+	{"alloc", t_alloc, 0, 0},
+	{"where", t_where, 0, 0},
+	{"await", t_await, 0, 0},
+	{"tally", t_tally, 0, 0},
 	{"prev", t_prev, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, sizeof tasks / sizeof tasks[0]};
+	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks,
+	sizeof tasks / sizeof tasks[0]};

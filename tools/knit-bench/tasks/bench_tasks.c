@@ -42,7 +42,8 @@ static int t_work(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
-static const knit_task_t tasks[] = {{"echo", t_echo, 0, 0}, {"nop", t_nop, 0, 0}, {"work", t_work, 0, 0}};
+static const knit_task_t tasks[] = {
+	{"echo", t_echo, 0, 0}, {"nop", t_nop, 0, 0}, {"work", t_work, 0, 0}};
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
 	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, 3};
