@@ -138,9 +138,9 @@ LIB_TEST_OBJS := $(LIB_SRCS:%.cpp=$(B)/obj-test/%.o)
 else
 LIB_TEST_OBJS := $(LIB_OBJS)
 endif
-DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc-static.d $(if $(SANITIZE),,$(LIB_TEST_OBJS:.o=.d))
+DEPFILES := $(LIB_OBJS:.o=.d) $(B)/obj/src/proc_files-static.d $(if $(SANITIZE),,$(LIB_TEST_OBJS:.o=.d))
 
-# Where the library looks for the installed knit-worker (src/proc.cpp,
+# Where the library looks for the installed knit-worker (src/proc_files.cpp,
 # default_worker_path), from the install variables: KW_REL, relative to the
 # library's own directory, goes into the shared library (its install may be
 # staged under DESTDIR or moved); KW_ABS, the absolute path, only into
@@ -156,8 +156,8 @@ $(B)/install-rel.stamp: FORCE | $(B)
 	$(Q)v='$(KW_REL) $(KW_RPATH)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
 $(B)/install-abs.stamp: FORCE | $(B)
 	$(Q)v='$(KW_REL) $(KW_ABS)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
-$(B)/obj/src/proc.o $(B)/obj-test/src/proc.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
-$(B)/obj/src/proc.o $(B)/obj-test/src/proc.o: $(B)/install-rel.stamp
+$(B)/obj/src/proc_files.o $(B)/obj-test/src/proc_files.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
+$(B)/obj/src/proc_files.o $(B)/obj-test/src/proc_files.o: $(B)/install-rel.stamp
 
 all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) $(KW_BIN) tools
 
@@ -191,7 +191,7 @@ $(LIB_INT_A): $(LIB_OBJS) | $(B)/lib
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The installed static library: the code of the .so (proc.cpp with the
+# The installed static library: the code of the .so (proc_files.cpp with the
 # absolute worker path) in one relocatable object whose only global symbols
 # are the map's exports, so that a program linking it keeps its own operator
 # new/delete and C++ runtime and meets none of the library's internals: the
@@ -202,9 +202,9 @@ $(LIB_INT_A): $(LIB_OBJS) | $(B)/lib
 # stripped: only the compiler that wrote them can read them. The test
 # archive above is a separate file so white-box tests never depend on what
 # is shipped.
-LIB_A_OBJS := $(filter-out $(B)/obj/src/proc.o,$(LIB_OBJS)) $(B)/obj/src/proc-static.o
+LIB_A_OBJS := $(filter-out $(B)/obj/src/proc_files.o,$(LIB_OBJS)) $(B)/obj/src/proc_files-static.o
 LIB_A_GLOBALS := $(B)/obj/libknitting.globals
-$(B)/obj/src/proc-static.o: src/proc.cpp $(B)/install-abs.stamp | $(B)/obj/src
+$(B)/obj/src/proc_files-static.o: src/proc_files.cpp $(B)/install-abs.stamp | $(B)/obj/src
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CPPFLAGS_ALL) -DKNIT_WORKER_REL='"$(KW_REL)"' -DKNIT_WORKER_ABS='"$(KW_ABS)"' \
 		$(CXXFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@

@@ -104,8 +104,8 @@ edit "$scratch/completion_grows/include/knitting.h" "
 build completion_grows && expect completion_grows fail
 
 prepare options_member_moved
-edit "$scratch/options_member_moved/include/knitting.h" "	uint32_t topology;           /* enum knit_topology */${US}	uint32_t inserted;
-	uint32_t topology;           /* enum knit_topology */"
+edit "$scratch/options_member_moved/include/knitting.h" "	uint32_t topology;              /* enum knit_topology */${US}	uint32_t inserted;
+	uint32_t topology;              /* enum knit_topology */"
 build options_member_moved && expect options_member_moved fail
 
 prepare symbol_removed
@@ -127,8 +127,8 @@ edit "$scratch/options_grow_at_end/include/knitting.h" "
 build options_grow_at_end && expect options_grow_at_end pass
 
 prepare internal_change
-cp src/pool.h "$scratch/internal_change/over/src/pool.h"
-edit "$scratch/internal_change/over/src/pool.h" "struct alignas(128) Pool {${US}struct alignas(128) Pool {
+cp src/runtime.h "$scratch/internal_change/over/src/runtime.h"
+edit "$scratch/internal_change/over/src/runtime.h" "struct alignas(128) Pool {${US}struct alignas(128) Pool {
 	uint64_t added_for_test;"
 build internal_change && expect internal_change pass
 

@@ -96,7 +96,7 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 }
 // The value of a completion that carries none: a failure's (and a
 // worker's result without a value).
-inline constexpr knit_value_t kValueNone = {};
+constexpr knit_value_t kValueNone = {}; // internal linkage: no symbol leaves libknitting.a
 // Complete c with `status` and no value (under mu), unless it completed
 // already: a failure the host decided (cancel, stop, deadline, hard
 // timeout, a call that can never be placed). Returns whether this made its

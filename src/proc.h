@@ -79,7 +79,12 @@
 
 #include "src/common.h"
 
+#include <signal.h>
+#include <sys/types.h>
+
+#include "src/error.h"
 #include "src/lane.h"
+#include "src/region.h"
 #include "src/runtime.h"
 #include "src/trace.h"
 #include "src/workers.h"
@@ -178,7 +183,82 @@ static_assert(offsetof(ProcBoot, host_pool) == KNIT_TRACE_BOOT_OFF_HOST_POOL,
 static_assert(kBootMagic == KNIT_TRACE_BOOT_MAGIC, "boot record: trace ABI");
 
 // The host side of a process pool (Pool::proc).
-struct ProcHost;
+// ---- the host's record of a process pool (src/proc.cpp, src/proc_files.cpp,
+// src/proc_spawn.cpp) --------------------------------------------------------------
+struct ProcHost {
+	void *dl;          // the host's handle of the task library
+	char *lib_path;    // as given (workers dlopen the same path)
+	char *worker_path; // the knit-worker that is run
+	char **prefix;     // worker_prefix, copied (nprefix words), or null
+	uint32_t nprefix;
+	// KNIT_PROC_NAMED_SHM: the object's name while it exists (linked).
+	char shm_name[kShmNameMax];
+	bool shm_linked;
+	// The janitor (knit-worker --knit-janitor): unlinks the name when the
+	// host exits without unlinking it (killed). 0: none.
+	pid_t janitor;
+	int janitor_w; // our end of its pipe until it is told the name is made, or -1
+	bool inherit_env;
+	uint32_t respawn_max;          // crashes survived (0: none)
+	int bridge[KNIT_MAX_WORKERS];  // each lane's eventfd: its worker writes it (completion fd
+				       // on)
+	int ctl;                       // eventfd that wakes the monitor (shutdown)
+	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
+	int lane_fd[KNIT_MAX_WORKERS]; // isolation: each lane's memfd (its worker's pages), or -1
+	int steal_fd;                  // isolation, stealing: the steal control pages' memfd, or -1
+	uint32_t *efd_flag;            // the pool header's: 1 once the completion fd exists
+	uint32_t efd_watch;            // atomic: the fd is on and the flag is the header's (no ring
+				       // pages): the monitor syncs it every kProcDoorbellWatchdogNs
+	ProcBoot boot;                 // the template (lane and fd_status set per spawn)
+	pthread_t monitor;
+	bool monitor_started;
+	pthread_mutex_t m; // boot_done / boot_rc / boot_msg handoff to knit_pool_create
+	pthread_cond_t cv;
+	bool boot_done;
+	int boot_rc;
+	char boot_msg[kErrorMax]; // why boot_rc is not 0 (the monitor writes it before boot_done)
+	uint32_t shutdown;        // atomic: the monitor leaves (destroy)
+	// Per worker lane (the monitor thread only, after boot).
+	pid_t pid[KNIT_MAX_WORKERS];
+	int pidfd[KNIT_MAX_WORKERS];
+	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
+	// Statistics (relaxed).
+	uint64_t spawns, crashes, respawns, hard_kills;
+};
+
+// ProcHost::killed: a kill was asked for (the hard timeout or a protocol
+// error), the monitor sent it, and why (a protocol error: the lane's calls
+// fail with -KNIT_EPROTO and the death counts against the budget).
+constexpr uint32_t kKillAsked = 1;
+constexpr uint32_t kKillSent = 2;
+constexpr uint32_t kKillProto = 4;
+
+// ---- files (src/proc_files.cpp) -------------------------------------------------------
+// A malloc'd copy of s (null: out of memory).
+char *dup_str(const char *s);
+// The default knit-worker (malloc'd; null only when out of memory): the
+// install's place, relative to the library's file, then the absolute one.
+char *default_worker_path();
+// Whether `path` names a regular file we may read (exec: execute): 0, or
+// -KNIT_ENOENT / -KNIT_EACCES / -KNIT_EINVAL with knit_last_error() naming
+// `what` and the path.
+int proc_file_check(const char *what, const char *path, bool exec);
+
+// ---- children (src/proc_spawn.cpp) ----------------------------------------------------
+void free_prefix(ProcHost *h);
+int sys_pidfd_kill(int pidfd, int sig);
+// Reap the child behind pidfd (it exited). Returns the siginfo code/status
+// or, when someone else reaped it (SIGCHLD ignored, a waitpid(-1) of the
+// application), CLD_KILLED with status 0.
+void reap(int pidfd, pid_t pid, siginfo_t *si);
+// Start the janitor of the named region h->shm_name before the name
+// exists; janitor_told once it is made; janitor_done once it is gone.
+int spawn_janitor(ProcHost *h);
+void janitor_told(ProcHost *h);
+void janitor_done(ProcHost *h);
+// Spawn the worker of lane `lane`. status_w: the write end of the boot
+// status pipe it gets; why: room for the failure's message.
+int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why);
 
 // The hash both sides compare: the name-sorted table's names, timeouts and
 // flags.

@@ -39,7 +39,7 @@
  * Where the words are: the worker's boot record (its argv, hex) gives the
  * lane block's offset and stride (struct boot below mirrors the head of
  * ProcBoot, src/proc.h, and is checked by its magic, version and size);
- * the fixed pool-header offsets below mirror src/pool.h (kPoolOffDoorbellArmed,
+ * the fixed pool-header offsets below mirror src/runtime.h (kPoolOffDoorbellArmed,
  * kPoolOffLaneExt, kLaneExtBytes), the steal control block's src/layout.h.
  * The mapping is this process's own mapping of the pool's memfd, found in
  * /proc/self/maps.
@@ -283,7 +283,7 @@ static int t_forge(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	struct where w;
 	if (find(&w) != 0 || knit_ctx_lane(ctx) != (int)w.lane)
 		return 7;
-	/* The running stamp (src/pool.h): seqlock u32 seq, u32 ticket,
+	/* The running stamp (src/runtime.h): seqlock u32 seq, u32 ticket,
 	 * u32 generation, u32 pad, u64 start. Written as the worker writes
 	 * it, only naming another call, started long ago. */
 	uint8_t *ext = w.ext;
