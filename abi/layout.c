@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 264);
+KNIT_SIZE(knit_pool_options_t, 280);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -70,6 +70,10 @@ KNIT_AT(knit_pool_options_t, worker_path, 240);
 KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
 KNIT_AT(knit_pool_options_t, worker_prefix, 256);
+KNIT_AT(knit_pool_options_t, respawn_window_ms, 264);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 268);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 272); /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved3, 276);              /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -111,7 +115,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6440);
+KNIT_SIZE(knit_pool_stats_t, 6464);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -133,9 +137,12 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
-KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
-KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, backlogged, 6384);         /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, class_backlogged, 6416);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoffs, 6440);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 6448); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, cancel_kills, 6456);       /* 1.2 */
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 24);

@@ -241,7 +241,27 @@ typedef struct knit_pool_options {
 					sandbox: bwrap, systemd-run ...); its
 					first word searched in $PATH; NULL =
 					none; a shorter, older struct = none */
+	/* 1.2: restart intensity and backoff (processes; a shorter, older
+	 * struct = 0 for each). See knit_pool_create(3), "Restarts". */
+	uint32_t respawn_window_ms;      /* processes: respawn_max counts the crashes
+					    of the last respawn_window_ms only (at most
+					    respawn_max respawns within any window that
+					    long; one more fails the pool); 0 = the
+					    pool's whole life; with a window,
+					    respawn_max is at most
+					    KNIT_RESPAWN_WINDOW_MAX */
+	uint32_t respawn_backoff_ms;     /* processes: the wait before the second
+					    respawn in a row of one worker, doubled for
+					    each further one; 0 = 10; KNIT_ZERO = none
+					    (every respawn at once) */
+	uint32_t respawn_backoff_max_ms; /* processes: the longest such wait; 0 =
+					    1000; at least respawn_backoff_ms */
+	uint32_t reserved3;              /* must be 0 */
 } knit_pool_options_t;
+
+/* The largest respawn_max with a respawn_window_ms (the pool keeps the time
+ * of each counted crash in the window). Since 1.2. */
+#define KNIT_RESPAWN_WINDOW_MAX 1024
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
@@ -324,8 +344,12 @@ typedef struct knit_completion {
 } knit_completion_t;
 
 enum knit_cancel_flags {
-	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
-	KNIT_CANCEL_SIGNAL = 1u << 1 /* only raise the task's abort bit */
+	KNIT_CANCEL_NOW = 1u << 0,    /* complete now with -KNIT_ECANCELED */
+	KNIT_CANCEL_SIGNAL = 1u << 1, /* only raise the task's abort bit */
+	/* 1.2, process pools: as NOW, and the worker process running the call
+	 * (if it started) is killed and replaced; alone or with NOW; a thread
+	 * pool refuses it (-KNIT_EINVAL). See knit_cancel(3). */
+	KNIT_CANCEL_KILL = 1u << 2
 };
 
 enum knit_stop_flags {
@@ -390,6 +414,13 @@ typedef struct knit_pool_stats {
 	uint64_t class_enqueued[3];   /* calls accepted */
 	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
 					 backlogged counts them */
+	/* 1.2, process workers: restarts and kills (a shorter struct omits
+	   them; see knit_pool_stats(3)). */
+	uint64_t respawn_backoffs;   /* respawns that waited out a backoff first */
+	uint64_t respawn_backoff_ms; /* those waits summed, as the backoff chose
+					them (ms; not a measured time) */
+	uint64_t cancel_kills;       /* workers killed by knit_cancel
+					(KNIT_CANCEL_KILL) while they ran the call */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

@@ -80,9 +80,12 @@ Lane *line_claim(Pool *p)
 			if (knit_load_relaxed_32(&l->line_state) != kLineIdle)
 				continue;
 			// A lane being retired or lost (S10 turns its line RETIRED
-			// or LOST; skipping it here is what ends S10's retries).
+			// or LOST; skipping it here is what ends S10's retries), or
+			// without a worker now (DOWN: killed, or backing off until a
+			// successor comes; the call goes the ticketed way, to a lane
+			// that serves).
 			const LaneState st = lane_state(l);
-			if (st == kLaneRetired || st == kLaneDistrusted)
+			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneDown)
 				continue;
 			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;

@@ -78,6 +78,15 @@ struct WorkerOps {
 	void (*stats)(Pool *p, knit_pool_stats_t *s);
 	// knit_completion_fd made the fd (after its release store of efd_on).
 	void (*completion_fd_on)(Pool *p);
+	// knit_cancel(KNIT_CANCEL_KILL), holding mu, for the call (ticket
+	// index, generation) it completes before releasing mu: have the worker
+	// that runs it, if any, killed and replaced. 0 or -KNIT_EAGAIN (too
+	// many kills pending; nothing asked). nullptr: the kind cannot kill
+	// one worker (threads): the flag is -KNIT_EINVAL.
+	int (*cancel_kill)(Pool *p, uint32_t index, uint32_t gen);
+	// Why the pool failed (after an acquire load of Pool::failed that read
+	// 1), for knit_last_error(). nullptr: the kind never fails a pool.
+	const char *(*failed_why)(Pool *p);
 	// knit_pool_destroy's bound on knit_stop (-1: none; a thread stuck in
 	// a task is waited for, it cannot be killed).
 	int64_t destroy_stop_ns;

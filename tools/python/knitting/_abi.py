@@ -27,7 +27,7 @@ KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 1
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CALL_HIGH, KNIT_CALL_LOW = 8, 16  # 1.2
-KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
+KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL, KNIT_CANCEL_KILL = 1, 2, 4  # KILL: 1.2, process pools
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
 KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 2, 0
 KNIT_VERSION_NUMBER = (KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH
@@ -63,7 +63,10 @@ class PoolOptions(C.Structure):
         ("worker_kind", C.c_uint32), ("proc_flags", C.c_uint32),
         ("task_library", C.c_char_p), ("worker_path", C.c_char_p),
         ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32),
-        ("worker_prefix", C.POINTER(C.c_char_p))]
+        ("worker_prefix", C.POINTER(C.c_char_p)),
+        # 1.2: restart intensity and backoff (process pools)
+        ("respawn_window_ms", C.c_uint32), ("respawn_backoff_ms", C.c_uint32),
+        ("respawn_backoff_max_ms", C.c_uint32), ("reserved3", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -97,7 +100,8 @@ class PoolStats(C.Structure):
                     "late_drops", "arena_committed_bytes", "sync_calls")] + [
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
         (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
-        ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3)]
+        ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3)] + [
+        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")]
 
 
 class TaskLibrary(C.Structure):
