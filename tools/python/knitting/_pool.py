@@ -69,6 +69,23 @@ def _deadline_ms(timeout: Optional[float]) -> int:
     return ms
 
 
+
+def _reaped(core, h, out, n: int) -> List[Tuple[int, int, Any]]:
+    """The first n completions of out as (ticket, user_data, result or
+    exception), each one's result bytes released to the pool as it is read."""
+    done = []
+    for c in out[:n]:
+        try:
+            r = _outcome(core, c)
+        except KnitError as e:
+            r = e
+        finally:
+            core.lib.knit_completion_release(h, C.byref(c))
+        if r is _CANCELLED:
+            r = error_for(c.status, "call")
+        done.append((c.ticket, c.user_data or 0, r))
+    return done
+
 def _outcome(core: "_Core", c: A.Completion) -> Any:
     """A completion's result, or the exception it stands for (not raised)."""
     if c.status == 0:
@@ -668,23 +685,12 @@ class Pool(concurrent.futures.Executor):
             raise ValueError("max must be >= 1")
         out = (A.Completion * max)()
         ns = _wait_ns(timeout)
-        done = []
         h = core.enter("knit_complete")
         try:
             n = check(core.lib.knit_complete(h, out, max, ns), "knit_complete")
-            for c in out[:n]:
-                try:
-                    r = _outcome(core, c)
-                except KnitError as e:
-                    r = e
-                finally:
-                    core.lib.knit_completion_release(h, C.byref(c))
-                if r is _CANCELLED:
-                    r = error_for(c.status, "call")
-                done.append((c.ticket, c.user_data or 0, r))
+            return _reaped(core, h, out, n)
         finally:
             core.leave()
-        return done
 
     def complete_tickets(self, tickets: Sequence[int], max: int = 64,
                          timeout: Optional[float] = None) -> List[Tuple[int, int, Any]]:
@@ -704,24 +710,13 @@ class Pool(concurrent.futures.Executor):
             raise KnitError(-A.KNIT_EVERSION, "knit_complete_tickets", "needs libknitting 1.2")
         arr = (C.c_uint64 * len(ts))(*ts)
         out = (A.Completion * max)()
-        done = []
         h = core.enter("knit_complete_tickets")
         try:
             n = check(core.lib.knit_complete_tickets(h, arr, len(ts), out, max, _wait_ns(timeout)),
                       "knit_complete_tickets")
-            for c in out[:n]:
-                try:
-                    r = _outcome(core, c)
-                except KnitError as e:
-                    r = e
-                finally:
-                    core.lib.knit_completion_release(h, C.byref(c))
-                if r is _CANCELLED:
-                    r = error_for(c.status, "call")
-                done.append((c.ticket, c.user_data or 0, r))
+            return _reaped(core, h, out, n)
         finally:
             core.leave()
-        return done
 
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
         """Wait until every call enqueued before now has been reaped (by any
