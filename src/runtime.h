@@ -449,7 +449,13 @@ struct alignas(128) Pool {
 	bool isolated;                   // host of a process pool whose workers map writable
 					 // only their own pages (src/proc.h, "isolation")
 	const struct WorkerOps *workers; // the worker kind's operations (src/workers.h)
-	struct ProcHost *proc;           // process workers: the host side (src/proc.h)
+	// Thread workers: the options' worker_start / worker_stop and their
+	// argument, run on each worker thread around its loop
+	// (src/workers_thread.cpp); set before the threads start.
+	knit_worker_hook_fn thread_start_hook;
+	knit_worker_hook_fn thread_stop_hook;
+	void *thread_hook_arg;
+	struct ProcHost *proc; // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring
 	// pages is bounded by kProcDoorbellWatchdogNs, and no host arms for a
