@@ -241,7 +241,20 @@ typedef struct knit_pool_options {
 					sandbox: bwrap, systemd-run ...); its
 					first word searched in $PATH; NULL =
 					none; a shorter, older struct = none */
+	/* 1.2 (a shorter, older struct = 0 for both). */
+	uint32_t info_flags;   /* enum knit_pool_info_flags; 0 = none */
+	uint32_t info_records; /* completion infos kept for knit_completion_info:
+				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
+				  at most 1 << 20 */
 } knit_pool_options_t;
+
+/* 1.2: what a pool records for knit_completion_info(3). A call's death is
+ * always recorded; the rest only when asked, so a pool that does not ask
+ * reads no clock for it. */
+enum knit_pool_info_flags {
+	KNIT_POOL_INFO_TIMING = 1u << 0 /* every call's lane, pid, wait, run and
+					   CPU time */
+};
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
@@ -323,6 +336,59 @@ typedef struct knit_completion {
 	uint64_t reserved[2]; /* library use */
 } knit_completion_t;
 
+/*
+ * 1.2: why a worker died. A call whose worker died running it (or that the
+ * pool killed it for) says so in its completion's info
+ * (knit_completion_info), and knit_pool_stats counts deaths by cause
+ * (knit_pool_stats_t.deaths). Values are only ever appended; a program
+ * treats one it does not know as "died". Only process workers die without
+ * taking the whole program with them: a thread pool has no death to report.
+ */
+enum knit_death_cause {
+	KNIT_DEATH_NONE = 0,         /* no death (the info's death fields are empty) */
+	KNIT_DEATH_SIGNAL = 1,       /* killed by a signal the pool did not send
+					(death_detail: the signal number) */
+	KNIT_DEATH_EXIT = 2,         /* exited unasked (death_detail: the exit status) */
+	KNIT_DEATH_HARD_TIMEOUT = 3, /* killed by the pool: a call ran past
+					hard_timeout_ms (death_detail: SIGKILL) */
+	KNIT_DEATH_PROTOCOL = 4,     /* killed by the pool: it wrote what no honest
+					worker writes (death_detail: SIGKILL) */
+	KNIT_DEATH_OOM = 5           /* SIGKILL from the kernel's OOM killer, where the
+					worker's memory cgroup counted an oom_kill for
+					it (death_detail: SIGKILL); see
+					knit_completion_info(3) */
+};
+/* Room for causes in knit_pool_stats_t.deaths: causes appended later keep
+ * the struct's size. */
+#define KNIT_DEATH_CAUSE_MAX 16
+
+/* 1.2: which groups of a knit_completion_info_t hold values. */
+enum knit_info_flags {
+	KNIT_INFO_LANE = 1u << 0,   /* lane and pid */
+	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns, cpu_ns (pools created with
+				       KNIT_POOL_INFO_TIMING) */
+	KNIT_INFO_DEATH = 1u << 2   /* death, death_detail (pid: the dead worker's) */
+};
+
+/*
+ * 1.2: what the pool knows about one completion beyond the completion
+ * itself, filled by knit_completion_info(3) (size-prefixed: the caller sets
+ * size, the library fills the members it covers and may grow at the end).
+ */
+typedef struct knit_completion_info {
+	uint32_t size;        /* in: sizeof(knit_completion_info_t) */
+	uint32_t flags;       /* out: enum knit_info_flags */
+	uint32_t lane;        /* lane that ran the call (the inline lane's
+				 index is the worker count) */
+	int32_t pid;          /* process pools: the worker process that ran it
+				 (with KNIT_INFO_DEATH the dead one); else 0 */
+	int64_t wait_ns;      /* enqueue to the task's start */
+	int64_t run_ns;       /* the task's start to its end */
+	int64_t cpu_ns;       /* CPU time the worker thread spent in the task */
+	uint32_t death;       /* enum knit_death_cause */
+	int32_t death_detail; /* signal number or exit status, by cause */
+} knit_completion_info_t;
+
 enum knit_cancel_flags {
 	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
 	KNIT_CANCEL_SIGNAL = 1u << 1 /* only raise the task's abort bit */
@@ -390,6 +456,10 @@ typedef struct knit_pool_stats {
 	uint64_t class_enqueued[3];   /* calls accepted */
 	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
 					 backlogged counts them */
+	/* 1.2: worker deaths by enum knit_death_cause ([0] unused; a shorter
+	   struct omits them). A pool that asked a worker to stop and saw it
+	   exit cleanly counts nothing. */
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX];
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */
