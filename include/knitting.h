@@ -516,6 +516,16 @@ KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT
 /* Free what a completion's result owns; the completion is then empty. */
 KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;
 
+/* What the pool knows about completion *c beyond it (info->size set by the
+ * caller; the members it covers are filled): the lane and worker that ran
+ * the call, its timing (pools created with KNIT_POOL_INFO_TIMING), and why
+ * its worker died. 0, -KNIT_EINVAL (NULL), -KNIT_EVERSION (info->size),
+ * -KNIT_ENOTFOUND (none recorded, or no longer kept: the pool keeps the
+ * last info_records, and knit_completion_release(c) drops c's). See
+ * knit_completion_info(3). Since 1.2. */
+KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_completion_t *c,
+				  knit_completion_info_t *info) KNIT_NOEXCEPT;
+
 /* A pollable descriptor (never read it), readable while knit_complete(..., 0)
  * would return something: results, and calls whose deadline passed. Owned by
  * the pool. */

@@ -196,6 +196,7 @@ bool thread_hard_kill(Pool *, uint32_t) { return false; }
 void thread_forget(Pool *) {}
 void thread_stats(Pool *, knit_pool_stats_t *) {}
 void thread_completion_fd_on(Pool *) {}
+int32_t thread_pid(Pool *, uint32_t) { return 0; }
 
 } // namespace
 
@@ -204,7 +205,7 @@ const WorkerOps kThreadWorkers = {
 	nullptr, // one region, one mapping: nothing to isolate
 	thread_region, thread_start,  thread_stop_wait, thread_distrust,         thread_hard_kill,
 	join_workers,  thread_forget, thread_stats,     thread_completion_fd_on, -1,
-	false,         false,
+	false,         false,         thread_pid,
 };
 
 } // namespace knit::detail
