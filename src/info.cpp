@@ -94,9 +94,9 @@ void info_fini(Pool *p)
 
 uint32_t completion_check(const Pool *p, uint64_t handle, uint32_t seq)
 {
-	const uint64_t x = (handle ^ ((uint64_t)seq << 29) ^ ((uint64_t)seq >> 3)) *
-				   0x9E3779B97F4A7C15ull ^
-			   p->owned_salt;
+	const uint64_t x =
+		(handle ^ ((uint64_t)seq << 29) ^ ((uint64_t)seq >> 3)) * 0x9E3779B97F4A7C15ull ^
+		p->owned_salt;
 	return (uint32_t)(x >> 32) ^ (uint32_t)x;
 }
 
@@ -107,8 +107,8 @@ void info_enqueue_locked(Pool *p, const Call *c, int64_t now)
 		n->t_enq = now > 0 ? now : 1; // 0 reads as "no enqueue time"
 }
 
-void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start,
-		     int64_t end, int64_t cpu, int64_t now)
+void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start, int64_t end,
+		     int64_t cpu, int64_t now)
 {
 	CallNote *n = note_of(p, c);
 	if (n == nullptr || n->gen != c->gen || n->t_enq == 0)

@@ -93,8 +93,8 @@ void info_enqueue_locked(Pool *p, const Call *c, int64_t now);
 // worker says (a process worker's words: kept only when t_enq <= start <=
 // end <= now and 0 <= cpu), `now` the reap's clock. A call with no note
 // (its note could not be had) records nothing.
-void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start,
-		     int64_t end, int64_t cpu, int64_t now);
+void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start, int64_t end,
+		     int64_t cpu, int64_t now);
 
 // Call c's worker died running it, or was killed for it (under mu, before
 // c completes): the cause (enum knit_death_cause), its detail, the dead

@@ -298,6 +298,39 @@ void lane_distrust(Pool *p, uint32_t w)
 	p->workers->distrust(p, w);
 }
 
+bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline)
+{
+	Lane *l = &p->lanes[w];
+	const WorkerOps *ops = p->workers;
+	// A retired lane's worker is gone (lane_lost): its stop word is
+	// nobody's any more, never waited on.
+	while (lane_state(l) != kLaneRetired) {
+		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
+		// in acknowledge_stop() (or lane_lost's exchange for a worker
+		// that died).
+		const uint32_t s = knit_load_acquire_32(l->stop);
+		if (s == kStopAcknowledged) {
+			// It left its loop for good: survivors may ignore its WANT.
+			steal_worker_gone(p, w);
+			break;
+		}
+		// A worker of a kind that may write its stop word wrongly is
+		// checked (killed, and its lane_lost acknowledges).
+		if (s != kStopRequested && ops->stop_check != nullptr)
+			ops->stop_check(p, w);
+		if (deadline >= 0 && knit_now_ns() >= deadline)
+			return false;
+		int64_t until = deadline;
+		if (ops->stop_poll_ns >= 0) {
+			const int64_t cap = knit_now_ns() + ops->stop_poll_ns;
+			if (until < 0 || cap < until)
+				until = cap;
+		}
+		knit_futex_wait(l->stop, s, until, p->futex_shared);
+	}
+	return true;
+}
+
 // ---- the loss of a lane's worker ----------------------------------------------------------
 
 namespace {

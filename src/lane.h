@@ -326,6 +326,12 @@ uint32_t lane_reap(Pool *p, Lane *l);
 // never touched by what w wrote. Idempotent.
 void lane_distrust(Pool *p, uint32_t w);
 
+// knit_stop: wait until worker w acknowledged the stop it was asked for
+// (or its lane retired), at most until deadline (absolute, < 0 = none).
+// False on timeout. An acknowledged worker has left its loop for good:
+// the steal survivors are told (steal_worker_gone).
+bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline);
+
 // ---- the loss of a lane's worker ----------------------------------------------------------
 
 // What becomes of a lane whose worker is gone (lane_lost).

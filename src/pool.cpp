@@ -360,7 +360,7 @@ bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
 // (enqueue fails from now on), then: CANCEL completes every call with
 // -KNIT_ECLOSED; DRAIN runs passes until every accepted call completed.
 // Then every worker is asked to stop, and each one's acknowledgement is
-// waited for (its kind's stop_wait), all by the same deadline.
+// waited for (lane_stop_wait), all by the same deadline.
 int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 {
 	const int64_t deadline =
@@ -381,7 +381,7 @@ int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 	}
 	request_worker_stop(p);
 	for (uint32_t i = 0; i < p->nworkers; i++)
-		if (!p->workers->stop_wait(p, i, deadline))
+		if (!lane_stop_wait(p, i, deadline))
 			return -KNIT_ETIMEDOUT;
 	host_event(p, true);
 	return 0;

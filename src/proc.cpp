@@ -1088,34 +1088,6 @@ int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &p
 	return rc;
 }
 
-bool proc_stop_wait(Pool *p, uint32_t w, int64_t deadline)
-{
-	Lane *l = &p->lanes[w];
-	while (lane_state(l) != kLaneRetired) {
-		// Acquire: pairs with the worker's release store of
-		// ACKNOWLEDGED in acknowledge_stop() (or lane_lost's exchange
-		// for a worker that died).
-		const uint32_t s = knit_load_acquire_32(l->stop);
-		if (s == kStopAcknowledged) {
-			// It left its loop for good: survivors may ignore its WANT.
-			steal_worker_gone(p, w);
-			break;
-		}
-		// A worker process may rewrite its stop word and never
-		// acknowledge: it is killed, and its lane_lost acknowledges.
-		// Its wake may never come either (the word can change with no
-		// wake): look again every watchdog interval.
-		if (s != kStopRequested)
-			proc_stop_word_check(p, w);
-		const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-		const int64_t until = deadline >= 0 && deadline < cap ? deadline : cap;
-		if (deadline >= 0 && knit_now_ns() >= deadline)
-			return false;
-		knit_futex_wait(l->stop, s, until, p->futex_shared);
-	}
-	return true;
-}
-
 void proc_distrust(Pool *p, uint32_t w) { proc_kill_worker(p, w, true); }
 
 bool proc_hard_kill(Pool *p, uint32_t w)
@@ -1145,9 +1117,24 @@ void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 } // namespace
 
 const WorkerOps kProcWorkers = {
-	proc_check,    proc_tasks,     proc_isolated, proc_region, proc_start_all, proc_stop_wait,
-	proc_distrust, proc_hard_kill, proc_shutdown, proc_forget, proc_stats_of,  proc_efd_enabled,
-	kExitGraceNs,  true,           true,          proc_pid,
+	.check = proc_check,
+	.tasks = proc_tasks,
+	.isolated = proc_isolated,
+	.region = proc_region,
+	.start = proc_start_all,
+	.stop_check = proc_stop_word_check,
+	.distrust = proc_distrust,
+	.hard_kill = proc_hard_kill,
+	.shutdown = proc_shutdown,
+	.forget = proc_forget,
+	.stats = proc_stats_of,
+	.completion_fd_on = proc_efd_enabled,
+	// A worker may rewrite its stop word with no wake.
+	.stop_poll_ns = kProcDoorbellWatchdogNs,
+	.destroy_stop_ns = kExitGraceNs,
+	.line_spill = true,
+	.futex_shared = true,
+	.pid = proc_pid,
 };
 
 } // namespace knit::detail

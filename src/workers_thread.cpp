@@ -157,27 +157,6 @@ int thread_start(Pool *p, const knit_pool_options_t *, const RegionPlan &)
 	return rc;
 }
 
-bool thread_stop_wait(Pool *p, uint32_t w, int64_t deadline)
-{
-	Lane *l = &p->lanes[w];
-	// A retired lane's worker is gone (lane_lost): its stop word is
-	// nobody's any more, never waited on.
-	while (lane_state(l) != kLaneRetired) {
-		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
-		// in acknowledge_stop().
-		const uint32_t s = knit_load_acquire_32(l->stop);
-		if (s == kStopAcknowledged) {
-			// It left its loop for good: survivors may ignore its WANT.
-			steal_worker_gone(p, w);
-			break;
-		}
-		if (deadline >= 0 && knit_now_ns() >= deadline)
-			return false;
-		knit_futex_wait(l->stop, s, deadline, p->futex_shared);
-	}
-	return true;
-}
-
 void thread_distrust(Pool *p, uint32_t w)
 {
 	Lane *l = &p->lanes[w];
@@ -201,11 +180,23 @@ int32_t thread_pid(Pool *, uint32_t) { return 0; }
 } // namespace
 
 const WorkerOps kThreadWorkers = {
-	thread_check,  thread_tasks,
-	nullptr, // one region, one mapping: nothing to isolate
-	thread_region, thread_start,  thread_stop_wait, thread_distrust,         thread_hard_kill,
-	join_workers,  thread_forget, thread_stats,     thread_completion_fd_on, -1,
-	false,         false,         thread_pid,
+	.check = thread_check,
+	.tasks = thread_tasks,
+	.isolated = nullptr, // one region, one mapping: nothing to isolate
+	.region = thread_region,
+	.start = thread_start,
+	.stop_check = nullptr, // a thread writes its stop word only as the protocol says
+	.distrust = thread_distrust,
+	.hard_kill = thread_hard_kill,
+	.shutdown = join_workers,
+	.forget = thread_forget,
+	.stats = thread_stats,
+	.completion_fd_on = thread_completion_fd_on,
+	.stop_poll_ns = -1,
+	.destroy_stop_ns = -1,
+	.line_spill = false,
+	.futex_shared = false,
+	.pid = thread_pid,
 };
 
 } // namespace knit::detail

@@ -86,6 +86,26 @@ def _info(core: "_Core", h: C.c_void_p, c: A.Completion) -> Optional[Dict[str, A
     return {"flags": ci.flags, **{n: getattr(ci, n) for n in _INFO_FIELDS}}
 
 
+def _reaped(core, h, out, n: int, info: bool = False) -> List[Tuple[Any, ...]]:
+    """The first n completions of out as (ticket, user_data, result or
+    exception), with info a fourth item (_info), each one's result bytes
+    released to the pool as it is read."""
+    done = []
+    for c in out[:n]:
+        extra: Tuple[Any, ...] = ()
+        try:
+            if info:
+                extra = (_info(core, h, c),)
+            r = _outcome(core, c)
+        except KnitError as e:
+            r = e
+        finally:
+            core.lib.knit_completion_release(h, C.byref(c))
+        if r is _CANCELLED:
+            r = error_for(c.status, "call")
+        done.append((c.ticket, c.user_data or 0, r) + extra)
+    return done
+
 def _outcome(core: "_Core", c: A.Completion) -> Any:
     """A completion's result, or the exception it stands for (not raised)."""
     if c.status == 0:
@@ -688,26 +708,12 @@ class Pool(concurrent.futures.Executor):
             raise ValueError("max must be >= 1")
         out = (A.Completion * max)()
         ns = _wait_ns(timeout)
-        done = []
         h = core.enter("knit_complete")
         try:
             n = check(core.lib.knit_complete(h, out, max, ns), "knit_complete")
-            for c in out[:n]:
-                extra: Tuple[Any, ...] = ()
-                try:
-                    if info:
-                        extra = (_info(core, h, c),)
-                    r = _outcome(core, c)
-                except KnitError as e:
-                    r = e
-                finally:
-                    core.lib.knit_completion_release(h, C.byref(c))
-                if r is _CANCELLED:
-                    r = error_for(c.status, "call")
-                done.append((c.ticket, c.user_data or 0, r) + extra)
+            return _reaped(core, h, out, n, info)
         finally:
             core.leave()
-        return done
 
     def complete_tickets(self, tickets: Sequence[int], max: int = 64,
                          timeout: Optional[float] = None, info: bool = False
@@ -728,27 +734,13 @@ class Pool(concurrent.futures.Executor):
             raise KnitError(-A.KNIT_EVERSION, "knit_complete_tickets", "needs libknitting 1.2")
         arr = (C.c_uint64 * len(ts))(*ts)
         out = (A.Completion * max)()
-        done = []
         h = core.enter("knit_complete_tickets")
         try:
             n = check(core.lib.knit_complete_tickets(h, arr, len(ts), out, max, _wait_ns(timeout)),
                       "knit_complete_tickets")
-            for c in out[:n]:
-                extra: Tuple[Any, ...] = ()
-                try:
-                    if info:
-                        extra = (_info(core, h, c),)
-                    r = _outcome(core, c)
-                except KnitError as e:
-                    r = e
-                finally:
-                    core.lib.knit_completion_release(h, C.byref(c))
-                if r is _CANCELLED:
-                    r = error_for(c.status, "call")
-                done.append((c.ticket, c.user_data or 0, r) + extra)
+            return _reaped(core, h, out, n, info)
         finally:
             core.leave()
-        return done
 
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
         """Wait until every call enqueued before now has been reaped (by any
