@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lock2.h"
 #include "src/runtime.h"
 #include "src/steal.h"
@@ -74,6 +75,8 @@ struct PendingResult {
 	FrameHead head;
 	knit_value_t value; // data = buf
 	uint8_t *buf;
+	bool timed; // a timed task's result: timing goes with it
+	TimingWords timing;
 };
 
 struct WorkerLocal {
@@ -361,6 +364,9 @@ struct LaneLoss {
 	// ahead of the backlog (dispatch_backlog_requeue).
 	Call *again[kLanes];
 	uint32_t nagain;
+	// Set by settle: why the worker died; the calls it held that fail
+	// carry it in their infos (src/info.h). Zero: nothing to tell.
+	DeathNote death = {};
 };
 
 // Worker w is gone and will never write shared memory again (a worker

@@ -224,6 +224,11 @@ struct ProcHost {
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
 	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX]; // by enum knit_death_cause
+	// The memory cgroup's oom_kill count at the last look (the monitor's;
+	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
+	// grown, is an OOM kill (death_cause in src/proc.cpp).
+	int64_t oom_seen;
 };
 
 // ProcHost::killed: a kill was asked for (the hard timeout or a protocol
