@@ -126,7 +126,8 @@ KT(restart, fast_crash_loop_fails_the_pool)
 	knit_ticket_t t;
 	cr_assert_eq(knit_enqueue(p, kt_id(p, "echo"), &a, NULL, &t), -KNIT_ECRASHED);
 	const char *why = knit_last_error();
-	cr_assert(strstr(why, "failed") != NULL && strstr(why, "respawn_window_ms 600000") != NULL &&
+	cr_assert(strstr(why, "failed") != NULL &&
+			  strstr(why, "respawn_window_ms 600000") != NULL &&
 			  strstr(why, "respawn_max 2") != NULL &&
 			  strstr(why, "killed by signal 6") != NULL,
 		  "%s", why);
@@ -435,6 +436,11 @@ static void kill_one_on(uint32_t topo, uint32_t flags)
 	cr_assert_eq(s.pending, 0);
 	cr_assert_eq(s.spawns, spawns0 + 1, "only the killed worker was replaced");
 	cr_assert_eq(s.cancel_kills, 1);
+	cr_assert_eq(s.deaths[KNIT_DEATH_CANCEL_KILL], 1, "the death's cause");
+	uint64_t all = 0;
+	for (int k = 0; k < KNIT_DEATH_CAUSE_MAX; k++)
+		all += s.deaths[k];
+	cr_assert_eq(all, 1);
 	kt_destroy(p);
 	rmdir(g_dir);
 	cr_assert_eq(kt_count_children(), 0);
