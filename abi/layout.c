@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 272);
+KNIT_SIZE(knit_pool_options_t, 296);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -70,8 +70,11 @@ KNIT_AT(knit_pool_options_t, worker_path, 240);
 KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
 KNIT_AT(knit_pool_options_t, worker_prefix, 256);
-KNIT_AT(knit_pool_options_t, info_flags, 264);   /* 1.2 */
-KNIT_AT(knit_pool_options_t, info_records, 268); /* 1.2 */
+KNIT_AT(knit_pool_options_t, worker_start, 264);
+KNIT_AT(knit_pool_options_t, worker_stop, 272);
+KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
+KNIT_AT(knit_pool_options_t, info_flags, 288);   /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_records, 292); /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -153,8 +156,11 @@ KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
 KNIT_AT(knit_pool_stats_t, deaths, 6440);           /* 1.2 */
 
 /* knit_task_library_t */
-KNIT_SIZE(knit_task_library_t, 24);
+KNIT_SIZE(knit_task_library_t, 40);
 KNIT_AT(knit_task_library_t, size, 0);
 KNIT_AT(knit_task_library_t, version, 4);
 KNIT_AT(knit_task_library_t, tasks, 8);
 KNIT_AT(knit_task_library_t, ntasks, 16);
+KNIT_AT(knit_task_library_t, init, 24);
+KNIT_AT(knit_task_library_t, fini, 32);
+_Static_assert(KNIT_TASK_LIBRARY_V1_SIZE == 24, "a version 1 task library: 1.1's size");

@@ -190,6 +190,9 @@ enum knit_cpu_flags {
 					     of cpu_mask (ascending), not on all of it */
 };
 
+/* 1.2: a worker thread's start or stop callback (knit_pool_options_t). */
+typedef void (*knit_worker_hook_fn)(void *arg, uint32_t worker);
+
 typedef struct knit_pool_options {
 	uint32_t size;                  /* sizeof(knit_pool_options_t) */
 	uint32_t workers;               /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
@@ -241,6 +244,14 @@ typedef struct knit_pool_options {
 					sandbox: bwrap, systemd-run ...); its
 					first word searched in $PATH; NULL =
 					none; a shorter, older struct = none */
+	/* 1.2: thread workers only (process workers have the task library's
+	 * init and fini). worker_start(worker_hook_arg, w) runs on worker thread
+	 * w (named knit-wW) before it takes its first call; worker_stop on it
+	 * once it left its loop for good (a stop, or its lane distrusted),
+	 * before knit_pool_destroy returns. NULL = none. */
+	knit_worker_hook_fn worker_start;
+	knit_worker_hook_fn worker_stop;
+	void *worker_hook_arg;
 	/* 1.2 (a shorter, older struct = 0 for both). */
 	uint32_t info_flags;   /* enum knit_pool_info_flags; 0 = none */
 	uint32_t info_records; /* completion infos kept for knit_completion_info:
@@ -278,20 +289,45 @@ enum knit_proc_flags {
  * A task library (process workers): a shared object exporting one symbol,
  *
  *     const knit_task_library_t knit_task_library = {
- *         sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, ntasks };
+ *         .size = sizeof(knit_task_library_t),
+ *         .version = KNIT_TASK_LIBRARY_VERSION,
+ *         .tasks = tasks, .ntasks = ntasks,
+ *         .init = init, .fini = fini }; // both optional
+ *
+ * (designated: a positional initializer of the first four members meets
+ * -Wmissing-field-initializers since the hooks exist)
  *
  * The host and every worker process load it; task ids are the indexes of
  * the tasks in name order on both sides, and a worker whose table (names,
  * timeouts, flags) differs from the host's refuses to start.
+ *
+ * Version 2 (1.2) adds the worker hooks, which run in the worker processes
+ * only, never in the host. init(worker, msg, msg_size) runs once in each
+ * worker process (worker is its lane, 0 ..), after the pool's memory is
+ * mapped and before the first task (and before a sandbox closes, see
+ * knit_sandbox_t): it may open files, warm caches, drop privileges. It
+ * returns 0, or anything else to refuse to start: the worker then writes
+ * msg (NUL-terminated, msg_size bytes at most; "" = no reason) to the host,
+ * and knit_pool_create fails with -KNIT_EINVAL, knit_last_error() carrying
+ * it (a respawned worker whose init fails dies: a crash). fini(worker) runs
+ * in the worker once it acknowledged a clean stop, before it exits (it has
+ * about one second: knit_pool_destroy kills a worker that stays). Either
+ * may be NULL. A version 1 structure (the first four members only, size
+ * KNIT_TASK_LIBRARY_V1_SIZE) still loads, with no hooks.
  */
 #define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
-#define KNIT_TASK_LIBRARY_VERSION 1
+#define KNIT_TASK_LIBRARY_VERSION 2
 typedef struct knit_task_library {
 	uint32_t size;    /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
-	uint32_t version; /* KNIT_TASK_LIBRARY_VERSION */
+	uint32_t version; /* KNIT_TASK_LIBRARY_VERSION (1: the first four members) */
 	const struct knit_task *tasks;
 	size_t ntasks;
+	/* Version 2 (1.2): worker processes only; NULL = none. */
+	int (*init)(uint32_t worker, char *msg, size_t msg_size);
+	void (*fini)(uint32_t worker);
 } knit_task_library_t;
+/* The size of a version 1 structure (tasks and ntasks only). */
+#define KNIT_TASK_LIBRARY_V1_SIZE (offsetof(knit_task_library_t, init))
 
 /* ------------------------------------------------------------------------ */
 /* Per-call options and completions                                          */

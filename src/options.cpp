@@ -86,6 +86,14 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 			return error_set(-KNIT_EINVAL,
 					 "process workers take no inline_lane (it is %u)",
 					 o.inline_lane);
+		if (o.worker_start != nullptr || o.worker_stop != nullptr ||
+		    o.worker_hook_arg != nullptr)
+			return error_set(-KNIT_EINVAL,
+					 "%s is for thread workers only (a worker process runs "
+					 "the task library's init and fini)",
+					 o.worker_start != nullptr  ? "worker_start"
+					 : o.worker_stop != nullptr ? "worker_stop"
+								    : "worker_hook_arg");
 		// A prefix: 1..kPrefixMax words, none empty (an empty program
 		// name would only fail later, at the spawn).
 		if (o.worker_prefix != nullptr) {

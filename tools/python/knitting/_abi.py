@@ -24,7 +24,7 @@ KNIT_CPU_MASK_WORDS = 16
 KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
 KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
 KNIT_ZERO = 0xFFFFFFFF
-KNIT_TASK_LIBRARY_VERSION = 1
+KNIT_TASK_LIBRARY_VERSION = 2
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CALL_HIGH, KNIT_CALL_LOW = 8, 16  # 1.2
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
@@ -70,6 +70,8 @@ class PoolOptions(C.Structure):
         ("task_library", C.c_char_p), ("worker_path", C.c_char_p),
         ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32),
         ("worker_prefix", C.POINTER(C.c_char_p)),
+        # 1.2: thread workers' start/stop callbacks (knit_worker_hook_fn) and their argument
+        ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
         ("info_flags", C.c_uint32), ("info_records", C.c_uint32)]  # 1.2
 
 
@@ -117,7 +119,9 @@ class CompletionInfo(C.Structure):  # 1.2
 class TaskLibrary(C.Structure):
     """What a task library exports as knit_task_library (process workers)."""
     _fields_ = [("size", C.c_uint32), ("version", C.c_uint32), ("tasks", C.POINTER(Task)),
-                ("ntasks", C.c_size_t)]
+                ("ntasks", C.c_size_t),
+                # version 2 (1.2): the worker process hooks, init and fini
+                ("init", C.c_void_p), ("fini", C.c_void_p)]
 
 
 # C type name -> mirror (tests compare each against the C layout).
