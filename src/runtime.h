@@ -176,6 +176,7 @@ struct PoolConfig {
 	bool one_per_worker;
 	bool processes;        // KNIT_WORKERS_PROCESSES (src/proc.h)
 	bool timing;           // KNIT_POOL_INFO_TIMING: workers time every task (src/info.h)
+	bool cpu_time;         // KNIT_POOL_INFO_CPU: and read their thread's CPU clock
 	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
@@ -402,6 +403,21 @@ struct StealHost {
 	uint32_t lane_ticket[kLanes]; // that call's record index
 	uint32_t lane_gen[kLanes];    // and generation
 	uint32_t ack_seen[kMaxStealConsumers];
+	// The toggles of each worker's ACK word the host accepted (claims of
+	// unclaimed lanes, and pairs of toggles that cancel out): ack_seen ^
+	// ack_valid is what a worker's word says that the host does not
+	// believe (steal_track), and a dead worker's word is reset so that the
+	// XOR of every ACK matches what the host believes (lane_steal_reap).
+	uint32_t ack_valid[kMaxStealConsumers];
+	uint32_t blamed; // workers distrusted for their ACK word (until reaped)
+	// Lanes a dead worker's reset ACK word flipped back (lane_steal_reap):
+	// a survivor may be mid-claim on one of them, misled by what the dead
+	// worker wrote; its toggle there is not held against it (once).
+	uint32_t reset_lanes;
+	// Some worker's ACK word said what the host does not believe (sticky):
+	// from then on an honest worker may be misled into running a call it
+	// does not hold, and its frame for one is dropped, not blamed.
+	bool misled;
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -456,8 +472,9 @@ struct InfoRoom {
 	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)
 	CallNote **chunks; // by record index / kTicketChunk, nullptr until used
 	uint32_t nchunks;
-	uint32_t notes;  // notes written and not handed out yet (hand-out skips
-			 // the lookup while 0 and timing is off)
+	uint32_t notes;  // notes written and not handed out yet, plus one for a
+			 // timed pool (every hand-out looks): hand-out skips
+			 // the lookup while 0
 	InfoEntry *ring; // cap entries: the last infos handed out
 	uint32_t cap;
 	uint32_t seq; // the last sequence handed out (skips 0 on wrap)
@@ -504,6 +521,11 @@ struct alignas(128) Pool {
 	// refill, which trusts every worker to ring at its low-water mark
 	// (src/wake.cpp).
 	bool untrusted_workers;
+	// Steal topology: no worker wakes a peer (a worker process may not
+	// write a peer's page, layout.h); the host wakes one parked worker per
+	// call it publishes instead (steal_flush). Set in a process pool's host
+	// and in its workers.
+	bool steal_host_wakes;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
 				// respawns): new calls fail -KNIT_ECRASHED (a release
 				// store after the reason, WorkerOps::failed_why; stored

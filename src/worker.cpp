@@ -152,8 +152,9 @@ uint32_t steal_take(Lane *l)
 	if (take != 0) {
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
-		// than after our batch (the host woke only one of us).
-		if (l->sc.pending() != 0)
+		// than after our batch (the host woke only one of us). Not in a
+		// process pool: the host woke one of us per call already.
+		if (!p->steal_host_wakes && l->sc.pending() != 0)
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
@@ -294,6 +295,7 @@ void run_batch(Lane *l)
 	const bool hard = p->cfg.hard_timeout_ms != 0;
 	const bool stamp = hard || p->cfg.processes; // KNIT_CANCEL_KILL reads it too
 	const bool timed = p->cfg.timing;            // KNIT_POOL_INFO_TIMING (src/info.h)
+	const bool cpu_time = p->cfg.cpu_time;       // KNIT_POOL_INFO_CPU
 	const bool mark = l->rerun;                  // the started mask (Lane::rerun)
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
@@ -337,13 +339,13 @@ void run_batch(Lane *l)
 				tw.ticket = f.head.ticket;
 				tw.gen = f.head.generation;
 				tw.start = now;
-				tw.cpu = thread_cpu_ns();
+				tw.cpu = cpu_time ? thread_cpu_ns() : 0;
 			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
 			if (timed) {
-				tw.cpu = thread_cpu_ns() - tw.cpu;
+				tw.cpu = cpu_time ? thread_cpu_ns() - tw.cpu : -1;
 				tw.end = knit_now_ns();
 			}
 			if (stamp)
