@@ -446,8 +446,8 @@ enum knit_stop_flags {
 typedef struct knit_lane_stats {
 	uint64_t calls;             /* calls this lane ran */
 	uint64_t parks;             /* times the worker went to sleep */
-	uint64_t wakes_sent;        /* futex wakes sent to it (the host's; steal:
-				       also a peer worker's) */
+	uint64_t wakes_sent;        /* futex wakes sent to it (the host's; steal,
+				       threads: also a peer worker's) */
 	uint64_t wakes_received;    /* times it woke because it was rung */
 	uint64_t watchdog_expiries; /* times it woke only because park_ms passed */
 	uint64_t spins;             /* idle spin rounds that found work */

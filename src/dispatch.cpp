@@ -89,11 +89,10 @@ int steal_stage(Pool *p, Call *c)
 }
 
 // Publish every staged frame (one release store of A), then wake ONE parked
-// worker (holder); with steal_host_wakes, one per frame published.
+// worker (holder).
 void steal_flush(Pool *p)
 {
-	const uint32_t n = p->steal.staged;
-	if (n == 0)
+	if (p->steal.staged == 0)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
@@ -102,9 +101,7 @@ void steal_flush(Pool *p)
 	// submit lock (pending()): either it sees our A or we see it parked
 	// below.
 	knit_fence_seq_cst();
-	uint32_t woken = steal_wake_one(p) ? 1 : 0;
-	while (p->steal_host_wakes && woken != 0 && woken < n && steal_wake_one(p))
-		woken++;
+	steal_wake_one(p);
 }
 
 // ---- placement ---------------------------------------------------------------------

@@ -105,8 +105,9 @@
 //                                   (steal_wake_one)
 //       131072        end (kStealControlBytes); the submit lock starts at kStealLockOff
 //  A worker process never writes a peer's page (it is not mapped writable
-//  there) and never wakes a peer: the host wakes as many parked workers as
-//  it published calls (steal_flush, src/dispatch.cpp).
+//  there) and so never wakes a peer: the host's wake at each publish
+//  (steal_flush, src/dispatch.cpp) and each worker's re-check before it
+//  parks hand out the work.
 #ifndef KNIT_SRC_LAYOUT_H
 #define KNIT_SRC_LAYOUT_H
 

@@ -825,7 +825,6 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// worker's successor on the lanes topology runs the calls it never
 	// started (Lane::rerun).
 	p->untrusted_workers = true;
-	p->steal_host_wakes = true; // a worker process wakes no peer (layout.h)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		p->lanes[i].rerun = !p->steal.on;
 	ProcBoot &b = h->boot;

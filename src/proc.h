@@ -60,7 +60,7 @@
 // block's host page (DEAD, the submit arena's PB) is shared memory, read-
 // only to every worker: a worker never frees a submit allocation (the
 // host does once the lane is retired) and never wakes a peer (the host
-// wakes as many parked workers as it publishes calls). A page's memfd is
+// wakes one parked worker at each publish). A page's memfd is
 // reused by the worker respawned on its consumer id, as a lane's: the
 // host resets its words first (steal_revive), the peers' read-only
 // mappings stay valid.

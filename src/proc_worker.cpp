@@ -513,10 +513,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
 		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
 		// The submit arena's PB and our peers' pages are not ours to
-		// write (layout.h): the host frees what we copied out, and wakes
-		// the peers (Pool::steal_host_wakes).
+		// write (layout.h): the host frees what we copied out, and we
+		// wake no peer (Pool::steal_no_peer_wake).
 		l->sc.set_frees(false);
-		p->steal_host_wakes = true;
+		p->steal_no_peer_wake = true;
 		l->sc.set_stop_word(l->stop);
 		p->steal.on = true;
 	}

@@ -522,10 +522,10 @@ struct alignas(128) Pool {
 	// (src/wake.cpp).
 	bool untrusted_workers;
 	// Steal topology: no worker wakes a peer (a worker process may not
-	// write a peer's page, layout.h); the host wakes one parked worker per
-	// call it publishes instead (steal_flush). Set in a process pool's host
-	// and in its workers.
-	bool steal_host_wakes;
+	// write a peer's page, layout.h): only the host's wake at each publish
+	// (steal_flush) and the workers' re-check before they park (W2) hand
+	// out the work. Set in a process pool's workers.
+	bool steal_no_peer_wake;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
 				// respawns): new calls fail -KNIT_ECRASHED (relaxed;
 				// stored before closed, under mu: pool_failed)

@@ -150,8 +150,9 @@ uint32_t steal_take(Lane *l)
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
 		// than after our batch (the host woke only one of us). Not in a
-		// process pool: the host woke one of us per call already.
-		if (!p->steal_host_wakes && l->sc.pending() != 0)
+		// process pool: a peer's parked and wake words are not ours to
+		// write there (layout.h).
+		if (!p->steal_no_peer_wake && l->sc.pending() != 0)
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
