@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 264);
+KNIT_SIZE(knit_pool_options_t, 288);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -70,6 +70,10 @@ KNIT_AT(knit_pool_options_t, worker_path, 240);
 KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
 KNIT_AT(knit_pool_options_t, worker_prefix, 256);
+KNIT_AT(knit_pool_options_t, recycle_calls, 264);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 272); /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_age_ms, 280);    /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved3, 284);         /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -111,7 +115,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6440);
+KNIT_SIZE(knit_pool_stats_t, 9032);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -136,6 +140,20 @@ KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
 KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
 KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_calls, 6440);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_rss, 6448);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_age, 6456);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycle_failures, 6464); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, worker, 6472);           /* 1.2 */
+
+/* knit_worker_stats_t (an array element: frozen) */
+KNIT_SIZE(knit_worker_stats_t, 40);
+KNIT_AT(knit_worker_stats_t, pid, 0);
+KNIT_AT(knit_worker_stats_t, calls, 8);
+KNIT_AT(knit_worker_stats_t, rss_bytes, 16);
+KNIT_AT(knit_worker_stats_t, age_ns, 24);
+KNIT_AT(knit_worker_stats_t, state, 32);
+KNIT_AT(knit_worker_stats_t, reserved, 36);
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 24);

@@ -228,7 +228,7 @@ void janitor_done(ProcHost *h)
 // prefix program or the worker not found, not executable) -KNIT_ENOENT,
 // -KNIT_EACCES, -KNIT_EINVAL. why: kErrorMax bytes for the message of a
 // failure, or null.
-int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
+int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, int go_r)
 {
 	ProcHost *h = p->proc;
 	ProcBoot b = h->boot;
@@ -239,7 +239,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	b.fd_steal = p->isolated && p->steal.on ? kBootFdSteal : -1;
 	// A respawn waits for its line's open word (S11; lane_lost stored
 	// it, on this thread); the first workers serve theirs from the start.
-	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
+	// A successor (go_r) learns it on its go pipe.
+	b.line_nonce = respawn ? knit_load_relaxed_32(&p->lanes[lane].line_nonce) : 0;
+	b.fd_go = go_r >= 0 ? kBootFdGo : -1;
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -268,6 +270,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		// never another lane's (proc.h).
 		{p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
 		{p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
+		{go_r, kBootFdGo},
 	};
 	constexpr uint32_t kGive = sizeof give / sizeof give[0];
 	int tmp[kGive];
@@ -326,6 +329,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 				kill(pid, SIGKILL);
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
+			} else if (go_r >= 0) {
+				h->spare_pid[lane] = pid;
+				h->spare_pidfd[lane] = fd;
 			} else {
 				h->pid[lane] = pid;
 				h->pidfd[lane] = fd;

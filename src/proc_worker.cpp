@@ -331,6 +331,30 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO,
 				 "the task library's table differs from the host's (%s)", argv[3]);
+	if (b.fd_go >= 0) {
+		// The successor of a worker being recycled (src/lane.h): booted
+		// as far as the table check, it says so and waits, holding no
+		// mapping of the pool, until the host hands it the lane (the
+		// line's open word, S11) after its predecessor left.
+		if (b.fd_go != kBootFdGo || g_status_fd < 0)
+			return boot_fail(KNIT_EPROTO, "boot record out of range");
+		(void)!write(g_status_fd, "ok\n", 3);
+		close(g_status_fd);
+		g_status_fd = -1;
+		uint32_t nonce = 0;
+		size_t got = 0;
+		while (got < sizeof nonce) {
+			const ssize_t n = read(kBootFdGo, reinterpret_cast<char *>(&nonce) + got,
+					       sizeof nonce - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				exit(0); // not wanted (EOF): nothing of the pool was touched
+			got += (size_t)n;
+		}
+		close(kBootFdGo);
+		b.line_nonce = nonce;
+	}
 	if (b.shm_name[0] != 0) {
 		// Named: unsealed, so only the size is checked (region_map_fd
 		// refuses an object shorter than the pool).

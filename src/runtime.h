@@ -176,6 +176,11 @@ struct PoolConfig {
 	bool one_per_worker;
 	bool processes; // KNIT_WORKERS_PROCESSES (src/proc.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
+	// Process pools: recycle a worker past any of these marks (0 = off;
+	// src/lane.h, "Recycling").
+	uint64_t recycle_calls;
+	uint64_t recycle_rss_bytes;
+	uint32_t recycle_age_ms;
 };
 
 // Validate *in (NULL = all defaults) per the ABI contract and fill *out with
@@ -449,6 +454,7 @@ struct alignas(128) Pool {
 	bool isolated;                   // host of a process pool whose workers map writable
 					 // only their own pages (src/proc.h, "isolation")
 	const struct WorkerOps *workers; // the worker kind's operations (src/workers.h)
+	int64_t born_ns;                 // knit_pool_create's clock (stats: a thread's age)
 	struct ProcHost *proc;           // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring

@@ -74,10 +74,15 @@ struct WorkerOps {
 	// knit_pool_destroy in a child of fork(2): free the backend's state,
 	// signal and wait for nothing (the workers are the parent's).
 	void (*forget)(Pool *p);
-	// knit_pool_stats: the kind's own counters (spawns, crashes, ...).
+	// knit_pool_stats: the kind's own counters (spawns, crashes, ...) and
+	// its view of each worker (s->worker[], filled for threads before).
 	void (*stats)(Pool *p, knit_pool_stats_t *s);
 	// knit_completion_fd made the fd (after its release store of efd_on).
 	void (*completion_fd_on)(Pool *p);
+	// Lane w's worker served recycle_calls (lane_served; the holder or a
+	// line's claim holder, once per worker): recycle it. Must not block.
+	// nullptr: the kind does not recycle (options refuse the marks).
+	void (*retire_due)(Pool *p, uint32_t w);
 	// knit_pool_destroy's bound on knit_stop (-1: none; a thread stuck in
 	// a task is waited for, it cannot be killed).
 	int64_t destroy_stop_ns;

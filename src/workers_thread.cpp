@@ -200,11 +200,22 @@ void thread_completion_fd_on(Pool *) {}
 } // namespace
 
 const WorkerOps kThreadWorkers = {
-	thread_check,  thread_tasks,
+	thread_check,
+	thread_tasks,
 	nullptr, // one region, one mapping: nothing to isolate
-	thread_region, thread_start,  thread_stop_wait, thread_distrust,         thread_hard_kill,
-	join_workers,  thread_forget, thread_stats,     thread_completion_fd_on, -1,
-	false,         false,
+	thread_region,
+	thread_start,
+	thread_stop_wait,
+	thread_distrust,
+	thread_hard_kill,
+	join_workers,
+	thread_forget,
+	thread_stats,
+	thread_completion_fd_on,
+	nullptr, // a thread is never recycled (options refuse the marks)
+	-1,
+	false,
+	false,
 };
 
 } // namespace knit::detail
