@@ -51,7 +51,12 @@
 // memfd is reused by the worker respawned on the lane: the dead worker,
 // reaped, holds no mapping any more, a child a task forked inherits none
 // (the worker maps the pool MADV_DONTFORK), and the worker closed the
-// descriptor after mapping it; lane_lost (src/lane.h) resets the words. The steal
+// descriptor after mapping it; lane_lost (src/lane.h) resets the words.
+// A recycled worker's successor (src/lane.h, "Recycling") maps its lane's
+// memfd while its predecessor still serves the lane, and runs its init
+// there, but reads and writes nothing of the lane until it is let in after
+// the predecessor's exit: both are the lane's workers, running the same
+// library, and neither can reach another lane's memory. The steal
 // control pages are the one part every worker of a steal pool writes: the
 // claim protocol (steal.h) has each consumer read every peer's ACK and
 // WANT, and a page a worker writes cannot be made read-only for its peers
@@ -233,6 +238,11 @@ struct ProcHost {
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
 	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX]; // by enum knit_death_cause
+	// The memory cgroup's oom_kill count at the last look (the monitor's;
+	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
+	// grown, is an OOM kill (death_cause in src/proc.cpp).
+	int64_t oom_seen;
 	// Recycling (src/lane.h "Recycling"; the monitor only, unless noted).
 	// Each lane's successor while one is on its way: its pid and pidfd, the
 	// read end of its boot status pipe until its verdict, the write end of
@@ -320,7 +330,14 @@ uint64_t task_table_hash(const TaskEntry *t, uint32_t n);
 // library path), -KNIT_EACCES (not a readable regular file), -KNIT_EINVAL
 // (cannot load, no or bad knit_task_library, bad table), -KNIT_ENOMEM;
 // the message recorded (src/error.h) on failure.
-int proc_load_tasks(Pool *p, const char *path, void **handle);
+//
+// hooks (may be null: the host, which never runs them): the library's
+// init and fini (version 2; null for version 1 or when not set).
+struct LibraryHooks {
+	int (*init)(uint32_t worker, char *msg, size_t msg_size);
+	void (*fini)(uint32_t worker);
+};
+int proc_load_tasks(Pool *p, const char *path, void **handle, LibraryHooks *hooks = nullptr);
 
 // knit_pool_create, right after proc_load_tasks: the host state (p->proc),
 // which owns the library handle from now on (pool_free -> proc_shutdown

@@ -333,7 +333,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 				h->spare_pid[lane] = pid;
 				h->spare_pidfd[lane] = fd;
 			} else {
-				h->pid[lane] = pid;
+				// Atomic: proc_pid reads it from any thread.
+				__atomic_store_n(&h->pid[lane], pid, __ATOMIC_RELAXED);
 				h->pidfd[lane] = fd;
 			}
 		}

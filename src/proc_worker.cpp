@@ -274,6 +274,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	    head[2] == sizeof(ProcBoot) && head[3] == sizeof(PoolConfig) &&
 	    hex_decode(argv[2], &b, sizeof b)) {
 		g_status_fd = b.fd_status;
+		// Our documented name (knit-worker(8)): knit-wLANE, as the
+		// worker threads'; ps and top show it.
+		char comm[16];
+		snprintf(comm, sizeof comm, "knit-w%u", b.lane % 100u);
+		prctl(PR_SET_NAME, comm);
 		const char *why = nullptr;
 		const int prc = place_self(b, &cpu, &why);
 		if (prc != 0)
@@ -324,37 +329,16 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->epfd = -1;
 	p->region.fd = -1;
 	void *dl = nullptr;
-	int rc = proc_load_tasks(p, argv[3], &dl);
+	LibraryHooks hooks;
+	int rc = proc_load_tasks(p, argv[3], &dl, &hooks);
 	if (rc != 0)
 		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s",
 				 knit_last_error());
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO,
 				 "the task library's table differs from the host's (%s)", argv[3]);
-	if (b.fd_go >= 0) {
-		// The successor of a worker being recycled (src/lane.h): booted
-		// as far as the table check, it says so and waits, holding no
-		// mapping of the pool, until the host hands it the lane (the
-		// line's open word, S11) after its predecessor left.
-		if (b.fd_go != kBootFdGo || g_status_fd < 0)
-			return boot_fail(KNIT_EPROTO, "boot record out of range");
-		(void)!write(g_status_fd, "ok\n", 3);
-		close(g_status_fd);
-		g_status_fd = -1;
-		uint32_t nonce = 0;
-		size_t got = 0;
-		while (got < sizeof nonce) {
-			const ssize_t n = read(kBootFdGo, reinterpret_cast<char *>(&nonce) + got,
-					       sizeof nonce - got);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				exit(0); // not wanted (EOF): nothing of the pool was touched
-			got += (size_t)n;
-		}
-		close(kBootFdGo);
-		b.line_nonce = nonce;
-	}
+	if (b.fd_go >= 0 && (b.fd_go != kBootFdGo || g_status_fd < 0))
+		return boot_fail(KNIT_EPROTO, "boot record out of range");
 	if (b.shm_name[0] != 0) {
 		// Named: unsealed, so only the size is checked (region_map_fd
 		// refuses an object shorter than the pool).
@@ -503,41 +487,95 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		}
 		l->line_wait = b.line_nonce;
 	}
-	uint8_t *req_lock = l->block + kLaneOffReqLock;
-	uint8_t *ret_lock = l->block + kLaneOffRetLock;
-	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
-	ArenaShared ret_sh =
-		lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
-	ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
-	if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
-	    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
-		return boot_fail(KNIT_EPROTO, "lane geometry refused");
-	if (steal) {
-		// The submit lock we claim from, as consumer `lane` (the host
-		// revived the id for us if a predecessor died: steal_revive).
-		p->steal.ctl = base + b.steal_off;
-		p->steal.lock = p->steal.ctl + kStealLockOff;
-		ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
-		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
-				 p->cfg.steal_g) != 0)
-			return boot_fail(KNIT_EPROTO, "steal geometry refused");
-		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
-		l->sc.set_stop_word(l->stop);
-		p->steal.on = true;
+	// Our endpoints over the lane's words (and, stealing, the submit lock
+	// as consumer `lane`: its ACK mirror comes from the shared word, so
+	// only after the host revived the id for us). 0 or boot_fail's.
+	const auto attach_lane = [&]() -> int {
+		uint8_t *req_lock = l->block + kLaneOffReqLock;
+		uint8_t *ret_lock = l->block + kLaneOffRetLock;
+		ArenaShared req_sh =
+			lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
+		ArenaShared ret_sh =
+			lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+		ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
+		if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
+		    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
+			return boot_fail(KNIT_EPROTO, "lane geometry refused");
+		if (steal) {
+			// The submit lock we claim from, as consumer `lane` (the host
+			// revived the id for us if a predecessor died: steal_revive).
+			p->steal.ctl = base + b.steal_off;
+			p->steal.lock = p->steal.ctl + kStealLockOff;
+			ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
+			if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
+					 p->cfg.steal_g) != 0)
+				return boot_fail(KNIT_EPROTO, "steal geometry refused");
+			l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+			l->sc.set_stop_word(l->stop);
+			p->steal.on = true;
+		}
+		l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
+		if (l->local == nullptr)
+			return boot_fail(KNIT_ENOMEM, "out of memory");
+		return 0;
+	};
+	// A recycled worker's successor (fd_go) attaches only once it is let
+	// in: its predecessor serves the lane until then.
+	if (b.fd_go < 0 && (rc = attach_lane()) != 0)
+		return rc;
+	// The task library's init: once, with the pool mapped and none of its
+	// descriptors left but our own lane's bridge, before our first task
+	// (and before "ok", so a refusal fails knit_pool_create with its
+	// words). A respawned worker's refusal is its death (a crash).
+	if (hooks.init != nullptr) {
+		char why_init[kBootVerdictMax - 64];
+		why_init[0] = 0;
+		const int irc = hooks.init(b.lane, why_init, sizeof why_init);
+		why_init[sizeof why_init - 1] = 0; // whatever init wrote
+		if (irc != 0)
+			return boot_fail(KNIT_EINVAL, "the task library's init returned %d: %s",
+					 irc, why_init[0] != 0 ? why_init : "(no message)");
 	}
-	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
-	if (l->local == nullptr)
-		return boot_fail(KNIT_ENOMEM, "out of memory");
 	if (g_status_fd >= 0) {
 		(void)!write(g_status_fd, "ok\n", 3);
 		close(g_status_fd);
 		g_status_fd = -1;
 	}
+	if (b.fd_go >= 0) {
+		// The successor of a worker being recycled (src/lane.h): booted,
+		// mapped and past its init, it waits until the host hands it the
+		// lane (the line's open word, S11) after its predecessor left.
+		// Its init ran beside that predecessor: the lane's pages are
+		// mapped here already, but nothing of the lane is read or written
+		// before the hand-over.
+		uint32_t nonce = 0;
+		size_t got = 0;
+		while (got < sizeof nonce) {
+			const ssize_t n = read(kBootFdGo, reinterpret_cast<char *>(&nonce) + got,
+					       sizeof nonce - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				// Not wanted (EOF): it never served; a clean end.
+				if (hooks.fini != nullptr)
+					hooks.fini(b.lane);
+				exit(0);
+			}
+			got += (size_t)n;
+		}
+		close(kBootFdGo);
+		l->line_wait = nonce;
+		if ((rc = attach_lane()) != 0)
+			return rc;
+	}
 	// Our probes name our view of the pool; this one tells a tracer whose
 	// pool the view is (before any other probe of ours).
 	KNIT_TRACE_PROC_WORKER_START(p, b.lane, b.host_pool);
 	worker_main(l);
-	// Stop acknowledged: leave (the host reaps us). exit, not _exit: the
-	// task library's destructors run.
+	// Stop acknowledged: the task library's fini, then leave (the host
+	// reaps us, or kills us kExitGraceNs after the stop). exit, not
+	// _exit: the task library's destructors run.
+	if (hooks.fini != nullptr)
+		hooks.fini(b.lane);
 	exit(0);
 }

@@ -106,8 +106,7 @@ static void check_hitless(knit_pool_t *p, uint32_t workers, uint64_t at_least)
 	cr_assert_eq(s.respawns, 0);
 	cr_assert_eq(s.hard_kills, 0);
 	cr_assert_eq(s.recycle_failures, 0);
-	cr_assert_geq(recycles(&s), at_least, "%llu recycles",
-		      (unsigned long long)recycles(&s));
+	cr_assert_geq(recycles(&s), at_least, "%llu recycles", (unsigned long long)recycles(&s));
 	cr_assert_eq(s.spawns, workers + recycles(&s), "spawns %llu, recycles %llu",
 		     (unsigned long long)s.spawns, (unsigned long long)recycles(&s));
 	cr_assert_eq(s.pending, 0);
@@ -310,4 +309,49 @@ KT(recycle, options)
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL);
 	cr_assert(strstr(knit_last_error(), "reserved3") != NULL, "%s", knit_last_error());
 	cr_assert_null(p);
+}
+
+/* The task library's hooks under recycling: each successor ran its init
+ * once before it served a call (its init ran before it was let in), and
+ * every worker process that served ran its fini once it left. */
+KT(recycle, hooks_once_per_worker)
+{
+	char dir[] = "/tmp/knit-recycle-hooks-XXXXXX";
+	cr_assert(mkdtemp(dir) != NULL);
+	setenv("KNIT_TEST_FINI_DIR", dir, 1);
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	o.task_library = KT_BUILD_DIR "/tests/lib/proc_hooks.so";
+	o.proc_flags = KNIT_PROC_INHERIT_ENV;
+	o.recycle_calls = 50;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0, "%s", knit_last_error());
+	for (int i = 0; i < 500; i++) {
+		knit_completion_t c = kt_proc_call(p, "inits", kt_none());
+		cr_assert_eq(c.status, 0, "call %d: %s", i, knit_strerror(c.status));
+		cr_assert_eq(c.result.i64, 1000, "call %d: init ran %lld times (worker %lld)", i,
+			     (long long)(c.result.i64 / 1000), (long long)(c.result.i64 % 1000));
+	}
+	knit_pool_stats_t s;
+	settle(p, 1, &s);
+	cr_assert_geq(s.recycles_calls, 1);
+	cr_assert_eq(s.spawns, 1 + s.recycles_calls);
+	cr_assert_eq(s.crashes + s.respawns + s.recycle_failures, 0);
+	cr_assert_eq(knit_stop(p, KNIT_STOP_DRAIN, -1), 0);
+	kt_destroy(p);
+	unsetenv("KNIT_TEST_FINI_DIR");
+	/* one "fini" line per worker process that served */
+	char path[300];
+	snprintf(path, sizeof path, "%s/fini", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert(f != NULL);
+	uint64_t lines = 0;
+	char line[128];
+	while (fgets(line, sizeof line, f) != NULL)
+		lines++;
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+	cr_assert_eq(lines, s.spawns, "%llu fini lines, %llu workers", (unsigned long long)lines,
+		     (unsigned long long)s.spawns);
 }
