@@ -398,9 +398,10 @@ DeathNote death_cause(ProcHost *h, const siginfo_t &si, bool proto, bool killed,
 struct Death {
 	int32_t pid; // the dead worker's
 	siginfo_t si;
-	bool ending;   // the pool is stopping or failed: no successor
-	bool budget;   // the death is within the respawn budget (or was asked for)
-	bool recycled; // it left on a recycle, as asked
+	bool ending;       // the pool is stopping or failed: no successor
+	bool budget;       // the death is within the respawn budget (or was asked for)
+	bool recycled;     // it left on a recycle, as asked
+	bool retire_asked; // a recycle's retire was asked of it (counted in settle_death)
 };
 
 // lane_lost's settle for a worker process (holding the dispatcher, after the
@@ -537,6 +538,7 @@ void on_death(Pool *p, uint32_t i)
 		close(h->boot_rd[i]);
 	h->boot_rd[i] = -1;
 	d.ending = d.budget = d.recycled = false;
+	d.retire_asked = h->retiring[i] != 0;
 	// A recycled worker answered every line call it took: let a caller
 	// with its reply in hand finish before lane_lost steps the line.
 	if (h->retiring[i] != 0)
@@ -573,7 +575,10 @@ void on_death(Pool *p, uint32_t i)
 			// way): no call waits for a boot.
 			spare_hand_over(p, i);
 		} else {
-			spare_drop(p, i, false);
+			// A successor still booting: its recycle ended otherwise
+			// (the worker died first; counted once, in settle_death,
+			// only for a retire already asked).
+			spare_drop(p, i, h->spare_pidfd[i] >= 0 && !d.retire_asked);
 			if (!d.budget || respawn_worker(p, i) != 0)
 				pool_fail(p);
 		}
