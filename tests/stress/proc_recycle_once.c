@@ -14,9 +14,9 @@
  * allowed is -KNIT_ECRASHED, for calls the killed worker had started (one
  * lane's worth at most on lanes, one call on steal). A recycle fails none:
  * at the end the stats show exactly one crash (the kill), recycles by calls
- * (and, as the machine's speed has it, by age), every boot beyond the first two workers a successor or the
- * one respawn, the pool still serving; stop(DRAIN) acknowledges and destroy
- * leaves no child. Run on the lanes and the steal topology.
+ * (and, as the machine's speed has it, by age), every boot beyond the first two workers a successor
+ * or the one respawn, the pool still serving; stop(DRAIN) acknowledges and destroy leaves no child.
+ * Run on the lanes and the steal topology.
  *
  * Size: 100,000 calls natively, /20 under ThreadSanitizer, /10 under
  * AddressSanitizer, times KNIT_STRESS_SCALE. Exit 0/1/77.
