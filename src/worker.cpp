@@ -153,8 +153,9 @@ uint32_t steal_take(Lane *l)
 	if (take != 0) {
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
-		// than after our batch (the host woke only one of us).
-		if (l->sc.pending() != 0)
+		// than after our batch (the host woke only one of us). Not in a
+		// process pool: the host woke one of us per call already.
+		if (!p->steal_host_wakes && l->sc.pending() != 0)
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
