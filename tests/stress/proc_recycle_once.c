@@ -2,9 +2,9 @@
 /*
  * tests/stress/proc_recycle_once.c - every enqueued call ends in exactly one
  * completion on a process pool that recycles its workers all through the
- * load (recycle_calls 2000, recycle_age_ms 30), with one worker process
- * killed with SIGKILL in the middle (it may be serving, or retiring with its
- * successor waiting).
+ * load (recycle_calls: a fiftieth of the calls, recycle_age_ms 30 natively), with one worker
+ * process killed with SIGKILL in the middle (it may be serving, or retiring with its successor
+ * waiting).
  *
  * Two host threads enqueue "echo" calls (i64 scalars and byte strings, some
  * inline, some through the arena) on two knit-worker processes; a third
@@ -200,8 +200,8 @@ static int run(uint32_t topology, const char *worker, const char *lib)
 	o.task_library = lib;
 	o.worker_path = worker;
 	o.topology = topology;
-	o.recycle_calls = 2000;
-	o.recycle_age_ms = 30;
+	o.recycle_calls = ncalls / 50;   /* 2000 natively */
+	o.recycle_age_ms = 30 * SAN_DIV; /* 30 ms natively */
 	int rc = knit_pool_create(&o, NULL, 0, &pool);
 	if (rc != 0) {
 		printf("FAIL: %s: create: %s\n", name, knit_strerror(rc));
