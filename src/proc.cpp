@@ -558,10 +558,12 @@ void on_death(Pool *p, uint32_t i)
 		// attaches): no host thread need call in for them to run.
 		dispatch_backlog_requeue(p, loss.again, loss.nagain);
 		dispatch_flush_backlog(p);
-	} else if (d.recycled) {
-		// Calls that waited while the lane retired (nothing was placed on
-		// it) go to the successor now, as the requeued ones above would:
-		// their callers may be asleep, and a recycle keeps no call waiting.
+	} else if (loss.fate == kLaneRespawn) {
+		// Calls that waited while the lane retired or was down (nothing
+		// was placed on it) go to its next worker now, as the requeued
+		// ones above would: their callers may be asleep (a knit_call's
+		// waiter was seen to time out so), and a recycle keeps no call
+		// waiting.
 		dispatch_flush_backlog(p);
 	}
 	dispatch_unlock(p);
