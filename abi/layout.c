@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 296);
+KNIT_SIZE(knit_pool_options_t, 320);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -73,8 +73,12 @@ KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 KNIT_AT(knit_pool_options_t, worker_start, 264);
 KNIT_AT(knit_pool_options_t, worker_stop, 272);
 KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
-KNIT_AT(knit_pool_options_t, info_flags, 288);   /* 1.2 */
-KNIT_AT(knit_pool_options_t, info_records, 292); /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_flags, 288);        /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_records, 292);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_calls, 296);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304); /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);    /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved3, 316);         /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -128,7 +132,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6568);
+KNIT_SIZE(knit_pool_stats_t, 9160);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -154,6 +158,20 @@ KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
 KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
 KNIT_AT(knit_pool_stats_t, deaths, 6440);           /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_calls, 6568);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_rss, 6576);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_age, 6584);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycle_failures, 6592); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, worker, 6600);           /* 1.2 */
+
+/* knit_worker_stats_t (an array element: frozen) */
+KNIT_SIZE(knit_worker_stats_t, 40);
+KNIT_AT(knit_worker_stats_t, pid, 0);
+KNIT_AT(knit_worker_stats_t, calls, 8);
+KNIT_AT(knit_worker_stats_t, rss_bytes, 16);
+KNIT_AT(knit_worker_stats_t, age_ns, 24);
+KNIT_AT(knit_worker_stats_t, state, 32);
+KNIT_AT(knit_worker_stats_t, reserved, 36);
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 40);

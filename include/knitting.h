@@ -257,6 +257,15 @@ typedef struct knit_pool_options {
 	uint32_t info_records; /* completion infos kept for knit_completion_info:
 				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
 				  at most 1 << 20 */
+	/* 1.2, processes: worker recycling (see knit_pool_create(3), "Worker
+	 * recycling"). Each is a mark; zero (or a shorter struct) = off. A
+	 * worker past any mark is replaced without a gap: its successor boots
+	 * first, then it finishes what it runs and exits. */
+	uint64_t recycle_calls;     /* retire a worker once it served this many calls */
+	uint64_t recycle_rss_bytes; /* retire a worker whose resident memory reached
+				       this many bytes (sampled every 50 ms) */
+	uint32_t recycle_age_ms;    /* retire a worker this many ms after its start */
+	uint32_t reserved3;         /* must be 0 */
 } knit_pool_options_t;
 
 /* 1.2: what a pool records for knit_completion_info(3). A call's death is
@@ -461,6 +470,25 @@ typedef struct knit_lane_stats {
 				       pinned to exactly one */
 } knit_lane_stats_t;
 
+/* A worker's state in knit_pool_stats_t.worker[] (knit_pool_stats(3)). */
+enum knit_worker_state {
+	KNIT_WORKER_NONE = 0,     /* no worker: the lane is retired, or the pool ended */
+	KNIT_WORKER_BOOTING = 1,  /* a worker process started and not ready yet */
+	KNIT_WORKER_SERVING = 2,  /* running calls */
+	KNIT_WORKER_RETIRING = 3, /* recycled: its successor is ready; it takes no new
+				     call, finishes what it runs, and exits */
+};
+
+/* One worker as a supervisor sees it (knit_pool_stats_t.worker[]). */
+typedef struct knit_worker_stats {
+	int64_t pid;        /* the worker process, 0 for a worker thread or none */
+	uint64_t calls;     /* calls it served since it took its lane over */
+	uint64_t rss_bytes; /* a worker process's resident memory now (0 for threads) */
+	uint64_t age_ns;    /* since it started (threads: since the pool's creation) */
+	uint32_t state;     /* enum knit_worker_state */
+	uint32_t reserved;  /* 0 */
+} knit_worker_stats_t;
+
 typedef struct knit_pool_stats {
 	uint32_t size;                  /* in: the size argument (see knit_pool_stats(3)) */
 	uint32_t lanes;                 /* out: lanes filled in below */
@@ -500,6 +528,16 @@ typedef struct knit_pool_stats {
 	   struct omits them). A pool that asked a worker to stop and saw it
 	   exit cleanly counts nothing. */
 	uint64_t deaths[KNIT_DEATH_CAUSE_MAX];
+	/* 1.2, process workers: recycling by reason (recycle_calls,
+	   recycle_rss_bytes, recycle_age_ms), each a worker retired after its
+	   successor booted; and recycles begun that ended otherwise (the
+	   successor failed to boot, or the old worker died first). */
+	uint64_t recycles_calls;
+	uint64_t recycles_rss;
+	uint64_t recycles_age;
+	uint64_t recycle_failures;
+	/* 1.2: the supervisor's view, worker[i] for worker lane i < workers. */
+	knit_worker_stats_t worker[KNIT_MAX_WORKERS];
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

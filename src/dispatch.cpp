@@ -1136,6 +1136,11 @@ void request_worker_stop(Pool *p)
 		if (knit_load_relaxed_32(l->stop) == kStopRunning)
 			KNIT_TRACE_STOP_REQUEST(p, i);
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
+		// A worker being recycled (src/lane.h) stops for good too: RETIRE
+		// -> REQUESTED, paired as the CAS above. Whichever of the two
+		// CASes the recycle's RUNNING -> RETIRE falls between, the word
+		// ends REQUESTED.
+		knit_cas_acq_rel_32(l->stop, kStopRetire, kStopRequested);
 	}
 	// W1: pairs with the worker's W2 fence in worker_park() between its
 	// store of parked and its re-check of the stop word.

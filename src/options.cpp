@@ -73,6 +73,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 o.worker_kind);
 	if (o.reserved2 != 0)
 		return error_set(-KNIT_EINVAL, "reserved2 is %u, not 0", o.reserved2);
+	if (o.reserved3 != 0)
+		return error_set(-KNIT_EINVAL, "reserved3 is %u, not 0", o.reserved3);
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0)
@@ -113,6 +115,18 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 						 "worker_prefix has more than %u words",
 						 kPrefixMax);
 		}
+		out->recycle_calls = o.recycle_calls;
+		out->recycle_rss_bytes = o.recycle_rss_bytes;
+		out->recycle_age_ms = o.recycle_age_ms;
+	} else if (o.recycle_calls != 0 || o.recycle_rss_bytes != 0 || o.recycle_age_ms != 0) {
+		// A worker thread shares the host's memory and cannot be replaced
+		// without stopping the tasks it runs: recycling is a process
+		// pool's.
+		return error_set(-KNIT_EINVAL,
+				 "%s is for process workers only (worker_kind is threads)",
+				 o.recycle_calls != 0       ? "recycle_calls"
+				 : o.recycle_rss_bytes != 0 ? "recycle_rss_bytes"
+							    : "recycle_age_ms");
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
 		   o.respawn_max != 0 || o.worker_prefix != nullptr) {
 		return error_set(-KNIT_EINVAL,

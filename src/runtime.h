@@ -179,6 +179,11 @@ struct PoolConfig {
 	bool cpu_time;         // KNIT_POOL_INFO_CPU: and read their thread's CPU clock
 	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
+	// Process pools: recycle a worker past any of these marks (0 = off;
+	// src/lane.h, "Recycling").
+	uint64_t recycle_calls;
+	uint64_t recycle_rss_bytes;
+	uint32_t recycle_age_ms;
 };
 
 // Validate *in (NULL = all defaults) per the ABI contract and fill *out with
@@ -514,6 +519,7 @@ struct alignas(128) Pool {
 	knit_worker_hook_fn thread_start_hook;
 	knit_worker_hook_fn thread_stop_hook;
 	void *thread_hook_arg;
+	int64_t born_ns;       // knit_pool_create's clock (stats: a thread's age)
 	struct ProcHost *proc; // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring

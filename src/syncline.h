@@ -374,6 +374,16 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce,
 // for us? Then adopt its base (line_served) and serve from now on.
 // (Declared above line_pending.)
 
+// Lane l's worker process left on a recycle (it acknowledged its RETIRE,
+// src/lane.h "Recycling") and is reaped; called before its lane_lost, with
+// the lane RETIRING (no new claim of its line). A caller on the line whose
+// reply is published copies it out and releases the line (S6) in moments:
+// wait for that, at most kLineSettleNs, so that S10 does not drop a reply
+// the worker gave. A request it never answered is not waited for (S12
+// sends it again). Any host thread; blocks on nothing but the bound.
+inline constexpr int64_t kLineSettleNs = 50ll * 1000 * 1000;
+void line_settle(Pool *p, Lane *l);
+
 // Statistics (any thread, relaxed): line calls enqueued and completed.
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);
 

@@ -75,7 +75,8 @@ struct WorkerOps {
 	// knit_pool_destroy in a child of fork(2): free the backend's state,
 	// signal and wait for nothing (the workers are the parent's).
 	void (*forget)(Pool *p);
-	// knit_pool_stats: the kind's own counters (spawns, crashes, ...).
+	// knit_pool_stats: the kind's own counters (spawns, crashes, ...) and
+	// its view of each worker (s->worker[], filled for threads before).
 	void (*stats)(Pool *p, knit_pool_stats_t *s);
 	// knit_completion_fd made the fd (after its release store of efd_on).
 	void (*completion_fd_on)(Pool *p);
@@ -94,6 +95,10 @@ struct WorkerOps {
 	// Any thread: the pid of worker w's process now (relaxed; 0 while it
 	// has none, and for a thread: completion infos, src/info.h).
 	int32_t (*pid)(Pool *p, uint32_t w);
+	// Lane w's worker served recycle_calls (lane_served; the holder or a
+	// line's claim holder, once per worker): recycle it. Must not block.
+	// nullptr: the kind does not recycle (options refuse the marks).
+	void (*retire_due)(Pool *p, uint32_t w);
 };
 
 extern const WorkerOps kThreadWorkers; // src/workers_thread.cpp

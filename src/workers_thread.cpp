@@ -228,6 +228,7 @@ const WorkerOps kThreadWorkers = {
 	.line_spill = false,
 	.futex_shared = false,
 	.pid = thread_pid,
+	.retire_due = nullptr, // a thread is never recycled (options refuse the marks)
 };
 
 } // namespace knit::detail

@@ -23,6 +23,7 @@ KNIT_MAX_WORKERS = 64
 KNIT_CPU_MASK_WORDS = 16
 KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
 KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
+KNIT_WORKER_NONE, KNIT_WORKER_BOOTING, KNIT_WORKER_SERVING, KNIT_WORKER_RETIRING = 0, 1, 2, 3
 KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 2
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
@@ -72,7 +73,9 @@ class PoolOptions(C.Structure):
         ("worker_prefix", C.POINTER(C.c_char_p)),
         # 1.2: thread workers' start/stop callbacks (knit_worker_hook_fn) and their argument
         ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
-        ("info_flags", C.c_uint32), ("info_records", C.c_uint32)]  # 1.2
+        ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
+        ("recycle_calls", C.c_uint64), ("recycle_rss_bytes", C.c_uint64),
+        ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32)]  # 1.2
 
 
 class CallOptions(C.Structure):
@@ -98,6 +101,11 @@ class LaneStats(C.Structure):
         ("cpu", C.c_int64)]
 
 
+class WorkerStats(C.Structure):
+    _fields_ = [("pid", C.c_int64), ("calls", C.c_uint64), ("rss_bytes", C.c_uint64),
+                ("age_ns", C.c_uint64), ("state", C.c_uint32), ("reserved", C.c_uint32)]
+
+
 class PoolStats(C.Structure):
     _fields_ = [("size", C.c_uint32), ("lanes", C.c_uint32), ("topology", C.c_uint32),
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
@@ -107,7 +115,10 @@ class PoolStats(C.Structure):
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
         (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
         ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3),
-        ("deaths", C.c_uint64 * KNIT_DEATH_CAUSE_MAX)]
+        ("deaths", C.c_uint64 * KNIT_DEATH_CAUSE_MAX)] + [
+        (n, C.c_uint64) for n in (
+            "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
+        ("worker", WorkerStats * KNIT_MAX_WORKERS)]
 
 
 class CompletionInfo(C.Structure):  # 1.2
@@ -128,7 +139,8 @@ class TaskLibrary(C.Structure):
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
            "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
-           "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
+           "knit_lane_stats_t": LaneStats, "knit_worker_stats_t": WorkerStats,
+           "knit_pool_stats_t": PoolStats,
            "knit_task_library_t": TaskLibrary}
 
 # ---- the library ------------------------------------------------------------------
