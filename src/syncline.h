@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // src/syncline.h - the synchronous call line of a worker lane: the room of
 // the knit_call fast path (protocol, words, pairing table, lifecycle),
-// proved by tests/model/syncline.pml (tests/model/README.md has the
-// hazards its runs and mutants cover). Implemented in src/syncline.cpp.
+// proved by tests/model/syncline.pml, which models every edge S1-S12
+// (tests/model/README.md has the hazards its runs and mutants cover).
+// Implemented in src/syncline.cpp.
 //
 // A knit_call that has nothing to track (no deadline, no abort bit) needs
 // none of the ticket table, the mutex, the backlog, the dispatcher pass or
@@ -181,7 +182,9 @@
 //     (or a reply came): it began, and ends with line_lost_status. A lie
 //     in the word can make a started call run again or an unstarted one
 //     fail, as the started mask of the ticketed path can. LOST (no
-//     respawn: the pool fails or stops) ends the call as before.
+//     respawn: the pool fails or stops) ends the call as before. (The
+//     model's REOPEN runs, and MIDKILL: a kill between any two steps of a
+//     serve; the lie is not modelled.)
 //
 // Process workers: a worker process cannot hand over malloc'd memory, so a
 // result too big for the reply block goes to the lane's spill slot in the
