@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 312);
+KNIT_SIZE(knit_pool_options_t, 336);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -75,10 +75,14 @@ KNIT_AT(knit_pool_options_t, worker_stop, 272);
 KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
 KNIT_AT(knit_pool_options_t, info_flags, 288);             /* 1.2 */
 KNIT_AT(knit_pool_options_t, info_records, 292);           /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_window_ms, 296);      /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 300);     /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 304); /* 1.2 */
-KNIT_AT(knit_pool_options_t, reserved3, 308);              /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_calls, 296);          /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);         /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved3, 316);              /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_window_ms, 320);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 324);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 328); /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved4, 332);              /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -132,7 +136,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6592);
+KNIT_SIZE(knit_pool_stats_t, 9184);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -158,9 +162,23 @@ KNIT_AT(knit_pool_stats_t, backlogged, 6384);         /* 1.1 */
 KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);     /* 1.2 */
 KNIT_AT(knit_pool_stats_t, class_backlogged, 6416);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, deaths, 6440);             /* 1.2 */
-KNIT_AT(knit_pool_stats_t, respawn_backoffs, 6568);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 6576); /* 1.2 */
-KNIT_AT(knit_pool_stats_t, cancel_kills, 6584);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_calls, 6568);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_rss, 6576);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_age, 6584);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycle_failures, 6592);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, worker, 6600);             /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoffs, 9160);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 9168); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, cancel_kills, 9176);       /* 1.2 */
+
+/* knit_worker_stats_t (an array element: frozen) */
+KNIT_SIZE(knit_worker_stats_t, 40);
+KNIT_AT(knit_worker_stats_t, pid, 0);
+KNIT_AT(knit_worker_stats_t, calls, 8);
+KNIT_AT(knit_worker_stats_t, rss_bytes, 16);
+KNIT_AT(knit_worker_stats_t, age_ns, 24);
+KNIT_AT(knit_worker_stats_t, state, 32);
+KNIT_AT(knit_worker_stats_t, reserved, 36);
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 40);

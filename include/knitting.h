@@ -257,6 +257,15 @@ typedef struct knit_pool_options {
 	uint32_t info_records; /* completion infos kept for knit_completion_info:
 				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
 				  at most 1 << 20 */
+	/* 1.2, processes: worker recycling (see knit_pool_create(3), "Worker
+	 * recycling"). Each is a mark; zero (or a shorter struct) = off. A
+	 * worker past any mark is replaced without a gap: its successor boots
+	 * first, then it finishes what it runs and exits. */
+	uint64_t recycle_calls;     /* retire a worker once it served this many calls */
+	uint64_t recycle_rss_bytes; /* retire a worker whose resident memory reached
+				       this many bytes (sampled every 50 ms) */
+	uint32_t recycle_age_ms;    /* retire a worker this many ms after its start */
+	uint32_t reserved3;         /* must be 0 */
 	/* 1.2: restart intensity and backoff (processes; a shorter, older
 	 * struct = 0 for each). See knit_pool_create(3), "Restarts". */
 	uint32_t respawn_window_ms;      /* processes: respawn_max counts the crashes
@@ -272,7 +281,7 @@ typedef struct knit_pool_options {
 					    (every respawn at once) */
 	uint32_t respawn_backoff_max_ms; /* processes: the longest such wait; 0 =
 					    1000; at least respawn_backoff_ms */
-	uint32_t reserved3;              /* must be 0 */
+	uint32_t reserved4;              /* must be 0 */
 } knit_pool_options_t;
 
 /* 1.2: what a pool records for knit_completion_info(3). A call's death is
@@ -474,8 +483,8 @@ enum knit_stop_flags {
 typedef struct knit_lane_stats {
 	uint64_t calls;             /* calls this lane ran */
 	uint64_t parks;             /* times the worker went to sleep */
-	uint64_t wakes_sent;        /* futex wakes sent to it (the host's; steal:
-				       also a peer worker's) */
+	uint64_t wakes_sent;        /* futex wakes sent to it (the host's; steal,
+				       threads: also a peer worker's) */
 	uint64_t wakes_received;    /* times it woke because it was rung */
 	uint64_t watchdog_expiries; /* times it woke only because park_ms passed */
 	uint64_t spins;             /* idle spin rounds that found work */
@@ -488,6 +497,29 @@ typedef struct knit_lane_stats {
 	int64_t cpu;                /* the CPU the worker is pinned to, -1 if not
 				       pinned to exactly one */
 } knit_lane_stats_t;
+
+/* A worker's state in knit_pool_stats_t.worker[] (knit_pool_stats(3)). */
+enum knit_worker_state {
+	KNIT_WORKER_NONE = 0,        /* no worker: the lane is retired, or the pool ended */
+	KNIT_WORKER_BOOTING = 1,     /* a worker process started and not ready yet */
+	KNIT_WORKER_SERVING = 2,     /* running calls */
+	KNIT_WORKER_RETIRING = 3,    /* recycled: its successor is ready; it takes no new
+					call, finishes what it runs, and exits */
+	KNIT_WORKER_BACKING_OFF = 4, /* no worker for now: its lane's workers kept
+					crashing and its respawn waits out a backoff
+					(respawn_backoff_ms); the other lanes take
+					its calls */
+};
+
+/* One worker as a supervisor sees it (knit_pool_stats_t.worker[]). */
+typedef struct knit_worker_stats {
+	int64_t pid;        /* the worker process, 0 for a worker thread or none */
+	uint64_t calls;     /* calls it served since it took its lane over */
+	uint64_t rss_bytes; /* a worker process's resident memory now (0 for threads) */
+	uint64_t age_ns;    /* since it started (threads: since the pool's creation) */
+	uint32_t state;     /* enum knit_worker_state */
+	uint32_t reserved;  /* 0 */
+} knit_worker_stats_t;
 
 typedef struct knit_pool_stats {
 	uint32_t size;                  /* in: the size argument (see knit_pool_stats(3)) */
@@ -528,6 +560,16 @@ typedef struct knit_pool_stats {
 	   struct omits them). A pool that asked a worker to stop and saw it
 	   exit cleanly counts nothing. */
 	uint64_t deaths[KNIT_DEATH_CAUSE_MAX];
+	/* 1.2, process workers: recycling by reason (recycle_calls,
+	   recycle_rss_bytes, recycle_age_ms), each a worker retired after its
+	   successor booted; and recycles begun that ended otherwise (the
+	   successor failed to boot, or the old worker died first). */
+	uint64_t recycles_calls;
+	uint64_t recycles_rss;
+	uint64_t recycles_age;
+	uint64_t recycle_failures;
+	/* 1.2: the supervisor's view, worker[i] for worker lane i < workers. */
+	knit_worker_stats_t worker[KNIT_MAX_WORKERS];
 	/* 1.2, process workers: restarts and kills (a shorter struct omits
 	   them; see knit_pool_stats(3)). */
 	uint64_t respawn_backoffs;   /* respawns that waited out a backoff first */

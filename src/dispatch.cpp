@@ -89,11 +89,10 @@ int steal_stage(Pool *p, Call *c)
 }
 
 // Publish every staged frame (one release store of A), then wake ONE parked
-// worker (holder); with steal_host_wakes, one per frame published.
+// worker (holder).
 void steal_flush(Pool *p)
 {
-	const uint32_t n = p->steal.staged;
-	if (n == 0)
+	if (p->steal.staged == 0)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
@@ -102,9 +101,7 @@ void steal_flush(Pool *p)
 	// submit lock (pending()): either it sees our A or we see it parked
 	// below.
 	knit_fence_seq_cst();
-	uint32_t woken = steal_wake_one(p) ? 1 : 0;
-	while (p->steal_host_wakes && woken != 0 && woken < n && steal_wake_one(p))
-		woken++;
+	steal_wake_one(p);
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -1113,6 +1110,11 @@ void request_worker_stop(Pool *p)
 		if (knit_load_relaxed_32(l->stop) == kStopRunning)
 			KNIT_TRACE_STOP_REQUEST(p, i);
 		knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRequested);
+		// A worker being recycled (src/lane.h) stops for good too: RETIRE
+		// -> REQUESTED, paired as the CAS above. Whichever of the two
+		// CASes the recycle's RUNNING -> RETIRE falls between, the word
+		// ends REQUESTED.
+		knit_cas_acq_rel_32(l->stop, kStopRetire, kStopRequested);
 	}
 	// W1: pairs with the worker's W2 fence in worker_park() between its
 	// store of parked and its re-check of the stop word.

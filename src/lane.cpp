@@ -89,6 +89,9 @@ int lane_attach(Pool *p, Lane *l, uint8_t *block)
 	l->staged = 0;
 	l->req_idle_ns = 0;
 	l->req_known = 0;
+	// A new worker's count (relaxed: stats and lane_served read it so).
+	knit_store_relaxed_64(&l->served, 0);
+	knit_store_relaxed_32(&l->retire_told, 0);
 	knit_store_relaxed_32(&l->ret_seen, l->ret.retired_mirror());
 	if (!first)
 		return 0;
@@ -169,7 +172,7 @@ bool status_from_worker_ok(int32_t s)
 }
 
 bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		   CompleteBatch *batch)
+		   CompleteBatch *batch, uint32_t *own)
 {
 	int32_t status;
 	knit_value_t val;
@@ -219,6 +222,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	}
 	if (l->inflight > 0)
 		l->inflight--; // its own frame is back
+	(*own)++;              // a call its worker served (lane_served)
 	if (l->rerun)
 		drop_arg_copy(c); // kept for a re-run until now (lane_stage)
 	if (c->completed) {
@@ -266,7 +270,7 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	l->ret.prefetch(snap);
 	// Who claimed what, from ACK words at least as new as these results.
 	steal_track(p);
-	uint32_t produced = 0;
+	uint32_t produced = 0, own = 0;
 	bool bad = false;
 	CompleteBatch batch; // cq_count and outstanding once per reap
 	// A timed pool's one clock read per reap: after the acquire of A in
@@ -281,7 +285,7 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (handle_result(p, l, rc, h, v, &bad, &batch)) {
+		if (handle_result(p, l, rc, h, v, &bad, &batch, &own)) {
 			produced++;
 			if (now != 0)
 				note_timing(p, l, (uint32_t)slot, h, now);
@@ -290,6 +294,8 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	}
 	complete_batch_end_locked(p, &batch);
 	pthread_mutex_unlock(&p->mu);
+	if (own != 0)
+		lane_served(p, l, own);
 	if (bad)
 		lane_distrust(p, l->index);
 	l->ret.retire_taken(); // C3: release store of B
@@ -301,6 +307,34 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	// parked).
 	p->room_lanes |= 1ull << l->index;
 	return produced;
+}
+
+void lane_served_mark(Pool *p, Lane *l)
+{
+	if (p->workers->retire_due == nullptr)
+		return;
+	// acq_rel only because that is the exchange there is: it pairs with
+	// nothing, it only makes the telling once per worker (lane_attach
+	// clears it for the next one).
+	if (knit_xchg_acq_rel_32(&l->retire_told, 1) == 0)
+		p->workers->retire_due(p, l->index);
+}
+
+bool lane_retire(Pool *p, uint32_t w)
+{
+	if (w >= p->nworkers)
+		return false;
+	Lane *l = &p->lanes[w];
+	if (l->state != kLaneLive)
+		return false;
+	// acq_rel: pairs with the worker's acquire load of the stop word at
+	// the top of its pass (it sees RETIRE, then leaves); against knit_stop's
+	// CAS RUNNING -> REQUESTED exactly one wins, and request_worker_stop
+	// turns a RETIRE it finds into REQUESTED.
+	if (knit_cas_acq_rel_32(l->stop, kStopRunning, kStopRetire) != kStopRunning)
+		return false;
+	lane_set_state(p, l, kLaneRetiring);
+	return true;
 }
 
 void lane_distrust(Pool *p, uint32_t w)

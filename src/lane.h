@@ -28,6 +28,28 @@
 //   DOWN        LIVE        lane_revive: that successor is spawned now
 //   LIVE        RETIRED     lane_lost(kLaneRetire) for a worker that is gone
 //                           without a stop (white-box tests inject it)
+//   LIVE        RETIRING    lane_retire, a worker process being recycled (its
+//                           successor booted; src/proc.cpp)
+//   RETIRING    LIVE        lane_lost(kLaneRespawn, kLaneStopped) once it left
+//   RETIRING    DOWN        lane_distrust or the hard timeout meanwhile
+//
+// Recycling (process pools; recycle_calls, recycle_rss_bytes,
+// recycle_age_ms): a worker past a mark is replaced without a gap. The lane
+// counts what its worker served (Lane::served: its own frames reaped and
+// its line's calls answered) and tells the kind once the count reaches
+// recycle_calls (WorkerOps::retire_due); the kind watches memory and age
+// itself. The kind boots the successor first (as far as its task-table
+// check, src/proc_worker.cpp) and only then retires the lane (lane_retire):
+// nothing is placed on it from then on, its stop word goes RUNNING ->
+// RETIRE, and the worker ships the results it holds, acknowledges and
+// exits (src/worker.cpp). Its loss is then the ordinary lane_lost with
+// kLaneRespawn, after the kind let a line call it answered finish
+// (line_settle, src/syncline.h): its published results reaped, the frames
+// it took and never started placed again (the successor runs them: none
+// ran twice), and the lane re-attached for the successor, which was
+// waiting, booted, to be let in. Stealing: the leaving worker claims nothing after the RETIRE (a
+// claim checks the stop word) and its id is revived for the successor
+// after the reap, as after a death (tests/model/steal_claim_recycle.pml).
 //
 // Calls: stage (lane_stage) holds a call's kHoldHostQueue on the lane until
 // its frame is reaped (lane_reap) or the lane is lost (lane_lost, which
@@ -62,6 +84,10 @@ enum LaneState : uint32_t {
 	// its worker is gone for good: nothing is placed here and its words are
 	// never read again
 	kLaneRetired = 3,
+	// its worker process is being recycled (lane_retire): nothing is placed
+	// here; its words are read (its results reaped) until its successor
+	// takes the lane over (lane_lost)
+	kLaneRetiring = 4,
 };
 
 // A frame the worker took from its request lock and has not run yet.
@@ -168,6 +194,11 @@ struct Lane {
 	uint32_t req_gen[kLanes];
 	uint64_t req_order[kLanes];
 	uint64_t req_seq;
+	// Calls its worker served since the lane was (re)attached: frames of
+	// its own reaped (the holder) and line calls answered (a line's claim
+	// holder): relaxed fetch-adds; stats read it relaxed (lane_served).
+	uint64_t served;
+	uint32_t retire_told; // recycle_calls reached and told to the kind (xchg)
 
 	// ---- worker half (the lane's thread only) ----
 	alignas(128) uint32_t tid; // kernel thread id: stored by the worker at start
@@ -204,10 +235,11 @@ inline void lane_set_state(Pool *p, Lane *l, LaneState s)
 {
 	const LaneState was = static_cast<LaneState>(l->state);
 	// A RETIRED lane never comes back; DISTRUSTED only retires (a thread);
-	// DOWN only comes back LIVE (a process).
+	// DOWN only comes back LIVE (a process); RETIRING only from LIVE.
 	KNIT_DCHECK(was != kLaneRetired || s == kLaneRetired);
 	KNIT_DCHECK(was != kLaneDistrusted || s == kLaneDistrusted || s == kLaneRetired);
 	KNIT_DCHECK(was != kLaneDown || s == kLaneDown || s == kLaneLive);
+	KNIT_DCHECK(s != kLaneRetiring || was == kLaneLive || was == kLaneRetiring);
 	if (was == s)
 		return;
 	if (was == kLaneDistrusted || s == kLaneDistrusted)
@@ -367,6 +399,30 @@ void lane_distrust(Pool *p, uint32_t w);
 // False on timeout. An acknowledged worker has left its loop for good:
 // the steal survivors are told (steal_worker_gone).
 bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline);
+// ---- recycling ------------------------------------------------------------------------------
+
+// Lane l's worker reached recycle_calls: tell the kind, once per worker.
+void lane_served_mark(Pool *p, Lane *l);
+
+// Lane l's worker served n more calls (the holder's reap, or a line call's
+// claim holder): count them and, once the count reaches recycle_calls, tell
+// the kind once (WorkerOps::retire_due). A compare on every call, a call to
+// the kind once per worker.
+inline void lane_served(Pool *p, Lane *l, uint64_t n)
+{
+	const uint64_t was = knit_fetch_add_relaxed_64(&l->served, n);
+	const uint64_t mark = p->cfg.recycle_calls;
+	if (mark != 0 && was + n >= mark)
+		lane_served_mark(p, l);
+}
+
+// Retire lane w for a recycle (dispatcher holder; its successor is
+// ready): nothing is placed on it from now on, and its stop word goes
+// RUNNING -> RETIRE. False (nothing changed) when the lane is not LIVE or
+// its stop word not RUNNING (the pool is stopping, or the worker is being
+// killed). On true the caller wakes the worker (a seq_cst fence, W1, then
+// lane_wake: src/wake.h).
+bool lane_retire(Pool *p, uint32_t w);
 
 // ---- the loss of a lane's worker ----------------------------------------------------------
 

@@ -58,8 +58,9 @@
 //       0    128  wake sequence     waker (add, then     worker futex-waits on it
 //                                   FUTEX_WAKE)
 //     128    128  parked flag       worker               waker (Dekker: seq_cst fence)
-//     256    128  stop word         host: REQUESTED;     both (RUNNING=0 / REQUESTED=1 /
-//                                   worker: ACKNOWLEDGED  ACKNOWLEDGED=2)
+//     256    128  stop word         host: REQUESTED,     both (RUNNING=0 / REQUESTED=1 /
+//                                   RETIRE; worker:       ACKNOWLEDGED=2 / RETIRE=3)
+//                                   ACKNOWLEDGED
 //     384    128  doorbell word     host (armed flag)    worker after publishing a result
 //     512    512  spare 4 x 128     reserved, zero       -
 //    1024  21248  request lock      host produces        worker consumes
@@ -105,8 +106,9 @@
 //                                   (steal_wake_one)
 //       131072        end (kStealControlBytes); the submit lock starts at kStealLockOff
 //  A worker process never writes a peer's page (it is not mapped writable
-//  there) and never wakes a peer: the host wakes as many parked workers as
-//  it published calls (steal_flush, src/dispatch.cpp).
+//  there) and so never wakes a peer: the host's wake at each publish
+//  (steal_flush, src/dispatch.cpp) and each worker's re-check before it
+//  parks hand out the work.
 #ifndef KNIT_SRC_LAYOUT_H
 #define KNIT_SRC_LAYOUT_H
 
@@ -209,6 +211,10 @@ inline constexpr uint32_t kLaneFixedBytes = kLaneOffRetLock + kLockFixedBytes;
 inline constexpr uint32_t kStopRunning = 0;
 inline constexpr uint32_t kStopRequested = 1;
 inline constexpr uint32_t kStopAcknowledged = 2;
+// A recycled worker process (src/lane.h, "Recycling"): take nothing new,
+// ship the results held, then acknowledge. Only the host stores it (RUNNING
+// -> RETIRE); knit_stop turns it into REQUESTED.
+inline constexpr uint32_t kStopRetire = 3;
 
 constexpr uint64_t lane_req_arena_offset() { return align_up(kLaneFixedBytes, kArenaAlign); }
 constexpr uint64_t lane_ret_arena_offset(uint64_t req_cap)

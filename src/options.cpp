@@ -73,6 +73,10 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 o.worker_kind);
 	if (o.reserved2 != 0)
 		return error_set(-KNIT_EINVAL, "reserved2 is %u, not 0", o.reserved2);
+	if (o.reserved3 != 0)
+		return error_set(-KNIT_EINVAL, "reserved3 is %u, not 0", o.reserved3);
+	if (o.reserved4 != 0)
+		return error_set(-KNIT_EINVAL, "reserved4 is %u, not 0", o.reserved4);
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0)
@@ -135,6 +139,18 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 					 "respawn_backoff_max_ms %u is less than "
 					 "respawn_backoff_ms %u",
 					 b.max_ms, b.base_ms);
+		out->recycle_calls = o.recycle_calls;
+		out->recycle_rss_bytes = o.recycle_rss_bytes;
+		out->recycle_age_ms = o.recycle_age_ms;
+	} else if (o.recycle_calls != 0 || o.recycle_rss_bytes != 0 || o.recycle_age_ms != 0) {
+		// A worker thread shares the host's memory and cannot be replaced
+		// without stopping the tasks it runs: recycling is a process
+		// pool's.
+		return error_set(-KNIT_EINVAL,
+				 "%s is for process workers only (worker_kind is threads)",
+				 o.recycle_calls != 0       ? "recycle_calls"
+				 : o.recycle_rss_bytes != 0 ? "recycle_rss_bytes"
+							    : "recycle_age_ms");
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
 		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.respawn_window_ms != 0 ||
 		   o.respawn_backoff_ms != 0 || o.respawn_backoff_max_ms != 0) {
@@ -149,8 +165,6 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 : o.respawn_backoff_ms != 0  ? "respawn_backoff_ms"
 							      : "respawn_backoff_max_ms");
 	}
-	if (o.reserved3 != 0)
-		return error_set(-KNIT_EINVAL, "reserved3 is %u, not 0", o.reserved3);
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:
 		out->topology = out->workers >= 2 && out->workers <= kMaxStealConsumers &&

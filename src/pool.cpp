@@ -216,6 +216,7 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	memset(mem, 0, sizeof(knit_pool));
 	knit_pool *kp = new (mem) knit_pool();
 	Pool *p = &kp->p;
+	p->born_ns = knit_now_ns();
 	p->cfg = cfg;
 	p->fork_gen = knit_load_relaxed_32(&g_fork_gen);
 	p->efd = -1;
@@ -494,6 +495,17 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
 	s.arena_committed_bytes = arena_committed_bytes(p);
+	// The supervisor's view (knit_worker_stats_t): the lane's own count and
+	// state; a worker thread lives as long as the pool. The kind fills in
+	// the rest (a process's pid, memory, age; booting and retiring).
+	const int64_t now = knit_now_ns();
+	for (uint32_t i = 0; i < p->nworkers && i < KNIT_MAX_WORKERS; i++) {
+		Lane *l = &p->lanes[i];
+		knit_worker_stats_t &ws = s.worker[i];
+		ws.calls = knit_load_relaxed_64(&l->served);
+		ws.age_ns = (uint64_t)(now - p->born_ns);
+		ws.state = lane_state(l) == kLaneRetired ? KNIT_WORKER_NONE : KNIT_WORKER_SERVING;
+	}
 	p->workers->stats(p, &s);
 	s.backlogged = knit_load_relaxed_64(&p->st_backlogged);
 	s.class_enqueued[0] = knit_load_relaxed_64(&p->st_class_enqueued[0]);

@@ -75,11 +75,43 @@ knit_trace_exit_cause exit_cause(const siginfo_t &si, bool asked)
 	return asked && si.si_status == 0 ? KNIT_TRACE_EXIT_STOPPED : KNIT_TRACE_EXIT_STATUS;
 }
 
+// Close lane i's successor's pipes and kill and reap it, if there is one
+// (a waiting successor holds nothing of the pool: SIGKILL loses nothing).
+// failed: it failed to boot or died (recycle_failures; the next try waits
+// kRecycleRetryNs). Monitor only (or a destroy after it).
+void spare_drop(Pool *p, uint32_t i, bool failed)
+{
+	ProcHost *h = p->proc;
+	if (h->spare_go[i] >= 0)
+		close(h->spare_go[i]);
+	if (h->spare_rd[i] >= 0)
+		close(h->spare_rd[i]);
+	h->spare_go[i] = h->spare_rd[i] = -1;
+	if (h->spare_pidfd[i] >= 0) {
+		sys_pidfd_kill(h->spare_pidfd[i], SIGKILL);
+		siginfo_t si;
+		reap(h->spare_pidfd[i], h->spare_pid[i], &si);
+		close(h->spare_pidfd[i]);
+	}
+	h->spare_pidfd[i] = -1;
+	h->spare_pid[i] = 0;
+	h->spare_ready[i] = false;
+	h->spare_got[i] = 0;
+	if (failed) {
+		knit_add_relaxed_64(&h->recycle_failures, 1);
+		h->spare_retry[i] = knit_now_ns() + kRecycleRetryNs;
+	}
+}
+
 // Kill (SIGKILL) and reap every child still there.
 void kill_all(Pool *p, uint32_t n)
 {
 	ProcHost *h = p->proc;
 	for (uint32_t i = 0; i < n; i++) {
+		spare_drop(p, i, false);
+		if (h->boot_rd[i] >= 0)
+			close(h->boot_rd[i]);
+		h->boot_rd[i] = -1;
 		if (h->pidfd[i] < 0)
 			continue;
 		sys_pidfd_kill(h->pidfd[i], SIGKILL);
@@ -386,6 +418,8 @@ struct Death {
 	bool ending;         // the pool is stopping or failed: no successor
 	bool budget;         // the death is within the respawn budget (or was asked for)
 	bool later;          // its successor waits out a backoff (kLaneRespawnLater)
+	bool recycled;       // it left on a recycle, as asked
+	bool retire_asked;   // a recycle's retire was asked of it (counted in settle_death)
 	char why[kErrorMax]; // !budget: why the pool fails
 };
 
@@ -451,10 +485,18 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	// A clean exit counts only when the host asked for it: the stop word
 	// is the worker's to write too, and one that stops on its own died
 	// unasked (else a task library could respawn workers for free).
-	const bool clean =
-		!proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
+	const bool exited0 = si.si_code == CLD_EXITED && si.si_status == 0;
+	// A recycled worker left as asked (lane_retire): no crash, and its
+	// successor (booted, waiting) takes the lane over.
+	const bool recycled = h->retiring[i] != 0 && !proto && !killed && acked && exited0;
+	const bool clean = (!proto && ending && acked && exited0) || recycled;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
+	if (h->retiring[i] != 0 && !recycled)
+		knit_add_relaxed_64(&h->recycle_failures, 1); // it died (or was killed) first
+	if (recycled && !ending)
+		knit_add_relaxed_64(&h->recycles[__builtin_ctz(h->retiring[i])], 1);
+	d->recycled = recycled;
 	if (!clean) {
 		// Told to the calls it held (lane_lost), counted by cause.
 		loss->death = death_cause(h, si, kill, d->pid);
@@ -492,22 +534,25 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	uint32_t wait_ms = 0;
 	if (counted && budget && !ending) {
 		const int64_t cap_ns = (int64_t)h->backoff.max_ms * 1000000;
-		if (d->at - h->born[i] >= (int64_t)kBackoffResetFactor * cap_ns)
+		if (d->at - h->spawned_at[i] >= (int64_t)kBackoffResetFactor * cap_ns)
 			h->streak[i] = 0;
 		if (h->streak[i] < UINT32_MAX)
 			h->streak[i]++;
-		wait_ms = backoff_wait_ms(h->backoff, h->streak[i]);
+		// A successor booted already (a recycle was under way) takes
+		// the lane over at once: there is nothing to wait for.
+		wait_ms = h->spare_ready[i] ? 0 : backoff_wait_ms(h->backoff, h->streak[i]);
 	}
 	if (wait_ms != 0) {
-		h->due[i] = d->at + (int64_t)wait_ms * 1000000;
+		h->respawn_at[i] = d->at + (int64_t)wait_ms * 1000000;
 		knit_store_relaxed_32(&h->backing_off, h->backing_off + 1);
 		knit_add_relaxed_64(&h->backoffs, 1);
 		knit_add_relaxed_64(&h->backoff_ms, wait_ms);
-	} else if (!ending && budget) {
+	} else if (!ending && budget && !recycled) {
 		// Counted before lane_lost completes the lane's calls: a caller
 		// that reaps the -KNIT_ECRASHED then reads the stats sees the
 		// respawn it caused. (A respawn after a backoff counts when it
-		// is spawned: respawn_due.)
+		// is spawned: respawn_due. A recycle is no respawn: its
+		// successor counts in recycles_*.)
 		knit_add_relaxed_64(&h->respawns, 1);
 	}
 	loss->status = proto ? -KNIT_EPROTO : -KNIT_ECRASHED;
@@ -522,14 +567,40 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	d->later = wait_ms != 0;
 }
 
+// Spawn lane i's worker again after a death: with a status pipe whose
+// verdict ends its BOOTING state (boot_rd). 0 or the spawn's code; why:
+// kErrorMax bytes for the failure's message, or null.
+int respawn_worker(Pool *p, uint32_t i, char *why)
+{
+	ProcHost *h = p->proc;
+	int st[2] = {-1, -1};
+	if (pipe2(st, O_CLOEXEC | O_NONBLOCK) != 0)
+		st[0] = st[1] = -1; // no state for it: it still boots
+	knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_BOOTING);
+	const int rc = spawn_worker(p, i, st[1], why, true);
+	if (st[1] >= 0)
+		close(st[1]);
+	if (rc != 0 && st[0] >= 0)
+		close(st[0]);
+	h->boot_rd[i] = rc == 0 ? st[0] : -1;
+	if (rc == 0) {
+		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]),
+				      (uint64_t)knit_now_ns());
+		knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
+		if (h->boot_rd[i] < 0)
+			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
+	}
+	return rc;
+}
+
 // Spawn lane i's successor (the monitor): 0, or the pool failed.
 int respawn(Pool *p, uint32_t i)
 {
 	ProcHost *h = p->proc;
 	char why[kErrorMax];
 	why[0] = 0;
-	h->born[i] = knit_now_ns();
-	const int rc = spawn_worker(p, i, -1, why);
+	h->spawned_at[i] = knit_now_ns();
+	const int rc = respawn_worker(p, i, why);
 	if (rc != 0) {
 		char msg[kErrorMax + 64];
 		snprintf(msg, sizeof msg, "the process pool failed: cannot respawn worker %u: %s",
@@ -546,21 +617,22 @@ int64_t respawn_due(Pool *p, int64_t now)
 	ProcHost *h = p->proc;
 	int64_t next = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
-		if (h->due[i] == 0)
+		if (h->respawn_at[i] == 0)
 			continue;
 		const bool ending = knit_load_relaxed_32(&p->workers_stopping) ||
 				    knit_load_relaxed_32(&p->failed);
-		if (!ending && h->due[i] > now) {
-			if (next == 0 || h->due[i] < next)
-				next = h->due[i];
+		if (!ending && h->respawn_at[i] > now) {
+			if (next == 0 || h->respawn_at[i] < next)
+				next = h->respawn_at[i];
 			continue;
 		}
-		h->due[i] = 0;
+		h->respawn_at[i] = 0;
 		knit_store_relaxed_32(&h->backing_off, h->backing_off - 1);
 		dispatcher_take(p);
 		if (ending) {
 			lane_abandon(p, i); // knit_stop waits for nobody there
 			dispatch_unlock(p);
+			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_NONE);
 			continue;
 		}
 		lane_revive(p, i);
@@ -627,6 +699,34 @@ void cancel_kills(Pool *p)
 	dispatch_unlock(p);
 }
 
+// Lane i's successor is booted and waiting (spare_ready) and the lane is
+// re-attached for it (lane_lost): it becomes the lane's worker and is let
+// in with the line's open word (S11). A successor that died meanwhile
+// fails the write or never reads it: its pidfd, the lane's now, reports
+// the death, an ordinary crash of the lane's worker.
+void spare_hand_over(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	const uint32_t nonce = knit_load_relaxed_32(&p->lanes[i].line_nonce);
+	__atomic_store_n(&h->pid[i], h->spare_pid[i], __ATOMIC_RELAXED); // proc_pid reads it
+	h->pidfd[i] = h->spare_pidfd[i];
+	h->spare_pid[i] = 0;
+	h->spare_pidfd[i] = -1;
+	h->spare_ready[i] = false;
+	// Its count starts now (lane_attach cleared retire_told): a new
+	// mark of recycle_calls is its own. acq_rel: the exchange there is;
+	// pairs with retire_due's fetch_or only to start from 0.
+	(void)knit_xchg_acq_rel_32(&h->due[i], 0);
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]), (uint64_t)knit_now_ns());
+	h->spawned_at[i] = knit_now_ns(); // its life, for the backoff's streak
+	knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
+	knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
+	// The monitor runs with SIGPIPE blocked: a dead reader is EPIPE here.
+	(void)!write(h->spare_go[i], &nonce, sizeof nonce);
+	close(h->spare_go[i]);
+	h->spare_go[i] = -1;
+}
+
 void on_death(Pool *p, uint32_t i)
 {
 	ProcHost *h = p->proc;
@@ -636,9 +736,18 @@ void on_death(Pool *p, uint32_t i)
 	close(h->pidfd[i]);
 	h->pidfd[i] = -1;
 	__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
+	knit_store_relaxed_32(&h->wpid[i], 0);
+	if (h->boot_rd[i] >= 0)
+		close(h->boot_rd[i]);
+	h->boot_rd[i] = -1;
 	d.at = knit_now_ns();
-	d.ending = d.budget = d.later = false;
+	d.ending = d.budget = d.later = d.recycled = false;
+	d.retire_asked = h->retiring[i] != 0;
 	d.why[0] = 0;
+	// A recycled worker answered every line call it took: let a caller
+	// with its reply in hand finish before lane_lost steps the line.
+	if (h->retiring[i] != 0)
+		line_settle(p, &p->lanes[i]);
 	dispatcher_take(p);
 	// Reap what it published, its claims, its line; fail the calls it
 	// started; reset and re-attach the lane (src/lane.h lane_lost).
@@ -650,21 +759,196 @@ void on_death(Pool *p, uint32_t i)
 		// attaches): no host thread need call in for them to run.
 		dispatch_backlog_requeue(p, loss.again, loss.nagain);
 		dispatch_flush_backlog(p);
+	} else if (loss.fate == kLaneRespawn) {
+		// Calls that waited while the lane retired or was down (nothing
+		// was placed on it) go to its next worker now, as the requeued
+		// ones above would: their callers may be asleep (a knit_call's
+		// waiter was seen to time out so), and a recycle keeps no call
+		// waiting.
+		dispatch_flush_backlog(p);
 	}
 	dispatch_unlock(p);
-	if (!d.ending && !d.later) {
-		if (d.budget) {
+	h->retiring[i] = 0;
+	if (!d.ending) {
+		if (d.budget && !d.later) {
 			// Stealing: the successor takes over consumer i (steal.h,
 			// revival; reaped above). Harmless if the spawn fails: a
-			// consumer with no claim and no intent blocks nobody.
+			// consumer with no claim and no intent blocks nobody. (A
+			// lane backing off is revived by respawn_due.)
 			if (p->steal.on)
 				steal_revive(p->steal.ctl, i);
-			(void)respawn(p, i); // fails the pool if it cannot
-		} else {
-			pool_fail(p, d.why);
 		}
+		if (d.budget && h->spare_ready[i]) {
+			// Booted already (a recycle, or a death while one was on its
+			// way; settle_death chose no backoff): no call waits for a
+			// boot.
+			spare_hand_over(p, i);
+		} else {
+			// A successor still booting: its recycle ended otherwise
+			// (the worker died first; counted once, in settle_death,
+			// only for a retire already asked). A lane backing off has
+			// no spare.
+			spare_drop(p, i, h->spare_pidfd[i] >= 0 && !d.retire_asked);
+			if (!d.budget)
+				pool_fail(p, d.why);
+			else if (d.later)
+				knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_BACKING_OFF);
+			else
+				(void)respawn(p, i); // fails the pool if it cannot
+		}
+	} else {
+		spare_drop(p, i, false);
+		knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_NONE);
 	}
+	if (!d.ending && !d.budget)
+		knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_NONE);
 	host_event(p, true); // the -KNIT_ECRASHED completions
+}
+
+bool recycling(const Pool *p)
+{
+	return p->cfg.recycle_calls != 0 || p->cfg.recycle_rss_bytes != 0 ||
+	       p->cfg.recycle_age_ms != 0;
+}
+
+// Resident memory of process pid, in bytes (the second field of
+// /proc/PID/statm, in pages), or 0.
+uint64_t rss_of(pid_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64], buf[128];
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	const int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	const ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *q = strchr(buf, ' ');
+	return q != nullptr ? strtoull(q + 1, nullptr, 10) * region_page_size() : 0;
+}
+
+// Start lane i's successor for a recycle (why: kDue*): spawned with a status
+// pipe (its "ok" after its table check) and a go pipe it waits on.
+void spare_start(Pool *p, uint32_t i, uint32_t why)
+{
+	ProcHost *h = p->proc;
+	int st[2], go[2];
+	if (pipe2(st, O_CLOEXEC | O_NONBLOCK) != 0) {
+		spare_drop(p, i, true);
+		return;
+	}
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		close(st[0]);
+		close(st[1]);
+		spare_drop(p, i, true);
+		return;
+	}
+	const int rc = spawn_worker(p, i, st[1], nullptr, false, go[0]);
+	close(st[1]);
+	close(go[0]);
+	h->spare_rd[i] = st[0];
+	h->spare_go[i] = go[1];
+	h->spare_why[i] = why;
+	h->spare_got[i] = 0;
+	if (rc != 0)
+		spare_drop(p, i, true);
+}
+
+// Lane i's successor reported ready: retire the lane's worker (src/lane.h,
+// "Recycling"). Not when the pool is stopping or failed, or the worker is
+// being killed (the lane is DOWN: its death hands the lane to the
+// successor all the same).
+void recycle_begin(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	dispatcher_take(p);
+	const bool ending =
+		knit_load_relaxed_32(&p->workers_stopping) || knit_load_relaxed_32(&p->failed);
+	const bool ok = !ending && lane_retire(p, i);
+	const bool down = p->lanes[i].state == kLaneDown;
+	if (ok)
+		h->retiring[i] = h->spare_why[i];
+	dispatch_unlock(p);
+	if (ok) {
+		knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_RETIRING);
+		// W1: pairs with the worker's W2 fence in worker_park() between
+		// its store of parked and its re-check of the stop word.
+		knit_fence_seq_cst();
+		lane_wake(p, &p->lanes[i], false);
+	} else if (!down || ending) {
+		spare_drop(p, i, false);
+	}
+}
+
+// Lane i's successor's boot status pipe is readable: its verdict.
+void spare_verdict(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	char *v = h->spare_verdict[i];
+	const ssize_t g = read(h->spare_rd[i], v + h->spare_got[i], 3 - h->spare_got[i]);
+	if (g < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (g > 0) {
+		h->spare_got[i] += (uint32_t)g;
+		if (h->spare_got[i] < 3)
+			return;
+	}
+	close(h->spare_rd[i]);
+	h->spare_rd[i] = -1;
+	if (h->spare_got[i] == 3 && memcmp(v, "ok\n", 3) == 0) {
+		h->spare_ready[i] = true;
+		recycle_begin(p, i);
+	} else {
+		spare_drop(p, i, true); // it refused (or died before) its verdict
+	}
+}
+
+// Which serving workers are past a mark and get a successor now; returns
+// the next time to look (absolute ns; INT64_MAX: only on an event).
+int64_t recycle_scan(Pool *p, int64_t now)
+{
+	ProcHost *h = p->proc;
+	const PoolConfig &cfg = p->cfg;
+	int64_t next = INT64_MAX;
+	if (!recycling(p) || knit_load_relaxed_32(&p->workers_stopping) ||
+	    knit_load_relaxed_32(&p->failed))
+		return next;
+	const int64_t age = (int64_t)cfg.recycle_age_ms * 1000000;
+	bool sample = false;
+	if (cfg.recycle_rss_bytes != 0) {
+		sample = now - h->rss_sampled >= kRecycleRssSampleNs;
+		if (sample)
+			h->rss_sampled = now;
+		next = h->rss_sampled + kRecycleRssSampleNs;
+	}
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		if (h->pidfd[i] < 0 || h->spare_pidfd[i] >= 0 || h->retiring[i] != 0 ||
+		    h->boot_rd[i] >= 0)
+			continue;
+		if (now < h->spare_retry[i]) {
+			next = min_of(next, h->spare_retry[i]);
+			continue;
+		}
+		// Acquire: pairs with retire_due's fetch_or.
+		uint32_t why = knit_load_acquire_32(&h->due[i]) & kDueCalls;
+		const int64_t born =
+			(int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]));
+		if (age != 0) {
+			if (now - born >= age)
+				why |= kDueAge;
+			else
+				next = min_of(next, born + age);
+		}
+		if (sample && rss_of(h->pid[i]) >= cfg.recycle_rss_bytes)
+			why |= kDueRss;
+		if (why != 0)
+			spare_start(p, i, why);
+	}
+	return next;
 }
 
 void *monitor_main(void *arg)
@@ -673,11 +957,23 @@ void *monitor_main(void *arg)
 	ProcHost *h = p->proc;
 	const int rc = boot_all(p, h->boot_msg);
 	// Every worker mapped the named object (ready comes after the map):
-	// without respawns nobody opens the name again, so it goes now.
-	if (rc == 0 && h->shm_linked && h->respawn_max == 0) {
+	// without respawns or recycling nobody opens the name again, so it
+	// goes now.
+	if (rc == 0 && h->shm_linked && h->respawn_max == 0 && !recycling(p)) {
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
 		janitor_done(h);
+	}
+	if (rc == 0) {
+		const int64_t now = knit_now_ns();
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]),
+					      (uint64_t)now);
+			h->spawned_at[i] = now;
+			knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
+			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
+		}
+		h->rss_sampled = now;
 	}
 	pthread_mutex_lock(&h->m);
 	h->boot_rc = rc;
@@ -687,42 +983,53 @@ void *monitor_main(void *arg)
 	if (rc != 0)
 		return nullptr;
 	const uint32_t n = p->nworkers;
-	for (uint32_t i = 0; i < n; i++)
-		h->born[i] = knit_now_ns();
-	int64_t due = 0; // the earliest respawn after a backoff, 0: none
+	int64_t respawn_next = 0; // the earliest respawn after a backoff, 0: none
+	// What each polled descriptor is (tag) and whose (who).
+	enum : uint8_t { kCtl, kBridge, kDeath, kSpareVerdict, kSpareDeath, kBootVerdict };
+	constexpr uint32_t kMaxFds = 5 * KNIT_MAX_WORKERS + 1;
 	while (!knit_load_acquire_32(&h->shutdown)) { // pairs with proc_shutdown's release store
-		struct pollfd fds[2 * KNIT_MAX_WORKERS + 1];
-		uint32_t map[2 * KNIT_MAX_WORKERS + 1];
+		struct pollfd fds[kMaxFds];
+		uint8_t tag[kMaxFds];
+		uint32_t who[kMaxFds];
 		uint32_t m = 0;
-		fds[m] = {h->ctl, POLLIN, 0};
-		map[m++] = UINT32_MAX;
-		for (uint32_t i = 0; i < n; i++) {
-			fds[m] = {h->bridge[i], POLLIN, 0};
-			map[m++] = UINT32_MAX - 1;
-		}
-		const uint32_t deaths = m;
+		// Successors started now are polled in this round.
+		const int64_t now = knit_now_ns();
+		const int64_t look = recycle_scan(p, now);
+		const auto add = [&](int fd, uint8_t t, uint32_t i) {
+			fds[m] = {fd, POLLIN, 0};
+			tag[m] = t;
+			who[m++] = i;
+		};
+		add(h->ctl, kCtl, 0);
 		for (uint32_t i = 0; i < n; i++)
-			if (h->pidfd[i] >= 0) {
-				fds[m] = {h->pidfd[i], POLLIN, 0};
-				map[m++] = i;
-			}
+			add(h->bridge[i], kBridge, i);
+		for (uint32_t i = 0; i < n; i++) {
+			if (h->pidfd[i] >= 0)
+				add(h->pidfd[i], kDeath, i);
+			if (h->spare_rd[i] >= 0)
+				add(h->spare_rd[i], kSpareVerdict, i);
+			if (h->spare_pidfd[i] >= 0)
+				add(h->spare_pidfd[i], kSpareDeath, i);
+			if (h->boot_rd[i] >= 0)
+				add(h->boot_rd[i], kBootVerdict, i);
+		}
 		// Without ring pages, once the completion fd is on, a bound on
-		// how long a cleared header flag can hide a result from it.
+		// how long a cleared header flag can hide a result from it; with
+		// recycling by age or memory, the next look at the workers.
 		const bool watch = knit_load_relaxed_32(&h->efd_watch) != 0;
-		// A due respawn bounds the sleep too (none: no timer at all).
 		int timeout = watch ? (int)(kProcDoorbellWatchdogNs / 1000000) : -1;
-		if (due != 0) {
-			const int64_t left = due - knit_now_ns();
-			const int ms =
-				left <= 0 ? 0 : (int)min_of(left / 1000000 + 1, (int64_t)INT_MAX);
+		// A due respawn bounds the sleep too (none: no timer for it).
+		const int64_t wake = respawn_next != 0 ? min_of(look, respawn_next) : look;
+		if (wake != INT64_MAX) {
+			const int64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
 			if (timeout < 0 || ms < timeout)
-				timeout = ms;
+				timeout = (int)min_of(ms, (int64_t)INT_MAX);
 		}
 		const int r = poll(fds, m, timeout);
 		if (r == 0 && watch)
 			efd_sync(p);
-		if (due != 0 || knit_load_relaxed_32(&h->backing_off) != 0)
-			due = respawn_due(p, knit_now_ns());
+		if (respawn_next != 0 || knit_load_relaxed_32(&h->backing_off) != 0)
+			respawn_next = respawn_due(p, knit_now_ns());
 		if (r <= 0)
 			continue;
 		uint64_t v;
@@ -746,10 +1053,11 @@ void *monitor_main(void *arg)
 				}
 			}
 			cancel_kills(p);
+			// retire_due's asks are looked at by the next recycle_scan.
 		}
 		bool rung = false;
-		for (uint32_t k = 1; k < deaths; k++)
-			if (fds[k].revents) {
+		for (uint32_t k = 1; k < m; k++)
+			if (tag[k] == kBridge && fds[k].revents) {
 				(void)!read(fds[k].fd, &v, sizeof v);
 				rung = true;
 			}
@@ -759,14 +1067,55 @@ void *monitor_main(void *arg)
 			efd_sync(p);
 		if (knit_load_acquire_32(&h->shutdown)) // pairs with proc_shutdown's release store
 			break;
-		for (uint32_t k = deaths; k < m; k++)
-			if (fds[k].revents)
-				on_death(p, map[k]);
+		for (uint32_t k = 1; k < m; k++) {
+			if (fds[k].revents == 0)
+				continue;
+			const uint32_t i = who[k];
+			switch (tag[k]) {
+			case kDeath:
+				on_death(p, i);
+				break;
+			case kSpareVerdict:
+				if (h->spare_rd[i] == fds[k].fd)
+					spare_verdict(p, i);
+				break;
+			case kSpareDeath:
+				// A successor died before it was let in (a ready one
+				// handed over meanwhile is the lane's now: its death
+				// is the lane's, seen on the next round).
+				if (h->spare_pidfd[i] == fds[k].fd)
+					spare_drop(p, i, true);
+				break;
+			case kBootVerdict:
+				if (h->boot_rd[i] == fds[k].fd) {
+					char c[4];
+					const ssize_t g = read(h->boot_rd[i], c, sizeof c);
+					if (g < 0 && (errno == EINTR || errno == EAGAIN))
+						break;
+					close(h->boot_rd[i]);
+					h->boot_rd[i] = -1;
+					if (g > 0 && c[0] == 'o')
+						knit_store_relaxed_32(&h->wstate[i],
+								      KNIT_WORKER_SERVING);
+				}
+				break;
+			default:
+				break;
+			}
+		}
 		if (knit_load_relaxed_32(&h->backing_off) != 0)
-			due = respawn_due(p, knit_now_ns()); // new backoffs, or a stop
+			respawn_next = respawn_due(p, knit_now_ns()); // new backoffs, or a stop
 	}
 	// Shutdown (destroy, after knit_stop): every worker acknowledged or is
 	// dead; give each kExitGraceNs to exit, then kill, and reap them all.
+	// A successor never let in holds nothing of the pool: killed at once.
+	for (uint32_t i = 0; i < n; i++) {
+		spare_drop(p, i, false);
+		if (h->boot_rd[i] >= 0)
+			close(h->boot_rd[i]);
+		h->boot_rd[i] = -1;
+		knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_NONE);
+	}
 	const int64_t end = knit_now_ns() + kExitGraceNs;
 	for (uint32_t i = 0; i < n; i++) {
 		if (h->pidfd[i] < 0)
@@ -934,8 +1283,10 @@ int proc_host_new(Pool *p, void *dl)
 	h->dl = dl;
 	h->ctl = -1;
 	h->janitor_w = -1;
-	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++) {
 		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = h->steal_fd[i] = h->steal_ro[i] = -1;
+		h->spare_pidfd[i] = h->spare_rd[i] = h->spare_go[i] = h->boot_rd[i] = -1;
+	}
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -1043,7 +1394,6 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// worker's successor on the lanes topology runs the calls it never
 	// started (Lane::rerun).
 	p->untrusted_workers = true;
-	p->steal_host_wakes = true; // a worker process wakes no peer (layout.h)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		p->lanes[i].rerun = !p->steal.on;
 	ProcBoot &b = h->boot;
@@ -1375,6 +1725,39 @@ void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 	if (p->proc != nullptr)
 		for (uint32_t k = 0; k < KNIT_DEATH_CAUSE_MAX; k++)
 			s->deaths[k] = knit_load_relaxed_64(&p->proc->deaths[k]);
+	ProcHost *h = p->proc;
+	if (h == nullptr)
+		return;
+	s->recycles_calls = knit_load_relaxed_64(&h->recycles[0]);
+	s->recycles_rss = knit_load_relaxed_64(&h->recycles[1]);
+	s->recycles_age = knit_load_relaxed_64(&h->recycles[2]);
+	s->recycle_failures = knit_load_relaxed_64(&h->recycle_failures);
+	const int64_t now = knit_now_ns();
+	for (uint32_t i = 0; i < p->nworkers && i < KNIT_MAX_WORKERS; i++) {
+		knit_worker_stats_t &w = s->worker[i];
+		const uint32_t pid = knit_load_relaxed_32(&h->wpid[i]);
+		w.state = knit_load_relaxed_32(&h->wstate[i]);
+		w.pid = w.state == KNIT_WORKER_NONE ? 0 : (int64_t)pid;
+		w.rss_bytes = rss_of((pid_t)w.pid);
+		const int64_t born =
+			(int64_t)knit_load_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]));
+		w.age_ns = w.pid != 0 && born != 0 && now > born ? (uint64_t)(now - born) : 0;
+	}
+}
+
+// Lane w's worker served recycle_calls (lane_served): the monitor starts
+// its successor (recycle_scan). The holder or a line's claim holder: one
+// fetch_or and, the first time, one eventfd write.
+void proc_retire_due(Pool *p, uint32_t w)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr || w >= p->nworkers)
+		return;
+	// acq_rel: pairs with recycle_scan's acquire load.
+	if ((knit_fetch_or_acq_rel_32(&h->due[w], kDueCalls) & kDueCalls) == 0) {
+		uint64_t one = 1;
+		(void)!write(h->ctl, &one, sizeof one);
+	}
 }
 
 } // namespace
@@ -1400,6 +1783,7 @@ const WorkerOps kProcWorkers = {
 	.pid = proc_pid,
 	.cancel_kill = proc_cancel_kill,
 	.failed_why = proc_failed_why,
+	.retire_due = proc_retire_due,
 };
 
 } // namespace knit::detail

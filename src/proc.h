@@ -52,6 +52,12 @@
 // reaped, holds no mapping any more, a child a task forked inherits none
 // (the worker maps the pool MADV_DONTFORK), and the worker closed the
 // descriptor after mapping it; lane_lost (src/lane.h) resets the words.
+// A recycled worker's successor (src/lane.h, "Recycling") maps its lane's
+// memfd while its predecessor still serves the lane, and runs its init
+// there, but reads and writes nothing of the lane until it is let in after
+// the predecessor's exit: both are the lane's workers, running the same
+// library, and neither can reach another lane's memory; stealing, the
+// same holds for its consumer page.
 // Stealing: every worker maps every consumer page, its own read-write and
 // its peers' read-only, from read-only descriptors (a mapping of an
 // O_RDONLY descriptor can never be made writable; the worker maps all of
@@ -60,7 +66,7 @@
 // block's host page (DEAD, the submit arena's PB) is shared memory, read-
 // only to every worker: a worker never frees a submit allocation (the
 // host does once the lane is retired) and never wakes a peer (the host
-// wakes as many parked workers as it publishes calls). A page's memfd is
+// wakes one parked worker at each publish). A page's memfd is
 // reused by the worker respawned on its consumer id, as a lane's: the
 // host resets its words first (steal_revive), the peers' read-only
 // mappings stay valid.
@@ -186,8 +192,9 @@ inline constexpr size_t kBootVerdictMax = 512;
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
 // and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
-// 9: a page per steal consumer (fd_steal + c).
-inline constexpr uint32_t kBootVersion = 9;
+// 9: a page per steal consumer (fd_steal + c). 10: the successor of a
+// recycled worker (fd_go).
+inline constexpr uint32_t kBootVersion = 10;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -196,6 +203,9 @@ inline constexpr int kBootFdLane = 7;   // isolation: the worker's own lane page
 // Isolation, stealing: consumer c's page of the steal control block at
 // kBootFdSteal + c (c < nworkers): its own read-write, its peers' read-only.
 inline constexpr int kBootFdSteal = 8;
+// A recycled worker's successor: the go pipe (fd_go), above every
+// consumer page's number.
+inline constexpr int kBootFdGo = kBootFdSteal + KNIT_MAX_WORKERS;
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
@@ -242,6 +252,13 @@ struct ProcBoot {
 	uint32_t line_nonce;
 	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
 	char shm_name[kShmNameMax];
+	// kBootFdGo for the successor of a worker being recycled, else -1. It
+	// loads the task library, checks the table, reports "ok" on its status
+	// pipe and then waits, mapping nothing of the pool, until the host
+	// writes its line's open word (4 bytes, S11) on this pipe: the lane is
+	// its from then on. EOF instead: it is not wanted, and exits 0.
+	int32_t fd_go;
+	uint32_t reserved;
 	PoolConfig cfg;
 };
 
@@ -272,16 +289,16 @@ struct ProcHost {
 	bool inherit_env;
 	uint32_t respawn_max; // crashes survived (0: none)
 	// Restarts (above; the monitor only, after boot).
-	int64_t window_ns;                 // respawn_window_ms, 0: the pool's life
-	RespawnBackoff backoff;            // resolved
-	int64_t *crash_at;                 // with a window: the counted crashes' times
-	uint32_t crash_head, crash_n;      // ... a ring of respawn_max entries
-	int64_t born[KNIT_MAX_WORKERS];    // when lane i's worker was spawned
-	uint32_t streak[KNIT_MAX_WORKERS]; // crashes in a row of lane i's workers
-	int64_t due[KNIT_MAX_WORKERS];     // lane i is DOWN until then (backoff), 0: not
-	uint32_t backing_off;              // atomic: lanes with a due respawn
-	char fail_why[kErrorMax];          // why the pool failed (written before
-					   // Pool::failed's release store)
+	int64_t window_ns;                    // respawn_window_ms, 0: the pool's life
+	RespawnBackoff backoff;               // resolved
+	int64_t *crash_at;                    // with a window: the counted crashes' times
+	uint32_t crash_head, crash_n;         // ... a ring of respawn_max entries
+	int64_t spawned_at[KNIT_MAX_WORKERS]; // when lane i's worker was spawned
+	uint32_t streak[KNIT_MAX_WORKERS];    // crashes in a row of lane i's workers
+	int64_t respawn_at[KNIT_MAX_WORKERS]; // lane i is DOWN until then (backoff), 0: not
+	uint32_t backing_off;                 // atomic: lanes with a due respawn
+	char fail_why[kErrorMax];             // why the pool failed (written before
+					      // Pool::failed's release store)
 	// KNIT_CANCEL_KILL requests (under m): ticket index << 32 | generation.
 	uint64_t kill_req[kCancelKillsMax];
 	uint32_t nkill_req;
@@ -320,7 +337,43 @@ struct ProcHost {
 	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
 	// grown, is an OOM kill (death_cause in src/proc.cpp).
 	int64_t oom_seen;
+	// Recycling (src/lane.h "Recycling"; the monitor only, unless noted).
+	// Each lane's successor while one is on its way: its pid and pidfd, the
+	// read end of its boot status pipe until its verdict, the write end of
+	// its go pipe (kBootFdGo), and whether it reported ready.
+	pid_t spare_pid[KNIT_MAX_WORKERS];
+	int spare_pidfd[KNIT_MAX_WORKERS];
+	int spare_rd[KNIT_MAX_WORKERS];
+	int spare_go[KNIT_MAX_WORKERS];
+	bool spare_ready[KNIT_MAX_WORKERS];
+	uint32_t spare_why[KNIT_MAX_WORKERS]; // the kDue* reason it was started for
+	uint32_t spare_got[KNIT_MAX_WORKERS]; // verdict bytes read so far
+	char spare_verdict[KNIT_MAX_WORKERS][4];
+	int64_t spare_retry[KNIT_MAX_WORKERS]; // no new successor before this (a failed one)
+	uint32_t due[KNIT_MAX_WORKERS];        // atomic: kDue* bits (retire_due sets kDueCalls)
+	uint32_t retiring[KNIT_MAX_WORKERS];   // the kDue* reason of the retire asked, 0: none
+	// A respawned worker's boot status pipe (read end) until its verdict:
+	// its state is BOOTING until then.
+	int boot_rd[KNIT_MAX_WORKERS];
+	int64_t rss_sampled; // the last memory sample (recycle_rss_bytes)
+	// For knit_pool_stats (the monitor stores, any thread loads; relaxed):
+	// the serving worker's pid, since when it serves, its state
+	// (knit_worker_state).
+	uint32_t wpid[KNIT_MAX_WORKERS];
+	int64_t born[KNIT_MAX_WORKERS];
+	uint32_t wstate[KNIT_MAX_WORKERS];
+	uint64_t recycles[3]; // by reason: calls, memory, age
+	uint64_t recycle_failures;
 };
+
+// ProcHost::due and ::retiring: why a worker is recycled.
+constexpr uint32_t kDueCalls = 1; // recycle_calls served
+constexpr uint32_t kDueRss = 2;   // recycle_rss_bytes reached
+constexpr uint32_t kDueAge = 4;   // recycle_age_ms passed
+// How often the monitor samples the workers' memory (recycle_rss_bytes).
+inline constexpr int64_t kRecycleRssSampleNs = 50ll * 1000 * 1000;
+// After a successor failed to boot, the next try waits this long.
+inline constexpr int64_t kRecycleRetryNs = 1000ll * 1000 * 1000;
 
 // ProcHost::killed: a kill was asked for (the hard timeout or a protocol
 // error), the monitor sent it, and why (a protocol error: the lane's calls
@@ -356,8 +409,13 @@ int spawn_janitor(ProcHost *h);
 void janitor_told(ProcHost *h);
 void janitor_done(ProcHost *h);
 // Spawn the worker of lane `lane`. status_w: the write end of the boot
-// status pipe it gets; why: room for the failure's message.
-int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why);
+// status pipe it gets (or -1); why: room for the failure's message (or
+// null). respawn: it takes the lane over from a dead worker (its boot
+// record carries the line's open word). go_r >= 0: the read end of the go
+// pipe of a recycled worker's successor (fd_go), recorded as the lane's
+// spare (spare_pid, spare_pidfd), else as its worker (pid, pidfd).
+int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn = false,
+		 int go_r = -1);
 
 // The hash both sides compare: the name-sorted table's names, timeouts and
 // flags.

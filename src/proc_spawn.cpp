@@ -228,7 +228,7 @@ void janitor_done(ProcHost *h)
 // prefix program or the worker not found, not executable) -KNIT_ENOENT,
 // -KNIT_EACCES, -KNIT_EINVAL. why: kErrorMax bytes for the message of a
 // failure, or null.
-int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
+int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, int go_r)
 {
 	ProcHost *h = p->proc;
 	ProcBoot b = h->boot;
@@ -239,7 +239,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	b.fd_steal = p->isolated && p->steal.on ? kBootFdSteal : -1;
 	// A respawn waits for its line's open word (S11; lane_lost stored
 	// it, on this thread); the first workers serve theirs from the start.
-	b.line_nonce = status_w >= 0 ? 0 : knit_load_relaxed_32(&p->lanes[lane].line_nonce);
+	// A successor (go_r) learns it on its go pipe.
+	b.line_nonce = respawn ? knit_load_relaxed_32(&p->lanes[lane].line_nonce) : 0;
+	b.fd_go = go_r >= 0 ? kBootFdGo : -1;
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -259,7 +261,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	// What the worker is given, at the numbers it finds them on (proc.h).
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	HandOver give[6 + kMaxStealConsumers] = {
+	HandOver give[7 + kMaxStealConsumers] = {
 		{h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
 		{status_w, kBootFdStatus},
 		{h->bridge[lane], kBootFdBridge},
@@ -274,7 +276,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		for (uint32_t c = 0; c < p->nworkers && c < kMaxStealConsumers; c++)
 			give[ngive++] = {c == lane ? h->steal_fd[c] : h->steal_ro[c],
 					 kBootFdSteal + (int)c};
-	int tmp[6 + kMaxStealConsumers];
+	if (go_r >= 0)
+		give[ngive++] = {go_r, kBootFdGo};
+	int tmp[7 + kMaxStealConsumers];
 	int err = 0; // the errno of a failure, for the message
 	int rc = hand_over_dup(give, ngive, tmp, &err);
 	posix_spawn_file_actions_t fa;
@@ -330,6 +334,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 				kill(pid, SIGKILL);
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
+			} else if (go_r >= 0) {
+				h->spare_pid[lane] = pid;
+				h->spare_pidfd[lane] = fd;
 			} else {
 				// Atomic: proc_pid reads it from any thread.
 				__atomic_store_n(&h->pid[lane], pid, __ATOMIC_RELAXED);

@@ -421,6 +421,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO,
 				 "the task library's table differs from the host's (%s)", argv[3]);
+	if (b.fd_go >= 0 && (b.fd_go != kBootFdGo || g_status_fd < 0))
+		return boot_fail(KNIT_EPROTO, "boot record out of range");
 	p->abort_words = word_at(base, b.abort_off);
 	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
 	p->futex_shared = 1;
@@ -493,36 +495,47 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		}
 		l->line_wait = b.line_nonce;
 	}
-	uint8_t *req_lock = l->block + kLaneOffReqLock;
-	uint8_t *ret_lock = l->block + kLaneOffRetLock;
-	ArenaShared req_sh = lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
-	ArenaShared ret_sh =
-		lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
-	ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
-	if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
-	    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
-		return boot_fail(KNIT_EPROTO, "lane geometry refused");
-	if (steal) {
-		// The submit lock we claim from, as consumer `lane` (the host
-		// revived the id for us if a predecessor died: steal_revive).
-		p->steal.ctl = base + b.steal_off;
-		p->steal.lock = p->steal.ctl + kStealLockOff;
-		ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
-		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
-				 p->cfg.steal_g) != 0)
-			return boot_fail(KNIT_EPROTO, "steal geometry refused");
-		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
-		// The submit arena's PB and our peers' pages are not ours to
-		// write (layout.h): the host frees what we copied out, and wakes
-		// the peers (Pool::steal_host_wakes).
-		l->sc.set_frees(false);
-		p->steal_host_wakes = true;
-		l->sc.set_stop_word(l->stop);
-		p->steal.on = true;
-	}
-	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
-	if (l->local == nullptr)
-		return boot_fail(KNIT_ENOMEM, "out of memory");
+	// Our endpoints over the lane's words (and, stealing, the submit lock
+	// as consumer `lane`: its ACK mirror comes from the shared word, so
+	// only after the host revived the id for us). 0 or boot_fail's.
+	const auto attach_lane = [&]() -> int {
+		uint8_t *req_lock = l->block + kLaneOffReqLock;
+		uint8_t *ret_lock = l->block + kLaneOffRetLock;
+		ArenaShared req_sh =
+			lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
+		ArenaShared ret_sh =
+			lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
+		ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
+		if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
+		    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
+			return boot_fail(KNIT_EPROTO, "lane geometry refused");
+		if (steal) {
+			// The submit lock we claim from, as consumer `lane` (the host
+			// revived the id for us if a predecessor died: steal_revive).
+			p->steal.ctl = base + b.steal_off;
+			p->steal.lock = p->steal.ctl + kStealLockOff;
+			ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
+			if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
+					 p->cfg.steal_g) != 0)
+				return boot_fail(KNIT_EPROTO, "steal geometry refused");
+			l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+			// The submit arena's PB and our peers' pages are not ours to
+			// write (layout.h): the host frees what we copied out, and we
+			// wake no peer (Pool::steal_no_peer_wake).
+			l->sc.set_frees(false);
+			p->steal_no_peer_wake = true;
+			l->sc.set_stop_word(l->stop);
+			p->steal.on = true;
+		}
+		l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
+		if (l->local == nullptr)
+			return boot_fail(KNIT_ENOMEM, "out of memory");
+		return 0;
+	};
+	// A recycled worker's successor (fd_go) attaches only once it is let
+	// in: its predecessor serves the lane until then.
+	if (b.fd_go < 0 && (rc = attach_lane()) != 0)
+		return rc;
 	// The task library's init: once, with the pool mapped and none of its
 	// descriptors left but our own lane's bridge, before our first task
 	// (and before "ok", so a refusal fails knit_pool_create with its
@@ -540,6 +553,33 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		(void)!write(g_status_fd, "ok\n", 3);
 		close(g_status_fd);
 		g_status_fd = -1;
+	}
+	if (b.fd_go >= 0) {
+		// The successor of a worker being recycled (src/lane.h): booted,
+		// mapped and past its init, it waits until the host hands it the
+		// lane (the line's open word, S11) after its predecessor left.
+		// Its init ran beside that predecessor: the lane's pages are
+		// mapped here already, but nothing of the lane is read or written
+		// before the hand-over.
+		uint32_t nonce = 0;
+		size_t got = 0;
+		while (got < sizeof nonce) {
+			const ssize_t n = read(kBootFdGo, reinterpret_cast<char *>(&nonce) + got,
+					       sizeof nonce - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				// Not wanted (EOF): it never served; a clean end.
+				if (hooks.fini != nullptr)
+					hooks.fini(b.lane);
+				exit(0);
+			}
+			got += (size_t)n;
+		}
+		close(kBootFdGo);
+		l->line_wait = nonce;
+		if ((rc = attach_lane()) != 0)
+			return rc;
 	}
 	// Our probes name our view of the pool; this one tells a tracer whose
 	// pool the view is (before any other probe of ours).

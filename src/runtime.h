@@ -179,6 +179,11 @@ struct PoolConfig {
 	bool cpu_time;         // KNIT_POOL_INFO_CPU: and read their thread's CPU clock
 	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
+	// Process pools: recycle a worker past any of these marks (0 = off;
+	// src/lane.h, "Recycling").
+	uint64_t recycle_calls;
+	uint64_t recycle_rss_bytes;
+	uint32_t recycle_age_ms;
 };
 
 // Validate *in (NULL = all defaults) per the ABI contract and fill *out with
@@ -514,6 +519,7 @@ struct alignas(128) Pool {
 	knit_worker_hook_fn thread_start_hook;
 	knit_worker_hook_fn thread_stop_hook;
 	void *thread_hook_arg;
+	int64_t born_ns;       // knit_pool_create's clock (stats: a thread's age)
 	struct ProcHost *proc; // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring
@@ -522,10 +528,10 @@ struct alignas(128) Pool {
 	// (src/wake.cpp).
 	bool untrusted_workers;
 	// Steal topology: no worker wakes a peer (a worker process may not
-	// write a peer's page, layout.h); the host wakes one parked worker per
-	// call it publishes instead (steal_flush). Set in a process pool's host
-	// and in its workers.
-	bool steal_host_wakes;
+	// write a peer's page, layout.h): only the host's wake at each publish
+	// (steal_flush) and the workers' re-check before they park (W2) hand
+	// out the work. Set in a process pool's workers.
+	bool steal_no_peer_wake;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
 				// respawns): new calls fail -KNIT_ECRASHED (a release
 				// store after the reason, WorkerOps::failed_why; stored

@@ -82,11 +82,12 @@ Lane *line_claim(Pool *p)
 				continue;
 			// A lane being retired or lost (S10 turns its line RETIRED
 			// or LOST; skipping it here is what ends S10's retries), or
-			// without a worker now (DOWN: killed, or backing off until a
-			// successor comes; the call goes the ticketed way, to a lane
-			// that serves).
+			// recycled (its worker is leaving: line_settle), or without a
+			// worker now (DOWN: killed, or backing off until a successor
+			// comes; the call goes the ticketed way, to a lane that serves).
 			const LaneState st = lane_state(l);
-			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneDown)
+			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneRetiring ||
+			    st == kLaneDown)
 				continue;
 			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;
@@ -440,6 +441,8 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 			released = true;
 			if (status == -KNIT_EPROTO)
 				knit_add_relaxed_64(&p->st_proto_errors, 1);
+			else
+				lane_served(p, l, 1); // its worker answered (recycle_calls)
 		}
 	}
 	// A worker lost under our claim: S10 stored its death with the status
@@ -705,6 +708,19 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce,
 		(void)knit_xchg_acq_rel_32(&l->line_token, nonce);
 	if (state_settled(l) == kLineDown)
 		line_reopen(l);
+}
+
+void line_settle(Pool *p, Lane *l)
+{
+	(void)p;
+	uint32_t *rq = line_word(l->line + kLineOffRequest, kLineOffSeq);
+	uint32_t *rp = line_word(l->line + kLineOffReply, kLineOffSeq);
+	const int64_t end = knit_now_ns() + kLineSettleNs;
+	// Relaxed state and request loads: a hint of who is on the line (a
+	// wrong guess costs at most the bound); acquire on rp_seq as S6's.
+	while (knit_load_relaxed_32(&l->line_state) == kLineClaimed &&
+	       knit_load_acquire_32(rp) == knit_load_relaxed_32(rq) && knit_now_ns() < end)
+		sched_yield();
 }
 
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed)

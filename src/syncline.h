@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // src/syncline.h - the synchronous call line of a worker lane: the room of
 // the knit_call fast path (protocol, words, pairing table, lifecycle),
-// proved by tests/model/syncline.pml (tests/model/README.md has the
-// hazards its runs and mutants cover). Implemented in src/syncline.cpp.
+// proved by tests/model/syncline.pml, which models every edge S1-S12
+// (tests/model/README.md has the hazards its runs and mutants cover).
+// Implemented in src/syncline.cpp.
 //
 // A knit_call that has nothing to track (no deadline, no abort bit) needs
 // none of the ticket table, the mutex, the backlog, the dispatcher pass or
@@ -181,7 +182,9 @@
 //     (or a reply came): it began, and ends with line_lost_status. A lie
 //     in the word can make a started call run again or an unstarted one
 //     fail, as the started mask of the ticketed path can. LOST (no
-//     respawn: the pool fails or stops) ends the call as before.
+//     respawn: the pool fails or stops) ends the call as before. (The
+//     model's REOPEN runs, and MIDKILL: a kill between any two steps of a
+//     serve; the lie is not modelled.)
 //
 // Process workers: a worker process cannot hand over malloc'd memory, so a
 // result too big for the reply block goes to the lane's spill slot in the
@@ -373,6 +376,16 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce,
 // S11 (worker, line_pending / line_serve): has the host opened the line
 // for us? Then adopt its base (line_served) and serve from now on.
 // (Declared above line_pending.)
+
+// Lane l's worker process left on a recycle (it acknowledged its RETIRE,
+// src/lane.h "Recycling") and is reaped; called before its lane_lost, with
+// the lane RETIRING (no new claim of its line). A caller on the line whose
+// reply is published copies it out and releases the line (S6) in moments:
+// wait for that, at most kLineSettleNs, so that S10 does not drop a reply
+// the worker gave. A request it never answered is not waited for (S12
+// sends it again). Any host thread; blocks on nothing but the bound.
+inline constexpr int64_t kLineSettleNs = 50ll * 1000 * 1000;
+void line_settle(Pool *p, Lane *l);
 
 // Statistics (any thread, relaxed): line calls enqueued and completed.
 void line_stats(Pool *p, uint64_t *enqueued, uint64_t *completed);

@@ -5,6 +5,10 @@
 //
 // One pass of the loop (lane i's thread only):
 //   0. stop word != RUNNING -> store ACKNOWLEDGED, wake the host, leave;
+//      RETIRE (a recycled worker process) with results still waiting for
+//      return-arena room: ship those first (park for room between tries),
+//      taking nothing new; frames taken and not started stay unstarted
+//      (the host places them again for the successor, src/lane.h);
 //   1. take every published request frame (lock2 consumer) into a local FIFO
 //      (the frames stay in the lock, un-retired, so the argument bytes need no
 //      copy; the host never has more than 32 calls in flight per lane);
@@ -153,8 +157,9 @@ uint32_t steal_take(Lane *l)
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
 		// than after our batch (the host woke only one of us). Not in a
-		// process pool: the host woke one of us per call already.
-		if (!p->steal_host_wakes && l->sc.pending() != 0)
+		// process pool: a peer's parked and wake words are not ours to
+		// write there (layout.h).
+		if (!p->steal_no_peer_wake && l->sc.pending() != 0)
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
@@ -497,6 +502,15 @@ void park(Lane *l, int64_t park_ns)
 		worker_arena_trim(l); // idle for park_ns: give the return arena back (trim.cpp)
 }
 
+// The re-check of a retiring worker parked for return-arena room: a stop
+// that is no longer RETIRE (knit_stop made it REQUESTED), or results that
+// went out now.
+bool retire_recheck(Lane *l)
+{
+	return knit_load_relaxed_32(l->stop) != kStopRetire ||
+	       (l->local->pend_count != 0 && publish_pending(l));
+}
+
 void acknowledge_stop(Lane *l)
 {
 	knit_store_relaxed_32(l->parked, kAwake);
@@ -527,8 +541,17 @@ void *worker_main(void *arg)
 	knit_store_relaxed_32(&l->tid, (uint32_t)knit_sys_gettid());
 	bool after_batch = false; // the last pass ran a batch (gather)
 	for (;;) {
-		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED.
-		if (knit_load_acquire_32(l->stop) != kStopRunning) {
+		// Acquire: pairs with the host's CAS RUNNING -> REQUESTED (or
+		// RETIRE: src/proc.cpp, retire_begin).
+		const uint32_t stop = knit_load_acquire_32(l->stop);
+		if (stop == kStopRetire && w->pend_count != 0) {
+			// Recycled: what it ran reaches the host before it leaves;
+			// nothing new is taken (the host places nothing here now).
+			if (!publish_pending(l))
+				worker_park(l, kParkedForRoom, retire_recheck, 0);
+			continue;
+		}
+		if (stop != kStopRunning) {
 			acknowledge_stop(l);
 			break;
 		}

@@ -77,7 +77,8 @@ struct WorkerOps {
 	// knit_pool_destroy in a child of fork(2): free the backend's state,
 	// signal and wait for nothing (the workers are the parent's).
 	void (*forget)(Pool *p);
-	// knit_pool_stats: the kind's own counters (spawns, crashes, ...).
+	// knit_pool_stats: the kind's own counters (spawns, crashes, ...) and
+	// its view of each worker (s->worker[], filled for threads before).
 	void (*stats)(Pool *p, knit_pool_stats_t *s);
 	// knit_completion_fd made the fd (after its release store of efd_on).
 	void (*completion_fd_on)(Pool *p);
@@ -105,6 +106,10 @@ struct WorkerOps {
 	// Why the pool failed (after an acquire load of Pool::failed that read
 	// 1), for knit_last_error(). nullptr: the kind never fails a pool.
 	const char *(*failed_why)(Pool *p);
+	// Lane w's worker served recycle_calls (lane_served; the holder or a
+	// line's claim holder, once per worker): recycle it. Must not block.
+	// nullptr: the kind does not recycle (options refuse the marks).
+	void (*retire_due)(Pool *p, uint32_t w);
 };
 
 extern const WorkerOps kThreadWorkers; // src/workers_thread.cpp

@@ -230,6 +230,7 @@ const WorkerOps kThreadWorkers = {
 	.pid = thread_pid,
 	.cancel_kill = nullptr, // a thread cannot be killed alone: KNIT_CANCEL_KILL is -KNIT_EINVAL
 	.failed_why = nullptr,  // a thread pool never fails
+	.retire_due = nullptr,  // a thread is never recycled (options refuse the marks)
 };
 
 } // namespace knit::detail

@@ -5,6 +5,47 @@
  */
 #include "api/kt.h"
 
+/* A one-worker pool with `cap` abort bits. */
+static knit_pool_t *abort_pool(uint32_t cap)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.abort_capacity = cap;
+	return kt_pool(&o);
+}
+
+/* Call t, the only call of an idle one-worker pool: once it runs, cancel it
+ * with `how` (which must succeed) and reap its completion into *c. */
+static void cancel_running(knit_pool_t *pool, knit_ticket_t t, uint32_t how, knit_completion_t *c)
+{
+	cr_assert(kt_wait_started(1));
+	cr_assert_eq(knit_cancel(pool, t, how), 0);
+	kt_reap1(pool, c);
+	cr_expect_eq(c->ticket, t);
+}
+
+/* An "abort_loop" call runs on an idle one-worker pool until it sees its
+ * abort bit: SIGNAL raises it, and the call completes normally with 1. */
+static void signal_abort_loop(knit_pool_t *pool)
+{
+	knit_completion_t c;
+	cancel_running(pool, kt_enq(pool, kt_id(pool, "abort_loop"), kt_none(), NULL),
+		       KNIT_CANCEL_SIGNAL, &c);
+	cr_expect_eq(c.status, 0, "SIGNAL completes normally: %d", c.status);
+	cr_expect_eq(c.result.i64, 1, "task did not see the abort");
+}
+
+/* An abortable call of "aborted" reads its abort bit, fresh or reused: 0. */
+static void expect_clear_bit(knit_pool_t *pool, const char *why)
+{
+	knit_completion_t c;
+	knit_ticket_t t =
+		kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
+	kt_reap1(pool, &c);
+	cr_expect_eq(c.ticket, t);
+	cr_expect_eq(c.result.i64, 0, "%s", why);
+}
+
 KT(cancel, bad_args)
 {
 	knit_pool_t *pool = kt_pool_n(1);
@@ -69,12 +110,9 @@ KT(cancel, now_queued_call)
 KT(cancel, now_running_call)
 {
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t tb = kt_enq(pool, kt_id(pool, "block"), kt_i64(0), NULL);
-	cr_assert(kt_wait_started(1));
-	cr_assert_eq(knit_cancel(pool, tb, KNIT_CANCEL_NOW), 0);
 	knit_completion_t c;
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.ticket, tb);
+	cancel_running(pool, kt_enq(pool, kt_id(pool, "block"), kt_i64(0), NULL), KNIT_CANCEL_NOW,
+		       &c);
 	cr_expect_eq(c.status, -KNIT_ECANCELED);
 	kt_gate_open();
 	cr_expect_eq(kt_quiet(pool, 100), 0, "late result of a cancelled call delivered");
@@ -139,14 +177,7 @@ KT(cancel, now_many_queued)
 KT(cancel, signal_running_abortable_task)
 {
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t t = kt_enq(pool, kt_id(pool, "abort_loop"), kt_none(), NULL);
-	cr_assert(kt_wait_started(1));
-	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), 0);
-	knit_completion_t c;
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.ticket, t);
-	cr_expect_eq(c.status, 0, "SIGNAL completes normally: %d", c.status);
-	cr_expect_eq(c.result.i64, 1, "task did not see the abort");
+	signal_abort_loop(pool);
 	cr_expect_eq(kt_quiet(pool, 50), 0);
 	kt_destroy(pool);
 }
@@ -154,12 +185,11 @@ KT(cancel, signal_running_abortable_task)
 KT(cancel, signal_with_call_abortable_flag)
 {
 	knit_pool_t *pool = kt_pool_n(1);
-	knit_ticket_t t = kt_enq_ex(pool, kt_id(pool, "abort_plain"), kt_none(), NULL,
-				    KNIT_CALL_ABORTABLE, 0, 0);
-	cr_assert(kt_wait_started(1));
-	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), 0);
 	knit_completion_t c;
-	kt_reap1(pool, &c);
+	cancel_running(pool,
+		       kt_enq_ex(pool, kt_id(pool, "abort_plain"), kt_none(), NULL,
+				 KNIT_CALL_ABORTABLE, 0, 0),
+		       KNIT_CANCEL_SIGNAL, &c);
 	cr_expect_eq(c.status, 0);
 	cr_expect_eq(c.result.i64, 1);
 	kt_destroy(pool);
@@ -202,21 +232,14 @@ KT(cancel, aborted_reads_zero)
 	knit_completion_t c;
 	cr_assert_eq(knit_call(pool, kt_id(pool, "aborted"), NULL, &c, 0), 0);
 	cr_expect_eq(c.result.i64, 0, "no abort bit reads 0");
-	knit_ticket_t t =
-		kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.ticket, t);
-	cr_expect_eq(c.result.i64, 0, "a fresh abort bit reads 0");
+	expect_clear_bit(pool, "a fresh abort bit reads 0");
 	cr_expect_eq(knit_ctx_aborted(NULL), -KNIT_EINVAL);
 	kt_destroy(pool);
 }
 
 KT(cancel, abort_capacity_exhausted)
 {
-	knit_pool_options_t o;
-	kt_opts(&o, 1);
-	o.abort_capacity = 2;
-	knit_pool_t *pool = kt_pool(&o);
+	knit_pool_t *pool = abort_pool(2);
 	uint32_t aborted = kt_id(pool, "aborted"), abort_loop = kt_id(pool, "abort_loop");
 	kt_enq(pool, kt_id(pool, "block"), kt_i64(0), NULL);
 	cr_assert(kt_wait_started(1));
@@ -245,10 +268,7 @@ KT(cancel, abort_capacity_exhausted)
 
 KT(cancel, abort_bits_freed_after_completion)
 {
-	knit_pool_options_t o;
-	kt_opts(&o, 1);
-	o.abort_capacity = 2;
-	knit_pool_t *pool = kt_pool(&o);
+	knit_pool_t *pool = abort_pool(2);
 	uint32_t aborted = kt_id(pool, "aborted");
 	knit_call_options_t co = {sizeof co, KNIT_CALL_ABORTABLE, 0, 0};
 	knit_value_t v = kt_none();
@@ -269,21 +289,9 @@ KT(cancel, signal_reused_bit_starts_clear)
 {
 	/* Raise a bit, complete the call, then a new abortable call (which may
 	 * get the same bit) must read 0. */
-	knit_pool_options_t o;
-	kt_opts(&o, 1);
-	o.abort_capacity = 1;
-	knit_pool_t *pool = kt_pool(&o);
-	knit_ticket_t t = kt_enq(pool, kt_id(pool, "abort_loop"), kt_none(), NULL);
-	cr_assert(kt_wait_started(1));
-	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), 0);
-	knit_completion_t c;
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.result.i64, 1);
-	knit_ticket_t t2 =
-		kt_enq_ex(pool, kt_id(pool, "aborted"), kt_none(), NULL, KNIT_CALL_ABORTABLE, 0, 0);
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.ticket, t2);
-	cr_expect_eq(c.result.i64, 0, "reused abort bit still raised");
+	knit_pool_t *pool = abort_pool(1);
+	signal_abort_loop(pool);
+	expect_clear_bit(pool, "reused abort bit still raised");
 	kt_destroy(pool);
 }
 
@@ -293,16 +301,10 @@ KT(cancel, signal_reused_bit_starts_clear)
  * once the task's late result came back. */
 KT(cancel, now_running_raises_abort)
 {
-	knit_pool_options_t o;
-	kt_opts(&o, 1);
-	o.abort_capacity = 1;
-	knit_pool_t *pool = kt_pool(&o);
+	knit_pool_t *pool = abort_pool(1);
 	knit_ticket_t t = kt_enq(pool, kt_id(pool, "abort_loop"), kt_none(), NULL);
-	cr_assert(kt_wait_started(1));
-	cr_assert_eq(knit_cancel(pool, t, KNIT_CANCEL_NOW), 0);
 	knit_completion_t c;
-	kt_reap1(pool, &c);
-	cr_expect_eq(c.ticket, t);
+	cancel_running(pool, t, KNIT_CANCEL_NOW, &c);
 	cr_expect_eq(c.status, -KNIT_ECANCELED);
 	cr_expect_eq(knit_cancel(pool, t, KNIT_CANCEL_SIGNAL), -KNIT_ENOTFOUND);
 	cr_assert(kt_wait_abort_done(1));

@@ -10,6 +10,7 @@
  * (so calls to it need a futex wake) where without the cap none would.
  */
 #include "api/kt.h"
+#include "api/placement.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -25,12 +26,8 @@ static int t_where(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	CPU_ZERO(&s);
 	if (sched_getaffinity(0, sizeof s, &s) != 0)
 		return 1;
-	uint64_t bits = 0;
-	for (int c = 0; c < 64; c++)
-		if (CPU_ISSET(c, &s))
-			bits |= 1ull << c;
 	ret->type = KNIT_VALUE_I64;
-	ret->i64 = (int64_t)bits;
+	ret->i64 = (int64_t)cpu_low_bits(&s);
 	return 0;
 }
 
@@ -44,29 +41,7 @@ static int t_nop(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static const knit_task_t tasks[] = {{"nop", t_nop, 0, 0}, {"where", t_where, 0, 0}};
 
-/* CPUs 0..63 the process may use (the test's own affinity). */
-static uint64_t allowed_bits(void)
-{
-	cpu_set_t s;
-	CPU_ZERO(&s);
-	cr_assert_eq(sched_getaffinity(0, sizeof s, &s), 0);
-	uint64_t bits = 0;
-	for (int c = 0; c < 64; c++)
-		if (CPU_ISSET(c, &s))
-			bits |= 1ull << c;
-	return bits;
-}
-
 static int popcount64(uint64_t v) { return __builtin_popcountll(v); }
-
-/* The n-th (0-based) set bit of v. */
-static int nth_cpu(uint64_t v, int n)
-{
-	for (int c = 0; c < 64; c++)
-		if (((v >> c) & 1) && n-- == 0)
-			return c;
-	return -1;
-}
 
 static void opts_init(knit_pool_options_t *o, uint32_t workers)
 {
@@ -114,9 +89,7 @@ static uint64_t worker_affinity(int w)
 		cpu_set_t s;
 		CPU_ZERO(&s);
 		cr_assert_eq(sched_getaffinity((pid_t)found, sizeof s, &s), 0);
-		for (int c = 0; c < 64; c++)
-			if (CPU_ISSET(c, &s))
-				bits |= 1ull << c;
+		bits = cpu_low_bits(&s);
 	}
 	closedir(d);
 	cr_assert_neq(found, -1, "no thread named %s", want);
@@ -140,9 +113,7 @@ static uint64_t task_affinity(knit_pool_t *pool, uint32_t w)
 
 KT(placement, one_cpu_for_all_workers)
 {
-	uint64_t ok = allowed_bits();
-	cr_assert_neq(ok, 0);
-	int cpu = 63 - __builtin_clzll(ok); /* the highest CPU we may use */
+	int cpu = highest_cpu(allowed_bits()); /* the highest CPU we may use */
 	knit_pool_options_t o;
 	opts_init(&o, 2);
 	o.cpu_mask[0] = 1ull << cpu;
@@ -181,13 +152,7 @@ KT(placement, one_per_worker_round_robin)
 
 KT(placement, a_set_of_cpus)
 {
-	uint64_t ok = allowed_bits();
-	if (popcount64(ok) < 2) {
-		printf("SKIP: needs two usable CPUs\n");
-		fflush(stdout);
-		cr_skip_test("needs two usable CPUs");
-	}
-	uint64_t want = (1ull << nth_cpu(ok, 0)) | (1ull << nth_cpu(ok, 1));
+	uint64_t want = two_cpus_or_skip(allowed_bits());
 	knit_pool_options_t o;
 	opts_init(&o, 2);
 	o.cpu_mask[0] = want;
@@ -247,55 +212,7 @@ static void expect_einval(const knit_pool_options_t *o, const char *what)
 		knit_pool_destroy(pool);
 }
 
-/* A CPU number the process may not use (not in its affinity), as a word
- * index and bit, or -1 when every one of 1024 CPUs is usable. */
-static int unusable_cpu(void)
-{
-	cpu_set_t s;
-	CPU_ZERO(&s);
-	cr_assert_eq(sched_getaffinity(0, sizeof s, &s), 0);
-	for (int c = KNIT_CPU_MASK_WORDS * 64 - 1; c >= 0; c--)
-		if (!CPU_ISSET(c, &s))
-			return c;
-	return -1;
-}
-
-KT(placement, errors)
-{
-	knit_pool_options_t o;
-	int bad = unusable_cpu();
-	cr_assert_neq(bad, -1, "this machine allows 1024 CPUs");
-	int good = nth_cpu(allowed_bits(), 0);
-
-	opts_init(&o, 1);
-	o.cpu_mask[bad / 64] = 1ull << (bad % 64);
-	expect_einval(&o, "only an unusable CPU");
-
-	opts_init(&o, 2);
-	o.cpu_mask[bad / 64] |= 1ull << (bad % 64);
-	o.cpu_mask[good / 64] |= 1ull << (good % 64);
-	expect_einval(&o, "a usable and an unusable CPU");
-
-	opts_init(&o, 2);
-	o.cpu_mask[bad / 64] |= 1ull << (bad % 64);
-	o.cpu_mask[good / 64] |= 1ull << (good % 64);
-	o.cpu_flags = KNIT_CPU_ONE_PER_WORKER; /* worker 0 or 1 lands on `bad` */
-	expect_einval(&o, "one per worker, one of them unusable");
-
-	opts_init(&o, 1);
-	o.cpu_flags = KNIT_CPU_ONE_PER_WORKER;
-	expect_einval(&o, "one per worker out of an empty set");
-
-	opts_init(&o, 1);
-	o.cpu_mask[good / 64] = 1ull << (good % 64);
-	o.cpu_flags = 1u << 5;
-	expect_einval(&o, "unknown flag");
-
-	opts_init(&o, 1);
-	o.cpu_mask[good / 64] = 1ull << (good % 64);
-	o.reserved1 = 1;
-	expect_einval(&o, "reserved1");
-}
+KT(placement, errors) { placement_errors(opts_init, expect_einval); }
 
 /* The spin cap, counted. As many workers as online CPUs, each asked to spin
  * for a second between calls, and calls sent to them in turn, one at a time.

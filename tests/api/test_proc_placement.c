@@ -9,33 +9,12 @@
  * leaves no child; a respawned worker keeps its lane's placement.
  */
 #include "api/kt.h"
+#include "api/placement.h"
 
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-/* CPUs 0..63 the calling thread may use. */
-static uint64_t allowed_bits(void)
-{
-	cpu_set_t s;
-	CPU_ZERO(&s);
-	cr_assert_eq(sched_getaffinity(0, sizeof s, &s), 0);
-	uint64_t bits = 0;
-	for (int c = 0; c < 64; c++)
-		if (CPU_ISSET(c, &s))
-			bits |= 1ull << c;
-	return bits;
-}
-
-/* The n-th (0-based) set bit of v. */
-static int nth_cpu(uint64_t v, int n)
-{
-	for (int c = 0; c < 64; c++)
-		if (((v >> c) & 1) && n-- == 0)
-			return c;
-	return -1;
-}
 
 /* Pin the test's own thread (the pool's creator, whose affinity a spawned
  * process would inherit) to one CPU. */
@@ -117,8 +96,7 @@ static knit_pool_t *make(const knit_pool_options_t *o)
 KT(proc_placement, one_cpu_not_the_hosts)
 {
 	const uint64_t ok = allowed_bits();
-	cr_assert_neq(ok, 0);
-	const int worker_cpu = 63 - __builtin_clzll(ok); /* the highest CPU we may use */
+	const int worker_cpu = highest_cpu(ok); /* the highest CPU we may use */
 	pin_self(nth_cpu(ok, 0));
 	knit_pool_options_t o;
 	kt_proc_opts(&o, 1);
@@ -157,12 +135,7 @@ KT(proc_placement, one_per_worker_round_robin)
 KT(proc_placement, a_set_of_cpus)
 {
 	const uint64_t ok = allowed_bits();
-	if (__builtin_popcountll(ok) < 2) {
-		printf("SKIP: needs two usable CPUs\n");
-		fflush(stdout);
-		cr_skip_test("needs two usable CPUs");
-	}
-	const uint64_t want = (1ull << nth_cpu(ok, 0)) | (1ull << nth_cpu(ok, 1));
+	const uint64_t want = two_cpus_or_skip(ok);
 	pin_self(nth_cpu(ok, 0));
 	knit_pool_options_t o;
 	kt_proc_opts(&o, 2);
@@ -197,7 +170,7 @@ KT(proc_placement, none_inherits_and_reports_minus_one)
 KT(proc_placement, respawned_worker_keeps_its_cpu)
 {
 	const uint64_t ok = allowed_bits();
-	const int cpu = 63 - __builtin_clzll(ok);
+	const int cpu = highest_cpu(ok);
 	pin_self(nth_cpu(ok, 0));
 	knit_pool_options_t o;
 	kt_proc_opts(&o, 1);
@@ -227,46 +200,4 @@ static void expect_einval(const knit_pool_options_t *o, const char *what)
 	cr_expect_eq(kt_count_children(), 0, "%s: no worker left", what);
 }
 
-/* A CPU number the process may not use (not in its affinity), or -1. */
-static int unusable_cpu(void)
-{
-	cpu_set_t s;
-	CPU_ZERO(&s);
-	cr_assert_eq(sched_getaffinity(0, sizeof s, &s), 0);
-	for (int c = KNIT_CPU_MASK_WORDS * 64 - 1; c >= 0; c--)
-		if (!CPU_ISSET(c, &s))
-			return c;
-	return -1;
-}
-
-KT(proc_placement, errors)
-{
-	knit_pool_options_t o;
-	const int bad = unusable_cpu();
-	cr_assert_neq(bad, -1, "this machine allows 1024 CPUs");
-	const int good = nth_cpu(allowed_bits(), 0);
-
-	kt_proc_opts(&o, 1);
-	o.cpu_mask[bad / 64] = 1ull << (bad % 64);
-	expect_einval(&o, "only an unusable CPU");
-
-	kt_proc_opts(&o, 2);
-	o.cpu_mask[bad / 64] |= 1ull << (bad % 64);
-	o.cpu_mask[good / 64] |= 1ull << (good % 64);
-	expect_einval(&o, "a usable and an unusable CPU");
-
-	kt_proc_opts(&o, 2);
-	o.cpu_mask[bad / 64] |= 1ull << (bad % 64);
-	o.cpu_mask[good / 64] |= 1ull << (good % 64);
-	o.cpu_flags = KNIT_CPU_ONE_PER_WORKER; /* worker 0 or 1 lands on `bad` */
-	expect_einval(&o, "one per worker, one of them unusable");
-
-	kt_proc_opts(&o, 1);
-	o.cpu_flags = KNIT_CPU_ONE_PER_WORKER;
-	expect_einval(&o, "one per worker out of an empty set");
-
-	kt_proc_opts(&o, 1);
-	o.cpu_mask[good / 64] = 1ull << (good % 64);
-	o.cpu_flags = 1u << 5;
-	expect_einval(&o, "unknown flag");
-}
+KT(proc_placement, errors) { placement_errors(kt_proc_opts, expect_einval); }

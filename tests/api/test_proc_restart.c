@@ -44,7 +44,10 @@ static void wait_respawns(knit_pool_t *p, knit_pool_stats_t *s, uint64_t n)
 	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
 	for (;;) {
 		kt_stats(p, s);
-		if (s->respawns >= n)
+		/* A respawn counts before its spawn does (the monitor spawns
+		 * after the lane's calls completed): here no pool recycles, so
+		 * each respawn's spawn follows the first workers'. */
+		if (s->respawns >= n && s->spawns >= s->workers + n)
 			return;
 		cr_assert_lt(kt_now_ns(), end, "respawn %llu not seen (%llu)",
 			     (unsigned long long)n, (unsigned long long)s->respawns);
@@ -67,9 +70,9 @@ KT(restart, options_checked)
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL);
 	cr_assert(strstr(knit_last_error(), "respawn_backoff_ms") != NULL, "%s", knit_last_error());
 	kt_opts(&o, 1);
-	o.reserved3 = 1;
+	o.reserved4 = 1;
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &p), -KNIT_EINVAL);
-	cr_assert(strstr(knit_last_error(), "reserved3") != NULL, "%s", knit_last_error());
+	cr_assert(strstr(knit_last_error(), "reserved4") != NULL, "%s", knit_last_error());
 
 	kt_proc_opts(&o, 1);
 	o.respawn_window_ms = 1000;
@@ -290,6 +293,11 @@ KT(restart, calls_run_elsewhere_during_a_backoff)
 	cr_assert_eq(s.respawns, 1); /* the first at once, the second waits */
 	cr_assert_eq(s.respawn_backoffs, 1);
 	cr_assert_eq(s.respawn_backoff_ms, 60 * 1000);
+	/* The supervisor's view: lane 0 has no worker while it backs off. */
+	cr_assert_eq(s.worker[0].state, KNIT_WORKER_BACKING_OFF);
+	cr_assert_eq(s.worker[0].pid, 0);
+	cr_assert_eq(s.worker[1].state, KNIT_WORKER_SERVING);
+	cr_assert_eq(s.worker[1].pid, pid1);
 	enum { N = 40 };
 	for (int i = 0; i < N; i++)
 		kt_enq(p, kt_id(p, "pid"), kt_none(), NULL);
@@ -313,6 +321,45 @@ KT(restart, calls_run_elsewhere_during_a_backoff)
 	cr_assert_eq(s.pending, 0);
 	cr_assert_eq(s.enqueued, s.completed);
 	kt_destroy(p); /* does not wait a minute: the lane's stop is acknowledged for it */
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* Recycling beside a backoff: lane 0 backs off (no spare: it is not
+ * recycled while it has no worker), lane 1 is recycled by its calls; the
+ * recycle is neither a crash nor a respawn nor a backoff. */
+KT(restart, recycle_beside_a_backoff)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.topology = KNIT_TOPOLOGY_LANES;
+	o.respawn_backoff_ms = 60 * 1000;
+	o.respawn_backoff_max_ms = 60 * 1000;
+	o.recycle_calls = 3;
+	knit_pool_t *p = make(&o);
+	for (int i = 0; i < 2; i++) {
+		knit_completion_t c = call_on(p, "abort", kt_none(), 0);
+		cr_assert_eq(c.status, -KNIT_ECRASHED);
+	}
+	const int64_t pid1 = call_on(p, "pid", kt_none(), 1).result.i64;
+	knit_pool_stats_t s;
+	const int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S * 1e9);
+	for (;;) {
+		knit_completion_t c = call_on(p, "pid", kt_none(), 1);
+		cr_assert_eq(c.status, 0);
+		kt_stats(p, &s);
+		if (s.recycles_calls >= 1 && c.result.i64 != pid1)
+			break; /* a successor serves lane 1 */
+		cr_assert_lt(kt_now_ns(), end, "lane 1 was never recycled");
+		kt_sleep_ms(1);
+	}
+	cr_assert_eq(s.crashes, 2);
+	cr_assert_eq(s.respawns, 1); /* the first crash's; the second waits */
+	cr_assert_eq(s.respawn_backoffs, 1);
+	cr_assert_eq(s.worker[0].state, KNIT_WORKER_BACKING_OFF);
+	cr_assert_eq(s.worker[0].pid, 0);
+	cr_assert_eq(s.recycle_failures, 0);
+	cr_assert_eq(s.pending, 0);
+	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }
 

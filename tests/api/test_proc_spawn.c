@@ -30,6 +30,8 @@ static const char kForkWrap[] = "#!/bin/sh\necho $$ >> \"$1\"\nshift\n\"$@\"\nex
 
 static char g_dir[64];
 static char g_exec[128], g_fork[128], g_mark[128];
+/* The prefixes that run them (wrappers() fills them in). */
+static const char *g_exec_prefix[4], *g_fork_prefix[4];
 
 static void write_file(const char *path, const char *text, mode_t mode)
 {
@@ -49,6 +51,10 @@ static void wrappers(void)
 	snprintf(g_mark, sizeof g_mark, "%s/mark", g_dir);
 	write_file(g_exec, kExecWrap, 0700);
 	write_file(g_fork, kForkWrap, 0700);
+	const char *const ex[] = {"/bin/sh", g_exec, g_mark, NULL};
+	const char *const fk[] = {"/bin/sh", g_fork, g_mark, NULL};
+	memcpy(g_exec_prefix, ex, sizeof ex);
+	memcpy(g_fork_prefix, fk, sizeof fk);
 }
 
 static void wrappers_done(void)
@@ -133,35 +139,66 @@ static int maps_named(void)
 	return n;
 }
 
+/* A process pool of n workers started through `prefix` (NULL: none), with
+ * `proc_flags`, into *p: knit_pool_create's code. No Criterion, for the
+ * forked hosts below too. */
+static int spawn_try(uint32_t n, const char *const *prefix, uint32_t proc_flags, knit_pool_t **p)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, n);
+	o.worker_prefix = prefix;
+	o.proc_flags = proc_flags;
+	*p = NULL;
+	return knit_pool_create(&o, NULL, 0, p);
+}
+
+static knit_pool_t *spawn(uint32_t n, const char *const *prefix, uint32_t proc_flags)
+{
+	knit_pool_t *p;
+	cr_assert_eq(spawn_try(n, prefix, proc_flags, &p), 0, "%s", knit_last_error());
+	return p;
+}
+
+/* n calls of "echo" each answer their own argument. */
+static void echo_round_trips(knit_pool_t *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
+		cr_assert_eq(c.status, 0);
+		cr_assert_eq(c.result.i64, i);
+	}
+}
+
+/* The pid of the worker that serves the next call (a one-worker pool). */
+static int64_t worker_pid(knit_pool_t *p)
+{
+	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
+	cr_assert_eq(c.status, 0);
+	return c.result.i64;
+}
+
+/* Destroy leaves no child process behind. */
+static void destroy_reaps_all(knit_pool_t *p)
+{
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
 /* ---- the prefix ------------------------------------------------------------------- */
 
 KT(spawn, prefix_env_round_trips)
 {
 	const char *const prefix[] = {"env", NULL}; /* found in $PATH */
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 2);
-	o.worker_prefix = prefix;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	for (int i = 0; i < 20; i++) {
-		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
-		cr_assert_eq(c.status, 0);
-		cr_assert_eq(c.result.i64, i);
-	}
-	kt_destroy(p);
-	cr_assert_eq(kt_count_children(), 0);
+	knit_pool_t *p = spawn(2, prefix, 0);
+	echo_round_trips(p, 20);
+	destroy_reaps_all(p);
 }
 
 /* A wrapper that execs keeps the pid: the worker's parent is the host. */
 KT(spawn, prefix_exec_wrapper_runs)
 {
 	wrappers();
-	const char *const prefix[] = {"/bin/sh", g_exec, g_mark, NULL};
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 2);
-	o.worker_prefix = prefix;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_pool_t *p = spawn(2, g_exec_prefix, 0);
 	int64_t pids[4];
 	cr_assert_eq(marks(pids, 4), 2, "the wrapper ran once per worker");
 	for (int i = 0; i < 2; i++)
@@ -173,8 +210,7 @@ KT(spawn, prefix_exec_wrapper_runs)
 		cr_assert(out[i].result.i64 == pids[0] || out[i].result.i64 == pids[1],
 			  "the worker is the wrapper's process, exec'd");
 	}
-	kt_destroy(p);
-	cr_assert_eq(kt_count_children(), 0);
+	destroy_reaps_all(p);
 	wrappers_done();
 }
 
@@ -183,21 +219,14 @@ KT(spawn, prefix_exec_wrapper_runs)
 KT(spawn, prefix_fork_wrapper)
 {
 	wrappers();
-	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
-	o.worker_prefix = prefix;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
-	const int64_t worker = c.result.i64;
+	knit_pool_t *p = spawn(1, g_fork_prefix, 0);
+	const int64_t worker = worker_pid(p);
 	int64_t w[4];
 	cr_assert_eq(marks(w, 4), 1);
 	cr_assert_neq(worker, w[0], "the worker is the wrapper's child, not the wrapper");
-	c = kt_proc_call(p, "abort", kt_none());
+	knit_completion_t c = kt_proc_call(p, "abort", kt_none());
 	cr_assert_eq(c.status, -KNIT_ECRASHED);
-	c = kt_proc_call(p, "pid", kt_none());
-	const int64_t worker2 = c.result.i64;
+	const int64_t worker2 = worker_pid(p);
 	cr_assert_neq(worker2, worker, "respawned");
 	cr_assert_eq(marks(w, 4), 2, "respawned through the wrapper");
 	c = kt_proc_call(p, "echo", kt_i64(7));
@@ -205,8 +234,7 @@ KT(spawn, prefix_fork_wrapper)
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.respawns, 1);
-	kt_destroy(p);
-	cr_assert_eq(kt_count_children(), 0);
+	destroy_reaps_all(p);
 	int64_t all[4] = {worker, worker2, w[0], w[1]};
 	wait_gone(all, 4, "a wrapper or worker");
 	wrappers_done();
@@ -217,18 +245,11 @@ KT(spawn, prefix_fork_wrapper)
 KT(spawn, prefix_fork_wrapper_stuck_worker)
 {
 	wrappers();
-	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
-	o.worker_prefix = prefix;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	knit_completion_t c = kt_proc_call(p, "pid", kt_none());
-	const int64_t worker = c.result.i64;
+	knit_pool_t *p = spawn(1, g_fork_prefix, 0);
+	const int64_t worker = worker_pid(p);
 	kt_enq(p, kt_id(p, "spin"), kt_none(), NULL);
 	kt_sleep_ms(50);
-	kt_destroy(p);
-	cr_assert_eq(kt_count_children(), 0);
+	destroy_reaps_all(p);
 	wait_gone(&worker, 1, "a stuck worker behind its wrapper");
 	wrappers_done();
 }
@@ -244,10 +265,9 @@ KT(spawn, prefix_fork_wrapper_children_die_with_the_host)
 	cr_assert_geq(host, 0);
 	if (host == 0) {
 		close(pfd[0]);
-		const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
 		knit_pool_options_t o;
 		kt_proc_opts(&o, 2);
-		o.worker_prefix = prefix;
+		o.worker_prefix = g_fork_prefix;
 		o.topology = KNIT_TOPOLOGY_LANES; /* round robin: one call per worker */
 		knit_pool_t *p = NULL;
 		if (knit_pool_create(&o, NULL, 0, &p) != 0)
@@ -328,31 +348,19 @@ KT(spawn, named_shm_round_trips_and_leaves_no_name)
 {
 	const pid_t me = getpid();
 	cr_assert_eq(shm_names(me), 0);
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 2);
-	o.proc_flags = KNIT_PROC_NAMED_SHM;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_pool_t *p = spawn(2, NULL, KNIT_PROC_NAMED_SHM);
 	cr_assert_eq(maps_named(), 1, "the pool maps a named object");
 	cr_assert_eq(shm_names(me), 1, "respawn on: the name stays while the pool lives");
-	for (int i = 0; i < 20; i++) {
-		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
-		cr_assert_eq(c.result.i64, i);
-	}
-	kt_destroy(p);
+	echo_round_trips(p, 20);
+	destroy_reaps_all(p);
 	cr_assert_eq(shm_names(me), 0, "no name after destroy");
 	cr_assert_eq(maps_named(), 0);
-	cr_assert_eq(kt_count_children(), 0);
 }
 
 KT(spawn, named_shm_crash_respawn_then_destroy)
 {
 	const pid_t me = getpid();
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
-	o.proc_flags = KNIT_PROC_NAMED_SHM;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_pool_t *p = spawn(1, NULL, KNIT_PROC_NAMED_SHM);
 	knit_completion_t c = kt_proc_call(p, "segv", kt_none());
 	cr_assert_eq(c.status, -KNIT_ECRASHED);
 	c = kt_proc_call(p, "echo", kt_i64(11)); /* the new worker opened the name */
@@ -376,10 +384,7 @@ KT(spawn, named_shm_without_respawn_unlinks_at_create)
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
 	cr_assert_eq(shm_names(me), 0, "every worker mapped it: the name is gone");
 	cr_assert_eq(maps_named(), 1, "the mapping stays");
-	for (int i = 0; i < 10; i++) {
-		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
-		cr_assert_eq(c.result.i64, i);
-	}
+	echo_round_trips(p, 10);
 	kt_destroy(p);
 	cr_assert_eq(shm_names(me), 0);
 }
@@ -402,6 +407,15 @@ static int shm_names_swept(pid_t pid)
 	return n;
 }
 
+/* The names a dead host left once its janitor had `tries` x 10 ms to
+ * remove them (it runs on its own time; a hang guard, not a check), swept. */
+static int shm_names_left(pid_t host, int tries)
+{
+	for (int i = 0; i < tries && shm_names(host) != 0; i++)
+		usleep(10 * 1000);
+	return shm_names_swept(host);
+}
+
 /* A host killed while its name is linked (respawns on: the name stays for
  * the next worker) leaves no name: the pool's janitor removes it. */
 KT(spawn, named_shm_host_killed_leaves_no_name)
@@ -411,11 +425,8 @@ KT(spawn, named_shm_host_killed_leaves_no_name)
 	const pid_t host = fork();
 	cr_assert_neq(host, -1);
 	if (host == 0) {
-		knit_pool_options_t o;
-		kt_proc_opts(&o, 2);
-		o.proc_flags = KNIT_PROC_NAMED_SHM;
 		knit_pool_t *p = NULL;
-		char ok = knit_pool_create(&o, NULL, 0, &p) == 0 &&
+		char ok = spawn_try(2, NULL, KNIT_PROC_NAMED_SHM, &p) == 0 &&
 					  kt_proc_call(p, "echo", kt_i64(5)).result.i64 == 5
 				  ? 'y'
 				  : 'n';
@@ -430,10 +441,7 @@ KT(spawn, named_shm_host_killed_leaves_no_name)
 	const int linked = shm_names(host);
 	kill(host, SIGKILL);
 	cr_assert_eq(waitpid(host, NULL, 0), host);
-	/* The janitor runs on its own time: wait for it, with a hang guard. */
-	for (int i = 0; i < 1000 && shm_names(host) != 0; i++)
-		usleep(10 * 1000);
-	const int left = shm_names_swept(host);
+	const int left = shm_names_left(host, 1000);
 	cr_assert_eq(ok, 'y', "the killed host's pool served a call");
 	cr_assert_eq(linked, 1, "respawn on: the name stayed while the pool lived");
 	cr_assert_eq(left, 0, "the killed host's name is gone");
@@ -467,22 +475,16 @@ KT(spawn, named_shm_host_killed_in_create_leaves_no_name)
 	const pid_t host = fork();
 	cr_assert_neq(host, -1);
 	if (host == 0) {
-		knit_pool_options_t o;
-		kt_proc_opts(&o, 1);
-		o.proc_flags = KNIT_PROC_NAMED_SHM;
 		knit_pool_t *p = NULL;
 		g_die_after_shm_create = 1;
-		knit_pool_create(&o, NULL, 0, &p);
+		spawn_try(1, NULL, KNIT_PROC_NAMED_SHM, &p);
 		_exit(3); /* not reached: the interposer killed us */
 	}
 	int st = 0;
 	cr_assert_eq(waitpid(host, &st, 0), host);
 	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 		  "the host died in its shm_open (status 0x%x)", st);
-	/* The janitor runs on its own time: wait for it, with a hang guard. */
-	for (int i = 0; i < 500 && shm_names(host) != 0; i++)
-		usleep(10 * 1000);
-	const int left = shm_names_swept(host);
+	const int left = shm_names_left(host, 500);
 	cr_assert_eq(left, 0, "the host killed in its create left its name");
 }
 
@@ -490,20 +492,10 @@ KT(spawn, named_shm_host_killed_in_create_leaves_no_name)
 KT(spawn, named_shm_behind_a_forking_wrapper)
 {
 	wrappers();
-	const char *const prefix[] = {"/bin/sh", g_fork, g_mark, NULL};
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 2);
-	o.proc_flags = KNIT_PROC_NAMED_SHM;
-	o.worker_prefix = prefix;
-	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
-	for (int i = 0; i < 10; i++) {
-		knit_completion_t c = kt_proc_call(p, "echo", kt_i64(i));
-		cr_assert_eq(c.result.i64, i);
-	}
-	kt_destroy(p);
+	knit_pool_t *p = spawn(2, g_fork_prefix, KNIT_PROC_NAMED_SHM);
+	echo_round_trips(p, 10);
+	destroy_reaps_all(p);
 	cr_assert_eq(shm_names(getpid()), 0);
-	cr_assert_eq(kt_count_children(), 0);
 	wrappers_done();
 }
 
@@ -511,12 +503,8 @@ KT(spawn, named_shm_behind_a_forking_wrapper)
 KT(spawn, named_shm_failed_create_leaves_no_name)
 {
 	const char *const missing[] = {"no-such-knit-wrapper", NULL};
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 1);
-	o.proc_flags = KNIT_PROC_NAMED_SHM;
-	o.worker_prefix = missing;
 	knit_pool_t *p = NULL;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_ENOENT);
+	cr_assert_eq(spawn_try(1, missing, KNIT_PROC_NAMED_SHM, &p), -KNIT_ENOENT);
 	cr_assert_eq(shm_names(getpid()), 0);
 }
 
@@ -687,21 +675,15 @@ KT(spawn, prefix_that_forks_and_exits_is_refused)
 	char tag[64];
 	snprintf(tag, sizeof tag, "KT_DETACH_TAG=%d", (int)getpid());
 	cr_assert_eq(putenv(tag), 0);
-	knit_pool_options_t o;
-	kt_proc_opts(&o, 2);
-	o.proc_flags = KNIT_PROC_INHERIT_ENV; /* the tag marks the workers */
-	knit_pool_t *p = NULL;
-	/* The count sees workers: two, behind a wrapper that execs. */
+	/* The count sees workers: two, behind a wrapper that execs (the tag
+	 * marks the workers: they inherit the environment). */
 	const char *const env[] = {"env", NULL};
-	o.worker_prefix = env;
-	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_pool_t *p = spawn(2, env, KNIT_PROC_INHERIT_ENV);
 	cr_assert_eq(tagged_processes(tag), 2);
 	kt_destroy(p);
 	cr_assert_eq(tagged_processes(tag), 0);
 	const char *const prefix[] = {"setsid", "--fork", NULL};
-	o.worker_prefix = prefix;
-	p = NULL;
-	const int rc = knit_pool_create(&o, NULL, 0, &p);
+	const int rc = spawn_try(2, prefix, KNIT_PROC_INHERIT_ENV, &p);
 	if (rc == 0)
 		knit_pool_destroy(p);
 	const char *m = knit_last_error();

@@ -152,6 +152,7 @@ byte ACK[3];       /* retire toggles of consumer c (consumer c) */
 byte WANT[3];      /* region intent of consumer c (consumer c) */
 byte CLAIM[3];     /* lanes c took and has not retired (same word as ACK) */
 byte DEAD = 0;     /* host: bit c = consumer c has exited */
+bit STOPREQ = 0;   /* RECYCLE: the host asked consumer DEADC to leave (its RETIRE) */
 byte slot[LANES];  /* lane payload: task number 1..TASKS */
 byte RING = LANES - 1; /* producer: next lane to try, walking down */
 
@@ -241,12 +242,21 @@ next:		skip
 	od
 }
 
-#ifdef DEATH
+#if defined(DEATH) && !defined(RECYCLE)
 /* consumer DEADC may die here (its thread/process exits); its successor
  * (RESPAWN) does not */
 #define DIE if :: c == DEADC && !died -> goto dead :: true -> skip fi;
 #else
 #define DIE
+#endif
+#ifdef RECYCLE
+/* consumer DEADC, asked to leave, leaves here: the top of its loop (the
+ * worker's stop word check before it claims). Reading STOPREQ in the same
+ * step as A loses nothing: nobody else reads it and its one write does not
+ * touch A. Its successor (died set) never leaves. */
+#define LEAVE if :: c == DEADC && !died && STOPREQ -> goto dead :: else -> skip fi;
+#else
+#define LEAVE
 #endif
 
 /* store CLAIM[c] = take (ghost: the dying consumer recorded these tasks) */
@@ -295,6 +305,7 @@ proctype consumer(byte c)
 	:: atomic {
 		ndone != TASKS; /* ghost: the bounded run is not over */
 		DIE
+		LEAVE
 		/* step 1: snapshot, one load per step; the ghost chg* start the attempt */
 		chg = chg & ~BIT(c);
 		pend = A ^ lw
@@ -421,11 +432,15 @@ proctype consumer(byte c)
 			if
 			:: (DEAD & BIT(1)) != 0 -> skip
 			:: (WANT[1] & BIT(r)) == 0 -> skip
-#ifdef DEATH
+#if defined(DEATH) && !defined(RECYCLE)
 			:: c == DEADC && !died -> goto dead /* dies while waiting */
 			/* asked to stop while waiting: withdraws, then leaves (the
 			 * host marks it dead once it is gone) */
 			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
+#endif
+#ifdef RECYCLE
+			/* asked to leave while waiting: withdraws, then leaves */
+			:: c == DEADC && !died && STOPREQ -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
@@ -436,9 +451,12 @@ proctype consumer(byte c)
 			if
 			:: (DEAD & BIT(2)) != 0 -> skip
 			:: (WANT[2] & BIT(r)) == 0 -> skip
-#ifdef DEATH
+#if defined(DEATH) && !defined(RECYCLE)
 			:: c == DEADC && !died -> goto dead
 			:: c == DEADC && !died -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
+#endif
+#ifdef RECYCLE
+			:: c == DEADC && !died && STOPREQ -> atomic { WANT[c] = 0; CHANGED(c) }; goto dead
 #endif
 			fi
 		:: else -> skip
@@ -495,6 +513,11 @@ proctype consumer(byte c)
 			DIE
 			RECORD_CLAIM
 		};
+#endif
+#ifdef MUTANT_LEAVE_AFTER_CLAIM
+		/* the mutant leaves with a claim in hand (a stop check between the
+		 * claim and the run) */
+		atomic { if :: c == DEADC && !died && STOPREQ -> goto dead :: else -> skip fi };
 #endif
 		/* step 9: decode every lane of take, lowest first; then
 		 * step 10: retire them all with one release store of ACK[c] */
@@ -618,6 +641,10 @@ gone:
 inline reap_claim()
 {
 	d_step { a = ACK[DEADC]; cl = CLAIM[DEADC] }; /* one 64-bit load */
+#ifdef RECYCLE
+	/* a consumer that left as asked holds no claim: a recycle loses no call */
+	assert(cl == 0);
+#endif
 	if
 	:: cl != 0 ->
 		/* report the claimed lanes' calls lost, retire them on its behalf */
@@ -674,7 +701,13 @@ proctype reaper()
 	byte a, cl, k, t;
 
 	if
+#if defined(RECYCLE) && defined(MUTANT_JOIN_EARLY)
+	/* the mutant lets the successor in once the leave is asked for, not
+	 * once the leaver is gone */
+	:: STOPREQ -> skip
+#else
 	:: died -> skip
+#endif
 	:: dc_exited -> goto out /* it ended normally */
 	fi;
 #ifndef MUTANT_NO_REAP
@@ -698,6 +731,15 @@ out:
 }
 #endif
 
+#ifdef RECYCLE
+/* the host recycles consumer DEADC at any point: its successor is ready,
+ * so it asks the worker to leave (the stop word RETIRE, src/lane.h) */
+proctype retire()
+{
+	STOPREQ = 1
+}
+#endif
+
 init
 {
 	byte k;
@@ -717,6 +759,9 @@ init
 #ifdef DEATH
 		run reaper();
 #endif
+#ifdef RECYCLE
+		run retire();
+#endif
 	}
 	_nr_pr == 1; /* everyone else has ended */
 	assert(A == XORACK); /* everything retired */
@@ -727,6 +772,9 @@ init
 		/* decoded exactly once, or lost to the dead consumer (and then
 		 * decoded at most once, by it) */
 		assert((execd[k] == 1 && !lost[k]) || (lost[k] && dtook[k] && execd[k] <= 1));
+#ifdef RECYCLE
+		assert(execd[k] == 1 && !lost[k]); /* a recycle: every call ran, once */
+#endif
 		k++
 	od
 }

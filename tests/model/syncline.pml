@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/model/syncline.pml - the synchronous call line of a worker lane
- * (the contract: src/syncline.h, edges S1-S11; the park/wake half is W1-W4
+ * (the contract: src/syncline.h, edges S1-S12; the park/wake half is W1-W4
  * of src/wake.h, the host's sleep is the doorbell's D1-D4).
  *
  * One line, one worker, NC caller threads making CALLS calls each, and one
@@ -99,6 +99,36 @@
  *                             half-way for the dead worker opens the line
  *                             for the new one, and a claim of the old epoch
  *                             slips in before the step (needs two deaths)
+ *
+ * Re-send (S12, in every REOPEN run): the worker stores the sequence it
+ * takes (taken, its lane extension word) before the task runs; the
+ * recovery, stepping from CLAIMED, copies it (lost_taken) before its CAS to
+ * LOST_OPEN, and wipes the word for the new worker; the caller, after its
+ * CAS LOST_OPEN -> DOWN, decides: no reply and lost_taken != s -> the call
+ * is sent again on the ticketed path (ghost: resent + 1; that path runs it
+ * at most once and completes it once, its own proofs); else it ends with
+ * the loss status. -DMIDKILL lets the kill land between any two steps of a
+ * serve (read / taken / task begun / reply published / rung), not only at
+ * the loop top and in the park; -DLATE_STOP starts the stop after every
+ * call (the stop-during-loss cases are the REOPEN runs'), to keep it small.
+ *   Checked: every call made ends in exactly one completion (completed +
+ *   resent == made); a re-sent call never began (ran[v] == 0, and the new
+ *   worker never serves it: each task begins at most once on any route);
+ *   a call the dead worker never took does not end with the loss status
+ *   when its caller turned the line DOWN (it is re-sent).
+ * Re-send mutants (each must fail; MIDKILL):
+ *   MUTANT_COPY_AFTER_CAS     the recovery copies taken after its CAS to
+ *                             LOST_OPEN: the caller reads the old copy and
+ *                             re-sends a call that ran
+ *   MUTANT_DECIDE_EARLY       the caller reads the copy before the look
+ *                             that ends its wait (the read its CAS orders)
+ *   MUTANT_TAKEN_AFTER_RUN    the worker stores taken after the task ran
+ *   MUTANT_SERVE_BELOW_BASE   the new worker adopts base - 1: it serves the
+ *                             request in the slot (the epoch check fires;
+ *                             without it, the run-once check)
+ *   MUTANT_RESEND_IF_NONE     the caller re-sends only if the dead worker
+ *                             took nothing at all (taken == 0): a call it
+ *                             never took, after one it served, fails
  */
 
 /* check: safety | cc: -DSAFETY | pan: -m20000 */
@@ -117,7 +147,14 @@
 /* check: reopen_two_deaths | spin: -DREOPEN -DDEATHS=2 -DNC=1 -DCALLS=1 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
 /* check: mutant_reopen_early | spin: -DREOPEN -DMUTANT_REOPEN_EARLY | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
 /* check: mutant_serve_before_open | spin: -DREOPEN -DMUTANT_SERVE_BEFORE_OPEN | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
-/* check: mutant_token_early | spin: -DREOPEN -DMUTANT_TOKEN_EARLY -DDEATHS=2 -DNC=1 -DCALLS=2 | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_token_early | spin: -DREOPEN -DMUTANT_TOKEN_EARLY -DDEATHS=2 -DNC=1 -DCALLS=2 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 | expect: fail */
+/* check: resend_midkill | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: resend_midkill_two_deaths | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DDEATHS=2 -DNC=1 -DCALLS=1 | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: mutant_copy_after_cas | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 -DMUTANT_COPY_AFTER_CAS | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_decide_early | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 -DMUTANT_DECIDE_EARLY | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_taken_after_run | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 -DMUTANT_TAKEN_AFTER_RUN | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_serve_below_base | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 -DMUTANT_SERVE_BELOW_BASE | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
+/* check: mutant_resend_if_none | spin: -DREOPEN -DMIDKILL -DLATE_STOP -DNC=1 -DCALLS=2 -DMUTANT_RESEND_IF_NONE | cc: -DSAFETY -O2 | pan: -m100000 | expect: fail */
 
 #ifndef NC
 #define NC 2
@@ -175,7 +212,28 @@ byte rq_open = 0; /* request block: the open word (host writes, S11) */
 byte token = 0;   /* Lane::line_token: the open word of a reopen due */
 byte lgen = 0;    /* ghost: the line's epoch (recoveries' state steps) */
 byte rq_g = 0;    /* ghost: the epoch of the claim that wrote the request */
+/* S12 */
+byte taken = 0;      /* the lane extension's taken word: the sequence the
+                        worker took last (S4), wiped for a respawned one */
+byte lost_taken = 0; /* Lane::line_lost_taken: S10's copy of it */
+byte resent = 0;     /* ghost: calls sent again on the ticketed path */
+#define NV (NC * CALLS + 1)
+byte ran[NV];        /* ghost: times call v's task began, on any route */
+#ifdef MIDKILL
+bit tk[NV];          /* ghost: a worker stored call v's sequence as taken */
+#define TOOK(v) tk[v]
+#define TAKE_GHOST(v) tk[v] = 1
+#else
+#define TOOK(v) (ran[v] != 0) /* taken and begun are one step */
+#define TAKE_GHOST(v) skip
+#endif
+#ifdef LATE_STOP
+byte ended = 0;      /* ghost: callers that made all their calls */
+#endif
 #define DEAD (kills > g)
+/* a kill lands between any two steps of a serve (S12's windows): the
+ * step runs only if the worker is still alive (one step, no extra state) */
+#define ALIVE(stmts) atomic { if :: DEAD -> goto gone :: else -> stmts fi }
 #else
 #define DEAD dead
 #endif
@@ -198,7 +256,11 @@ bit cancel_mode = 0;
 #define LINE_PENDING (!waiting && rq_seq != served)
 #endif
 /* S11, worker: the open word for us (acquire), then adopt the base */
+#ifdef MUTANT_SERVE_BELOW_BASE
+#define ADOPT if :: waiting && rq_open == g -> served = rp_seq - 1; waiting = 0 :: else -> skip fi
+#else
 #define ADOPT if :: waiting && rq_open == g -> served = rp_seq; waiting = 0 :: else -> skip fi
+#endif
 /* S11, host: take the token, write the base and the open word, then IDLE */
 #define REOPEN_LINE \
 	atomic { if :: line == DOWN -> line = OPENING; got = 1 :: else -> got = 0 fi }; \
@@ -243,12 +305,39 @@ top:
 	if
 	:: !waiting && rq_seq == served + 1 ->
 		/* S3: acquire load of rq_seq saw the request; read it */
+#if defined(REOPEN) && !defined(MIDKILL)
+		/* read; S12: the taken word, before the task runs; the task
+		 * begins (the worker dies only at its loop top or in its park,
+		 * so nobody can tell these steps apart) */
+		d_step {
+			v = rq_val;
+			assert(rq_g == g); /* never a request of an earlier epoch */
+			taken = served + 1;
+			assert(ran[v] == 0); ran[v]++
+		}
+		rp_val = v;
+#else
 		v = rq_val;
 #ifdef REOPEN
 		assert(rq_g == g); /* never a request of an earlier epoch */
+		/* killed here: read, not taken (taken != s: sent again) */
+#ifdef MUTANT_TAKEN_AFTER_RUN
+		ALIVE(assert(ran[v] == 0); ran[v]++);
+		ALIVE(taken = served + 1; TAKE_GHOST(v));
+#else
+		/* S12: the taken word, before the task runs */
+		ALIVE(taken = served + 1; TAKE_GHOST(v));
+		/* killed here: taken, not begun (the one window the word cannot
+		 * tell: it ends with the loss status, it never runs twice) */
+		ALIVE(assert(ran[v] == 0); ran[v]++); /* the task begins */
 #endif
+		/* killed here: ran, no reply (the loss status) */
+		ALIVE(rp_val = v);
+#else
 		/* run the task (echo); write the reply, then publish (S5) */
 		rp_val = v;
+#endif
+#endif
 		served++;
 #ifdef NOFENCE_REPLY
 		sb = 1; /* rp_seq = served sits in the store buffer: no fence */
@@ -259,6 +348,9 @@ top:
 		/* D2: (fence) load armed; D3: claim the ring (a locked RMW) */
 		atomic {
 			if
+#ifdef MIDKILL
+			:: DEAD -> goto gone /* published, not rung: the loss's ring wakes the caller */
+#endif
 			:: armed == 1 -> R_DRAIN; armed = 0; db_seq++; WAKE_HOSTS
 			:: else -> skip
 			fi
@@ -306,8 +398,8 @@ gone:
 
 proctype caller(byte me)
 {
-	byte k = 0, s, d, v, r, cg, n;
-	bit got, p, rel;
+	byte k = 0, s, d, v, r, cg, n, lt;
+	bit got, p, rel, replied, resend;
 #ifdef NOFENCE_PUBLISH
 	bit hb = 0;
 #endif
@@ -370,6 +462,9 @@ next:
 	:: else -> skip
 	fi;
 wait:
+#ifdef MUTANT_DECIDE_EARLY
+	lt = lost_taken; /* read before the look that ends the wait */
+#endif
 	if
 	:: rp_seq == s -> goto reply
 	:: LINE_ENDED -> goto cancelled
@@ -392,6 +487,9 @@ wait:
 	hsleeping[me] == 0;
 	goto wait;
 reply:
+#ifdef REOPEN
+	replied = 1;
+#endif
 #ifdef MUTANT_RELEASE_BEFORE_READ
 	atomic { if :: line == CLAIMED -> line = IDLE; got = 1 :: else -> got = 0 fi }
 	r = rp_val;
@@ -410,28 +508,63 @@ cancelled:
 complete:
 #ifdef REOPEN
 	/* S11: on the way out of a call whose line was lost with a respawn */
+	resend = 0;
 	if
 	:: !rel ->
 		atomic { if :: line == LOST_OPEN -> line = DOWN; got = 1 :: else -> got = 0 fi };
 		if
-		:: got -> REOPEN_LINE
+		:: got ->
+			/* S12: the dead worker's taken word, copied by S10 before
+			 * its CAS to LOST_OPEN (which ours read from) */
+#ifndef MUTANT_DECIDE_EARLY
+			lt = lost_taken;
+#endif
+			if
+#ifdef MUTANT_RESEND_IF_NONE
+			:: !replied && lt == 0 -> resend = 1
+#else
+			:: !replied && lt != s -> resend = 1
+#endif
+			:: else -> skip
+			fi;
+			/* a call the dead worker never took does not end with the
+			 * loss status: it is sent again */
+			assert(resend || replied || TOOK(v));
+			REOPEN_LINE
 		:: else -> skip
 		fi
 	:: else -> skip
 	fi;
-#endif
+	/* re-sent (S12): the ticketed path completes it once and runs it at
+	 * most once (its own proofs, lanes_death.pml); it must not have begun
+	 * here, and the new worker must never serve it (S11's base) */
+	d_step {
+		if
+		:: resend -> assert(ran[v] == 0); ran[v]++; resent++
+		:: else -> completed++
+		fi;
+		lt = 0; replied = 0; resend = 0 /* (dead locals) */
+	}
+#else
 	completed++;
+#endif
 	assert(completed <= made);
 	outstanding--;
 	k++;
 	goto next;
 fin:
+#ifdef LATE_STOP
+	ended++;
+#endif
 	skip
 }
 
 active proctype stopper()
 {
 	bit p;
+#ifdef LATE_STOP
+	ended == NC; /* (S12 runs) the stop comes after every caller's calls */
+#endif
 	closed = 1; /* S7: then the fence of host_event */
 	d_step { db_seq++; WAKE_HOSTS }
 	/* With LOSS the stop drains (the loss's CAS against the caller's
@@ -461,7 +594,13 @@ active proctype stopper()
 #endif
 	/* every call made completed exactly once, or (CANCEL) is still
 	 * completing in a caller that will return ECLOSED */
+#ifdef REOPEN
+	/* each call made completed exactly once: on the line, or re-sent
+	 * and completed by the ticketed path */
+	assert(completed + resent == made)
+#else
 	assert(cancel_mode || completed == made)
+#endif
 }
 
 #ifdef REOPEN
@@ -498,6 +637,13 @@ step:
 		:: else -> skip
 		fi;
 #endif
+#ifndef MUTANT_COPY_AFTER_CAS
+		/* S12: what the dead worker took, before the CAS publishes it */
+		if
+		:: st == CLAIMED -> lost_taken = taken
+		:: else -> skip
+		fi;
+#endif
 		atomic {
 			if
 			:: line != st -> got = 0 /* moved: look again */
@@ -513,6 +659,12 @@ step:
 		:: !got -> goto step
 		:: else -> skip
 		fi;
+#ifdef MUTANT_COPY_AFTER_CAS
+		if
+		:: st == CLAIMED -> lost_taken = taken
+		:: else -> skip
+		fi;
+#endif
 #ifndef MUTANT_NO_LOSS_RING
 		if
 		:: st == CLAIMED -> d_step { db_seq++; WAKE_HOSTS; skip }
@@ -523,6 +675,7 @@ step:
 		:: respawn -> skip
 		:: else -> break
 		fi;
+		taken = 0; /* lane_lost wipes the extension for the new worker */
 #ifndef MUTANT_TOKEN_EARLY
 		/* after the step from DOWN / LOST_OPEN (an earlier loss's) */
 		if

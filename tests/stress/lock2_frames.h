@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // tests/stress/lock2_frames.h - what the two lock2 stress programs share:
 // the frame shapes derived from a sequence number alone (so producer and
-// consumer agree without talking), the payload generator, the checksum and a
-// bounded spin-then-yield backoff. Each program is one translation unit, so
-// everything here has internal linkage.
+// consumer agree without talking), the payload generator, the checksum, a
+// bounded spin-then-yield backoff, the frame count, and the producer's and
+// the consumer's loops with every check the consumer makes. Each program is
+// one translation unit, so everything here has internal linkage.
 #ifndef KNIT_TESTS_STRESS_LOCK2_FRAMES_H
 #define KNIT_TESTS_STRESS_LOCK2_FRAMES_H
 
+#include <inttypes.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -168,6 +172,143 @@ int stage_frame(knit::detail::LockProducer &p, uint64_t seq, uint8_t *buf, uint6
 	v.data = buf;
 	v.len = sh.len;
 	return p.stage(h, v);
+}
+
+// The frame count: 10,000,000 natively, 200,000 under a sanitizer, times
+// KNIT_STRESS_SCALE (a positive number, default 1); at least 1.
+uint64_t stress_frames()
+{
+	double scale = 1.0;
+	if (const char *e = getenv("KNIT_STRESS_SCALE"))
+		scale = strtod(e, nullptr);
+	if (!(scale > 0))
+		scale = 1.0;
+	const uint64_t frames = (uint64_t)((SANITIZED ? 200000.0 : 10000000.0) * scale);
+	return frames == 0 ? 1 : frames;
+}
+
+// The producer's side: frames 0..frames-1 staged by stage_frame and flushed
+// in batches of 1..8 (derived from the sequence), waiting (bounded) when no
+// lane or no arena room is free. `alive(waits)` is asked after each wait
+// counted (a forked consumer may have died: false stops with an error).
+struct Produced {
+	uint64_t sum = 0; // of the checksums of every frame staged
+	uint64_t lane_full = 0, arena_full = 0;
+	bool ok = true;
+};
+
+template <class Alive>
+Produced produce_frames(knit::detail::LockProducer &p, uint64_t frames, const char *who,
+			Alive alive)
+{
+	Produced r;
+	uint8_t *buf = (uint8_t *)malloc(kMaxPayload);
+	Backoff bo;
+	uint32_t batch = 0, batch_max = 1;
+	for (uint64_t seq = 0; seq < frames;) {
+		uint64_t ck;
+		const int rc = stage_frame(p, seq, buf, &ck);
+		if (rc >= 0) {
+			r.sum += ck;
+			seq++;
+			bo.reset();
+			if (++batch >= batch_max) {
+				p.flush();
+				batch = 0;
+				batch_max = 1 + (uint32_t)(mix(seq * 7) % 8);
+			}
+			continue;
+		}
+		if (rc != -KNIT_EAGAIN) {
+			fprintf(stderr, "%s: seq %" PRIu64 " rc %d\n", who, seq, rc);
+			r.ok = false;
+			break;
+		}
+		// no lane or no arena room: publish what is staged, wait for the consumer
+		p.flush();
+		batch = 0;
+		if (p.free_cached() == 0)
+			r.lane_full++;
+		else
+			r.arena_full++;
+		if (!alive(r.lane_full + r.arena_full)) {
+			r.ok = false;
+			break;
+		}
+		bo.wait();
+	}
+	p.flush();
+	free(buf);
+	return r;
+}
+
+// The consumer's side: drains frames until all `frames` came or one was
+// wrong, and checks each: exactly once (a bitmap), order (FIFO: no frame
+// taken before an earlier one; lock2.h, "Order"), the type and length its
+// sequence number implies, a payload view inside [lo, hi) (the consumer's
+// own mapping), and the checksum of every payload byte carried in the head.
+struct Consumed {
+	uint64_t delivered = 0, sum = 0, out_of_order = 0, errors = 0;
+};
+
+Consumed consume_frames(knit::detail::LockConsumer &c, uint64_t frames, const char *who,
+			const uint8_t *lo, const uint8_t *hi)
+{
+	using namespace knit::detail;
+	Consumed r;
+	uint8_t *done = (uint8_t *)calloc(frames / 8 + 1, 1);
+	uint64_t lowest = 0;
+	Backoff bo;
+	while (r.delivered < frames && r.errors == 0) {
+		uint32_t n = c.drain([&](uint32_t, int rc, const FrameHead &h,
+					 const knit_value_t &v) {
+			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
+			if (rc != 0 || seq >= frames || (done[seq / 8] >> (seq % 8)) & 1) {
+				fprintf(stderr, "%s: rc %d fault %#x seq %" PRIu64 "\n", who, rc,
+					h.fault, seq);
+				r.errors++;
+				return;
+			}
+			if (seq >= lowest + 32) { // more than 31 later frames overtook `lowest`
+				fprintf(stderr,
+					"%s: seq %" PRIu64 " while %" PRIu64 " undelivered\n", who,
+					seq, lowest);
+				r.errors++;
+			}
+			if (seq != lowest)
+				r.out_of_order++;
+			done[seq / 8] |= (uint8_t)(1u << (seq % 8));
+			while (lowest < frames && (done[lowest / 8] >> (lowest % 8)) & 1)
+				lowest++;
+			Shape sh = shape_of(seq);
+			uint64_t ck = 0;
+			if (sh.type == KNIT_VALUE_I64) {
+				if (v.type != KNIT_VALUE_I64 || v.i64 != (int64_t)mix(seq))
+					r.errors++;
+				ck = (uint64_t)v.i64;
+			} else {
+				if (v.type != sh.type || v.len != sh.len || h.task != sh.len)
+					r.errors++;
+				const uint8_t *p = (const uint8_t *)v.data;
+				if (p < lo || p + v.len > hi)
+					r.errors++; // a view outside our own mapping
+				ck = checksum(p, v.len);
+			}
+			if (ck != h.deadline_ns) {
+				fprintf(stderr, "%s: checksum mismatch at seq %" PRIu64 "\n", who,
+					seq);
+				r.errors++;
+			}
+			r.sum += ck;
+			r.delivered++;
+		});
+		if (n == 0)
+			bo.wait();
+		else
+			bo.reset();
+	}
+	free(done);
+	return r;
 }
 
 } // namespace

@@ -81,64 +81,15 @@ int child_main(Region *inherited, uint64_t frames)
 	LockConsumer c;
 	if (c.attach(l.req, l.req_arena, ConsumerLimits{kMaxPayload + 1, 0xFFFFFFFFu, 0}) != 0)
 		return 1;
-	uint8_t *done = (uint8_t *)calloc(frames / 8 + 1, 1);
-	uint64_t lowest = 0, delivered = 0, sum = 0, ooo = 0, errors = 0;
+	const Consumed r = consume_frames(c, frames, "child", mine.base, mine.base + mine.size);
 	Backoff bo;
-	while (delivered < frames && errors == 0) {
-		uint32_t n = c.drain([&](uint32_t, int rc2, const FrameHead &h,
-					 const knit_value_t &v) {
-			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
-			if (rc2 != 0 || seq >= frames || (done[seq / 8] >> (seq % 8)) & 1) {
-				fprintf(stderr, "child: rc %d fault %#x seq %" PRIu64 "\n", rc2,
-					h.fault, seq);
-				errors++;
-				return;
-			}
-			if (seq >= lowest + 32) {
-				fprintf(stderr,
-					"child: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
-					seq, lowest);
-				errors++;
-			}
-			if (seq != lowest)
-				ooo++;
-			done[seq / 8] |= (uint8_t)(1u << (seq % 8));
-			while (lowest < frames && (done[lowest / 8] >> (lowest % 8)) & 1)
-				lowest++;
-			Shape sh = shape_of(seq);
-			uint64_t ck = 0;
-			if (sh.type == KNIT_VALUE_I64) {
-				if (v.type != KNIT_VALUE_I64 || v.i64 != (int64_t)mix(seq))
-					errors++;
-				ck = (uint64_t)v.i64;
-			} else {
-				if (v.type != sh.type || v.len != sh.len || h.task != sh.len)
-					errors++;
-				const uint8_t *p = (const uint8_t *)v.data;
-				if (p < mine.base || p + v.len > mine.base + mine.size)
-					errors++; // a view outside our own mapping
-				ck = checksum(p, v.len);
-			}
-			if (ck != h.deadline_ns) {
-				fprintf(stderr, "child: checksum mismatch at seq %" PRIu64 "\n",
-					seq);
-				errors++;
-			}
-			sum += ck;
-			delivered++;
-		});
-		if (n == 0)
-			bo.wait();
-		else
-			bo.reset();
-	}
-	free(done);
 
 	// Report on the return lock, producer side this time.
 	LockProducer p;
 	if (p.attach(l.ret, l.ret_arena, sizeof(Summary)) != 0)
 		return 1;
-	Summary s{delivered, sum, ooo, errors, (uint64_t)(uintptr_t)mine.base, parent_base};
+	Summary s{r.delivered, r.sum, r.out_of_order, r.errors, (uint64_t)(uintptr_t)mine.base,
+		  parent_base};
 	knit_value_t v{};
 	v.type = KNIT_VALUE_BYTES;
 	v.data = &s;
@@ -153,21 +104,14 @@ int child_main(Region *inherited, uint64_t frames)
 	while (!p.idle())
 		bo.wait();
 	region_destroy(&mine);
-	return errors == 0 ? 0 : 1;
+	return r.errors == 0 ? 0 : 1;
 }
 
 } // namespace
 
 int main()
 {
-	double scale = 1.0;
-	if (const char *e = getenv("KNIT_STRESS_SCALE"))
-		scale = strtod(e, nullptr);
-	if (!(scale > 0))
-		scale = 1.0;
-	uint64_t frames = (uint64_t)((SANITIZED ? 200000.0 : 10000000.0) * scale);
-	if (frames == 0)
-		frames = 1;
+	const uint64_t frames = stress_frames();
 
 	Region region;
 	int rc = region_create(RegionKind::kMemfd, block_bytes(), "lock2_procs", &region);
@@ -190,10 +134,6 @@ int main()
 		kill(pid, SIGKILL);
 		return 1;
 	}
-	uint8_t *buf = (uint8_t *)malloc(kMaxPayload);
-	Backoff bo;
-	uint64_t sum = 0, lane_full = 0, arena_full = 0;
-	uint32_t batch = 0, batch_max = 1;
 	int status = 0;
 	bool child_gone = false;
 	auto child_dead = [&]() {
@@ -201,41 +141,16 @@ int main()
 			child_gone = true;
 		return child_gone;
 	};
-	bool ok = true;
-	for (uint64_t seq = 0; seq < frames;) {
-		uint64_t ck;
-		rc = stage_frame(p, seq, buf, &ck);
-		if (rc >= 0) {
-			sum += ck;
-			seq++;
-			bo.reset();
-			if (++batch >= batch_max) {
-				p.flush();
-				batch = 0;
-				batch_max = 1 + (uint32_t)(mix(seq * 7) % 8);
-			}
-			continue;
-		}
-		if (rc != -KNIT_EAGAIN) {
-			fprintf(stderr, "parent: seq %" PRIu64 " rc %d\n", seq, rc);
-			ok = false;
-			break;
-		}
-		p.flush();
-		batch = 0;
-		if (p.free_cached() == 0)
-			lane_full++;
-		else
-			arena_full++;
-		if ((lane_full + arena_full) % 1024 == 0 && child_dead()) {
+	const Produced pr = produce_frames(p, frames, "parent", [&](uint64_t waits) {
+		if (waits % 1024 == 0 && child_dead()) {
 			fprintf(stderr, "parent: child died early\n");
-			ok = false;
-			break;
+			return false;
 		}
-		bo.wait();
-	}
-	p.flush();
-	free(buf);
+		return true;
+	});
+	bool ok = pr.ok;
+	const uint64_t sum = pr.sum;
+	Backoff bo;
 
 	// The child's summary on the return lock.
 	Summary s{};
@@ -269,7 +184,7 @@ int main()
 	       ", child map %#" PRIx64 "); out of order %" PRIu64
 	       "; producer waits: lane full %" PRIu64 ", arena full %" PRIu64 "\n",
 	       s.delivered, dt, (double)s.delivered / dt / 1e6, (uint64_t)(uintptr_t)region.base,
-	       s.child_base, s.out_of_order, lane_full, arena_full);
+	       s.child_base, s.out_of_order, pr.lane_full, pr.arena_full);
 	if (!ok)
 		printf("FAIL: got %d child status %#x errors %" PRIu64 " delivered %" PRIu64
 		       "/%" PRIu64 " sums %#" PRIx64 "/%#" PRIx64 " A %#x B %#x arena live %#x\n",

@@ -9,7 +9,8 @@
 // exactly once (a bitmap), order (FIFO: no frame is taken before an earlier
 // one; lock2.h, "Order"), the payload length the sequence number
 // implies, and a 64-bit checksum of every payload byte carried in the frame
-// head; the totals (count, sum of checksums) must match at the end.
+// head (stress/lock2_frames.h); the totals (count, sum of checksums) must
+// match at the end.
 //
 // Frames: 10,000,000 natively, 200,000 under ThreadSanitizer/ASan.
 // KNIT_STRESS_SCALE (a positive number, default 1) multiplies that count
@@ -35,11 +36,13 @@ namespace {
 
 struct Shared {
 	uint8_t *lock;
+	const uint8_t *region_end;
 	ArenaShared arena;
 	uint64_t frames;
 	// results
-	uint64_t prod_sum = 0, cons_sum = 0, delivered = 0, out_of_order = 0, errors = 0;
-	uint64_t lane_full = 0, arena_full = 0;
+	Produced produced;
+	Consumed consumed;
+	uint64_t errors = 0;
 };
 
 void *producer_main(void *arg)
@@ -50,41 +53,9 @@ void *producer_main(void *arg)
 		s->errors++;
 		return nullptr;
 	}
-	uint8_t *buf = (uint8_t *)malloc(kMaxPayload);
-	Backoff bo;
-	uint64_t sum = 0;
-	uint32_t batch = 0, batch_max = 1;
-	for (uint64_t seq = 0; seq < s->frames;) {
-		uint64_t ck;
-		int rc = stage_frame(p, seq, buf, &ck);
-		if (rc >= 0) {
-			sum += ck;
-			seq++;
-			bo.reset();
-			if (++batch >= batch_max) {
-				p.flush();
-				batch = 0;
-				batch_max = 1 + (uint32_t)(mix(seq * 7) % 8);
-			}
-			continue;
-		}
-		if (rc != -KNIT_EAGAIN) {
-			fprintf(stderr, "producer: seq %" PRIu64 " rc %d\n", seq, rc);
-			s->errors++;
-			break;
-		}
-		// no lane or no arena room: publish what is staged, wait for the consumer
-		p.flush();
-		batch = 0;
-		if (p.free_cached() == 0)
-			s->lane_full++;
-		else
-			s->arena_full++;
-		bo.wait();
-	}
-	p.flush();
-	s->prod_sum = sum;
-	free(buf);
+	s->produced = produce_frames(p, s->frames, "producer", [](uint64_t) { return true; });
+	if (!s->produced.ok)
+		s->errors++;
 	return nullptr;
 }
 
@@ -96,59 +67,7 @@ void *consumer_main(void *arg)
 		s->errors++;
 		return nullptr;
 	}
-	uint8_t *done = (uint8_t *)calloc(s->frames / 8 + 1, 1);
-	uint64_t lowest = 0, delivered = 0, sum = 0, ooo = 0, errors = 0;
-	Backoff bo;
-	while (delivered < s->frames && errors == 0) {
-		uint32_t n = c.drain([&](uint32_t, int rc, const FrameHead &h,
-					 const knit_value_t &v) {
-			uint64_t seq = (uint64_t)h.generation << 32 | h.ticket;
-			if (rc != 0 || seq >= s->frames || (done[seq / 8] >> (seq % 8)) & 1) {
-				fprintf(stderr, "consumer: rc %d fault %#x seq %" PRIu64 "\n", rc,
-					h.fault, seq);
-				errors++;
-				return;
-			}
-			if (seq >= lowest + 32) { // more than 31 later frames overtook `lowest`
-				fprintf(stderr,
-					"consumer: seq %" PRIu64 " while %" PRIu64 " undelivered\n",
-					seq, lowest);
-				errors++;
-			}
-			if (seq != lowest)
-				ooo++;
-			done[seq / 8] |= (uint8_t)(1u << (seq % 8));
-			while (lowest < s->frames && (done[lowest / 8] >> (lowest % 8)) & 1)
-				lowest++;
-			Shape sh = shape_of(seq);
-			uint64_t ck = 0;
-			if (sh.type == KNIT_VALUE_I64) {
-				if (v.type != KNIT_VALUE_I64 || v.i64 != (int64_t)mix(seq))
-					errors++;
-				ck = (uint64_t)v.i64;
-			} else {
-				if (v.type != sh.type || v.len != sh.len || h.task != sh.len)
-					errors++;
-				ck = checksum((const uint8_t *)v.data, v.len);
-			}
-			if (ck != h.deadline_ns) {
-				fprintf(stderr, "consumer: checksum mismatch at seq %" PRIu64 "\n",
-					seq);
-				errors++;
-			}
-			sum += ck;
-			delivered++;
-		});
-		if (n == 0)
-			bo.wait();
-		else
-			bo.reset();
-	}
-	s->cons_sum = sum;
-	s->delivered = delivered;
-	s->out_of_order = ooo;
-	s->errors += errors;
-	free(done);
+	s->consumed = consume_frames(c, s->frames, "consumer", s->lock, s->region_end);
 	return nullptr;
 }
 
@@ -156,14 +75,7 @@ void *consumer_main(void *arg)
 
 int main()
 {
-	double scale = 1.0;
-	if (const char *e = getenv("KNIT_STRESS_SCALE"))
-		scale = strtod(e, nullptr);
-	if (!(scale > 0))
-		scale = 1.0;
-	uint64_t frames = (uint64_t)((SANITIZED ? 200000.0 : 10000000.0) * scale);
-	if (frames == 0)
-		frames = 1;
+	const uint64_t frames = stress_frames();
 
 	Region region;
 	int rc = region_create(RegionKind::kAnonymous, lock_region_bytes(kArenaCap),
@@ -174,6 +86,7 @@ int main()
 	}
 	Shared s{};
 	s.lock = region.base;
+	s.region_end = region.base + region.size;
 	s.arena = lock_arena_shared(region.base, region.base + lock_arena_offset(), kArenaCap);
 	s.frames = frames;
 
@@ -187,18 +100,20 @@ int main()
 
 	uint32_t a = *word_at(s.lock, kLockOffA), b = *word_at(s.lock, kLockOffB);
 	uint32_t live = *word_at(s.lock, kLockOffPA) ^ *word_at(s.lock, kLockOffPB);
+	const Consumed &got = s.consumed;
 	printf("lock2_threads: %" PRIu64
 	       " frames in %.2f s = %.2f M frames/s; out of order %" PRIu64
 	       "; producer waits: lane full %" PRIu64 ", arena full %" PRIu64 "\n",
-	       s.delivered, dt, (double)s.delivered / dt / 1e6, s.out_of_order, s.lane_full,
-	       s.arena_full);
-	bool ok = s.errors == 0 && s.delivered == frames && s.prod_sum == s.cons_sum && a == b &&
-		  live == 0 && s.out_of_order == 0;
+	       got.delivered, dt, (double)got.delivered / dt / 1e6, got.out_of_order,
+	       s.produced.lane_full, s.produced.arena_full);
+	const uint64_t errors = s.errors + got.errors;
+	bool ok = errors == 0 && got.delivered == frames && s.produced.sum == got.sum && a == b &&
+		  live == 0 && got.out_of_order == 0;
 	if (!ok)
 		printf("FAIL: out of order %" PRIu64 " errors %" PRIu64 " delivered %" PRIu64
 		       "/%" PRIu64 " sums %#" PRIx64 "/%#" PRIx64 " A %#x B %#x arena live %#x\n",
-		       s.out_of_order, s.errors, s.delivered, frames, s.prod_sum, s.cons_sum, a, b,
-		       live);
+		       got.out_of_order, errors, got.delivered, frames, s.produced.sum, got.sum, a,
+		       b, live);
 	region_destroy(&region);
 	return ok ? 0 : 1;
 }

@@ -55,10 +55,12 @@ struct PoolSpec {
 	uint32_t workers = 1;
 	uint32_t topology = KNIT_TOPOLOGY_AUTO;
 	uint32_t spin_us = 0;
-	bool pin = true;         // one worker on the worker CPU; more: both CPUs
-	bool processes = false;  // knit-worker processes over knit-bench-tasks.so
-	bool spread = false;     // one worker per CPU, the host's CPU last (the scale case)
-	uint32_t info_flags = 0; // KNIT_POOL_INFO_* (knit_completion_info(3))
+	bool pin = true;             // one worker on the worker CPU; more: both CPUs
+	bool processes = false;      // knit-worker processes over knit-bench-tasks.so
+	bool spread = false;         // one worker per CPU, the host's CPU last (the scale case)
+	uint32_t info_flags = 0;     // KNIT_POOL_INFO_* (knit_completion_info(3))
+	uint64_t recycle_calls = 0;  // processes: recycle a worker after this many calls
+	uint32_t recycle_age_ms = 0; // processes: ... or this long after it took its lane
 };
 
 // The process cases' task library: knit-bench-tasks.so beside knit-bench.
@@ -86,6 +88,8 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	if (s.processes) {
 		o.worker_kind = KNIT_WORKERS_PROCESSES;
 		o.task_library = lib.c_str();
+		o.recycle_calls = s.recycle_calls;
+		o.recycle_age_ms = s.recycle_age_ms;
 	}
 	// Worker processes are placed as threads are: left alone, they would
 	// inherit the pinned host's CPU.
@@ -815,6 +819,27 @@ void register_knit()
 	add_case({"knit.proc.batch1000", "proc_batch", "knit", "knit.batch1000", with({kTput}),
 		  [proc1] { return batch(1000, scale(400, 2), kNop, 0, proc1, "proc batch"); },
 		  "batch of 1000 no-op calls, 1 worker process"});
+	// Recycling (knit_pool_create(3), "Worker recycling"): what a recycle
+	// every 100 calls costs a batch, and what recycles by age do to a
+	// knit_call stream's tail, each alternated with the same case without
+	// recycling. Every rep of the batch recycles ~10 workers (each boots a
+	// knit-worker: the boots run beside the calls, on the machine's CPUs).
+	PoolSpec proc1_r100 = proc1;
+	proc1_r100.recycle_calls = 100;
+	add_case({"knit.proc.batch1000.recycle100", "proc_batch", "knit", "knit.proc.batch1000",
+		  with({kTput}),
+		  [proc1_r100] {
+			  return batch(1000, scale(100, 2), kNop, 0, proc1_r100,
+				       "proc batch, recycle every 100");
+		  },
+		  "batch of 1000 no-op calls, 1 worker process recycled every 100 calls"});
+	PoolSpec proc1_age = proc1;
+	proc1_age.recycle_age_ms = 20;
+	add_case({"knit.proc.call.hot.recycle_age", "proc_hot", "knit", "knit.proc.call.hot",
+		  with({kP50, kP99, kMean}),
+		  [proc1_age] { return hot_call(scale(50000, 500), proc1_age); },
+		  "knit_call stream, 1 worker process recycled every 20 ms (hitless: its "
+		  "successor boots first)"});
 	add_case({"knit.proc.create_first_result",
 		  "proc_create",
 		  "knit",

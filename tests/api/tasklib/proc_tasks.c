@@ -17,7 +17,12 @@
  *            sleeping that many ms)
  * segv       writes through a NULL pointer
  * sleep      arg I64 ms: sleeps that long, returns arg
+ * grow       arg I64 n: allocates n bytes, touches every page and keeps them
+ *            (the worker's resident memory grows), returns I64 getpid()
  * spin       loops until killed
+ * stamp      arg BYTES: a u32 index, then a path: appends the index (4 bytes, one
+ *            O_APPEND write) to that file (what ran, how often), returns
+ *            I64 getpid()
  * tally      arg STR a path: appends one byte to that file (its size counts the
  *            runs) and the file's name and a newline to the file "log" beside
  *            it (the order of the runs), returns arg
@@ -192,6 +197,42 @@ static int t_tally(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_grow(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	const size_t n = (size_t)arg->i64;
+	char *b = malloc(n);
+	if (b == NULL)
+		return 2;
+	for (size_t i = 0; i < n; i += 4096)
+		b[i] = 1;
+	/* kept: a leak is what the test asks for (recycle_rss_bytes) */
+	__asm__ volatile("" : : "r"(b) : "memory");
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = (int64_t)getpid();
+	return 0;
+}
+
+static int t_stamp(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	char path[4096];
+	if (arg->type != KNIT_VALUE_BYTES || arg->len <= 4 || arg->len - 4 >= sizeof path)
+		return 2;
+	memcpy(path, (const char *)arg->data + 4, arg->len - 4);
+	path[arg->len - 4] = 0;
+	const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 3;
+	const ssize_t n = write(fd, arg->data, 4);
+	close(fd);
+	if (n != 4)
+		return 4;
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = (int64_t)getpid();
+	return 0;
+}
+
 static int t_where(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx, (void)arg;
@@ -232,6 +273,8 @@ static const knit_task_t tasks[] = {
 	{"error", t_error, 0, 0},
 	{"alloc", t_alloc, 0, 0},
 	{"where", t_where, 0, 0},
+	{"grow", t_grow, 0, 0},
+	{"stamp", t_stamp, 0, 0},
 	{"await", t_await, 0, 0},
 	{"tally", t_tally, 0, 0},
 	{"prev", t_prev, 0, 0},

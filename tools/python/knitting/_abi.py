@@ -23,6 +23,8 @@ KNIT_MAX_WORKERS = 64
 KNIT_CPU_MASK_WORDS = 16
 KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
 KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
+KNIT_WORKER_NONE, KNIT_WORKER_BOOTING, KNIT_WORKER_SERVING, KNIT_WORKER_RETIRING = 0, 1, 2, 3
+KNIT_WORKER_BACKING_OFF = 4  # 1.2
 KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 2
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
@@ -73,9 +75,11 @@ class PoolOptions(C.Structure):
         # 1.2: thread workers' start/stop callbacks (knit_worker_hook_fn) and their argument
         ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
         ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
+        ("recycle_calls", C.c_uint64), ("recycle_rss_bytes", C.c_uint64),
+        ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32),  # 1.2
         # 1.2: restart intensity and backoff (process pools)
         ("respawn_window_ms", C.c_uint32), ("respawn_backoff_ms", C.c_uint32),
-        ("respawn_backoff_max_ms", C.c_uint32), ("reserved3", C.c_uint32)]
+        ("respawn_backoff_max_ms", C.c_uint32), ("reserved4", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -101,6 +105,11 @@ class LaneStats(C.Structure):
         ("cpu", C.c_int64)]
 
 
+class WorkerStats(C.Structure):
+    _fields_ = [("pid", C.c_int64), ("calls", C.c_uint64), ("rss_bytes", C.c_uint64),
+                ("age_ns", C.c_uint64), ("state", C.c_uint32), ("reserved", C.c_uint32)]
+
+
 class PoolStats(C.Structure):
     _fields_ = [("size", C.c_uint32), ("lanes", C.c_uint32), ("topology", C.c_uint32),
                 ("workers", C.c_uint32)] + [(n, C.c_uint64) for n in (
@@ -111,6 +120,9 @@ class PoolStats(C.Structure):
         (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
         ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3),
         ("deaths", C.c_uint64 * KNIT_DEATH_CAUSE_MAX)] + [
+        (n, C.c_uint64) for n in (
+            "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
+        ("worker", WorkerStats * KNIT_MAX_WORKERS)] + [
         (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")]
 
 
@@ -132,7 +144,8 @@ class TaskLibrary(C.Structure):
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
            "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
-           "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
+           "knit_lane_stats_t": LaneStats, "knit_worker_stats_t": WorkerStats,
+           "knit_pool_stats_t": PoolStats,
            "knit_task_library_t": TaskLibrary}
 
 # ---- the library ------------------------------------------------------------------

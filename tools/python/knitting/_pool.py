@@ -798,14 +798,18 @@ class Pool(concurrent.futures.Executor):
             check(self._core.lib.knit_pool_stats(h, C.byref(st), size), "knit_pool_stats")
         finally:
             self._core.leave()
-        skip = (("lane", "size") + (() if deaths else ("deaths",)) if v12
-                else ("lane", "size", "class_enqueued", "class_backlogged", "deaths"))
+        late = ("deaths", "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")
+        skip = (("lane", "size", "worker") + (() if deaths else late) if v12
+                else ("lane", "size", "worker", "class_enqueued", "class_backlogged") + late)
         d = {n: getattr(st, n) for n, _ in A.PoolStats._fields_ if n not in skip}
         for n in ("class_enqueued", "class_backlogged", "deaths"):
             if n in d:
                 d[n] = list(d[n])  # [high, normal, low]
         d["lane"] = [{n: getattr(st.lane[i], n) for n, _ in A.LaneStats._fields_}
                      for i in range(st.lanes)]
+        if deaths:  # the supervisor's view (1.2): one dict per worker
+            d["worker"] = [{n: getattr(st.worker[i], n) for n, _ in A.WorkerStats._fields_}
+                           for i in range(min(st.workers, A.KNIT_MAX_WORKERS))]
         return d
 
     def stop(self, cancel: bool = False, timeout: Optional[float] = None) -> None:
