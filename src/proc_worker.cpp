@@ -497,7 +497,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
 				 p->cfg.steal_g) != 0)
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
-		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+		l->sc.set_take_max(1); // until timed, as a worker thread (lane.cpp, steal.h)
 		l->sc.set_stop_word(l->stop);
 		p->steal.on = true;
 	}

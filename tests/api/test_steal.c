@@ -121,9 +121,13 @@ KT(steal, region_lanes_option)
 	cr_expect_eq(try_create(&o), 0);
 }
 
-/* A claim takes one call, whatever the region width: claims == calls. */
+/* A claim takes one call until its worker has timed its calls as cheap,
+ * then several (src/spin.h "claims and wakes"), at most its region (widest
+ * regions: 8 lanes for 2 or 3 workers, so g = 0 and 64 mean 8): claims
+ * between calls / region and calls; a region of one lane, one per call. */
 static void claims_per_call(uint32_t workers, uint32_t g)
 {
+	const uint32_t region = g == 1 ? 1 : 8;
 	enum { N = 400 };
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
@@ -147,8 +151,11 @@ static void claims_per_call(uint32_t workers, uint32_t g)
 	kt_stats(pool, &s);
 	cr_expect_eq(s.topology, KNIT_TOPOLOGY_STEAL);
 	cr_expect_eq(SUM(s, calls), N);
-	cr_expect_eq(SUM(s, steal_claims), N, "g = %u: %llu claims for %d calls", g,
-		     (unsigned long long)SUM(s, steal_claims), N);
+	cr_expect(SUM(s, steal_claims) <= N && SUM(s, steal_claims) >= (N + region - 1) / region,
+		  "g = %u: %llu claims for %d calls", g, (unsigned long long)SUM(s, steal_claims),
+		  N);
+	if (g == 1)
+		cr_expect_eq(SUM(s, steal_claims), N, "g = 1: one claim per call");
 	kt_destroy(pool);
 }
 
@@ -158,7 +165,7 @@ KT(steal, region_of_one_lane_one_claim_per_call)
 	claims_per_call(3, 1);
 }
 
-KT(steal, wide_regions_claim_one_call_each)
+KT(steal, wide_regions_claim_up_to_a_region)
 {
 	claims_per_call(2, 0);
 	claims_per_call(3, 0);
