@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 264);
+KNIT_SIZE(knit_pool_options_t, 296);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -70,6 +70,11 @@ KNIT_AT(knit_pool_options_t, worker_path, 240);
 KNIT_AT(knit_pool_options_t, respawn_max, 248);
 KNIT_AT(knit_pool_options_t, reserved2, 252);
 KNIT_AT(knit_pool_options_t, worker_prefix, 256);
+KNIT_AT(knit_pool_options_t, worker_start, 264);
+KNIT_AT(knit_pool_options_t, worker_stop, 272);
+KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
+KNIT_AT(knit_pool_options_t, info_flags, 288);   /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_records, 292); /* 1.2 */
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -95,6 +100,18 @@ KNIT_AT(knit_completion_t, task, 20);
 KNIT_AT(knit_completion_t, result, 24);
 KNIT_AT(knit_completion_t, reserved, 64);
 
+/* knit_completion_info_t (1.2; size-prefixed) */
+KNIT_SIZE(knit_completion_info_t, 48);
+KNIT_AT(knit_completion_info_t, size, 0);
+KNIT_AT(knit_completion_info_t, flags, 4);
+KNIT_AT(knit_completion_info_t, lane, 8);
+KNIT_AT(knit_completion_info_t, pid, 12);
+KNIT_AT(knit_completion_info_t, wait_ns, 16);
+KNIT_AT(knit_completion_info_t, run_ns, 24);
+KNIT_AT(knit_completion_info_t, cpu_ns, 32);
+KNIT_AT(knit_completion_info_t, death, 40);
+KNIT_AT(knit_completion_info_t, death_detail, 44);
+
 /* knit_lane_stats_t */
 KNIT_SIZE(knit_lane_stats_t, 96);
 KNIT_AT(knit_lane_stats_t, calls, 0);
@@ -111,7 +128,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6440);
+KNIT_SIZE(knit_pool_stats_t, 6568);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -136,10 +153,14 @@ KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
 KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
 KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, deaths, 6440);           /* 1.2 */
 
 /* knit_task_library_t */
-KNIT_SIZE(knit_task_library_t, 24);
+KNIT_SIZE(knit_task_library_t, 40);
 KNIT_AT(knit_task_library_t, size, 0);
 KNIT_AT(knit_task_library_t, version, 4);
 KNIT_AT(knit_task_library_t, tasks, 8);
 KNIT_AT(knit_task_library_t, ntasks, 16);
+KNIT_AT(knit_task_library_t, init, 24);
+KNIT_AT(knit_task_library_t, fini, 32);
+_Static_assert(KNIT_TASK_LIBRARY_V1_SIZE == 24, "a version 1 task library: 1.1's size");

@@ -190,6 +190,9 @@ enum knit_cpu_flags {
 					     of cpu_mask (ascending), not on all of it */
 };
 
+/* 1.2: a worker thread's start or stop callback (knit_pool_options_t). */
+typedef void (*knit_worker_hook_fn)(void *arg, uint32_t worker);
+
 typedef struct knit_pool_options {
 	uint32_t size;                  /* sizeof(knit_pool_options_t) */
 	uint32_t workers;               /* worker threads; 0 = 1; at most KNIT_MAX_WORKERS */
@@ -241,7 +244,28 @@ typedef struct knit_pool_options {
 					sandbox: bwrap, systemd-run ...); its
 					first word searched in $PATH; NULL =
 					none; a shorter, older struct = none */
+	/* 1.2: thread workers only (process workers have the task library's
+	 * init and fini). worker_start(worker_hook_arg, w) runs on worker thread
+	 * w (named knit-wW) before it takes its first call; worker_stop on it
+	 * once it left its loop for good (a stop, or its lane distrusted),
+	 * before knit_pool_destroy returns. NULL = none. */
+	knit_worker_hook_fn worker_start;
+	knit_worker_hook_fn worker_stop;
+	void *worker_hook_arg;
+	/* 1.2 (a shorter, older struct = 0 for both). */
+	uint32_t info_flags;   /* enum knit_pool_info_flags; 0 = none */
+	uint32_t info_records; /* completion infos kept for knit_completion_info:
+				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
+				  at most 1 << 20 */
 } knit_pool_options_t;
+
+/* 1.2: what a pool records for knit_completion_info(3). A call's death is
+ * always recorded; the rest only when asked, so a pool that does not ask
+ * reads no clock for it. */
+enum knit_pool_info_flags {
+	KNIT_POOL_INFO_TIMING = 1u << 0 /* every call's lane, pid, wait, run and
+					   CPU time */
+};
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
@@ -263,20 +287,45 @@ enum knit_proc_flags {
  * A task library (process workers): a shared object exporting one symbol,
  *
  *     const knit_task_library_t knit_task_library = {
- *         sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, ntasks };
+ *         .size = sizeof(knit_task_library_t),
+ *         .version = KNIT_TASK_LIBRARY_VERSION,
+ *         .tasks = tasks, .ntasks = ntasks,
+ *         .init = init, .fini = fini }; // both optional
+ *
+ * (designated: a positional initializer of the first four members meets
+ * -Wmissing-field-initializers since the hooks exist)
  *
  * The host and every worker process load it; task ids are the indexes of
  * the tasks in name order on both sides, and a worker whose table (names,
  * timeouts, flags) differs from the host's refuses to start.
+ *
+ * Version 2 (1.2) adds the worker hooks, which run in the worker processes
+ * only, never in the host. init(worker, msg, msg_size) runs once in each
+ * worker process (worker is its lane, 0 ..), after the pool's memory is
+ * mapped and before the first task (and before a sandbox closes, see
+ * knit_sandbox_t): it may open files, warm caches, drop privileges. It
+ * returns 0, or anything else to refuse to start: the worker then writes
+ * msg (NUL-terminated, msg_size bytes at most; "" = no reason) to the host,
+ * and knit_pool_create fails with -KNIT_EINVAL, knit_last_error() carrying
+ * it (a respawned worker whose init fails dies: a crash). fini(worker) runs
+ * in the worker once it acknowledged a clean stop, before it exits (it has
+ * about one second: knit_pool_destroy kills a worker that stays). Either
+ * may be NULL. A version 1 structure (the first four members only, size
+ * KNIT_TASK_LIBRARY_V1_SIZE) still loads, with no hooks.
  */
 #define KNIT_TASK_LIBRARY_SYMBOL "knit_task_library"
-#define KNIT_TASK_LIBRARY_VERSION 1
+#define KNIT_TASK_LIBRARY_VERSION 2
 typedef struct knit_task_library {
 	uint32_t size;    /* sizeof(knit_task_library_t); larger: -KNIT_EVERSION */
-	uint32_t version; /* KNIT_TASK_LIBRARY_VERSION */
+	uint32_t version; /* KNIT_TASK_LIBRARY_VERSION (1: the first four members) */
 	const struct knit_task *tasks;
 	size_t ntasks;
+	/* Version 2 (1.2): worker processes only; NULL = none. */
+	int (*init)(uint32_t worker, char *msg, size_t msg_size);
+	void (*fini)(uint32_t worker);
 } knit_task_library_t;
+/* The size of a version 1 structure (tasks and ntasks only). */
+#define KNIT_TASK_LIBRARY_V1_SIZE (offsetof(knit_task_library_t, init))
 
 /* ------------------------------------------------------------------------ */
 /* Per-call options and completions                                          */
@@ -322,6 +371,59 @@ typedef struct knit_completion {
 				 else KNIT_VALUE_NONE */
 	uint64_t reserved[2]; /* library use */
 } knit_completion_t;
+
+/*
+ * 1.2: why a worker died. A call whose worker died running it (or that the
+ * pool killed it for) says so in its completion's info
+ * (knit_completion_info), and knit_pool_stats counts deaths by cause
+ * (knit_pool_stats_t.deaths). Values are only ever appended; a program
+ * treats one it does not know as "died". Only process workers die without
+ * taking the whole program with them: a thread pool has no death to report.
+ */
+enum knit_death_cause {
+	KNIT_DEATH_NONE = 0,         /* no death (the info's death fields are empty) */
+	KNIT_DEATH_SIGNAL = 1,       /* killed by a signal the pool did not send
+					(death_detail: the signal number) */
+	KNIT_DEATH_EXIT = 2,         /* exited unasked (death_detail: the exit status) */
+	KNIT_DEATH_HARD_TIMEOUT = 3, /* killed by the pool: a call ran past
+					hard_timeout_ms (death_detail: SIGKILL) */
+	KNIT_DEATH_PROTOCOL = 4,     /* killed by the pool: it wrote what no honest
+					worker writes (death_detail: SIGKILL) */
+	KNIT_DEATH_OOM = 5           /* SIGKILL from the kernel's OOM killer, where the
+					worker's memory cgroup counted an oom_kill for
+					it (death_detail: SIGKILL); see
+					knit_completion_info(3) */
+};
+/* Room for causes in knit_pool_stats_t.deaths: causes appended later keep
+ * the struct's size. */
+#define KNIT_DEATH_CAUSE_MAX 16
+
+/* 1.2: which groups of a knit_completion_info_t hold values. */
+enum knit_info_flags {
+	KNIT_INFO_LANE = 1u << 0,   /* lane and pid */
+	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns, cpu_ns (pools created with
+				       KNIT_POOL_INFO_TIMING) */
+	KNIT_INFO_DEATH = 1u << 2   /* death, death_detail (pid: the dead worker's) */
+};
+
+/*
+ * 1.2: what the pool knows about one completion beyond the completion
+ * itself, filled by knit_completion_info(3) (size-prefixed: the caller sets
+ * size, the library fills the members it covers and may grow at the end).
+ */
+typedef struct knit_completion_info {
+	uint32_t size;        /* in: sizeof(knit_completion_info_t) */
+	uint32_t flags;       /* out: enum knit_info_flags */
+	uint32_t lane;        /* lane that ran the call (the inline lane's
+				 index is the worker count) */
+	int32_t pid;          /* process pools: the worker process that ran it
+				 (with KNIT_INFO_DEATH the dead one); else 0 */
+	int64_t wait_ns;      /* enqueue to the task's start */
+	int64_t run_ns;       /* the task's start to its end */
+	int64_t cpu_ns;       /* CPU time the worker thread spent in the task */
+	uint32_t death;       /* enum knit_death_cause */
+	int32_t death_detail; /* signal number or exit status, by cause */
+} knit_completion_info_t;
 
 enum knit_cancel_flags {
 	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
@@ -390,6 +492,10 @@ typedef struct knit_pool_stats {
 	uint64_t class_enqueued[3];   /* calls accepted */
 	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
 					 backlogged counts them */
+	/* 1.2: worker deaths by enum knit_death_cause ([0] unused; a shorter
+	   struct omits them). A pool that asked a worker to stop and saw it
+	   exit cleanly counts nothing. */
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX];
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */
@@ -445,6 +551,16 @@ KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT
 
 /* Free what a completion's result owns; the completion is then empty. */
 KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;
+
+/* What the pool knows about completion *c beyond it (info->size set by the
+ * caller; the members it covers are filled): the lane and worker that ran
+ * the call, its timing (pools created with KNIT_POOL_INFO_TIMING), and why
+ * its worker died. 0, -KNIT_EINVAL (NULL), -KNIT_EVERSION (info->size),
+ * -KNIT_ENOTFOUND (none recorded, or no longer kept: the pool keeps the
+ * last info_records, and knit_completion_release(c) drops c's). See
+ * knit_completion_info(3). Since 1.2. */
+KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_completion_t *c,
+				  knit_completion_info_t *info) KNIT_NOEXCEPT;
 
 /* A pollable descriptor (never read it), readable while knit_complete(..., 0)
  * would return something: results, and calls whose deadline passed. Owned by

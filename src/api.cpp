@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
+#include "src/info.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
 #include "src/wake.h"
@@ -162,6 +163,8 @@ void refused_pass(Pool *p)
 						    int *err)
 {
 	uint32_t na = 0;
+	// A timed pool's one clock read for the burst (src/info.h); none else.
+	const int64_t now = p->info.timing ? knit_now_ns() : 0;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
 		*err = pool_closed_code(p);
@@ -172,6 +175,8 @@ void refused_pass(Pool *p)
 			if (c == nullptr)
 				break;
 			call_fill(p, c, a[na], v[na], buf[na]);
+			if (now != 0)
+				info_enqueue_locked(p, c, now);
 			calls[na] = c;
 		}
 	}
@@ -609,6 +614,7 @@ struct PickWait {
 	uint64_t seen;
 	uint64_t need; // knit_wait_idle: hand-outs since `base` before a look pays
 	uint64_t base;
+	void *arg; // the entry's own state
 };
 
 uint64_t pick_progress(Pool *p)
@@ -616,10 +622,96 @@ uint64_t pick_progress(Pool *p)
 	return knit_load_relaxed_64(&p->st_completed) + knit_load_relaxed_32(&p->cq_count);
 }
 
+// One wait for chosen calls (knit_complete_tickets, knit_wait_idle): look
+// (under mu) until the look says the wait is over, with its answer in *rc;
+// between looks wait (host_wait) until `ready` says a look may pay. The
+// waiter is counted in p->pick_waiters (calls.h) from its first look that
+// did not end the wait until it leaves, so that another thread's reap wakes
+// it (pick_reaped). `last`: the deadline passed (or the call polls), this
+// look is the final one. From a task of the pool (timeout 0 then) there is
+// one look and no pass. Unanswered: timeout_rc.
+struct PickLook {
+	bool (*look)(Pool *p, PickWait *w, bool last, int *rc);
+	ReadyFn ready;
+	int timeout_rc;
+};
+
+int pick_wait(Pool *p, int64_t timeout_ns, bool from_task, const PickLook &how, PickWait *w)
+{
+	const int64_t deadline =
+		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
+	bool counted = false;
+	int rc = how.timeout_rc;
+	for (bool last = false;;) {
+		pthread_mutex_lock(&p->mu);
+		const bool over = how.look(p, w, last, &rc);
+		if (!over && !counted && !last && !from_task) {
+			knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters + 1);
+			counted = true;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (over)
+			break;
+		if (last || from_task) {
+			rc = how.timeout_rc;
+			break;
+		}
+		// A poll still runs one pass, as knit_complete(..., 0) does.
+		if (!host_wait(p, how.ready, w, deadline, timeout_ns == 0) || timeout_ns == 0)
+			last = true;
+	}
+	if (counted) {
+		pthread_mutex_lock(&p->mu);
+		knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters - 1);
+		pthread_mutex_unlock(&p->mu);
+	}
+	return rc;
+}
+
+// knit_complete_tickets' wait: the list, and where its completions go.
+struct TicketPick {
+	const knit_ticket_t *tickets;
+	unsigned n;
+	knit_completion_t *out;
+	unsigned max;
+};
+
+bool tickets_look(Pool *p, PickWait *w, bool, int *rc)
+{
+	const TicketPick *t = static_cast<const TicketPick *>(w->arg);
+	unsigned alive = 0;
+	w->seen = pick_progress(p);
+	const unsigned got = take_tickets_locked(p, t->tickets, t->n, t->out, t->max, &alive);
+	if (got > 0)
+		*rc = (int)got;
+	else if (alive == 0)
+		*rc = -KNIT_ENOTFOUND; // none of them is (any longer) to be reaped
+	return got > 0 || alive == 0;
+}
+
 bool tickets_ready(Pool *p, void *arg)
 {
 	const PickWait *w = static_cast<const PickWait *>(arg);
 	return pick_progress(p) != w->seen;
+}
+
+// knit_wait_idle's wait: the calls unreaped when it began, compacted as
+// they are reaped.
+struct IdlePick {
+	knit_ticket_t *t;
+	uint32_t left;
+};
+
+bool idle_look(Pool *p, PickWait *w, bool last, int *rc)
+{
+	IdlePick *i = static_cast<IdlePick *>(w->arg);
+	if (knit_load_relaxed_64(&p->st_completed) - w->base >= w->need || last) {
+		i->left = unreaped_compact_locked(p, i->t, i->left);
+		w->base = knit_load_relaxed_64(&p->st_completed);
+		w->need = i->left;
+	}
+	*rc = 0;
+	return i->left == 0;
 }
 
 // knit_wait_idle: every one of the `need` calls it waits for is reaped only
@@ -630,14 +722,6 @@ bool idle_ready(Pool *p, void *arg)
 {
 	const PickWait *w = static_cast<const PickWait *>(arg);
 	return knit_load_relaxed_64(&p->st_completed) - w->base >= w->need;
-}
-
-void pick_enter_locked(Pool *p) { knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters + 1); }
-void pick_leave(Pool *p)
-{
-	pthread_mutex_lock(&p->mu);
-	knit_store_relaxed_32(&p->pick_waiters, p->pick_waiters - 1);
-	pthread_mutex_unlock(&p->mu);
 }
 
 } // namespace
@@ -654,39 +738,9 @@ extern "C" KNIT_API int knit_complete_tickets(knit_pool_t *pool, const knit_tick
 	const bool from_task = in_task_of(p);
 	if (from_task && timeout_ns != 0)
 		return -KNIT_EBUSY;
-	const int64_t deadline =
-		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
-	PickWait w = {0, 0, 0};
-	bool counted = false;
-	int rc;
-	for (bool last = false;;) {
-		unsigned alive = 0;
-		pthread_mutex_lock(&p->mu);
-		w.seen = pick_progress(p);
-		const unsigned got = take_tickets_locked(p, tickets, n, out, max, &alive);
-		if (got == 0 && alive != 0 && !last && !counted) {
-			pick_enter_locked(p);
-			counted = true;
-		}
-		pthread_mutex_unlock(&p->mu);
-		if (got > 0) {
-			rc = (int)got;
-			break;
-		}
-		if (alive == 0) {
-			rc = -KNIT_ENOTFOUND; // none of them is (any longer) to be reaped
-			break;
-		}
-		if (last || from_task) {
-			rc = 0;
-			break;
-		}
-		// A poll still runs one pass, as knit_complete(..., 0) does.
-		if (!host_wait(p, tickets_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
-			last = true;
-	}
-	if (counted)
-		pick_leave(p);
+	TicketPick t = {tickets, n, out, max};
+	PickWait w = {0, 0, 0, &t};
+	const int rc = pick_wait(p, timeout_ns, from_task, {tickets_look, tickets_ready, 0}, &w);
 	if (rc > 0)
 		pick_reaped(p);
 	efd_sync(p);
@@ -703,39 +757,15 @@ extern "C" KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KN
 	const bool from_task = in_task_of(p);
 	if (from_task && timeout_ns != 0)
 		return -KNIT_EBUSY;
-	const int64_t deadline =
-		timeout_ns < 0 ? -1 : deadline_after(knit_now_ns(), timeout_ns, -1);
-	knit_ticket_t *t = nullptr;
-	uint32_t left = 0;
+	IdlePick i = {nullptr, 0};
 	pthread_mutex_lock(&p->mu);
-	int rc = unreaped_snapshot_locked(p, &t, &left);
-	if (rc == 0 && left != 0)
-		pick_enter_locked(p);
-	PickWait w = {0, left, knit_load_relaxed_64(&p->st_completed)};
+	int rc = unreaped_snapshot_locked(p, &i.t, &i.left);
+	PickWait w = {0, i.left, knit_load_relaxed_64(&p->st_completed), &i};
 	pthread_mutex_unlock(&p->mu);
-	if (rc != 0 || left == 0)
-		return rc;
-	for (bool last = false;;) {
-		pthread_mutex_lock(&p->mu);
-		if (knit_load_relaxed_64(&p->st_completed) - w.base >= w.need || last) {
-			left = unreaped_compact_locked(p, t, left);
-			w.base = knit_load_relaxed_64(&p->st_completed);
-			w.need = left;
-		}
-		pthread_mutex_unlock(&p->mu);
-		if (left == 0) {
-			rc = 0;
-			break;
-		}
-		if (last || from_task) {
-			rc = -KNIT_ETIMEDOUT;
-			break;
-		}
-		if (!host_wait(p, idle_ready, &w, deadline, timeout_ns == 0) || timeout_ns == 0)
-			last = true;
-	}
-	pick_leave(p);
-	free(t);
+	if (rc == 0 && i.left != 0)
+		rc = pick_wait(p, timeout_ns, from_task, {idle_look, idle_ready, -KNIT_ETIMEDOUT},
+			       &w);
+	free(i.t);
 	return rc;
 }
 
@@ -745,6 +775,26 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool,
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
 	return completion_release(&pool->p, c);
+}
+
+extern "C" KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_completion_t *c,
+					     knit_completion_info_t *info) KNIT_NOEXCEPT
+{
+	if (pool == nullptr || c == nullptr || info == nullptr)
+		return -KNIT_EINVAL;
+	// Size-prefixed: at least size and flags, at most what we know; the
+	// members the size covers are filled, nothing past them is written.
+	const uint32_t size = info->size;
+	if (size < offsetof(knit_completion_info_t, lane) || size > sizeof(knit_completion_info_t))
+		return -KNIT_EVERSION;
+	knit_completion_info_t in;
+	memset(&in, 0, sizeof in);
+	const int rc = info_lookup(&pool->p, c, &in);
+	if (rc != 0)
+		return rc;
+	in.size = size;
+	memcpy(info, &in, size);
+	return 0;
 }
 
 extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT

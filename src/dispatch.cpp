@@ -20,10 +20,12 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "src/calls.h"
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/trace.h"
@@ -441,6 +443,11 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 			lane_distrust(p, i);
 			continue;
 		}
+		// A worker process is killed for it (hard_kill below): the
+		// call's info says so, before anyone can reap it.
+		const int32_t pid = named ? p->workers->pid(p, i) : 0;
+		if (pid != 0)
+			info_death_locked(p, c, i, pid, KNIT_DEATH_HARD_TIMEOUT, SIGKILL);
 		bool hit = named && call_fail_locked(p, c, -KNIT_ETIMEDOUT);
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
@@ -475,6 +482,7 @@ uint32_t run_inline(Pool *p)
 		memset(&val, 0, sizeof val);
 		uint8_t *buf = nullptr;
 		int32_t status;
+		int64_t t0 = 0, t1 = 0, cpu = 0; // a timed pool's (src/info.h)
 		if (knit_load_relaxed_32(&c->completed)) {
 			pthread_mutex_lock(&p->mu);
 			call_unhold_locked(p, c, kHoldHostQueue);
@@ -487,9 +495,17 @@ uint32_t run_inline(Pool *p)
 			knit_ctx ctx;
 			ctx_init(&ctx, p, l->index, c->abort_bit, c->deadline_ns, nullptr);
 			TaskOutcome o;
+			if (p->info.timing) {
+				t0 = knit_now_ns();
+				cpu = thread_cpu_ns();
+			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
+			if (p->info.timing) {
+				cpu = thread_cpu_ns() - cpu;
+				t1 = knit_now_ns();
+			}
 			status = o.status;
 			if ((status == 0 || status == -KNIT_ETASK) &&
 			    value_copy(o.value, &val, &buf) != 0) {
@@ -501,6 +517,8 @@ uint32_t run_inline(Pool *p)
 			ran++;
 		}
 		pthread_mutex_lock(&p->mu);
+		if (t0 != 0)
+			info_ran_locked(p, c, l->index, 0, t0, t1, cpu, t1);
 		if (call_complete_locked(p, c, status, val, buf))
 			produced++;
 		call_unhold_locked(p, c, kHoldHostQueue);

@@ -149,8 +149,21 @@ bool status_from_worker_ok(int32_t s)
 // one the lane's worker could not have written honestly (the lane is to be
 // distrusted: lane_distrust). The completion's counts go into *batch
 // (complete_batch_end_locked() before mu is released).
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		   CompleteBatch *batch)
+// A timed pool (src/info.h): the timing the worker left beside the frame in
+// `slot` for call c, taken when it names the frame's own call; `now` the
+// reap's clock, read after the results' acquire.
+void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, const Call *c, int64_t now)
+{
+	TimingWords tw;
+	l->ret.side_copy(slot, &tw, sizeof tw);
+	if (tw.ticket != h.ticket || tw.gen != h.generation)
+		tw.start = -1; // not this frame's: the lane only
+	info_ran_locked(p, c, l->index, p->workers->pid(p, l->index), tw.start, tw.end, tw.cpu,
+			now);
+}
+
+bool handle_result(Pool *p, Lane *l, uint32_t slot, int rc, const FrameHead &h,
+		   const knit_value_t &v, bool *bad, CompleteBatch *batch, int64_t now)
 {
 	int32_t status;
 	knit_value_t val;
@@ -214,6 +227,8 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		status = -KNIT_EPROTO;
 		copy = false;
 	}
+	if (now != 0)
+		note_timing(p, l, slot, h, c, now);
 	uint8_t *buf = nullptr;
 	const knit_value_t *result = &val;
 	if (copy && !codec_has_bytes(v.type)) {
@@ -245,6 +260,9 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	uint32_t produced = 0;
 	bool bad = false;
 	CompleteBatch batch; // cq_count and outstanding once per reap
+	// A timed pool's one clock read per reap: after the acquire of A in
+	// pending(), so every result reaped below ended before it.
+	const int64_t now = p->info.timing ? knit_now_ns() : 0;
 	pthread_mutex_lock(&p->mu);
 	int slot;
 	while ((slot = l->ret.next_lane(&snap)) >= 0) {
@@ -254,7 +272,7 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (handle_result(p, l, rc, h, v, &bad, &batch))
+		if (handle_result(p, l, (uint32_t)slot, rc, h, v, &bad, &batch, now))
 			produced++;
 		l->ret.release((uint32_t)slot);
 	}
@@ -278,6 +296,39 @@ void lane_distrust(Pool *p, uint32_t w)
 	if (w >= p->nworkers)
 		return;
 	p->workers->distrust(p, w);
+}
+
+bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline)
+{
+	Lane *l = &p->lanes[w];
+	const WorkerOps *ops = p->workers;
+	// A retired lane's worker is gone (lane_lost): its stop word is
+	// nobody's any more, never waited on.
+	while (lane_state(l) != kLaneRetired) {
+		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
+		// in acknowledge_stop() (or lane_lost's exchange for a worker
+		// that died).
+		const uint32_t s = knit_load_acquire_32(l->stop);
+		if (s == kStopAcknowledged) {
+			// It left its loop for good: survivors may ignore its WANT.
+			steal_worker_gone(p, w);
+			break;
+		}
+		// A worker of a kind that may write its stop word wrongly is
+		// checked (killed, and its lane_lost acknowledges).
+		if (s != kStopRequested && ops->stop_check != nullptr)
+			ops->stop_check(p, w);
+		if (deadline >= 0 && knit_now_ns() >= deadline)
+			return false;
+		int64_t until = deadline;
+		if (ops->stop_poll_ns >= 0) {
+			const int64_t cap = knit_now_ns() + ops->stop_poll_ns;
+			if (until < 0 || cap < until)
+				until = cap;
+		}
+		knit_futex_wait(l->stop, s, until, p->futex_shared);
+	}
+	return true;
 }
 
 // ---- the loss of a lane's worker ----------------------------------------------------------
@@ -375,7 +426,7 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	pthread_mutex_lock(&p->mu);
 	if (fate == kLaneRespawn && l->rerun)
 		loss->nagain = unstarted_calls(p, l, loss->again);
-	produced += calls_fail_lane_locked(p, w, status, last);
+	produced += calls_fail_lane_locked(p, w, status, last, &loss->death);
 	pthread_mutex_unlock(&p->mu);
 	if (fate == kLaneRetire)
 		return produced; // its words are never read again

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lock2.h"
 #include "src/runtime.h"
 #include "src/steal.h"
@@ -74,6 +75,8 @@ struct PendingResult {
 	FrameHead head;
 	knit_value_t value; // data = buf
 	uint8_t *buf;
+	bool timed; // a timed task's result: timing goes with it
+	TimingWords timing;
 };
 
 struct WorkerLocal {
@@ -328,6 +331,12 @@ uint32_t lane_reap(Pool *p, Lane *l);
 // never touched by what w wrote. Idempotent.
 void lane_distrust(Pool *p, uint32_t w);
 
+// knit_stop: wait until worker w acknowledged the stop it was asked for
+// (or its lane retired), at most until deadline (absolute, < 0 = none).
+// False on timeout. An acknowledged worker has left its loop for good:
+// the steal survivors are told (steal_worker_gone).
+bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline);
+
 // ---- the loss of a lane's worker ----------------------------------------------------------
 
 // What becomes of a lane whose worker is gone (lane_lost).
@@ -360,6 +369,9 @@ struct LaneLoss {
 	// ahead of the backlog (dispatch_backlog_requeue).
 	Call *again[kLanes];
 	uint32_t nagain;
+	// Set by settle: why the worker died; the calls it held that fail
+	// carry it in their infos (src/info.h). Zero: nothing to tell.
+	DeathNote death = {};
 };
 
 // Worker w is gone and will never write shared memory again (a worker

@@ -37,8 +37,10 @@
 //    +0    64  task line (TaskLine below): FrameHead + value words
 //    +64  512  inline payload area (bytes/string/error message <= 512 bytes;
 //              strings and error messages carry a NUL after len, so <= 511)
-//    +576  64  padding, never written (keeps slot i+1's task line off the
-//              128-byte block of slot i's inline tail)
+//    +576  64  side words (kSlotOffSide): the producer's own, written with
+//              the frame before A (a response's timing, src/info.h), or not
+//              at all; lock2 neither writes nor checks them. They also keep
+//              slot i+1's task line off the block of slot i's inline tail.
 //  The producer writes only the slot it publishes, and only between seeing the
 //  lane free and publishing it. No control word of another party lives in a
 //  slot: ACK/WANT/LIVE and the doorbell have blocks of their own, so a
@@ -126,7 +128,10 @@ inline constexpr uint32_t kTaskLineBytes = 64;
 inline constexpr uint32_t kInlineBytes = 512; // inline payload area per slot
 inline constexpr uint32_t kSlotOffTask = 0;
 inline constexpr uint32_t kSlotOffInline = kTaskLineBytes;
-inline constexpr uint32_t kSlotStride = 5 * kBlock; // 64 + 512 + 64 padding
+inline constexpr uint32_t kSlotOffSide = kSlotOffInline + kInlineBytes;
+inline constexpr uint32_t kSideBytes = 64;
+inline constexpr uint32_t kSlotStride = 5 * kBlock; // 64 + 512 + 64 side words
+static_assert(kSlotOffSide + kSideBytes == kSlotStride, "the side words end the slot");
 inline constexpr uint32_t kLockFixedBytes = kLockOffSlots + kLanes * kSlotStride;
 
 // Where a value's bytes live (TaskLine::where).

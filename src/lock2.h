@@ -208,6 +208,10 @@ public:
 	// last trim, and the trims that gave pages back.
 	uint64_t arena_high_water() const { return arena_.high_water_shared(); }
 	uint64_t arena_trims() const { return arena_.trims(); }
+	// The side words of `lane`'s slot (layout.h kSlotOffSide, kSideBytes):
+	// the caller's to write between stage() of that lane and flush(), whose
+	// release store of A publishes them with the frame. Producer thread only.
+	uint8_t *side(uint32_t lane) const { return lock_ + lock_slot_offset(lane) + kSlotOffSide; }
 
 private:
 	// The free-set seam: the word whose bits say "retired". Single consumer:
@@ -399,6 +403,20 @@ public:
 		}
 		retire_taken();
 		return n;
+	}
+
+	// Copy the first n (<= kSideBytes) side words of a lane decode() took
+	// and not yet released (so after its acquire of A, before the release
+	// of B that lets the producer rewrite them): the producer's words,
+	// unchecked; zeros for a lane not taken.
+	void side_copy(uint32_t lane, void *out, size_t n) const
+	{
+		if (lock_ == nullptr || lane >= kLanes || (taken_ & lane_bit(lane)) == 0 ||
+		    n > kSideBytes) {
+			memset(out, 0, n <= kSideBytes ? n : kSideBytes);
+			return;
+		}
+		memcpy(out, lock_ + lock_slot_offset(lane) + kSlotOffSide, n);
 	}
 
 private:

@@ -21,6 +21,7 @@ constexpr uint64_t kPayloadMaxMax = (4096 * kMiB) - 64;
 constexpr uint32_t kSpinMaxUs = 1000 * 1000;
 // spin_us 0: every pool spins this long (spin.h caps how many workers do).
 constexpr uint32_t kSpinDefaultUs = 50;
+constexpr uint32_t kInfoRecordsMax = 1u << 20;
 } // namespace
 
 int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
@@ -87,6 +88,14 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 			return error_set(-KNIT_EINVAL,
 					 "process workers take no inline_lane (it is %u)",
 					 o.inline_lane);
+		if (o.worker_start != nullptr || o.worker_stop != nullptr ||
+		    o.worker_hook_arg != nullptr)
+			return error_set(-KNIT_EINVAL,
+					 "%s is for thread workers only (a worker process runs "
+					 "the task library's init and fini)",
+					 o.worker_start != nullptr  ? "worker_start"
+					 : o.worker_stop != nullptr ? "worker_stop"
+								    : "worker_hook_arg");
 		// A prefix: 1..kPrefixMax words, none empty (an empty program
 		// name would only fail later, at the spawn).
 		if (o.worker_prefix != nullptr) {
@@ -248,6 +257,15 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 "cpu_flags KNIT_CPU_ONE_PER_WORKER with an empty cpu_mask");
 	out->place = any != 0;
 	out->one_per_worker = (o.cpu_flags & KNIT_CPU_ONE_PER_WORKER) != 0;
+
+	// Completion infos (src/info.h).
+	if ((o.info_flags & ~(uint32_t)KNIT_POOL_INFO_TIMING) != 0)
+		return error_set(-KNIT_EINVAL, "info_flags 0x%x has unknown bits", o.info_flags);
+	out->timing = (o.info_flags & KNIT_POOL_INFO_TIMING) != 0;
+	if (o.info_records > kInfoRecordsMax)
+		return error_set(-KNIT_EINVAL, "info_records %u is more than %u", o.info_records,
+				 kInfoRecordsMax);
+	out->info_records = o.info_records != 0 ? o.info_records : out->timing ? 4096 : 64;
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "src/error.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
@@ -86,6 +87,7 @@ void pool_free_forked(knit_pool *kp)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	info_fini(p);
 	free(p->abort_in_use);
 	for (uint32_t i = 0; i < p->nlanes; i++)
 		free(p->lanes[i].local);
@@ -147,6 +149,7 @@ void free_host_state(Pool *p)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	info_fini(p);
 	// Bytes of completions handed out and never released die with the pool.
 	for (uint32_t i = 0; i < p->owned_n; i++)
 		free(p->owned[i].buf);
@@ -248,6 +251,11 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		pool_free(kp);
 		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records",
 				 (unsigned long long)cap);
+	}
+	if (info_init(p) != 0) {
+		pool_free(kp);
+		return error_set(-KNIT_ENOMEM, "out of memory for %u completion infos",
+				 cfg.info_records);
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));
@@ -352,7 +360,7 @@ bool drained_ready(Pool *p, void *) { return none_outstanding(p); }
 // (enqueue fails from now on), then: CANCEL completes every call with
 // -KNIT_ECLOSED; DRAIN runs passes until every accepted call completed.
 // Then every worker is asked to stop, and each one's acknowledgement is
-// waited for (its kind's stop_wait), all by the same deadline.
+// waited for (lane_stop_wait), all by the same deadline.
 int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 {
 	const int64_t deadline =
@@ -373,7 +381,7 @@ int pool_stop(Pool *p, uint32_t flags, int64_t timeout_ns)
 	}
 	request_worker_stop(p);
 	for (uint32_t i = 0; i < p->nworkers; i++)
-		if (!p->workers->stop_wait(p, i, deadline))
+		if (!lane_stop_wait(p, i, deadline))
 			return -KNIT_ETIMEDOUT;
 	host_event(p, true);
 	return 0;

@@ -84,7 +84,7 @@ void kill_all(Pool *p, uint32_t n)
 		KNIT_TRACE_PROC_WORKER_EXIT(p, i, KNIT_TRACE_EXIT_KILLED, si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
-		h->pid[i] = 0;
+		__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	}
 }
 
@@ -306,8 +306,65 @@ void pool_fail(Pool *p)
 	host_event(p, true);
 }
 
+// The oom_kill count of this process's memory cgroup (cgroup v2: the
+// "0::" line of /proc/self/cgroup, then memory.events), or -1 when there
+// is none to read. Worker processes are this process's children and stay
+// in its cgroup unless a worker_prefix moves them.
+int64_t cgroup_oom_kills()
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (f == nullptr)
+		return -1;
+	char path[4096 + 64];
+	path[0] = 0;
+	while (fgets(buf, sizeof buf, f) != nullptr) {
+		if (strncmp(buf, "0::", 3) != 0)
+			continue;
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events",
+			 strcmp(buf + 3, "/") == 0 ? "" : buf + 3);
+		break;
+	}
+	fclose(f);
+	if (path[0] == 0 || (f = fopen(path, "re")) == nullptr)
+		return -1;
+	long long n = -1;
+	while (fgets(buf, sizeof buf, f) != nullptr)
+		if (sscanf(buf, "oom_kill %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+// Why worker i died, as the caller is told (src/info.h; the monitor, in
+// settle_death): a kill asked for (protocol, hard timeout), else what
+// the kernel says: an exit status, or a signal -- an OOM kill when it is
+// a SIGKILL nobody here sent and the cgroup's oom_kill count grew.
+DeathNote death_cause(ProcHost *h, const siginfo_t &si, bool proto, bool killed, int32_t pid)
+{
+	DeathNote d = {KNIT_DEATH_SIGNAL, si.si_status, pid};
+	if (proto) {
+		d.cause = KNIT_DEATH_PROTOCOL;
+		d.detail = SIGKILL;
+	} else if (killed) {
+		d.cause = KNIT_DEATH_HARD_TIMEOUT;
+		d.detail = SIGKILL;
+	} else if (si.si_code == CLD_EXITED) {
+		d.cause = KNIT_DEATH_EXIT;
+	} else if (si.si_status == SIGKILL && h->oom_seen >= 0) {
+		const int64_t n = cgroup_oom_kills();
+		if (n > h->oom_seen)
+			d.cause = KNIT_DEATH_OOM;
+		if (n >= 0)
+			h->oom_seen = n;
+	}
+	return d;
+}
+
 // What on_death learns while it holds the dispatcher (settle_death).
 struct Death {
+	int32_t pid; // the dead worker's
 	siginfo_t si;
 	bool ending; // the pool is stopping or failed: no successor
 	bool budget; // the death is within the respawn budget (or was asked for)
@@ -345,6 +402,11 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 		!proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
+	if (!clean) {
+		// Told to the calls it held (lane_lost), counted by cause.
+		loss->death = death_cause(h, si, proto, killed, d->pid);
+		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
+	}
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
 				    proto    ? KNIT_TRACE_EXIT_PROTO
 				    : killed ? KNIT_TRACE_EXIT_KILLED
@@ -372,10 +434,11 @@ void on_death(Pool *p, uint32_t i)
 {
 	ProcHost *h = p->proc;
 	Death d;
+	d.pid = (int32_t)h->pid[i];
 	reap(h->pidfd[i], h->pid[i], &d.si);
 	close(h->pidfd[i]);
 	h->pidfd[i] = -1;
-	h->pid[i] = 0;
+	__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	d.ending = d.budget = false;
 	dispatcher_take(p);
 	// Reap what it published, its claims, its line; fail the calls it
@@ -502,7 +565,7 @@ void *monitor_main(void *arg)
 			p, i, late ? KNIT_TRACE_EXIT_KILLED : exit_cause(si, true), si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
-		h->pid[i] = 0;
+		__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	}
 	return nullptr;
 }
@@ -1016,39 +1079,13 @@ int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &p
 {
 	// Both record their message (src/proc.h).
 	(void)opts; // taken by proc_resolve (proc_tasks)
+	// Before any worker exists: an OOM kill is a growth past this count.
+	p->proc->oom_seen = cgroup_oom_kills();
 	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride,
 			      plan.abort_off, plan.steal_off);
 	if (rc == 0)
 		rc = proc_start(p);
 	return rc;
-}
-
-bool proc_stop_wait(Pool *p, uint32_t w, int64_t deadline)
-{
-	Lane *l = &p->lanes[w];
-	while (lane_state(l) != kLaneRetired) {
-		// Acquire: pairs with the worker's release store of
-		// ACKNOWLEDGED in acknowledge_stop() (or lane_lost's exchange
-		// for a worker that died).
-		const uint32_t s = knit_load_acquire_32(l->stop);
-		if (s == kStopAcknowledged) {
-			// It left its loop for good: survivors may ignore its WANT.
-			steal_worker_gone(p, w);
-			break;
-		}
-		// A worker process may rewrite its stop word and never
-		// acknowledge: it is killed, and its lane_lost acknowledges.
-		// Its wake may never come either (the word can change with no
-		// wake): look again every watchdog interval.
-		if (s != kStopRequested)
-			proc_stop_word_check(p, w);
-		const int64_t cap = knit_now_ns() + kProcDoorbellWatchdogNs;
-		const int64_t until = deadline >= 0 && deadline < cap ? deadline : cap;
-		if (deadline >= 0 && knit_now_ns() >= deadline)
-			return false;
-		knit_futex_wait(l->stop, s, until, p->futex_shared);
-	}
-	return true;
 }
 
 void proc_distrust(Pool *p, uint32_t w) { proc_kill_worker(p, w, true); }
@@ -1059,17 +1096,45 @@ bool proc_hard_kill(Pool *p, uint32_t w)
 	return true;
 }
 
+int32_t proc_pid(Pool *p, uint32_t w)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr || w >= p->nworkers)
+		return 0;
+	// Relaxed: pairs with nothing; the monitor's stores of pid are atomic
+	// (a reader may see the worker before or after a respawn).
+	return (int32_t)__atomic_load_n(&h->pid[w], __ATOMIC_RELAXED);
+}
+
 void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 {
 	proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills);
+	if (p->proc != nullptr)
+		for (uint32_t k = 0; k < KNIT_DEATH_CAUSE_MAX; k++)
+			s->deaths[k] = knit_load_relaxed_64(&p->proc->deaths[k]);
 }
 
 } // namespace
 
 const WorkerOps kProcWorkers = {
-	proc_check,     proc_tasks,       proc_isolated,  proc_region,   proc_start_all,
-	proc_stop_wait, proc_distrust,    proc_hard_kill, proc_shutdown, proc_forget,
-	proc_stats_of,  proc_efd_enabled, kExitGraceNs,   true,          true,
+	.check = proc_check,
+	.tasks = proc_tasks,
+	.isolated = proc_isolated,
+	.region = proc_region,
+	.start = proc_start_all,
+	.stop_check = proc_stop_word_check,
+	.distrust = proc_distrust,
+	.hard_kill = proc_hard_kill,
+	.shutdown = proc_shutdown,
+	.forget = proc_forget,
+	.stats = proc_stats_of,
+	.completion_fd_on = proc_efd_enabled,
+	// A worker may rewrite its stop word with no wake.
+	.stop_poll_ns = kProcDoorbellWatchdogNs,
+	.destroy_stop_ns = kExitGraceNs,
+	.line_spill = true,
+	.futex_shared = true,
+	.pid = proc_pid,
 };
 
 } // namespace knit::detail

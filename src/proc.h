@@ -224,6 +224,11 @@ struct ProcHost {
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
 	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX]; // by enum knit_death_cause
+	// The memory cgroup's oom_kill count at the last look (the monitor's;
+	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
+	// grown, is an OOM kill (death_cause in src/proc.cpp).
+	int64_t oom_seen;
 };
 
 // ProcHost::killed: a kill was asked for (the hard timeout or a protocol
@@ -270,7 +275,14 @@ uint64_t task_table_hash(const TaskEntry *t, uint32_t n);
 // library path), -KNIT_EACCES (not a readable regular file), -KNIT_EINVAL
 // (cannot load, no or bad knit_task_library, bad table), -KNIT_ENOMEM;
 // the message recorded (src/error.h) on failure.
-int proc_load_tasks(Pool *p, const char *path, void **handle);
+//
+// hooks (may be null: the host, which never runs them): the library's
+// init and fini (version 2; null for version 1 or when not set).
+struct LibraryHooks {
+	int (*init)(uint32_t worker, char *msg, size_t msg_size);
+	void (*fini)(uint32_t worker);
+};
+int proc_load_tasks(Pool *p, const char *path, void **handle, LibraryHooks *hooks = nullptr);
 
 // knit_pool_create, right after proc_load_tasks: the host state (p->proc),
 // which owns the library handle from now on (pool_free -> proc_shutdown

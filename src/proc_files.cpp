@@ -159,9 +159,11 @@ int proc_file_check(const char *what, const char *path, bool exec)
 	return 0;
 }
 
-int proc_load_tasks(Pool *p, const char *path, void **handle)
+int proc_load_tasks(Pool *p, const char *path, void **handle, LibraryHooks *hooks)
 {
 	*handle = nullptr;
+	if (hooks != nullptr)
+		hooks->init = nullptr, hooks->fini = nullptr;
 	// A path with a slash names a file (relative ones from the working
 	// directory): whether it is there and readable is ours to say. A bare
 	// name is searched in the library path by dlopen.
@@ -207,20 +209,28 @@ int proc_load_tasks(Pool *p, const char *path, void **handle)
 			       " has size %u, larger than this library "
 			       "knows (%zu): built against a newer libknitting",
 			       path, lib->size, sizeof(knit_task_library_t));
-	} else if (lib->size < sizeof(knit_task_library_t) ||
-		   lib->version != KNIT_TASK_LIBRARY_VERSION) {
+	} else if (!(lib->size == KNIT_TASK_LIBRARY_V1_SIZE && lib->version == 1) &&
+		   !(lib->size == sizeof(knit_task_library_t) &&
+		     lib->version == KNIT_TASK_LIBRARY_VERSION)) {
+		// Version 1 (no hooks) is what a library built against 1.0 or
+		// 1.1 exports: it loads as before.
 		rc = error_set(-KNIT_EINVAL,
 			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL
 			       " has size %u and version %u (this "
-			       "library knows size %zu, version %d)",
-			       path, lib->size, lib->version, sizeof(knit_task_library_t),
-			       KNIT_TASK_LIBRARY_VERSION);
+			       "library knows size %zu with version 1, size %zu with version %d)",
+			       path, lib->size, lib->version, (size_t)KNIT_TASK_LIBRARY_V1_SIZE,
+			       sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION);
 	} else if (lib->tasks == nullptr || lib->ntasks == 0 || lib->ntasks > 65535) {
 		rc = error_set(-KNIT_EINVAL,
 			       "task library \"%s\": " KNIT_TASK_LIBRARY_SYMBOL
 			       " has %s tasks and ntasks %zu (1..65535)",
 			       path, lib->tasks == nullptr ? "NULL" : "its", lib->ntasks);
 	} else {
+		if (hooks != nullptr) {
+			const bool v2 = lib->version >= 2;
+			hooks->init = v2 ? lib->init : nullptr;
+			hooks->fini = v2 ? lib->fini : nullptr;
+		}
 		rc = task_table_build(p, lib->tasks, lib->ntasks);
 		if (rc != 0) {
 			char why[kErrorMax];

@@ -327,7 +327,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
 			} else {
-				h->pid[lane] = pid;
+				// Atomic: proc_pid reads it from any thread.
+				__atomic_store_n(&h->pid[lane], pid, __ATOMIC_RELAXED);
 				h->pidfd[lane] = fd;
 			}
 		}

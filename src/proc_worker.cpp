@@ -274,6 +274,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	    head[2] == sizeof(ProcBoot) && head[3] == sizeof(PoolConfig) &&
 	    hex_decode(argv[2], &b, sizeof b)) {
 		g_status_fd = b.fd_status;
+		// Our documented name (knit-worker(8)): knit-wLANE, as the
+		// worker threads'; ps and top show it.
+		char comm[16];
+		snprintf(comm, sizeof comm, "knit-w%u", b.lane % 100u);
+		prctl(PR_SET_NAME, comm);
 		const char *why = nullptr;
 		const int prc = place_self(b, &cpu, &why);
 		if (prc != 0)
@@ -324,7 +329,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->epfd = -1;
 	p->region.fd = -1;
 	void *dl = nullptr;
-	int rc = proc_load_tasks(p, argv[3], &dl);
+	LibraryHooks hooks;
+	int rc = proc_load_tasks(p, argv[3], &dl, &hooks);
 	if (rc != 0)
 		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s",
 				 knit_last_error());
@@ -504,6 +510,19 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
 	if (l->local == nullptr)
 		return boot_fail(KNIT_ENOMEM, "out of memory");
+	// The task library's init: once, with the pool mapped and none of its
+	// descriptors left but our own lane's bridge, before our first task
+	// (and before "ok", so a refusal fails knit_pool_create with its
+	// words). A respawned worker's refusal is its death (a crash).
+	if (hooks.init != nullptr) {
+		char why_init[kBootVerdictMax - 64];
+		why_init[0] = 0;
+		const int irc = hooks.init(b.lane, why_init, sizeof why_init);
+		why_init[sizeof why_init - 1] = 0; // whatever init wrote
+		if (irc != 0)
+			return boot_fail(KNIT_EINVAL, "the task library's init returned %d: %s",
+					 irc, why_init[0] != 0 ? why_init : "(no message)");
+	}
 	if (g_status_fd >= 0) {
 		(void)!write(g_status_fd, "ok\n", 3);
 		close(g_status_fd);
@@ -513,7 +532,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// pool the view is (before any other probe of ours).
 	KNIT_TRACE_PROC_WORKER_START(p, b.lane, b.host_pool);
 	worker_main(l);
-	// Stop acknowledged: leave (the host reaps us). exit, not _exit: the
-	// task library's destructors run.
+	// Stop acknowledged: the task library's fini, then leave (the host
+	// reaps us, or kills us kExitGraceNs after the stop). exit, not
+	// _exit: the task library's destructors run.
+	if (hooks.fini != nullptr)
+		hooks.fini(b.lane);
 	exit(0);
 }

@@ -177,7 +177,9 @@ struct PoolConfig {
 	// Worker placement: `place` when cpu_mask has any bit set.
 	bool place;
 	bool one_per_worker;
-	bool processes; // KNIT_WORKERS_PROCESSES (src/proc.h)
+	bool processes;        // KNIT_WORKERS_PROCESSES (src/proc.h)
+	bool timing;           // KNIT_POOL_INFO_TIMING: workers time every task (src/info.h)
+	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
 
@@ -428,6 +430,46 @@ struct OwnedBuf {
 	uint32_t next; // free list link (slot index + 1, 0 = end)
 };
 
+// ---- completion infos (types; their room: src/info.h) ----------------------------
+// What the pool learned about one call before its completion is handed out,
+// by record index (a chunk of kTicketChunk notes allocated on first use):
+// timing (a pool with KNIT_POOL_INFO_TIMING) and a death. A note counts
+// only for the use of the record it names (gen). Under mu.
+struct CallNote {
+	uint32_t gen;    // the record's generation the note is about
+	uint32_t flags;  // KNIT_INFO_* gathered so far
+	uint32_t lane;   // the lane that ran (or last held) the call
+	int32_t pid;     // its worker process, 0 for a thread or the inline lane
+	int64_t t_enq;   // host clock at the enqueue (timing)
+	int64_t wait_ns; // validated timing (KNIT_INFO_TIMING)
+	int64_t run_ns;
+	int64_t cpu_ns;
+	uint32_t death; // enum knit_death_cause (KNIT_INFO_DEATH)
+	int32_t detail; // the signal number or exit status
+};
+// One handed-out completion's info, in the ring; seq names it, ticket says
+// whose it is. Under mu.
+struct InfoEntry {
+	uint64_t ticket;
+	uint32_t seq; // 0 = empty
+	uint32_t flags;
+	uint32_t lane;
+	int32_t pid;
+	int64_t wait_ns, run_ns, cpu_ns;
+	uint32_t death;
+	int32_t detail;
+};
+struct InfoRoom {
+	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)
+	CallNote **chunks; // by record index / kTicketChunk, nullptr until used
+	uint32_t nchunks;
+	uint32_t notes;  // notes written and not handed out yet (hand-out skips
+			 // the lookup while 0 and timing is off)
+	InfoEntry *ring; // cap entries: the last infos handed out
+	uint32_t cap;
+	uint32_t seq; // the last sequence handed out (skips 0 on wrap)
+};
+
 struct alignas(128) Pool {
 	PoolConfig cfg;
 	uint32_t fork_gen; // g_fork_gen when created: differs in a fork child (pool_forked)
@@ -456,7 +498,13 @@ struct alignas(128) Pool {
 	bool isolated;                   // host of a process pool whose workers map writable
 					 // only their own pages (src/proc.h, "isolation")
 	const struct WorkerOps *workers; // the worker kind's operations (src/workers.h)
-	struct ProcHost *proc;           // process workers: the host side (src/proc.h)
+	// Thread workers: the options' worker_start / worker_stop and their
+	// argument, run on each worker thread around its loop
+	// (src/workers_thread.cpp); set before the threads start.
+	knit_worker_hook_fn thread_start_hook;
+	knit_worker_hook_fn thread_stop_hook;
+	void *thread_hook_arg;
+	struct ProcHost *proc; // process workers: the host side (src/proc.h)
 	// The workers are other processes, whose shared words may say anything
 	// (set by their backend, src/proc.cpp): a doorbell sleep without ring
 	// pages is bounded by kProcDoorbellWatchdogNs, and no host arms for a
@@ -530,6 +578,7 @@ struct alignas(128) Pool {
 	uint32_t owned_cap;  // slots allocated
 	uint32_t owned_free; // free list head (slot + 1, 0 = empty)
 	uint64_t owned_salt; // per-pool: the completion's check word mixes it in
+	InfoRoom info;       // completion infos (src/info.h)
 	// The completion descriptor (knit_completion_fd): an epoll instance
 	// watching the eventfd (efd) and a timerfd armed at the earliest call
 	// deadline, so a deadline makes it readable without any call into the

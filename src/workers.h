@@ -11,7 +11,7 @@
 // A worker's life as the rooms see it: start (every worker of the pool),
 // then per lane distrust or hard_kill (the dispatcher's holder asks; the
 // kind ends the worker, and its loss reaches lane_lost, src/lane.h), then
-// knit_stop's stop_wait for each lane, then shutdown.
+// knit_stop's lane_stop_wait for each lane, then shutdown.
 #ifndef KNIT_SRC_WORKERS_H
 #define KNIT_SRC_WORKERS_H
 
@@ -56,10 +56,11 @@ struct WorkerOps {
 	// Start every worker (the lanes attached). 0 or the create's code, the
 	// message recorded; on failure no worker is left running.
 	int (*start)(Pool *p, const knit_pool_options_t *opts, const RegionPlan &plan);
-	// knit_stop: wait until worker w acknowledged the stop it was asked
-	// for (its lane not RETIRED), at most until deadline (absolute, < 0 =
-	// none). False on timeout.
-	bool (*stop_wait)(Pool *p, uint32_t w, int64_t deadline);
+	// knit_stop's wait for worker w (lane_stop_wait, src/lane.h), when w's
+	// stop word reads neither REQUESTED nor ACKNOWLEDGED: a worker that may
+	// rewrite its stop word is checked (and killed; its lane_lost then
+	// acknowledges). nullptr: the kind's workers cannot write it wrongly.
+	void (*stop_check)(Pool *p, uint32_t w);
 	// Dispatcher holder: worker w is not to be trusted any more
 	// (lane_distrust, src/lane.h). Idempotent.
 	void (*distrust)(Pool *p, uint32_t w);
@@ -78,6 +79,9 @@ struct WorkerOps {
 	void (*stats)(Pool *p, knit_pool_stats_t *s);
 	// knit_completion_fd made the fd (after its release store of efd_on).
 	void (*completion_fd_on)(Pool *p);
+	// lane_stop_wait looks at the stop word again at least this often
+	// (ns; -1: only when woken): a worker that may change it with no wake.
+	int64_t stop_poll_ns;
 	// knit_pool_destroy's bound on knit_stop (-1: none; a thread stuck in
 	// a task is waited for, it cannot be killed).
 	int64_t destroy_stop_ns;
@@ -87,6 +91,9 @@ struct WorkerOps {
 	bool line_spill;
 	// The workers share the region's futex words across processes.
 	bool futex_shared;
+	// Any thread: the pid of worker w's process now (relaxed; 0 while it
+	// has none, and for a thread: completion infos, src/info.h).
+	int32_t (*pid)(Pool *p, uint32_t w);
 };
 
 extern const WorkerOps kThreadWorkers; // src/workers_thread.cpp

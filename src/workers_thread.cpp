@@ -43,6 +43,36 @@ int32_t worker_cpus(const PoolConfig &cfg, uint32_t i, cpu_set_t *set)
 
 namespace {
 
+// Worker i's name, knit-wI (i < KNIT_MAX_WORKERS: two digits at most).
+void worker_name(uint32_t i, char name[16])
+{
+	memcpy(name, "knit-w", 6);
+	if (i >= 10)
+		name[6] = (char)('0' + i / 10), name[7] = (char)('0' + i % 10), name[8] = 0;
+	else
+		name[6] = (char)('0' + i), name[7] = 0;
+}
+
+// A worker thread's whole life: the options' start hook, the worker loop
+// (src/worker.cpp) until it acknowledged its stop, the stop hook. The pool
+// outlives the thread (it is freed only after the join).
+void *thread_main(void *arg)
+{
+	Lane *l = static_cast<Lane *>(arg);
+	Pool *p = l->pool;
+	// Our documented name first (knit_pool_create(3)), so that the start
+	// hook already runs under it. index < KNIT_MAX_WORKERS: two digits.
+	char name[16];
+	worker_name(l->index, name);
+	pthread_setname_np(pthread_self(), name);
+	if (p->thread_start_hook != nullptr)
+		p->thread_start_hook(p->thread_hook_arg, l->index);
+	worker_main(l);
+	if (p->thread_stop_hook != nullptr)
+		p->thread_stop_hook(p->thread_hook_arg, l->index);
+	return nullptr;
+}
+
 // Start worker i, placed as asked. glibc applies an attribute's affinity to
 // the new thread before it runs its start routine, and fails the create when
 // the kernel refuses every CPU; the kernel silently drops the CPUs the
@@ -53,7 +83,7 @@ namespace {
 int start_worker(Pool *p, Lane *l)
 {
 	if (!p->cfg.place) {
-		const int e = pthread_create(&l->thread, nullptr, worker_main, l);
+		const int e = pthread_create(&l->thread, nullptr, thread_main, l);
 		return e == 0 ? 0
 			      : error_set_errno(-KNIT_ESYSTEM, e, "cannot start worker thread %u",
 						l->index);
@@ -66,7 +96,7 @@ int start_worker(Pool *p, Lane *l)
 				 l->index);
 	int e = pthread_attr_setaffinity_np(&attr, sizeof want, &want);
 	if (e == 0)
-		e = pthread_create(&l->thread, &attr, worker_main, l);
+		e = pthread_create(&l->thread, &attr, thread_main, l);
 	pthread_attr_destroy(&attr);
 	if (e == EINVAL)
 		return error_set(-KNIT_EINVAL,
@@ -100,12 +130,10 @@ int start_workers(Pool *p)
 		if (rc != 0)
 			break;
 		l->started = true;
-		char name[16] = "knit-w";
-		// i < KNIT_MAX_WORKERS: at most two digits.
-		if (i >= 10)
-			name[6] = (char)('0' + i / 10), name[7] = (char)('0' + i % 10), name[8] = 0;
-		else
-			name[6] = (char)('0' + i), name[7] = 0;
+		// Named here too, so that the name is there when create returns
+		// (the thread also names itself before its start hook runs).
+		char name[16];
+		worker_name(i, name);
 		pthread_setname_np(l->thread, name);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -146,8 +174,11 @@ int thread_region(Pool *p, const knit_pool_options_t *, const RegionPlan &plan, 
 	return region_create(RegionKind::kAnonymous, plan.total, "knitting", &p->region);
 }
 
-int thread_start(Pool *p, const knit_pool_options_t *, const RegionPlan &)
+int thread_start(Pool *p, const knit_pool_options_t *opts, const RegionPlan &)
 {
+	p->thread_start_hook = opts->worker_start;
+	p->thread_stop_hook = opts->worker_stop;
+	p->thread_hook_arg = opts->worker_hook_arg;
 	const int rc = start_workers(p); // records its message
 	if (rc != 0) {
 		// Stop the workers already running (they see REQUESTED and leave).
@@ -155,27 +186,6 @@ int thread_start(Pool *p, const knit_pool_options_t *, const RegionPlan &)
 		join_workers(p);
 	}
 	return rc;
-}
-
-bool thread_stop_wait(Pool *p, uint32_t w, int64_t deadline)
-{
-	Lane *l = &p->lanes[w];
-	// A retired lane's worker is gone (lane_lost): its stop word is
-	// nobody's any more, never waited on.
-	while (lane_state(l) != kLaneRetired) {
-		// Acquire: pairs with the worker's release store of ACKNOWLEDGED
-		// in acknowledge_stop().
-		const uint32_t s = knit_load_acquire_32(l->stop);
-		if (s == kStopAcknowledged) {
-			// It left its loop for good: survivors may ignore its WANT.
-			steal_worker_gone(p, w);
-			break;
-		}
-		if (deadline >= 0 && knit_now_ns() >= deadline)
-			return false;
-		knit_futex_wait(l->stop, s, deadline, p->futex_shared);
-	}
-	return true;
 }
 
 void thread_distrust(Pool *p, uint32_t w)
@@ -196,15 +206,28 @@ bool thread_hard_kill(Pool *, uint32_t) { return false; }
 void thread_forget(Pool *) {}
 void thread_stats(Pool *, knit_pool_stats_t *) {}
 void thread_completion_fd_on(Pool *) {}
+int32_t thread_pid(Pool *, uint32_t) { return 0; }
 
 } // namespace
 
 const WorkerOps kThreadWorkers = {
-	thread_check,  thread_tasks,
-	nullptr, // one region, one mapping: nothing to isolate
-	thread_region, thread_start,  thread_stop_wait, thread_distrust,         thread_hard_kill,
-	join_workers,  thread_forget, thread_stats,     thread_completion_fd_on, -1,
-	false,         false,
+	.check = thread_check,
+	.tasks = thread_tasks,
+	.isolated = nullptr, // one region, one mapping: nothing to isolate
+	.region = thread_region,
+	.start = thread_start,
+	.stop_check = nullptr, // a thread writes its stop word only as the protocol says
+	.distrust = thread_distrust,
+	.hard_kill = thread_hard_kill,
+	.shutdown = join_workers,
+	.forget = thread_forget,
+	.stats = thread_stats,
+	.completion_fd_on = thread_completion_fd_on,
+	.stop_poll_ns = -1,
+	.destroy_stop_ns = -1,
+	.line_spill = false,
+	.futex_shared = false,
+	.pid = thread_pid,
 };
 
 } // namespace knit::detail

@@ -129,5 +129,8 @@ static const knit_task_t ffi_tasks[] = {
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, ffi_tasks,
-	sizeof ffi_tasks / sizeof ffi_tasks[0]};
+	.size = sizeof(knit_task_library_t),
+	.version = KNIT_TASK_LIBRARY_VERSION,
+	.tasks = ffi_tasks,
+	.ntasks = sizeof ffi_tasks / sizeof ffi_tasks[0],
+};

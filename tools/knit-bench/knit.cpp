@@ -636,7 +636,7 @@ int64_t base_rounds()
 	return g_base_rounds;
 }
 
-// The original's load shapes: a few hundred tasks of ~200 us base work,
+// Load shapes (the JavaScript original's benchmark): a few hundred tasks of ~200 us base work,
 // flat, random (0.2x..2x) or heavy (10% at 20x), all enqueued at once; the
 // makespan against total work (CPU time the tasks took) / CPUs used.
 Meas load_shape(const std::string &shape, uint32_t topology, int reps)
@@ -860,8 +860,10 @@ void register_knit()
 				  with({{"makespan_vs_bound", "x", Better::Lower, false},
 					{"makespan_ms", "ms", Better::Lower, false}}),
 				  [s, topo] { return load_shape(s, topo, scale(3, 1)); },
-				  "random-load.ts shape " + s + ", 2 workers, " + t +
-					  ": makespan / (work / CPUs)"});
+				  "load shape " + s +
+					  " (~200 us tasks: flat, 0.2-2x, or 10% at 20x), 2 "
+					  "workers, " +
+					  t + ": makespan / (work / CPUs)"});
 		}
 }
 

@@ -58,4 +58,8 @@ static const knit_task_t tasks[] = {{"echo", t_echo, 0, 0},
 				    {"work", t_work, 0, 0}};
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, 4};
+	.size = sizeof(knit_task_library_t),
+	.version = KNIT_TASK_LIBRARY_VERSION,
+	.tasks = tasks,
+	.ntasks = sizeof tasks / sizeof tasks[0],
+};
