@@ -89,6 +89,7 @@ struct WorkerLocal {
 	// picks which batches are timed.
 	int64_t svc_ns;
 	uint32_t svc_tick;
+	bool take_one; // one call per claim whatever the estimate (a worker process)
 };
 
 // Who writes what decides where it lives: the host half and the worker half

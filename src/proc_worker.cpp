@@ -503,13 +503,18 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
 				 p->cfg.steal_g) != 0)
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
-		l->sc.set_take_max(1); // until timed, as a worker thread (lane.cpp, steal.h)
+		l->sc.set_take_max(1); // one call per claim, always (take_one below)
 		l->sc.set_stop_word(l->stop);
 		p->steal.on = true;
 	}
 	l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
 	if (l->local == nullptr)
 		return boot_fail(KNIT_ENOMEM, "out of memory");
+	// A worker process claims one call at a time: the results of calls
+	// claimed together are staged in its own memory until the batch ends,
+	// so a hostile call among them could rewrite results of calls it did
+	// not run (src/spin.h "claims and wakes").
+	l->local->take_one = true;
 	// The task library's init: once, with the pool mapped and none of its
 	// descriptors left but our own lane's bridge, before our first task
 	// (and before "ok", so a refusal fails knit_pool_create with its

@@ -149,8 +149,12 @@ int64_t host_backoff_ns(const Pool *p, uint32_t stall);
 //     while calls are pending it looks again within kUnstickNs: an estimate
 //     made on cheap calls cannot strand calls behind a long one that a
 //     worker is running.
-// Only choices (src/wake.h keeps every wake that liveness needs): the
-// estimate is a hint and never trusted (a worker process writes its word).
+// A worker process claims one call at a time whatever its estimate
+// (WorkerLocal::take_one): results of calls claimed together stay staged in
+// its own memory until the batch ends, where a hostile call among them could
+// rewrite them. Only choices (src/wake.h keeps every wake that liveness
+// needs): the estimate is a hint and never trusted (a worker process writes
+// its word).
 inline constexpr int64_t kClaimBudgetNs = 2000;
 inline constexpr int64_t kWakePaysNs = 20000;
 inline constexpr int64_t kUnstickNs = 1000000;

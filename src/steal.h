@@ -54,7 +54,8 @@
 // estimate of one call (src/spin.h "claims and wakes"): ONE lane while it
 // has no estimate or its calls are long, so a busy worker leaves everything
 // else pending for its idle peers; several when they are cheap, up to about
-// kClaimBudgetNs of work. tests/model/steal_claim.pml (TAKE_K) checks that
+// kClaimBudgetNs of work (a worker process: always one).
+// tests/model/steal_claim.pml (TAKE_K) checks that
 // a claim of any number of the oldest lanes keeps exactly once and order.
 //
 // Why exactly once: a consumer only takes lanes of the region it owns;

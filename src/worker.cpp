@@ -127,7 +127,7 @@ uint32_t steal_take(Lane *l)
 		return 0;
 	uint32_t n = 0;
 	const uint64_t conflicts0 = l->sc.conflicts();
-	l->sc.set_take_max(steal_take_size(w->svc_ns, l->sc.region_lanes()));
+	l->sc.set_take_max(w->take_one ? 1 : steal_take_size(w->svc_ns, l->sc.region_lanes()));
 	const uint32_t take =
 		l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
 			KNIT_DCHECK(rc != -KNIT_EINVAL); // "not offered": our own take offered it
