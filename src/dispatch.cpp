@@ -69,8 +69,15 @@ int steal_stage(Pool *p, Call *c)
 		// looked at since: attribute the claim of its previous call now
 		// (our loads are at least as new as the producer's).
 		steal_track(p);
-		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+		if (s.unclaimed & bit) {
+			// A retirement no worker's ACK word shows (forged toggles
+			// that cancel out): the lane's previous call can no longer
+			// be served, so it completes now, with a code.
+			steal_orphan(p, (uint32_t)rc);
+			s.unclaimed &= ~bit;
+		}
 	}
+	s.reset_lanes &= ~bit; // a new publication: nobody claims the old one any more
 	s.lane_ticket[rc] = c->index;
 	s.lane_gen[rc] = c->gen;
 	s.unclaimed |= bit;
@@ -82,10 +89,12 @@ int steal_stage(Pool *p, Call *c)
 }
 
 // Publish every staged frame (one release store of A), then wake ONE parked
-// worker when that pays (holder; steal_host_wake_pays, src/spin.h).
+// worker when that pays (holder; steal_host_wake_pays, src/spin.h); with
+// steal_host_wakes, one per frame published.
 void steal_flush(Pool *p)
 {
-	if (p->steal.staged == 0)
+	const uint32_t n = p->steal.staged;
+	if (n == 0)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
@@ -94,8 +103,13 @@ void steal_flush(Pool *p)
 	// submit lock (pending()): either it sees our A or we see it parked
 	// below.
 	knit_fence_seq_cst();
-	if (steal_host_wake_pays(p))
+	if (p->steal_host_wakes) {
+		uint32_t woken = steal_wake_one(p) ? 1 : 0;
+		while (woken != 0 && woken < n && steal_wake_one(p))
+			woken++;
+	} else if (steal_host_wake_pays(p)) {
 		steal_wake_one(p);
+	}
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -434,6 +448,13 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		steal_track(p);
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
+		if (named && c->lane != i && p->steal.on && p->steal.misled) {
+			// Stealing, once a worker's ACK word lied: a call it runs
+			// misled by that (steal_judge) is not its to time out, and
+			// not held against it.
+			pthread_mutex_unlock(&p->mu);
+			continue;
+		}
 		if (named && c->lane != i) {
 			// A forged stamp naming a call this worker does not hold:
 			// never the pool, never that call (its holder answers it);

@@ -178,8 +178,11 @@ public:
 	uint32_t refresh();
 	// Lanes staged and not yet flushed.
 	uint32_t staged() const { return staged_; }
-	// Steal: the lanes of a dead consumer's claim were retired on its
-	// behalf (steal_reap_dead). Give back the arena allocation of each
+	// Steal: lanes retired (by their consumer, or on a dead consumer's
+	// behalf: steal_reap_dead). load_retired() calls it for every lane
+	// whose retired bit flipped since its last look, so the producer frees
+	// what a consumer that may not write the submit arena's PB (a worker
+	// process, src/steal.h) left allocated. Give back the arena allocation of each
 	// whose consumer had not freed it yet (still live, and still the one
 	// this producer made for that lane's frame: a range the consumer freed
 	// and the producer reused is left alone). Producer thread only.
@@ -220,6 +223,7 @@ private:
 	// see attach_steal). Only called when the cached free set is empty
 	// ("Protocol" above: a stale B only hides free lanes).
 	uint32_t load_retired();
+	uint32_t xor_acks() const; // steal: the XOR of every ACK word (fresh loads)
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
 	// stage() for everything but its scalar fast path: byte payloads, an
@@ -285,6 +289,7 @@ private:
 	uint32_t staged_ = 0;          // written, not yet published
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
+	uint32_t retired_seen_ = 0;    // steal: the XOR of ACKs at the last load_retired()
 	uint32_t ring_ = kLanes - 1;   // next lane to fill, walking down (steal: also in the lock)
 	// Steal: the first free lane at or below ring_, wrapping (free != 0).
 	// Else ring_ itself, which must be free. ring_ moves below the lane.
@@ -331,6 +336,11 @@ public:
 	// can tell, if this consumer dies before its retire(), which lanes it
 	// had taken (src/steal.h, "Dead consumers").
 	void record_claim(uint32_t lanes);
+	// Steal mode only: false = never free an arena allocation (no XOR of
+	// PB: the producer frees it once the lane is retired, LockProducer::
+	// reclaim_lost), for a consumer that may not write the submit arena's
+	// PB (a worker process, src/steal.h). Default true.
+	void set_frees(bool frees) { frees_ = frees; }
 	// Steal mode only: the lanes this consumer now owns (a claim's take set,
 	// computed from fresh loads of A and every ACK). Replaces the decodable
 	// set; lanes already taken are left out.
@@ -464,6 +474,7 @@ private:
 	uint32_t held_ = 0;         // arena slots held by taken lanes
 	uint8_t lane_slot_[kLanes]; // arena slot held by each lane, 0xFF = none
 	bool steal_ = false;        // attach_steal: b_ is ACK[c], lanes via offer()
+	bool frees_ = true;         // set_frees(): XOR PB when a lane is released
 };
 
 // ---- the scalar fast paths ----------------------------------------------------

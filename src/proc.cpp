@@ -56,9 +56,13 @@ void close_lane_fds(ProcHost *h)
 			close(h->lane_fd[i]);
 			h->lane_fd[i] = -1;
 		}
-	if (h->steal_fd >= 0)
-		close(h->steal_fd);
-	h->steal_fd = -1;
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++) {
+		if (h->steal_fd[i] >= 0)
+			close(h->steal_fd[i]);
+		if (h->steal_ro[i] >= 0)
+			close(h->steal_ro[i]);
+		h->steal_fd[i] = h->steal_ro[i] = -1;
+	}
 }
 
 // How a reaped worker that the host did not kill ended, as a
@@ -678,13 +682,22 @@ int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_of
 			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i,
 					 knit_strerror(rc));
 	}
-	if (steal_off != 0) {
-		int rc = region_memfd(kStealLockOff, "knit-steal", &h->steal_fd);
+	for (uint32_t i = 0; steal_off != 0 && i < p->nworkers; i++) {
+		int rc = region_memfd(kStealPageBytes, "knit-steal", &h->steal_fd[i]);
 		if (rc == 0)
-			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd,
-					    true);
+			rc = region_overlay(&p->region, steal_off + steal_page_offset(i),
+					    kStealPageBytes, h->steal_fd[i], true);
+		if (rc == 0) {
+			// The peers' descriptor: a new open file description,
+			// read-only, of the same memfd.
+			char path[64];
+			snprintf(path, sizeof path, "/proc/self/fd/%d", h->steal_fd[i]);
+			h->steal_ro[i] = open(path, O_RDONLY | O_CLOEXEC);
+			if (h->steal_ro[i] < 0)
+				rc = -KNIT_ESYSTEM;
+		}
 		if (rc != 0)
-			return error_set(rc, "cannot make the steal control pages (a memfd): %s",
+			return error_set(rc, "cannot make worker %u's steal page (a memfd): %s", i,
 					 knit_strerror(rc));
 	}
 	// Our mapping is made: from now on the shared memfd maps read-only
@@ -707,10 +720,9 @@ int proc_host_new(Pool *p, void *dl)
 	p->proc = h;
 	h->dl = dl;
 	h->ctl = -1;
-	h->steal_fd = -1;
 	h->janitor_w = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
-		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = -1;
+		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = h->steal_fd[i] = h->steal_ro[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -812,6 +824,7 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// worker's successor on the lanes topology runs the calls it never
 	// started (Lane::rerun).
 	p->untrusted_workers = true;
+	p->steal_host_wakes = true; // a worker process wakes no peer (layout.h)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		p->lanes[i].rerun = !p->steal.on;
 	ProcBoot &b = h->boot;

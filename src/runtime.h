@@ -409,6 +409,21 @@ struct StealHost {
 	// re-read every kSvcRefresh flushes (steal_host_wake_pays, spin.h).
 	uint64_t svc_ns[kMaxStealConsumers];
 	uint32_t svc_tick;
+	// The toggles of each worker's ACK word the host accepted (claims of
+	// unclaimed lanes, and pairs of toggles that cancel out): ack_seen ^
+	// ack_valid is what a worker's word says that the host does not
+	// believe (steal_track), and a dead worker's word is reset so that the
+	// XOR of every ACK matches what the host believes (lane_steal_reap).
+	uint32_t ack_valid[kMaxStealConsumers];
+	uint32_t blamed; // workers distrusted for their ACK word (until reaped)
+	// Lanes a dead worker's reset ACK word flipped back (lane_steal_reap):
+	// a survivor may be mid-claim on one of them, misled by what the dead
+	// worker wrote; its toggle there is not held against it (once).
+	uint32_t reset_lanes;
+	// Some worker's ACK word said what the host does not believe (sticky):
+	// from then on an honest worker may be misled into running a call it
+	// does not hold, and its frame for one is dropped, not blamed.
+	bool misled;
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -511,6 +526,11 @@ struct alignas(128) Pool {
 	// refill, which trusts every worker to ring at its low-water mark
 	// (src/wake.cpp).
 	bool untrusted_workers;
+	// Steal topology: no worker wakes a peer (a worker process may not
+	// write a peer's page, layout.h); the host wakes one parked worker per
+	// call it publishes instead (steal_flush). Set in a process pool's host
+	// and in its workers.
+	bool steal_host_wakes;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
 				// respawns): new calls fail -KNIT_ECRASHED (relaxed;
 				// stored before closed, under mu: pool_failed)

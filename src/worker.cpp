@@ -152,8 +152,9 @@ uint32_t steal_take(Lane *l)
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
 		// than after our batch (the host woke only one of us), when it
-		// holds more work than we finish in a wake's time (spin.h).
-		const uint32_t left = l->sc.pending();
+		// holds more work than we finish in a wake's time (spin.h). Not
+		// in a process pool: the host woke one of us per call already.
+		const uint32_t left = p->steal_host_wakes ? 0 : l->sc.pending();
 		if (left != 0 &&
 		    steal_peer_wake_pays((uint32_t)__builtin_popcount(left), w->svc_ns))
 			steal_wake_one(p);
