@@ -205,8 +205,8 @@ typedef struct knit_pool_options {
 					   0 = 1 with the doorbell, 128 without */
 	uint32_t max_backoff_ms;        /* doorbell off: longest sleep between polls; 0 = 10 */
 	uint32_t doorbell;              /* enum knit_doorbell */
-	uint32_t spin_us;               /* worker spin before parking; 0 = 50 with one
-					   worker, none with more; KNIT_ZERO = none */
+	uint32_t spin_us;               /* worker spin before parking; 0 = 50 (at most
+					   CPUs - 1 workers spin); KNIT_ZERO = none */
 	uint32_t park_ms;               /* worker park watchdog; 0 = none */
 	uint32_t abort_capacity;        /* abort bits for abortable calls; 0 = 258 */
 	uint32_t hard_timeout_ms;       /* 0 = none; see knit_pool_create(3) */

@@ -19,6 +19,8 @@ constexpr uint64_t kPayloadMaxDefault = 64 * kMiB;
 constexpr uint64_t kPayloadMaxMin = 64 * 1024;
 constexpr uint64_t kPayloadMaxMax = (4096 * kMiB) - 64;
 constexpr uint32_t kSpinMaxUs = 1000 * 1000;
+// spin_us 0: every pool spins this long (spin.h caps how many workers do).
+constexpr uint32_t kSpinDefaultUs = 50;
 constexpr uint32_t kInfoRecordsMax = 1u << 20;
 } // namespace
 
@@ -197,7 +199,7 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	if (o.spin_us == KNIT_ZERO)
 		out->spin_us = 0;
 	else if (o.spin_us == 0)
-		out->spin_us = out->workers == 1 ? 50 : 0;
+		out->spin_us = kSpinDefaultUs;
 	else if (o.spin_us > kSpinMaxUs)
 		return error_set(-KNIT_EINVAL, "spin_us %u is more than one second (%u)", o.spin_us,
 				 kSpinMaxUs);

@@ -518,7 +518,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
 					 p->cfg.steal_g) != 0)
 				return boot_fail(KNIT_EPROTO, "steal geometry refused");
-			l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+			l->sc.set_take_max(1); // one call per claim, always (take_one below)
 			// The submit arena's PB and our peers' pages are not ours to
 			// write (layout.h): the host frees what we copied out, and we
 			// wake no peer (Pool::steal_no_peer_wake).
@@ -530,6 +530,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
 		if (l->local == nullptr)
 			return boot_fail(KNIT_ENOMEM, "out of memory");
+		// A worker process claims one call at a time: the results of
+		// calls claimed together are staged in its own memory until the
+		// batch ends, so a hostile call among them could rewrite results
+		// of calls it did not run (src/spin.h "claims and wakes").
+		l->local->take_one = true;
 		return 0;
 	};
 	// A recycled worker's successor (fd_go) attaches only once it is let
