@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 288);
+KNIT_SIZE(knit_pool_options_t, 296);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -73,6 +73,19 @@ KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 KNIT_AT(knit_pool_options_t, worker_start, 264);
 KNIT_AT(knit_pool_options_t, worker_stop, 272);
 KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
+KNIT_AT(knit_pool_options_t, sandbox, 288);
+
+/* knit_sandbox_t */
+KNIT_SIZE(knit_sandbox_t, 56);
+KNIT_AT(knit_sandbox_t, size, 0);
+KNIT_AT(knit_sandbox_t, flags, 4);
+KNIT_AT(knit_sandbox_t, seccomp_sets, 8);
+KNIT_AT(knit_sandbox_t, reserved0, 12);
+KNIT_AT(knit_sandbox_t, seccomp_allow, 16);
+KNIT_AT(knit_sandbox_t, rlimit_as, 24);
+KNIT_AT(knit_sandbox_t, rlimit_cpu, 32);
+KNIT_AT(knit_sandbox_t, rlimit_nofile, 40);
+KNIT_AT(knit_sandbox_t, rlimit_nproc, 48);
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -114,7 +127,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6440);
+KNIT_SIZE(knit_pool_stats_t, 6448);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -136,9 +149,10 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
-KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
-KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, backlogged, 6384);         /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, class_backlogged, 6416);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, sandbox_violations, 6440); /* 1.2 */
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 40);

@@ -252,7 +252,44 @@ typedef struct knit_pool_options {
 	knit_worker_hook_fn worker_start;
 	knit_worker_hook_fn worker_stop;
 	void *worker_hook_arg;
+	/* 1.2: processes only: the workers' sandbox (knit_sandbox_t, read at
+	 * create; see libknitting(7), "Sandboxing"). NULL = none. */
+	const struct knit_sandbox *sandbox;
 } knit_pool_options_t;
+
+/*
+ * 1.2: a process pool's sandbox, applied in each worker process after the
+ * task library's init and before its first task (see knit_pool_create(3),
+ * libknitting(7) "Sandboxing"). Zero-initialise, set size, set what you
+ * need: every zero member is off. Giving one at all sets no_new_privs and
+ * a zero core-dump limit in every worker.
+ */
+enum knit_sandbox_flags {
+	KNIT_SANDBOX_SECCOMP = 1u << 0 /* the seccomp allow-list: the default policy,
+					  plus seccomp_sets and seccomp_allow; any
+					  other syscall kills the worker (SIGSYS) */
+};
+
+enum knit_seccomp_sets {
+	KNIT_SECCOMP_FILES = 1u << 0,    /* open, stat, directories, rename, unlink ... */
+	KNIT_SECCOMP_NETWORK = 1u << 1,  /* sockets, epoll, select */
+	KNIT_SECCOMP_PROCESSES = 1u << 2 /* fork, exec, wait; kill, never of the host */
+};
+
+typedef struct knit_sandbox {
+	uint32_t size;                    /* sizeof(knit_sandbox_t) */
+	uint32_t flags;                   /* enum knit_sandbox_flags */
+	uint32_t seccomp_sets;            /* enum knit_seccomp_sets (with SECCOMP) */
+	uint32_t reserved0;               /* must be 0 */
+	const char *const *seccomp_allow; /* NULL-terminated syscall names allowed
+					     besides (with SECCOMP); NULL = none */
+	uint64_t rlimit_as;               /* RLIMIT_AS, bytes (the pool's mapping
+					     counts); 0 = unchanged */
+	uint64_t rlimit_cpu;              /* RLIMIT_CPU, seconds; 0 = unchanged */
+	uint64_t rlimit_nofile;           /* RLIMIT_NOFILE; 0 = unchanged */
+	uint64_t rlimit_nproc;            /* RLIMIT_NPROC (per user; root ignores
+					     it); 0 = unchanged */
+} knit_sandbox_t;
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
@@ -426,6 +463,10 @@ typedef struct knit_pool_stats {
 	uint64_t class_enqueued[3];   /* calls accepted */
 	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
 					 backlogged counts them */
+	/* 1.2: process pools with a sandbox (a shorter struct omits them). */
+	uint64_t sandbox_violations; /* workers killed by their seccomp filter
+					(SIGSYS), each counted and respawned as a
+					crash is */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

@@ -345,6 +345,12 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 		!proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
+	// Killed by its seccomp filter (SECCOMP_RET_KILL_PROCESS: SIGSYS; a
+	// task that raises SIGSYS itself is counted too, and is a crash all
+	// the same).
+	if (!killed && (h->sandbox.boot.flags & KNIT_SANDBOX_SECCOMP) != 0 &&
+	    si.si_code != CLD_EXITED && si.si_status == SIGSYS)
+		knit_add_relaxed_64(&h->violations, 1);
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
 				    proto    ? KNIT_TRACE_EXIT_PROTO
 				    : killed ? KNIT_TRACE_EXIT_KILLED
@@ -660,6 +666,8 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 	h->respawn_max = opts->respawn_max == 0           ? kRespawnDefault
 			 : opts->respawn_max == KNIT_ZERO ? 0
 							  : opts->respawn_max;
+	if (const int rc = sandbox_take(opts->sandbox, &h->sandbox); rc != 0)
+		return rc; // the message recorded
 	h->lib_path = dup_str(opts->task_library);
 	const char *env = getenv("KNIT_WORKER_PATH");
 	const char *from; // where the worker path came from, for the message
@@ -775,6 +783,7 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
 	b.cfg = cfg;
+	b.sandbox = h->sandbox.boot;
 	// Each worker places itself from b.cfg (src/proc_worker.cpp) and
 	// refuses to boot unless it got exactly this: the stats can say so now.
 	if (cfg.place)
@@ -846,6 +855,7 @@ void proc_shutdown(Pool *p)
 	free(h->lib_path);
 	free(h->worker_path);
 	free_prefix(h);
+	sandbox_free(&h->sandbox);
 	pthread_mutex_destroy(&h->m);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -873,6 +883,7 @@ void proc_forget(Pool *p)
 	free(h->lib_path);
 	free(h->worker_path);
 	free_prefix(h); // the name (if any) is the parent's to unlink
+	sandbox_free(&h->sandbox);
 	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
 	p->proc = nullptr;
 }
@@ -1034,6 +1045,7 @@ bool proc_hard_kill(Pool *p, uint32_t w)
 void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 {
 	proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills);
+	s->sandbox_violations = p->proc != nullptr ? knit_load_relaxed_64(&p->proc->violations) : 0;
 }
 
 } // namespace

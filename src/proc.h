@@ -86,6 +86,7 @@
 #include "src/lane.h"
 #include "src/region.h"
 #include "src/runtime.h"
+#include "src/sandbox.h"
 #include "src/trace.h"
 #include "src/workers.h"
 
@@ -117,8 +118,9 @@ inline constexpr size_t kBootVerdictMax = 512;
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
-// and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
-inline constexpr uint32_t kBootVersion = 8;
+// and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal);
+// 9: the sandbox (its names after the task library on the command line).
+inline constexpr uint32_t kBootVersion = 9;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -171,6 +173,7 @@ struct ProcBoot {
 	uint32_t line_nonce;
 	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
 	char shm_name[kShmNameMax];
+	SandboxBoot sandbox; // src/sandbox.h; on 0: none
 	PoolConfig cfg;
 };
 
@@ -199,6 +202,7 @@ struct ProcHost {
 	pid_t janitor;
 	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
+	SandboxHost sandbox;           // the options' sandbox (src/sandbox.h), boot.on 0: none
 	uint32_t respawn_max;          // crashes survived (0: none)
 	int bridge[KNIT_MAX_WORKERS];  // each lane's eventfd: its worker writes it (completion fd
 				       // on)
@@ -223,7 +227,7 @@ struct ProcHost {
 	int pidfd[KNIT_MAX_WORKERS];
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
-	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t spawns, crashes, respawns, hard_kills, violations;
 };
 
 // ProcHost::killed: a kill was asked for (the hard timeout or a protocol

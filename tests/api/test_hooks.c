@@ -43,8 +43,8 @@ static knit_completion_t call_on(knit_pool_t *p, const char *task, uint32_t w)
 	knit_call_options_t co = {.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
 	knit_completion_t c;
 	knit_value_t none = kt_none();
-	const int rc = knit_call_ex(p, kt_id(p, task), &none, &co, NULL, &c,
-				    (int64_t)(KT_BOUND_S * 1e9));
+	const int rc =
+		knit_call_ex(p, kt_id(p, task), &none, &co, NULL, &c, (int64_t)(KT_BOUND_S * 1e9));
 	cr_assert_eq(rc, 0, "knit_call_ex(%s): %s", task, knit_strerror(rc));
 	cr_assert_eq(c.status, 0, "%s on lane %u: %s", task, w, knit_strerror(c.status));
 	return c;
@@ -257,8 +257,7 @@ static int t_started(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 	const int w = knit_ctx_lane(ctx);
 	ret->type = KNIT_VALUE_I64;
 	ret->i64 = w >= 0 && w < NW && atomic_load(&hk.started[w]) == 1 &&
-		   pthread_equal(hk.thread[w], pthread_self()) &&
-		   atomic_load(&hk.stopped[w]) == 0;
+		   pthread_equal(hk.thread[w], pthread_self()) && atomic_load(&hk.stopped[w]) == 0;
 	return 0;
 }
 
@@ -275,14 +274,16 @@ KT(hooks, thread_start_and_stop)
 	cr_assert_eq(knit_pool_create(&o, tasks, 1, &p), 0, "%s", knit_last_error());
 	for (uint32_t w = 0; w < NW; w++)
 		for (int k = 0; k < 3; k++) {
-			knit_call_options_t co = {.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
+			knit_call_options_t co = {
+				.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
 			knit_completion_t c;
 			knit_value_t none = kt_none();
 			cr_assert_eq(knit_call_ex(p, 0, &none, &co, NULL, &c,
 						  (int64_t)(KT_BOUND_S * 1e9)),
 				     0);
 			cr_assert_eq(c.status, 0);
-			cr_assert_eq(c.result.i64, 1, "lane %u: the start hook had not run there", w);
+			cr_assert_eq(c.result.i64, 1, "lane %u: the start hook had not run there",
+				     w);
 		}
 	for (uint32_t w = 0; w < NW; w++)
 		cr_assert_eq(atomic_load(&hk.stopped[w]), 0);

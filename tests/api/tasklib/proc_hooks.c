@@ -112,6 +112,10 @@ static const knit_task_t tasks[] = {
 	{"readinit", t_readinit, 0, 0},
 };
 
-__attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
-	sizeof(knit_task_library_t), KNIT_TASK_LIBRARY_VERSION, tasks, sizeof tasks / sizeof tasks[0],
-	h_init, h_fini};
+__attribute__((visibility("default")))
+const knit_task_library_t knit_task_library = {sizeof(knit_task_library_t),
+					       KNIT_TASK_LIBRARY_VERSION,
+					       tasks,
+					       sizeof tasks / sizeof tasks[0],
+					       h_init,
+					       h_fini};

@@ -27,7 +27,7 @@ struct v1_library {
 	size_t ntasks;
 };
 
-__attribute__((visibility("default"))) const struct v1_library knit_task_library = {
-	KNIT_TASK_LIBRARY_V1_SIZE, 1, tasks, 1};
+__attribute__((visibility("default")))
+const struct v1_library knit_task_library = {KNIT_TASK_LIBRARY_V1_SIZE, 1, tasks, 1};
 
 _Static_assert(sizeof(struct v1_library) == KNIT_TASK_LIBRARY_V1_SIZE, "the 1.1 layout");

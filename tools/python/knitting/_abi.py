@@ -65,7 +65,8 @@ class PoolOptions(C.Structure):
         ("respawn_max", C.c_uint32), ("reserved2", C.c_uint32),
         ("worker_prefix", C.POINTER(C.c_char_p)),
         # 1.2: thread workers' start/stop callbacks (knit_worker_hook_fn) and their argument
-        ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p)]
+        ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
+        ("sandbox", C.c_void_p)]  # 1.2: a knit_sandbox_t (process pools)
 
 
 class CallOptions(C.Structure):
@@ -99,7 +100,8 @@ class PoolStats(C.Structure):
                     "late_drops", "arena_committed_bytes", "sync_calls")] + [
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
         (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
-        ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3)]
+        ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3),
+        ("sandbox_violations", C.c_uint64)]  # 1.2
 
 
 class TaskLibrary(C.Structure):
@@ -110,12 +112,20 @@ class TaskLibrary(C.Structure):
                 ("init", C.c_void_p), ("fini", C.c_void_p)]
 
 
+class Sandbox(C.Structure):
+    """knit_sandbox_t (1.2): a process pool's sandbox (PoolOptions.sandbox points to one)."""
+    _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("seccomp_sets", C.c_uint32),
+                ("reserved0", C.c_uint32), ("seccomp_allow", C.POINTER(C.c_char_p)),
+                ("rlimit_as", C.c_uint64), ("rlimit_cpu", C.c_uint64),
+                ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64)]
+
+
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
            "knit_completion_t": Completion,
            "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
-           "knit_task_library_t": TaskLibrary}
+           "knit_task_library_t": TaskLibrary, "knit_sandbox_t": Sandbox}
 
 # ---- the library ------------------------------------------------------------------
 
