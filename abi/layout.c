@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 296);
+KNIT_SIZE(knit_pool_options_t, 304);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -73,7 +73,9 @@ KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 KNIT_AT(knit_pool_options_t, worker_start, 264);
 KNIT_AT(knit_pool_options_t, worker_stop, 272);
 KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
-KNIT_AT(knit_pool_options_t, sandbox, 288);
+KNIT_AT(knit_pool_options_t, info_flags, 288);   /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_records, 292); /* 1.2 */
+KNIT_AT(knit_pool_options_t, sandbox, 296);      /* 1.2 */
 
 /* knit_sandbox_t */
 KNIT_SIZE(knit_sandbox_t, 56);
@@ -111,6 +113,18 @@ KNIT_AT(knit_completion_t, task, 20);
 KNIT_AT(knit_completion_t, result, 24);
 KNIT_AT(knit_completion_t, reserved, 64);
 
+/* knit_completion_info_t (1.2; size-prefixed) */
+KNIT_SIZE(knit_completion_info_t, 48);
+KNIT_AT(knit_completion_info_t, size, 0);
+KNIT_AT(knit_completion_info_t, flags, 4);
+KNIT_AT(knit_completion_info_t, lane, 8);
+KNIT_AT(knit_completion_info_t, pid, 12);
+KNIT_AT(knit_completion_info_t, wait_ns, 16);
+KNIT_AT(knit_completion_info_t, run_ns, 24);
+KNIT_AT(knit_completion_info_t, cpu_ns, 32);
+KNIT_AT(knit_completion_info_t, death, 40);
+KNIT_AT(knit_completion_info_t, death_detail, 44);
+
 /* knit_lane_stats_t */
 KNIT_SIZE(knit_lane_stats_t, 96);
 KNIT_AT(knit_lane_stats_t, calls, 0);
@@ -127,7 +141,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 6448);
+KNIT_SIZE(knit_pool_stats_t, 6568);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -149,10 +163,10 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
-KNIT_AT(knit_pool_stats_t, backlogged, 6384);         /* 1.1 */
-KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);     /* 1.2 */
-KNIT_AT(knit_pool_stats_t, class_backlogged, 6416);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, sandbox_violations, 6440); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, deaths, 6440);           /* 1.2 */
 
 /* knit_task_library_t */
 KNIT_SIZE(knit_task_library_t, 40);

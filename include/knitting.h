@@ -252,10 +252,23 @@ typedef struct knit_pool_options {
 	knit_worker_hook_fn worker_start;
 	knit_worker_hook_fn worker_stop;
 	void *worker_hook_arg;
+	/* 1.2 (a shorter, older struct = 0 for both). */
+	uint32_t info_flags;   /* enum knit_pool_info_flags; 0 = none */
+	uint32_t info_records; /* completion infos kept for knit_completion_info:
+				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
+				  at most 1 << 20 */
 	/* 1.2: processes only: the workers' sandbox (knit_sandbox_t, read at
 	 * create; see libknitting(7), "Sandboxing"). NULL = none. */
 	const struct knit_sandbox *sandbox;
 } knit_pool_options_t;
+
+/* 1.2: what a pool records for knit_completion_info(3). A call's death is
+ * always recorded; the rest only when asked, so a pool that does not ask
+ * reads no clock for it. */
+enum knit_pool_info_flags {
+	KNIT_POOL_INFO_TIMING = 1u << 0 /* every call's lane, pid, wait, run and
+					   CPU time */
+};
 
 /*
  * 1.2: a process pool's sandbox, applied in each worker process after the
@@ -396,6 +409,62 @@ typedef struct knit_completion {
 	uint64_t reserved[2]; /* library use */
 } knit_completion_t;
 
+/*
+ * 1.2: why a worker died. A call whose worker died running it (or that the
+ * pool killed it for) says so in its completion's info
+ * (knit_completion_info), and knit_pool_stats counts deaths by cause
+ * (knit_pool_stats_t.deaths). Values are only ever appended; a program
+ * treats one it does not know as "died". Only process workers die without
+ * taking the whole program with them: a thread pool has no death to report.
+ */
+enum knit_death_cause {
+	KNIT_DEATH_NONE = 0,         /* no death (the info's death fields are empty) */
+	KNIT_DEATH_SIGNAL = 1,       /* killed by a signal the pool did not send
+					(death_detail: the signal number) */
+	KNIT_DEATH_EXIT = 2,         /* exited unasked (death_detail: the exit status) */
+	KNIT_DEATH_HARD_TIMEOUT = 3, /* killed by the pool: a call ran past
+					hard_timeout_ms (death_detail: SIGKILL) */
+	KNIT_DEATH_PROTOCOL = 4,     /* killed by the pool: it wrote what no honest
+					worker writes (death_detail: SIGKILL) */
+	KNIT_DEATH_OOM = 5,          /* SIGKILL from the kernel's OOM killer, where the
+					worker's memory cgroup counted an oom_kill for
+					it (death_detail: SIGKILL); see
+					knit_completion_info(3) */
+	KNIT_DEATH_SANDBOX = 6       /* killed by its sandbox's seccomp filter: a
+					forbidden syscall (death_detail: SIGSYS;
+					see knit_sandbox_t) */
+};
+/* Room for causes in knit_pool_stats_t.deaths: causes appended later keep
+ * the struct's size. */
+#define KNIT_DEATH_CAUSE_MAX 16
+
+/* 1.2: which groups of a knit_completion_info_t hold values. */
+enum knit_info_flags {
+	KNIT_INFO_LANE = 1u << 0,   /* lane and pid */
+	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns, cpu_ns (pools created with
+				       KNIT_POOL_INFO_TIMING) */
+	KNIT_INFO_DEATH = 1u << 2   /* death, death_detail (pid: the dead worker's) */
+};
+
+/*
+ * 1.2: what the pool knows about one completion beyond the completion
+ * itself, filled by knit_completion_info(3) (size-prefixed: the caller sets
+ * size, the library fills the members it covers and may grow at the end).
+ */
+typedef struct knit_completion_info {
+	uint32_t size;        /* in: sizeof(knit_completion_info_t) */
+	uint32_t flags;       /* out: enum knit_info_flags */
+	uint32_t lane;        /* lane that ran the call (the inline lane's
+				 index is the worker count) */
+	int32_t pid;          /* process pools: the worker process that ran it
+				 (with KNIT_INFO_DEATH the dead one); else 0 */
+	int64_t wait_ns;      /* enqueue to the task's start */
+	int64_t run_ns;       /* the task's start to its end */
+	int64_t cpu_ns;       /* CPU time the worker thread spent in the task */
+	uint32_t death;       /* enum knit_death_cause */
+	int32_t death_detail; /* signal number or exit status, by cause */
+} knit_completion_info_t;
+
 enum knit_cancel_flags {
 	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
 	KNIT_CANCEL_SIGNAL = 1u << 1 /* only raise the task's abort bit */
@@ -463,10 +532,10 @@ typedef struct knit_pool_stats {
 	uint64_t class_enqueued[3];   /* calls accepted */
 	uint64_t class_backlogged[3]; /* calls that waited in the backlog, as
 					 backlogged counts them */
-	/* 1.2: process pools with a sandbox (a shorter struct omits them). */
-	uint64_t sandbox_violations; /* workers killed by their seccomp filter
-					(SIGSYS), each counted and respawned as a
-					crash is */
+	/* 1.2: worker deaths by enum knit_death_cause ([0] unused; a shorter
+	   struct omits them). A pool that asked a worker to stop and saw it
+	   exit cleanly counts nothing. */
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX];
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */
@@ -522,6 +591,16 @@ KNIT_API int knit_wait_idle(knit_pool_t *pool, int64_t timeout_ns) KNIT_NOEXCEPT
 
 /* Free what a completion's result owns; the completion is then empty. */
 KNIT_API int knit_completion_release(knit_pool_t *pool, knit_completion_t *c) KNIT_NOEXCEPT;
+
+/* What the pool knows about completion *c beyond it (info->size set by the
+ * caller; the members it covers are filled): the lane and worker that ran
+ * the call, its timing (pools created with KNIT_POOL_INFO_TIMING), and why
+ * its worker died. 0, -KNIT_EINVAL (NULL), -KNIT_EVERSION (info->size),
+ * -KNIT_ENOTFOUND (none recorded, or no longer kept: the pool keeps the
+ * last info_records, and knit_completion_release(c) drops c's). See
+ * knit_completion_info(3). Since 1.2. */
+KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_completion_t *c,
+				  knit_completion_info_t *info) KNIT_NOEXCEPT;
 
 /* A pollable descriptor (never read it), readable while knit_complete(..., 0)
  * would return something: results, and calls whose deadline passed. Owned by

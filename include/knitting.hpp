@@ -719,6 +719,20 @@ public:
 		return get().as<T>();
 	}
 
+	// What the pool knows about this completion beyond it (1.2,
+	// knit_completion_info(3)): its lane and worker, its timing (pools
+	// created with KNIT_POOL_INFO_TIMING), why its worker died.
+	// knit::error::not_found when the pool kept none for it.
+	knit::result<knit_completion_info_t> info() const noexcept
+	{
+		knit_completion_info_t in{};
+		in.size = sizeof in;
+		const int rc = knit_completion_info(pool_, &c_, &in);
+		if (rc != 0)
+			return knit::result<knit_completion_info_t>(knit::error_of(rc));
+		return knit::result<knit_completion_info_t>(in);
+	}
+
 	const knit_completion_t &raw() const noexcept { return c_; }
 
 private:

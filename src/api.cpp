@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
+#include "src/info.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
 #include "src/wake.h"
@@ -162,6 +163,8 @@ void refused_pass(Pool *p)
 						    int *err)
 {
 	uint32_t na = 0;
+	// A timed pool's one clock read for the burst (src/info.h); none else.
+	const int64_t now = p->info.timing ? knit_now_ns() : 0;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
 		*err = pool_closed_code(p);
@@ -172,6 +175,8 @@ void refused_pass(Pool *p)
 			if (c == nullptr)
 				break;
 			call_fill(p, c, a[na], v[na], buf[na]);
+			if (now != 0)
+				info_enqueue_locked(p, c, now);
 			calls[na] = c;
 		}
 	}
@@ -770,6 +775,26 @@ extern "C" KNIT_API int knit_completion_release(knit_pool_t *pool,
 	if (pool == nullptr || c == nullptr)
 		return -KNIT_EINVAL;
 	return completion_release(&pool->p, c);
+}
+
+extern "C" KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_completion_t *c,
+					     knit_completion_info_t *info) KNIT_NOEXCEPT
+{
+	if (pool == nullptr || c == nullptr || info == nullptr)
+		return -KNIT_EINVAL;
+	// Size-prefixed: at least size and flags, at most what we know; the
+	// members the size covers are filled, nothing past them is written.
+	const uint32_t size = info->size;
+	if (size < offsetof(knit_completion_info_t, lane) || size > sizeof(knit_completion_info_t))
+		return -KNIT_EVERSION;
+	knit_completion_info_t in;
+	memset(&in, 0, sizeof in);
+	const int rc = info_lookup(&pool->p, c, &in);
+	if (rc != 0)
+		return rc;
+	in.size = size;
+	memcpy(info, &in, size);
+	return 0;
 }
 
 extern "C" KNIT_API int knit_completion_fd(knit_pool_t *pool) KNIT_NOEXCEPT

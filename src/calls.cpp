@@ -23,6 +23,7 @@
 
 #include "src/calls.h"
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/trace.h"
 
 namespace knit::detail {
@@ -56,13 +57,6 @@ void update_earliest_locked(Pool *p)
 	const int64_t at = t ? t->deadline_ns : 0;
 	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&p->earliest_deadline), (uint64_t)at);
 	deadline_timer_arm_locked(p, at);
-}
-
-// A completion's check word: ties its handle to this pool, so stray bytes
-// are unlikely to pass for a handle even before the table lookup.
-uint64_t owned_check(const Pool *p, uint64_t handle)
-{
-	return (handle * 0x9E3779B97F4A7C15ull) ^ p->owned_salt;
 }
 
 // Register result bytes about to be handed out (under mu): the handle
@@ -117,6 +111,7 @@ void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
 		hand_out_bytes_locked(p, c->result_buf, out);
 		c->result_buf = nullptr;
 	}
+	info_hand_out_locked(p, c, out);
 	call_unhold_locked(p, c, kHoldUser);
 }
 
@@ -131,7 +126,8 @@ void hand_out_one_locked(Pool *p, Call *c, knit_completion_t *out)
 	pthread_mutex_lock(&p->mu);
 	OwnedBuf *o = (uint32_t)h != 0 && slot < p->owned_n ? &p->owned[slot] : nullptr;
 	if (o == nullptr || o->buf == nullptr || o->gen != gen ||
-	    c->reserved[1] != owned_check(p, h) || c->result.data != o->buf) {
+	    c->reserved[1] != completion_word(p, h, (uint32_t)c->reserved[1]) ||
+	    c->result.data != o->buf) {
 		pthread_mutex_unlock(&p->mu);
 		return -KNIT_EINVAL; // a copy already released, or never ours
 	}
@@ -440,7 +436,8 @@ uint32_t calls_fail_all_locked(Pool *p, int32_t status)
 	return n;
 }
 
-uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed)
+uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed,
+				const DeathNote *d)
 {
 	uint32_t n = 0;
 	const uint32_t high = p->tickets.high();
@@ -450,6 +447,8 @@ uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclai
 		    (c->lane != w && !(unclaimed && c->lane == kStealLane)) ||
 		    (c->holds & kHoldHostQueue) == 0)
 			continue;
+		if (d != nullptr && d->cause != KNIT_DEATH_NONE && c->lane == w && !c->completed)
+			info_death_locked(p, c, w, d->pid, d->cause, d->detail);
 		c->lane = kNoLane; // no frame of this lane counts for it any more
 		if (call_fail_locked(p, c, status))
 			n++;
@@ -563,7 +562,7 @@ void hand_out_bytes_locked(Pool *p, uint8_t *buf, knit_completion_t *out)
 	const uint64_t h = owned_register_locked(p, buf);
 	if (h != 0) {
 		out->reserved[0] = h;
-		out->reserved[1] = owned_check(p, h);
+		out->reserved[1] = completion_word(p, h, 0);
 	} else {
 		// No room to track the bytes: the call still gets its one
 		// completion, as an allocation failure.

@@ -20,6 +20,7 @@
 
 #include "knitting.h"
 #include "src/codec.h"
+#include "src/info.h"
 #include "src/runtime.h"
 #include "src/trace.h"
 
@@ -117,7 +118,10 @@ uint32_t calls_fail_all_locked(Pool *p, int32_t status);
 // any more) and loses the host-queue hold its frame had (the frame never
 // comes back). Returns the completions made. The one sweep of a lost
 // lane (src/lane.cpp lane_lost).
-uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed);
+// With a death (d not nullptr, d->cause set), each call lane w held is
+// told why in its info (src/info.h info_death_locked).
+uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed,
+				const DeathNote *d = nullptr);
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Recycle a record whose last hold was just dropped (under mu): out of

@@ -20,10 +20,12 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "src/calls.h"
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/trace.h"
@@ -67,8 +69,15 @@ int steal_stage(Pool *p, Call *c)
 		// looked at since: attribute the claim of its previous call now
 		// (our loads are at least as new as the producer's).
 		steal_track(p);
-		s.unclaimed &= ~bit; // a toggle we cannot see: forged ACK words
+		if (s.unclaimed & bit) {
+			// A retirement no worker's ACK word shows (forged toggles
+			// that cancel out): the lane's previous call can no longer
+			// be served, so it completes now, with a code.
+			steal_orphan(p, (uint32_t)rc);
+			s.unclaimed &= ~bit;
+		}
 	}
+	s.reset_lanes &= ~bit; // a new publication: nobody claims the old one any more
 	s.lane_ticket[rc] = c->index;
 	s.lane_gen[rc] = c->gen;
 	s.unclaimed |= bit;
@@ -80,10 +89,11 @@ int steal_stage(Pool *p, Call *c)
 }
 
 // Publish every staged frame (one release store of A), then wake ONE parked
-// worker (holder).
+// worker (holder); with steal_host_wakes, one per frame published.
 void steal_flush(Pool *p)
 {
-	if (p->steal.staged == 0)
+	const uint32_t n = p->steal.staged;
+	if (n == 0)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
 	p->steal.staged = 0;
@@ -92,7 +102,9 @@ void steal_flush(Pool *p)
 	// submit lock (pending()): either it sees our A or we see it parked
 	// below.
 	knit_fence_seq_cst();
-	steal_wake_one(p);
+	uint32_t woken = steal_wake_one(p) ? 1 : 0;
+	while (p->steal_host_wakes && woken != 0 && woken < n && steal_wake_one(p))
+		woken++;
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -431,6 +443,13 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		steal_track(p);
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
+		if (named && c->lane != i && p->steal.on && p->steal.misled) {
+			// Stealing, once a worker's ACK word lied: a call it runs
+			// misled by that (steal_judge) is not its to time out, and
+			// not held against it.
+			pthread_mutex_unlock(&p->mu);
+			continue;
+		}
 		if (named && c->lane != i) {
 			// A forged stamp naming a call this worker does not hold:
 			// never the pool, never that call (its holder answers it);
@@ -440,6 +459,11 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 			lane_distrust(p, i);
 			continue;
 		}
+		// A worker process is killed for it (hard_kill below): the
+		// call's info says so, before anyone can reap it.
+		const int32_t pid = named ? p->workers->pid(p, i) : 0;
+		if (pid != 0)
+			info_death_locked(p, c, i, pid, KNIT_DEATH_HARD_TIMEOUT, SIGKILL);
 		bool hit = named && call_fail_locked(p, c, -KNIT_ETIMEDOUT);
 		pthread_mutex_unlock(&p->mu);
 		if (hit) {
@@ -474,6 +498,7 @@ uint32_t run_inline(Pool *p)
 		memset(&val, 0, sizeof val);
 		uint8_t *buf = nullptr;
 		int32_t status;
+		int64_t t0 = 0, t1 = 0, cpu = 0; // a timed pool's (src/info.h)
 		if (knit_load_relaxed_32(&c->completed)) {
 			pthread_mutex_lock(&p->mu);
 			call_unhold_locked(p, c, kHoldHostQueue);
@@ -486,9 +511,17 @@ uint32_t run_inline(Pool *p)
 			knit_ctx ctx;
 			ctx_init(&ctx, p, l->index, c->abort_bit, c->deadline_ns, nullptr);
 			TaskOutcome o;
+			if (p->info.timing) {
+				t0 = knit_now_ns();
+				cpu = thread_cpu_ns();
+			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
+			if (p->info.timing) {
+				cpu = thread_cpu_ns() - cpu;
+				t1 = knit_now_ns();
+			}
 			status = o.status;
 			if ((status == 0 || status == -KNIT_ETASK) &&
 			    value_copy(o.value, &val, &buf) != 0) {
@@ -500,6 +533,8 @@ uint32_t run_inline(Pool *p)
 			ran++;
 		}
 		pthread_mutex_lock(&p->mu);
+		if (t0 != 0)
+			info_ran_locked(p, c, l->index, 0, t0, t1, cpu, t1);
 		if (call_complete_locked(p, c, status, val, buf))
 			produced++;
 		call_unhold_locked(p, c, kHoldHostQueue);

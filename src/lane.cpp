@@ -130,7 +130,7 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	s.wake_cursor = 0;
 	s.unclaimed = 0;
 	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
-		s.ack_seen[i] = 0; // a fresh control block: every ACK is 0
+		s.ack_seen[i] = s.ack_valid[i] = 0; // a fresh control block: every ACK is 0
 	s.on = true;
 	return 0;
 }
@@ -149,8 +149,21 @@ bool status_from_worker_ok(int32_t s)
 // one the lane's worker could not have written honestly (the lane is to be
 // distrusted: lane_distrust). The completion's counts go into *batch
 // (complete_batch_end_locked() before mu is released).
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		   CompleteBatch *batch)
+// A timed pool (src/info.h): the timing the worker left beside the frame in
+// `slot` for call c, taken when it names the frame's own call; `now` the
+// reap's clock, read after the results' acquire.
+void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, const Call *c, int64_t now)
+{
+	TimingWords tw;
+	l->ret.side_copy(slot, &tw, sizeof tw);
+	if (tw.ticket != h.ticket || tw.gen != h.generation)
+		tw.start = -1; // not this frame's: the lane only
+	info_ran_locked(p, c, l->index, p->workers->pid(p, l->index), tw.start, tw.end, tw.cpu,
+			now);
+}
+
+bool handle_result(Pool *p, Lane *l, uint32_t slot, int rc, const FrameHead &h,
+		   const knit_value_t &v, bool *bad, CompleteBatch *batch, int64_t now)
 {
 	int32_t status;
 	knit_value_t val;
@@ -190,7 +203,12 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	    (c->holds & kHoldHostQueue) == 0) {
 		if (!proto)
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
-		*bad = true;
+		// Stealing, once a worker's ACK word lied (StealHost::misled): a
+		// peer's forged toggle can mislead an honest worker into running
+		// a call it does not hold (steal_judge); its frame is dropped,
+		// not held against it.
+		if (!p->steal.on || !p->steal.misled)
+			*bad = true;
 		return false;
 	}
 	if (l->inflight > 0)
@@ -214,6 +232,8 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		status = -KNIT_EPROTO;
 		copy = false;
 	}
+	if (now != 0)
+		note_timing(p, l, slot, h, c, now);
 	uint8_t *buf = nullptr;
 	const knit_value_t *result = &val;
 	if (copy && !codec_has_bytes(v.type)) {
@@ -245,6 +265,9 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	uint32_t produced = 0;
 	bool bad = false;
 	CompleteBatch batch; // cq_count and outstanding once per reap
+	// A timed pool's one clock read per reap: after the acquire of A in
+	// pending(), so every result reaped below ended before it.
+	const int64_t now = p->info.timing ? knit_now_ns() : 0;
 	pthread_mutex_lock(&p->mu);
 	int slot;
 	while ((slot = l->ret.next_lane(&snap)) >= 0) {
@@ -254,7 +277,7 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (handle_result(p, l, rc, h, v, &bad, &batch))
+		if (handle_result(p, l, (uint32_t)slot, rc, h, v, &bad, &batch, now))
 			produced++;
 		l->ret.release((uint32_t)slot);
 	}
@@ -408,7 +431,7 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	pthread_mutex_lock(&p->mu);
 	if (fate == kLaneRespawn && l->rerun)
 		loss->nagain = unstarted_calls(p, l, loss->again);
-	produced += calls_fail_lane_locked(p, w, status, last);
+	produced += calls_fail_lane_locked(p, w, status, last, &loss->death);
 	pthread_mutex_unlock(&p->mu);
 	if (fate == kLaneRetire)
 		return produced; // its words are never read again
@@ -441,31 +464,31 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 void steal_track(Pool *p)
 {
 	StealHost &s = p->steal;
-	if (!s.on || s.unclaimed == 0)
+	if (!s.on)
 		return;
+	const uint32_t n = p->nworkers;
 	uint32_t claimed[kMaxStealConsumers];
-	uint32_t any = 0;
-	for (uint32_t w = 0; w < p->nworkers; w++) {
+	uint32_t any = 0, news = 0;
+	for (uint32_t w = 0; w < n; w++) {
 		// S2: acquire, pairs with worker w's release store of ACK[w]
 		// (claim_end): a claim is seen before anything the worker did
 		// after it (its result's publish, its running stamp).
 		const uint32_t a = knit_load_acquire_32(word_at(s.ctl, steal_ack_offset(w)));
-		claimed[w] = (a ^ s.ack_seen[w]) & s.unclaimed & ~any;
-		// Every publish is retired by exactly one toggle, and a lane
-		// leaves `unclaimed` only when we see it: a toggle of any other
-		// lane (not published, already claimed, or claimed by another
-		// worker in this same look) is forged.
-		if (((a ^ s.ack_seen[w]) & ~claimed[w]) != 0) {
-			knit_add_relaxed_64(&p->st_proto_errors, 1);
-			lane_distrust(p, w);
-		}
+		const uint32_t t = a ^ s.ack_seen[w];
+		// Every publish is retired by exactly one toggle: a toggle of an
+		// unclaimed lane claims its call (the first worker to show one).
+		claimed[w] = t & s.unclaimed & ~any;
+		s.ack_valid[w] ^= claimed[w];
 		s.ack_seen[w] = a;
 		any |= claimed[w];
+		news |= t & ~claimed[w];
 	}
+	if (news != 0) // a toggle the host did not accept
+		steal_judge(p);
 	if (any == 0)
 		return;
 	pthread_mutex_lock(&p->mu);
-	for (uint32_t w = 0; w < p->nworkers; w++)
+	for (uint32_t w = 0; w < n; w++)
 		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
 			const uint32_t lane = (uint32_t)__builtin_ctz(m);
 			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
@@ -477,19 +500,173 @@ void steal_track(Pool *p)
 	s.unclaimed &= ~any;
 }
 
+void steal_judge(Pool *p)
+{
+	StealHost &s = p->steal;
+	const uint32_t n = p->nworkers;
+	uint32_t bad[kMaxStealConsumers];
+	for (uint32_t w = 0; w < n; w++) {
+		bad[w] = s.ack_seen[w] ^ s.ack_valid[w];
+		if (bad[w] != 0)
+			s.misled = true;
+	}
+	// Per lane: the workers that toggled it beyond what the host accepted,
+	// and, for one alone, the worker holding the lane's call (or n).
+	uint32_t sole[kLanes], holder[kLanes];
+	uint32_t sole_lanes = 0, suspects = s.blamed;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t lane = 0; lane < kLanes; lane++) {
+		const uint32_t bit = 1u << lane;
+		uint32_t holders = 0;
+		for (uint32_t w = 0; w < n; w++)
+			if (bad[w] & bit)
+				holders |= 1u << w;
+		const uint32_t k = (uint32_t)__builtin_popcount(holders);
+		if (k != 0 && k % 2 == 0) {
+			// An even number of workers toggled the lane beyond what
+			// the host accepted: their toggles cancel out (one misled
+			// by another's), the lane's XOR is what the host believes.
+			for (uint32_t m = holders; m != 0; m &= m - 1) {
+				const uint32_t w = (uint32_t)__builtin_ctz(m);
+				s.ack_valid[w] ^= bit;
+			}
+			continue;
+		}
+		if (k != 1)
+			continue; // none, or three or more: not decidable yet
+		sole[lane] = (uint32_t)__builtin_ctz(holders);
+		holder[lane] = n;
+		const Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+		if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane < n &&
+		    c->lane != sole[lane])
+			holder[lane] = c->lane;
+		else if ((s.reset_lanes >> lane & 1u) == 0)
+			suspects |= 1u << sole[lane]; // nothing can explain it
+		sole_lanes |= bit;
+	}
+	pthread_mutex_unlock(&p->mu);
+	// A toggle one worker alone shows is its forgery, unless the lane's
+	// call was claimed by a suspect (a worker with a forgery nothing
+	// explains): that claim was the forgery and this toggle the honest
+	// claimant's; the two cancel out and the suspect is the one blamed.
+	uint32_t blame = 0;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t m = sole_lanes; m != 0; m &= m - 1) {
+		const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		const uint32_t w = sole[lane], f = holder[lane];
+		if (f >= n && (s.reset_lanes >> lane & 1u) != 0) {
+			// A claim the dead worker's forgery misled w into, finished
+			// after the reset: the lane reads pending again, as for
+			// two claims below.
+			s.reset_lanes &= ~(1u << lane);
+			s.ack_valid[w] ^= 1u << lane;
+			s.unclaimed |= 1u << lane;
+			continue;
+		}
+		if (f >= n) {
+			blame |= 1u << w;
+			continue;
+		}
+		// Two workers claimed the same call: w's toggle and f's cancel
+		// out, so the lane reads pending again (whoever takes it next
+		// runs a call it does not hold: its frame is dropped).
+		s.ack_valid[w] ^= 1u << lane;
+		s.ack_valid[f] ^= 1u << lane;
+		s.unclaimed |= 1u << lane;
+		Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+		if (c == nullptr || !c->live || c->gen != s.lane_gen[lane] || c->lane != f)
+			continue;
+		if (((suspects >> f) & 1u) != 0) {
+			// f forged elsewhere: its claim was the forgery, w's the
+			// honest one; the call and its result are w's.
+			c->lane = w;
+			blame |= 1u << f;
+		} else if ((c->holds & kHoldHostQueue) != 0) {
+			// Nothing tells which claim was forged: the call fails
+			// (the one call the forgery corrupted), nobody is blamed,
+			// and neither's frame for it counts.
+			c->lane = kNoLane;
+			call_fail_locked(p, c, -KNIT_EPROTO);
+			call_unhold_locked(p, c, kHoldHostQueue);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	for (uint32_t m = blame & ~s.blamed; m != 0; m &= m - 1) {
+		const uint32_t w = (uint32_t)__builtin_ctz(m);
+		s.blamed |= 1u << w;
+		knit_add_relaxed_64(&p->st_proto_errors, 1);
+		lane_distrust(p, w);
+	}
+}
+
 void lane_steal_reap(Pool *p, uint32_t w)
 {
-	if (!p->steal.on || w >= p->nworkers)
+	StealHost &s = p->steal;
+	if (!s.on || w >= p->nworkers)
 		return;
+	// Its last claims first (they name it as their calls' holder), then
+	// its ACK word reset to what makes the XOR of every ACK the retired
+	// set the host believes: every other worker's word taken as it is now
+	// (what they did since is theirs), w's absorbing the difference. w is
+	// dead: nothing else writes its word. CLAIM is kept for the reap.
+	steal_track(p);
+	uint32_t believed = 0, others = 0;
+	for (uint32_t c = 0; c < p->nworkers; c++) {
+		believed ^= s.ack_valid[c];
+		if (c != w) {
+			s.ack_valid[c] = s.ack_seen[c];
+			others ^= s.ack_seen[c];
+		}
+	}
+	uint64_t *pair = reinterpret_cast<uint64_t *>(word_at(s.ctl, steal_ack_offset(w)));
+	const uint32_t claim = (uint32_t)(knit_load_acquire_64(pair) >> 32); // S7
+	const uint32_t ack = believed ^ others;
+	if (ack != s.ack_seen[w])
+		// S2: release, as a retire (pairs with the producer's and the
+		// peers' acquire loads of ACK[w]).
+		knit_store_release_64(pair, (uint64_t)ack | ((uint64_t)claim << 32));
+	// The lanes the reset flips back, and those whose call w held (its
+	// claim may have been the forged one of two): a survivor's toggle
+	// there may be a claim it made misled, finished after this.
+	uint32_t held = 0;
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t lane = 0; lane < kLanes; lane++) {
+		const Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+		if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == w)
+			held |= 1u << lane;
+	}
+	pthread_mutex_unlock(&p->mu);
+	s.reset_lanes |= (ack ^ s.ack_seen[w]) | held;
+	if (ack != s.ack_seen[w])
+		s.misled = true;
+	s.ack_seen[w] = s.ack_valid[w] = ack;
+	s.blamed &= ~(1u << w);
 	bool bad = false;
-	const uint32_t lost =
-		steal_reap_dead(p->steal.ctl, p->steal.lock, p->nworkers, p->cfg.steal_g, w, &bad);
+	const uint32_t lost = steal_reap_dead(s.ctl, s.lock, p->nworkers, p->cfg.steal_g, w, &bad);
 	if (bad)
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
-	p->steal.req.reclaim_lost(lost); // arena slots it never freed
-	// Its last claims (the ones retired on its behalf just now included)
-	// name it as their calls' holder.
+	s.req.reclaim_lost(lost); // arena slots it never freed
+	// The lanes retired on its behalf just now name it as their calls'
+	// holder. Whatever its word says now is the host's own doing: its
+	// successor starts from it with nothing held against it.
 	steal_track(p);
+	s.ack_valid[w] = s.ack_seen[w];
+}
+
+void steal_orphan(Pool *p, uint32_t lane)
+{
+	StealHost &s = p->steal;
+	s.misled = true;
+	knit_add_relaxed_64(&p->st_proto_errors, 1);
+	pthread_mutex_lock(&p->mu);
+	Call *c = p->tickets.lookup(s.lane_ticket[lane]);
+	if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane &&
+	    (c->holds & kHoldHostQueue) != 0) {
+		c->lane = kNoLane; // no frame counts for it any more
+		call_fail_locked(p, c, -KNIT_EPROTO);
+		call_unhold_locked(p, c, kHoldHostQueue); // its frame never comes back
+	}
+	pthread_mutex_unlock(&p->mu);
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

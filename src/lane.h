@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lock2.h"
 #include "src/runtime.h"
 #include "src/steal.h"
@@ -74,6 +75,8 @@ struct PendingResult {
 	FrameHead head;
 	knit_value_t value; // data = buf
 	uint8_t *buf;
+	bool timed; // a timed task's result: timing goes with it
+	TimingWords timing;
 };
 
 struct WorkerLocal {
@@ -361,6 +364,9 @@ struct LaneLoss {
 	// ahead of the backlog (dispatch_backlog_requeue).
 	Call *again[kLanes];
 	uint32_t nagain;
+	// Set by settle: why the worker died; the calls it held that fail
+	// carry it in their infos (src/info.h). Zero: nothing to tell.
+	DeathNote death = {};
 };
 
 // Worker w is gone and will never write shared memory again (a worker
@@ -392,14 +398,29 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss);
 // Attribute every claim made since the last look (dispatcher holder, mu
 // NOT held). A worker's ACK toggle of an unclaimed lane makes that worker
 // the claimant of the lane's call (Call::lane = the worker), so a result or
-// a running stamp counts only from the worker that claimed the call. A
-// toggle of a lane with no unclaimed call is forged: its worker is
-// distrusted.
+// a running stamp counts only from the worker that claimed the call. Any
+// other toggle goes to steal_judge.
 void steal_track(Pool *p);
+// Judge the toggles the host did not accept (steal_track; holder, mu NOT
+// held). Every worker writes only its own ACK word, but an honest worker
+// misled by a peer's forged toggle (a lane that looked pending again)
+// retires that lane too: so toggles of one lane by an even number of
+// workers cancel out and blame nobody; a toggle one worker alone shows is
+// that worker's forgery (distrusted once, Pool::st_proto_errors), unless
+// its lane's call was claimed by a worker distrusted already (the forged
+// claim: the two cancel out); three or more wait for the next look.
+void steal_judge(Pool *p);
+// A submit lane is reused while its previous call was never claimed
+// (holder): its retirement shows in no worker's ACK word (toggles that
+// cancelled out), so that call can no longer be served; it completes
+// -KNIT_EPROTO now instead of waiting forever.
+void steal_orphan(Pool *p, uint32_t lane);
 // Steal topology, holder: worker w is dead and will never write again
-// (lane_lost step 2): retire the lanes it had claimed and not acknowledged
-// on its behalf (steal_reap_dead), give back their arena slots, mark it
-// dead, and attribute its last claims (its calls then name it: Call::lane
+// (lane_lost step 2): reset its ACK word so that the XOR of every ACK is
+// the retired set the host believes (undoing what it forged), retire the
+// lanes it had claimed and not acknowledged on its behalf
+// (steal_reap_dead), give back their arena slots, mark it dead, and
+// attribute its last claims (its calls then name it: Call::lane
 // == w). No-op on a lanes pool. Once per death.
 void lane_steal_reap(Pool *p, uint32_t w);
 // Steal topology: worker i will never run again (acknowledged stop, failed

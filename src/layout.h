@@ -37,8 +37,10 @@
 //    +0    64  task line (TaskLine below): FrameHead + value words
 //    +64  512  inline payload area (bytes/string/error message <= 512 bytes;
 //              strings and error messages carry a NUL after len, so <= 511)
-//    +576  64  padding, never written (keeps slot i+1's task line off the
-//              128-byte block of slot i's inline tail)
+//    +576  64  side words (kSlotOffSide): the producer's own, written with
+//              the frame before A (a response's timing, src/info.h), or not
+//              at all; lock2 neither writes nor checks them. They also keep
+//              slot i+1's task line off the block of slot i's inline tail.
 //  The producer writes only the slot it publishes, and only between seeing the
 //  lane free and publishing it. No control word of another party lives in a
 //  slot: ACK/WANT/LIVE and the doorbell have blocks of their own, so a
@@ -71,28 +73,40 @@
 //
 // ---- STEAL CONTROL BLOCK (steal topology: at the start of the steal area) ----
 //
-//  offset       size  name      writer               reader
-//  -----------  ----  --------  -------------------  -------------------------------
-//            0   128  DEAD      host (atomic OR;     every consumer (zero = alive, so
-//                                 AND: a revival)      zero-filled memory is safe)
-//  128 + 128*c   128  ACK[c]    consumer c           producer (XOR of all ACK = the B of
-//                                                    stealing), peers
-//  132 + 128*c          CLAIM[c]  consumer c (with     the host, once c is dead (steal.h,
-//                                 ACK[c]: one u64)     "Dead consumers"); nobody else
-//  4096+128*c    128  WANT[c]   consumer c           peers (Dekker: seq_cst)
-//         8064        end of the claim words (kStealControlBytes), c < 31
-//         8064   128  SUBMIT PB the submit arena's      the host producer (arena.h):
-//                       "freed" toggles (consumers'     moved out of the submit lock so
-//                       atomic XOR; producer rollback)  that the lock can be read-only
-//  8192+384*c    128  WAKE[c]   wakers (add, then       worker c futex-waits on it
-//                                 FUTEX_WAKE)           (steal pools: its lane's wake seq)
-//  8320+384*c    128  PARKED[c] worker c; wakers' CAS   wakers (Dekker, wake.h)
-//  8448+384*c    128  PEERW[c]  worker processes that  the host's stats (u64, relaxed add)
-//                                 woke c (steal_wake_one)
-//        20096        end; the submit lock starts at kStealLockOff (20480)
-//  The steal pool's signal words of every worker live here, not in the lane
-//  blocks: a worker process's peers reach them without mapping its lane
-//  (src/proc.h, "isolation").
+//  One host page, then one page per consumer (kStealPageBytes each, c < 31).
+//  A process pool backs consumer c's page with a memfd of its own that only
+//  the host and worker c map writable; its peers map it read-only, and the
+//  host page is part of the pool's shared (read-only) memory (src/proc.h,
+//  "isolation"): every word below has exactly one writer process.
+//
+//  offset           size  name       writer                reader
+//  ---------------  ----  ---------  --------------------  ---------------------------------
+//                0   128  DEAD       host (atomic OR;      every consumer (zero = alive, so
+//                                     AND: a revival)       zero-filled memory is safe)
+//              128   128  SUBMIT PB  the host only: the     consumers' arena_check (read);
+//                                    submit arena's        a consumer never frees a submit
+//                                    "freed" toggles       allocation: the producer does, once
+//                                                          the lane is retired (lock2.h)
+//  page(c) =
+//  4096 * (1 + c)
+//  page(c) +   0   128  ACK[c]     consumer c            producer (XOR of all ACK = the B of
+//                                                        stealing), peers
+//  page(c) +   4          CLAIM[c] consumer c (with      the host, once c is dead (steal.h,
+//                                   ACK[c]: one u64)      "Dead consumers"); nobody else
+//  page(c) + 128   128  WANT[c]    consumer c            peers (Dekker: seq_cst)
+//  page(c) + 256   128  WAKE[c]    the host (add, then   worker c futex-waits on it
+//                                   FUTEX_WAKE); thread   (steal pools: its lane's wake seq)
+//                                   pools: peers too
+//  page(c) + 384   128  PARKED[c]  worker c; the host's  wakers (Dekker, wake.h)
+//                                   CAS (thread pools:
+//                                   peers' too)
+//  page(c) + 512   128  PEERW[c]   thread pools only:    the host's stats (u64, relaxed add)
+//                                   peers that woke c
+//                                   (steal_wake_one)
+//       131072        end (kStealControlBytes); the submit lock starts at kStealLockOff
+//  A worker process never writes a peer's page (it is not mapped writable
+//  there) and never wakes a peer: the host wakes as many parked workers as
+//  it published calls (steal_flush, src/dispatch.cpp).
 #ifndef KNIT_SRC_LAYOUT_H
 #define KNIT_SRC_LAYOUT_H
 
@@ -126,7 +140,10 @@ inline constexpr uint32_t kTaskLineBytes = 64;
 inline constexpr uint32_t kInlineBytes = 512; // inline payload area per slot
 inline constexpr uint32_t kSlotOffTask = 0;
 inline constexpr uint32_t kSlotOffInline = kTaskLineBytes;
-inline constexpr uint32_t kSlotStride = 5 * kBlock; // 64 + 512 + 64 padding
+inline constexpr uint32_t kSlotOffSide = kSlotOffInline + kInlineBytes;
+inline constexpr uint32_t kSideBytes = 64;
+inline constexpr uint32_t kSlotStride = 5 * kBlock; // 64 + 512 + 64 side words
+static_assert(kSlotOffSide + kSideBytes == kSlotStride, "the side words end the slot");
 inline constexpr uint32_t kLockFixedBytes = kLockOffSlots + kLanes * kSlotStride;
 
 // Where a value's bytes live (TaskLine::where).
@@ -205,28 +222,24 @@ constexpr uint64_t lane_block_bytes(uint64_t req_cap, uint64_t ret_cap)
 
 // ---- steal control block -------------------------------------------------------
 inline constexpr uint32_t kMaxStealConsumers = 31;
-inline constexpr uint32_t kStealOffDead = 0; // u32 DEAD mask, bit c = consumer c gone
-constexpr uint32_t steal_ack_offset(uint32_t c) { return kBlock + c * kBlock; }
+inline constexpr uint32_t kStealPageBytes = 4096; // one consumer's page (and the host's)
+inline constexpr uint32_t kStealOffDead = 0;      // u32 DEAD mask, bit c = consumer c gone
+// The submit arena's PB word (see the table).
+inline constexpr uint32_t kStealOffSubmitPB = kBlock;
+constexpr uint32_t steal_page_offset(uint32_t c) { return kStealPageBytes * (1 + c); }
+constexpr uint32_t steal_ack_offset(uint32_t c) { return steal_page_offset(c); }
 // Beside ACK[c], in the same naturally aligned u64 (ACK the low half on
 // little-endian): the lanes c has taken and not yet acknowledged. Stored
 // with ACK in one 64-bit store, so ACK and CLAIM never disagree.
 constexpr uint32_t steal_claim_offset(uint32_t c) { return steal_ack_offset(c) + 4; }
-constexpr uint32_t steal_want_offset(uint32_t c)
-{
-	return kBlock + (kMaxStealConsumers + c) * kBlock;
-}
-inline constexpr uint32_t kStealControlBytes = kBlock * (1 + 2 * kMaxStealConsumers);
-// The submit arena's PB word (see the table).
-inline constexpr uint32_t kStealOffSubmitPB = kStealControlBytes;
+constexpr uint32_t steal_want_offset(uint32_t c) { return steal_page_offset(c) + kBlock; }
 // Consumer c's signal words in a steal pool: its wake sequence, its parked
-// word, and the count of wakes worker processes sent it.
-constexpr uint32_t steal_wake_offset(uint32_t c)
-{
-	return kStealControlBytes + kBlock + c * 3 * kBlock;
-}
-constexpr uint32_t steal_parked_offset(uint32_t c) { return steal_wake_offset(c) + kBlock; }
-constexpr uint32_t steal_peerw_offset(uint32_t c) { return steal_wake_offset(c) + 2 * kBlock; }
-inline constexpr uint32_t kStealSignalEnd = steal_wake_offset(kMaxStealConsumers);
+// word, and the count of wakes peers sent it (thread pools).
+constexpr uint32_t steal_wake_offset(uint32_t c) { return steal_page_offset(c) + 2 * kBlock; }
+constexpr uint32_t steal_parked_offset(uint32_t c) { return steal_page_offset(c) + 3 * kBlock; }
+constexpr uint32_t steal_peerw_offset(uint32_t c) { return steal_page_offset(c) + 4 * kBlock; }
+inline constexpr uint32_t kStealControlBytes = steal_page_offset(kMaxStealConsumers);
+inline constexpr uint32_t kStealSignalEnd = kStealControlBytes;
 
 // ---- access --------------------------------------------------------------------
 // The u32 word at byte offset off of a region. The offset is a layout constant
@@ -249,9 +262,12 @@ static_assert(kSlotStride % kBlock == 0 && kLockOffSlots % kBlock == 0);
 static_assert(kLockFixedBytes % kBlock == 0);
 static_assert(kLaneOffReqLock == 1024 && kLaneOffRetLock == 22272 && kLaneFixedBytes == 43520);
 static_assert(lane_req_arena_offset() == 45056);
-static_assert(kStealControlBytes == 8064 && steal_want_offset(0) == 4096 &&
-	      steal_want_offset(kMaxStealConsumers - 1) + kBlock == kStealControlBytes);
-static_assert(steal_wake_offset(0) == 8192 && kStealSignalEnd == 20096);
+static_assert(kStealControlBytes == 131072 && steal_ack_offset(0) == 4096 &&
+	      steal_want_offset(0) == 4224 && steal_wake_offset(0) == 4352 &&
+	      steal_parked_offset(0) == 4480 && steal_peerw_offset(0) == 4608);
+static_assert(steal_peerw_offset(0) + kBlock <= steal_page_offset(1),
+	      "a consumer's words fit its page");
+static_assert(kStealPageBytes == kArenaAlign, "a consumer page is one 4 KiB page");
 static_assert(lock_arena_offset() % kArenaAlign == 0);
 static_assert(steal_ack_offset(0) % 8 == 0 && kBlock % 8 == 0, "ACK/CLAIM is one aligned u64");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ACK is the low half of ACK/CLAIM");

@@ -73,6 +73,8 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 			? (kLanes - 1) - knit_load_relaxed_32(word_at(lock, kLockOffRing)) % kLanes
 			: kLanes - 1;
 	// P2: pairs with the consumer's release store of B in retire() (C3).
+	// Nothing allocated by us yet: nothing to free (load_retired).
+	retired_seen_ = steal_ctl_ != nullptr ? xor_acks() : 0;
 	shadow_ = load_retired();
 	staged_ = 0;
 	if (steal_ctl_ == nullptr) {
@@ -93,19 +95,37 @@ int LockProducer::attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t 
 	return 0;
 }
 
+uint32_t LockProducer::xor_acks() const
+{
+	// Steal (steal.h): retired = XOR of every consumer's ACK word.
+	// A torn multi-word read is safe: between two publishes of a lane
+	// exactly one ACK bit flips once, so the lane reads busy or
+	// correctly free, never free while busy.
+	uint32_t x = 0;
+	for (uint32_t c = 0; c < steal_n_; c++)
+		// P2 (steal): acquire, pairs with consumer c's release store
+		// of ACK[c] in LockConsumer::retire() (steal claim step 10):
+		// its reads of the slot happen before we overwrite the lane.
+		x ^= knit_load_acquire_32(word_at(steal_ctl_, steal_ack_offset(c)));
+	return x;
+}
+
 uint32_t LockProducer::load_retired()
 {
 	if (steal_ctl_ != nullptr) {
-		// Steal (steal.h): retired = XOR of every consumer's ACK word.
-		// A torn multi-word read is safe: between two publishes of a lane
-		// exactly one ACK bit flips once, so the lane reads busy or
-		// correctly free, never free while busy.
-		uint32_t x = 0;
-		for (uint32_t c = 0; c < steal_n_; c++)
-			// P2 (steal): acquire, pairs with consumer c's release store
-			// of ACK[c] in LockConsumer::retire() (steal claim step 10):
-			// its reads of the slot happen before we overwrite the lane.
-			x ^= knit_load_acquire_32(word_at(steal_ctl_, steal_ack_offset(c)));
+		const uint32_t x = xor_acks();
+		// The lanes retired since our last look: free what their frames
+		// still hold in the arena (a worker process's consumer does not:
+		// LockConsumer::set_frees). After the acquire loads above, so
+		// every read of those ranges happened before (P2).
+		const uint32_t newly = x ^ retired_seen_;
+		retired_seen_ = x;
+		// Only lanes free now and not staged: an honest retirement
+		// leaves its lane free; a flip that left a lane busy is no
+		// consumer's retirement.
+		const uint32_t freed = newly & ~(published_ ^ x) & ~staged_;
+		if (freed != 0)
+			reclaim_lost(freed);
 		return x;
 	}
 	// P2: acquire, pairs with the release store of B in LockConsumer::retire()
@@ -156,6 +176,13 @@ int LockProducer::stage_slow(const FrameHead &head, const knit_value_t &value)
 		return lane;
 	TaskLine *line = task_line((uint32_t)lane);
 	rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, line);
+	if (rc == -KNIT_EAGAIN && steal_ctl_ != nullptr) {
+		// Steal: the arena may hold allocations of lanes retired since
+		// our last look (the producer frees them: reclaim_lost); look now
+		// and try once more.
+		shadow_ = load_retired();
+		rc = codec_encode(value, lock_ + lock_inline_offset((uint32_t)lane), &arena_, line);
+	}
 	if (rc != 0) {
 		// Nothing allocated; the lane stays free, and the ring's next
 		// lane (lock2.h, "Order": no hole).
@@ -316,6 +343,7 @@ int LockConsumer::attach_steal(uint8_t *lock, uint32_t *ack_word, const ArenaSha
 	if (ack_word != word_at(lock, kLockOffB) && ((uintptr_t)ack_word % 8) != 0)
 		return -KNIT_EINVAL;
 	steal_ = true;
+	frees_ = true;
 	lock_ = lock;
 	// Attached again over the same lock (a process worker's lane reset
 	// after its death, src/proc.cpp), a_ keeps its value and is not even
@@ -439,6 +467,11 @@ void LockConsumer::release_held(uint32_t lane)
 	const uint32_t slot = lane_slot_[lane];
 	if (slot >= kArenaSlots)
 		return;
+	if (!frees_) { // the producer frees it (set_frees)
+		held_ &= ~lane_bit(slot);
+		lane_slot_[lane] = 0xFF;
+		return;
+	}
 	// C3 (first half): arena_free is an atomic XOR on PB with release order,
 	// pairing with the arena producer's acquire load of PB before it reuses
 	// the range: our copy-out happens before the overwrite.

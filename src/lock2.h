@@ -178,8 +178,11 @@ public:
 	uint32_t refresh();
 	// Lanes staged and not yet flushed.
 	uint32_t staged() const { return staged_; }
-	// Steal: the lanes of a dead consumer's claim were retired on its
-	// behalf (steal_reap_dead). Give back the arena allocation of each
+	// Steal: lanes retired (by their consumer, or on a dead consumer's
+	// behalf: steal_reap_dead). load_retired() calls it for every lane
+	// whose retired bit flipped since its last look, so the producer frees
+	// what a consumer that may not write the submit arena's PB (a worker
+	// process, src/steal.h) left allocated. Give back the arena allocation of each
 	// whose consumer had not freed it yet (still live, and still the one
 	// this producer made for that lane's frame: a range the consumer freed
 	// and the producer reused is left alone). Producer thread only.
@@ -208,6 +211,10 @@ public:
 	// last trim, and the trims that gave pages back.
 	uint64_t arena_high_water() const { return arena_.high_water_shared(); }
 	uint64_t arena_trims() const { return arena_.trims(); }
+	// The side words of `lane`'s slot (layout.h kSlotOffSide, kSideBytes):
+	// the caller's to write between stage() of that lane and flush(), whose
+	// release store of A publishes them with the frame. Producer thread only.
+	uint8_t *side(uint32_t lane) const { return lock_ + lock_slot_offset(lane) + kSlotOffSide; }
 
 private:
 	// The free-set seam: the word whose bits say "retired". Single consumer:
@@ -216,6 +223,7 @@ private:
 	// see attach_steal). Only called when the cached free set is empty
 	// ("Protocol" above: a stale B only hides free lanes).
 	uint32_t load_retired();
+	uint32_t xor_acks() const; // steal: the XOR of every ACK word (fresh loads)
 	int attach_impl(uint8_t *lock, const ArenaShared &arena, uint64_t per_call_max);
 	int pick_lane();
 	// stage() for everything but its scalar fast path: byte payloads, an
@@ -281,6 +289,7 @@ private:
 	uint32_t staged_ = 0;          // written, not yet published
 	uint8_t *steal_ctl_ = nullptr; // steal control block (attach_steal) or null
 	uint32_t steal_n_ = 0;         // consumers whose ACK words are XORed
+	uint32_t retired_seen_ = 0;    // steal: the XOR of ACKs at the last load_retired()
 	uint32_t ring_ = kLanes - 1;   // next lane to fill, walking down (steal: also in the lock)
 	// Steal: the first free lane at or below ring_, wrapping (free != 0).
 	// Else ring_ itself, which must be free. ring_ moves below the lane.
@@ -327,6 +336,11 @@ public:
 	// can tell, if this consumer dies before its retire(), which lanes it
 	// had taken (src/steal.h, "Dead consumers").
 	void record_claim(uint32_t lanes);
+	// Steal mode only: false = never free an arena allocation (no XOR of
+	// PB: the producer frees it once the lane is retired, LockProducer::
+	// reclaim_lost), for a consumer that may not write the submit arena's
+	// PB (a worker process, src/steal.h). Default true.
+	void set_frees(bool frees) { frees_ = frees; }
 	// Steal mode only: the lanes this consumer now owns (a claim's take set,
 	// computed from fresh loads of A and every ACK). Replaces the decodable
 	// set; lanes already taken are left out.
@@ -401,6 +415,20 @@ public:
 		return n;
 	}
 
+	// Copy the first n (<= kSideBytes) side words of a lane decode() took
+	// and not yet released (so after its acquire of A, before the release
+	// of B that lets the producer rewrite them): the producer's words,
+	// unchecked; zeros for a lane not taken.
+	void side_copy(uint32_t lane, void *out, size_t n) const
+	{
+		if (lock_ == nullptr || lane >= kLanes || (taken_ & lane_bit(lane)) == 0 ||
+		    n > kSideBytes) {
+			memset(out, 0, n <= kSideBytes ? n : kSideBytes);
+			return;
+		}
+		memcpy(out, lock_ + lock_slot_offset(lane) + kSlotOffSide, n);
+	}
+
 private:
 	void release_held(uint32_t lane);
 	// decode() for what its inline fast path does not take: a lane not in
@@ -446,6 +474,7 @@ private:
 	uint32_t held_ = 0;         // arena slots held by taken lanes
 	uint8_t lane_slot_[kLanes]; // arena slot held by each lane, 0xFF = none
 	bool steal_ = false;        // attach_steal: b_ is ACK[c], lanes via offer()
+	bool frees_ = true;         // set_frees(): XOR PB when a lane is released
 };
 
 // ---- the scalar fast paths ----------------------------------------------------

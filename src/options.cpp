@@ -19,6 +19,7 @@ constexpr uint64_t kPayloadMaxDefault = 64 * kMiB;
 constexpr uint64_t kPayloadMaxMin = 64 * 1024;
 constexpr uint64_t kPayloadMaxMax = (4096 * kMiB) - 64;
 constexpr uint32_t kSpinMaxUs = 1000 * 1000;
+constexpr uint32_t kInfoRecordsMax = 1u << 20;
 } // namespace
 
 int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
@@ -255,6 +256,15 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 "cpu_flags KNIT_CPU_ONE_PER_WORKER with an empty cpu_mask");
 	out->place = any != 0;
 	out->one_per_worker = (o.cpu_flags & KNIT_CPU_ONE_PER_WORKER) != 0;
+
+	// Completion infos (src/info.h).
+	if ((o.info_flags & ~(uint32_t)KNIT_POOL_INFO_TIMING) != 0)
+		return error_set(-KNIT_EINVAL, "info_flags 0x%x has unknown bits", o.info_flags);
+	out->timing = (o.info_flags & KNIT_POOL_INFO_TIMING) != 0;
+	if (o.info_records > kInfoRecordsMax)
+		return error_set(-KNIT_EINVAL, "info_records %u is more than %u", o.info_records,
+				 kInfoRecordsMax);
+	out->info_records = o.info_records != 0 ? o.info_records : out->timing ? 4096 : 64;
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "src/error.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
@@ -86,6 +87,7 @@ void pool_free_forked(knit_pool *kp)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	info_fini(p);
 	free(p->abort_in_use);
 	for (uint32_t i = 0; i < p->nlanes; i++)
 		free(p->lanes[i].local);
@@ -147,6 +149,7 @@ void free_host_state(Pool *p)
 	}
 	p->tickets.fini();
 	p->heap.fini();
+	info_fini(p);
 	// Bytes of completions handed out and never released die with the pool.
 	for (uint32_t i = 0; i < p->owned_n; i++)
 		free(p->owned[i].buf);
@@ -248,6 +251,11 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 		pool_free(kp);
 		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records",
 				 (unsigned long long)cap);
+	}
+	if (info_init(p) != 0) {
+		pool_free(kp);
+		return error_set(-KNIT_ENOMEM, "out of memory for %u completion infos",
+				 cfg.info_records);
 	}
 	p->abort_nwords = (cfg.abort_capacity + 31) / 32;
 	p->abort_in_use = static_cast<uint32_t *>(calloc(p->abort_nwords ? p->abort_nwords : 1, 4));

@@ -56,9 +56,13 @@ void close_lane_fds(ProcHost *h)
 			close(h->lane_fd[i]);
 			h->lane_fd[i] = -1;
 		}
-	if (h->steal_fd >= 0)
-		close(h->steal_fd);
-	h->steal_fd = -1;
+	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++) {
+		if (h->steal_fd[i] >= 0)
+			close(h->steal_fd[i]);
+		if (h->steal_ro[i] >= 0)
+			close(h->steal_ro[i]);
+		h->steal_fd[i] = h->steal_ro[i] = -1;
+	}
 }
 
 // How a reaped worker that the host did not kill ended, as a
@@ -84,7 +88,7 @@ void kill_all(Pool *p, uint32_t n)
 		KNIT_TRACE_PROC_WORKER_EXIT(p, i, KNIT_TRACE_EXIT_KILLED, si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
-		h->pid[i] = 0;
+		__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	}
 }
 
@@ -306,8 +310,69 @@ void pool_fail(Pool *p)
 	host_event(p, true);
 }
 
+// The oom_kill count of this process's memory cgroup (cgroup v2: the
+// "0::" line of /proc/self/cgroup, then memory.events), or -1 when there
+// is none to read. Worker processes are this process's children and stay
+// in its cgroup unless a worker_prefix moves them.
+int64_t cgroup_oom_kills()
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (f == nullptr)
+		return -1;
+	char path[4096 + 64];
+	path[0] = 0;
+	while (fgets(buf, sizeof buf, f) != nullptr) {
+		if (strncmp(buf, "0::", 3) != 0)
+			continue;
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events",
+			 strcmp(buf + 3, "/") == 0 ? "" : buf + 3);
+		break;
+	}
+	fclose(f);
+	if (path[0] == 0 || (f = fopen(path, "re")) == nullptr)
+		return -1;
+	long long n = -1;
+	while (fgets(buf, sizeof buf, f) != nullptr)
+		if (sscanf(buf, "oom_kill %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+// Why worker i died, as the caller is told (src/info.h; the monitor, in
+// settle_death): a kill asked for (protocol, hard timeout), else what
+// the kernel says: an exit status, or a signal -- an OOM kill when it is
+// a SIGKILL nobody here sent and the cgroup's oom_kill count grew.
+DeathNote death_cause(ProcHost *h, const siginfo_t &si, bool proto, bool killed, int32_t pid)
+{
+	DeathNote d = {KNIT_DEATH_SIGNAL, si.si_status, pid};
+	if (proto) {
+		d.cause = KNIT_DEATH_PROTOCOL;
+		d.detail = SIGKILL;
+	} else if (killed) {
+		d.cause = KNIT_DEATH_HARD_TIMEOUT;
+		d.detail = SIGKILL;
+	} else if (si.si_code == CLD_EXITED) {
+		d.cause = KNIT_DEATH_EXIT;
+	} else if (si.si_status == SIGSYS && (h->sandbox.boot.flags & KNIT_SANDBOX_SECCOMP) != 0) {
+		// Its seccomp filter (SECCOMP_RET_KILL_PROCESS). A task that
+		// raises SIGSYS itself looks the same: a crash all the same.
+		d.cause = KNIT_DEATH_SANDBOX;
+	} else if (si.si_status == SIGKILL && h->oom_seen >= 0) {
+		const int64_t n = cgroup_oom_kills();
+		if (n > h->oom_seen)
+			d.cause = KNIT_DEATH_OOM;
+		if (n >= 0)
+			h->oom_seen = n;
+	}
+	return d;
+}
+
 // What on_death learns while it holds the dispatcher (settle_death).
 struct Death {
+	int32_t pid; // the dead worker's
 	siginfo_t si;
 	bool ending; // the pool is stopping or failed: no successor
 	bool budget; // the death is within the respawn budget (or was asked for)
@@ -345,12 +410,11 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 		!proto && ending && acked && si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!killed && !clean)
 		knit_add_relaxed_64(&h->crashes, 1);
-	// Killed by its seccomp filter (SECCOMP_RET_KILL_PROCESS: SIGSYS; a
-	// task that raises SIGSYS itself is counted too, and is a crash all
-	// the same).
-	if (!killed && (h->sandbox.boot.flags & KNIT_SANDBOX_SECCOMP) != 0 &&
-	    si.si_code != CLD_EXITED && si.si_status == SIGSYS)
-		knit_add_relaxed_64(&h->violations, 1);
+	if (!clean) {
+		// Told to the calls it held (lane_lost), counted by cause.
+		loss->death = death_cause(h, si, proto, killed, d->pid);
+		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
+	}
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
 				    proto    ? KNIT_TRACE_EXIT_PROTO
 				    : killed ? KNIT_TRACE_EXIT_KILLED
@@ -378,10 +442,11 @@ void on_death(Pool *p, uint32_t i)
 {
 	ProcHost *h = p->proc;
 	Death d;
+	d.pid = (int32_t)h->pid[i];
 	reap(h->pidfd[i], h->pid[i], &d.si);
 	close(h->pidfd[i]);
 	h->pidfd[i] = -1;
-	h->pid[i] = 0;
+	__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	d.ending = d.budget = false;
 	dispatcher_take(p);
 	// Reap what it published, its claims, its line; fail the calls it
@@ -508,7 +573,7 @@ void *monitor_main(void *arg)
 			p, i, late ? KNIT_TRACE_EXIT_KILLED : exit_cause(si, true), si.si_status);
 		close(h->pidfd[i]);
 		h->pidfd[i] = -1;
-		h->pid[i] = 0;
+		__atomic_store_n(&h->pid[i], 0, __ATOMIC_RELAXED); // proc_pid reads it
 	}
 	return nullptr;
 }
@@ -621,13 +686,22 @@ int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_of
 			return error_set(rc, "cannot make worker %u's own pages (a memfd): %s", i,
 					 knit_strerror(rc));
 	}
-	if (steal_off != 0) {
-		int rc = region_memfd(kStealLockOff, "knit-steal", &h->steal_fd);
+	for (uint32_t i = 0; steal_off != 0 && i < p->nworkers; i++) {
+		int rc = region_memfd(kStealPageBytes, "knit-steal", &h->steal_fd[i]);
 		if (rc == 0)
-			rc = region_overlay(&p->region, steal_off, kStealLockOff, h->steal_fd,
-					    true);
+			rc = region_overlay(&p->region, steal_off + steal_page_offset(i),
+					    kStealPageBytes, h->steal_fd[i], true);
+		if (rc == 0) {
+			// The peers' descriptor: a new open file description,
+			// read-only, of the same memfd.
+			char path[64];
+			snprintf(path, sizeof path, "/proc/self/fd/%d", h->steal_fd[i]);
+			h->steal_ro[i] = open(path, O_RDONLY | O_CLOEXEC);
+			if (h->steal_ro[i] < 0)
+				rc = -KNIT_ESYSTEM;
+		}
 		if (rc != 0)
-			return error_set(rc, "cannot make the steal control pages (a memfd): %s",
+			return error_set(rc, "cannot make worker %u's steal page (a memfd): %s", i,
 					 knit_strerror(rc));
 	}
 	// Our mapping is made: from now on the shared memfd maps read-only
@@ -650,10 +724,9 @@ int proc_host_new(Pool *p, void *dl)
 	p->proc = h;
 	h->dl = dl;
 	h->ctl = -1;
-	h->steal_fd = -1;
 	h->janitor_w = -1;
 	for (uint32_t i = 0; i < KNIT_MAX_WORKERS; i++)
-		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = -1;
+		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = h->steal_fd[i] = h->steal_ro[i] = -1;
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -757,6 +830,7 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	// worker's successor on the lanes topology runs the calls it never
 	// started (Lane::rerun).
 	p->untrusted_workers = true;
+	p->steal_host_wakes = true; // a worker process wakes no peer (layout.h)
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		p->lanes[i].rerun = !p->steal.on;
 	ProcBoot &b = h->boot;
@@ -1027,6 +1101,8 @@ int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &p
 {
 	// Both record their message (src/proc.h).
 	(void)opts; // taken by proc_resolve (proc_tasks)
+	// Before any worker exists: an OOM kill is a growth past this count.
+	p->proc->oom_seen = cgroup_oom_kills();
 	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride,
 			      plan.abort_off, plan.steal_off);
 	if (rc == 0)
@@ -1042,10 +1118,22 @@ bool proc_hard_kill(Pool *p, uint32_t w)
 	return true;
 }
 
+int32_t proc_pid(Pool *p, uint32_t w)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr || w >= p->nworkers)
+		return 0;
+	// Relaxed: pairs with nothing; the monitor's stores of pid are atomic
+	// (a reader may see the worker before or after a respawn).
+	return (int32_t)__atomic_load_n(&h->pid[w], __ATOMIC_RELAXED);
+}
+
 void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 {
 	proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills);
-	s->sandbox_violations = p->proc != nullptr ? knit_load_relaxed_64(&p->proc->violations) : 0;
+	if (p->proc != nullptr)
+		for (uint32_t k = 0; k < KNIT_DEATH_CAUSE_MAX; k++)
+			s->deaths[k] = knit_load_relaxed_64(&p->proc->deaths[k]);
 }
 
 } // namespace
@@ -1068,6 +1156,7 @@ const WorkerOps kProcWorkers = {
 	.destroy_stop_ns = kExitGraceNs,
 	.line_spill = true,
 	.futex_shared = true,
+	.pid = proc_pid,
 };
 
 } // namespace knit::detail

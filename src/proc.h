@@ -38,9 +38,9 @@
 //                and return locks, both arenas) and its
 //                tail (extension: stamp, started mask,
 //                counters; line; spill slot, pool.h)
-//   steal ctl    steal_off, + kStealLockOff: claim    rw     rw          rw
-//                words, the submit arena's PB, every
-//                worker's wake/parked words (layout.h)
+//   steal page c steal_off + steal_page_offset(c),  rw     rw          read-only
+//                4 KiB: consumer c's claim, want,
+//                wake and parked words (layout.h)
 //   ring page i  (its own mapping, src/wake.h)        rw     rw          not mapped
 // The shared memfd carries F_SEAL_FUTURE_WRITE, added once the host mapped
 // it: the submit lock and its arena, the pool header, the abort bitmap can
@@ -51,11 +51,19 @@
 // memfd is reused by the worker respawned on the lane: the dead worker,
 // reaped, holds no mapping any more, a child a task forked inherits none
 // (the worker maps the pool MADV_DONTFORK), and the worker closed the
-// descriptor after mapping it; lane_lost (src/lane.h) resets the words. The steal
-// control pages are the one part every worker of a steal pool writes: the
-// claim protocol (steal.h) has each consumer read every peer's ACK and
-// WANT, and a page a worker writes cannot be made read-only for its peers
-// while its successor must map it writable. Lanes pools have no such page.
+// descriptor after mapping it; lane_lost (src/lane.h) resets the words.
+// Stealing: every worker maps every consumer page, its own read-write and
+// its peers' read-only, from read-only descriptors (a mapping of an
+// O_RDONLY descriptor can never be made writable; the worker maps all of
+// them and closes the descriptors before it loads the task library, so no
+// code of the application ever holds one it could reopen). The control
+// block's host page (DEAD, the submit arena's PB) is shared memory, read-
+// only to every worker: a worker never frees a submit allocation (the
+// host does once the lane is retired) and never wakes a peer (the host
+// wakes as many parked workers as it publishes calls). A page's memfd is
+// reused by the worker respawned on its consumer id, as a lane's: the
+// host resets its words first (steal_revive), the peers' read-only
+// mappings stay valid.
 // Without isolation (KNIT_PROC_NAMED_SHM, no futex_waitv, pages that are
 // not 4 KiB) every worker maps the whole region read-write, as before.
 //
@@ -118,15 +126,18 @@ inline constexpr size_t kBootVerdictMax = 512;
 // same library build is on both sides (the version and the sizes say so).
 inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
-// and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal);
-// 9: the sandbox (its names after the task library on the command line).
-inline constexpr uint32_t kBootVersion = 9;
+// and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
+// 9: a page per steal consumer (fd_steal + c). 10: the sandbox (its names
+// after the task library on the command line).
+inline constexpr uint32_t kBootVersion = 10;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
 inline constexpr int kBootFdRing = 6;   // the worker's own ring page (fd_ring)
 inline constexpr int kBootFdLane = 7;   // isolation: the worker's own lane pages (fd_lane)
-inline constexpr int kBootFdSteal = 8;  // isolation, stealing: the steal control pages
+// Isolation, stealing: consumer c's page of the steal control block at
+// kBootFdSteal + c (c < nworkers): its own read-write, its peers' read-only.
+inline constexpr int kBootFdSteal = 8;
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
@@ -209,11 +220,16 @@ struct ProcHost {
 	int ctl;                       // eventfd that wakes the monitor (shutdown)
 	Region ring[KNIT_MAX_WORKERS]; // Pool::rings: each worker's ring page (wake.h)
 	int lane_fd[KNIT_MAX_WORKERS]; // isolation: each lane's memfd (its worker's pages), or -1
-	int steal_fd;                  // isolation, stealing: the steal control pages' memfd, or -1
-	uint32_t *efd_flag;            // the pool header's: 1 once the completion fd exists
-	uint32_t efd_watch;            // atomic: the fd is on and the flag is the header's (no ring
-				       // pages): the monitor syncs it every kProcDoorbellWatchdogNs
-	ProcBoot boot;                 // the template (lane and fd_status set per spawn)
+	// Isolation, stealing: consumer i's page of the steal control block
+	// (layout.h): its memfd (read-write: the host's and worker i's
+	// mapping), and a read-only descriptor of it (reopened O_RDONLY: a
+	// mapping of it cannot be made writable) for worker i's peers; or -1.
+	int steal_fd[KNIT_MAX_WORKERS];
+	int steal_ro[KNIT_MAX_WORKERS];
+	uint32_t *efd_flag; // the pool header's: 1 once the completion fd exists
+	uint32_t efd_watch; // atomic: the fd is on and the flag is the header's (no ring
+			    // pages): the monitor syncs it every kProcDoorbellWatchdogNs
+	ProcBoot boot;      // the template (lane and fd_status set per spawn)
 	pthread_t monitor;
 	bool monitor_started;
 	pthread_mutex_t m; // boot_done / boot_rc / boot_msg handoff to knit_pool_create
@@ -227,7 +243,12 @@ struct ProcHost {
 	int pidfd[KNIT_MAX_WORKERS];
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
-	uint64_t spawns, crashes, respawns, hard_kills, violations;
+	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t deaths[KNIT_DEATH_CAUSE_MAX]; // by enum knit_death_cause
+	// The memory cgroup's oom_kill count at the last look (the monitor's;
+	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
+	// grown, is an OOM kill (death_cause in src/proc.cpp).
+	int64_t oom_seen;
 };
 
 // ProcHost::killed: a kill was asked for (the hard timeout or a protocol
@@ -296,9 +317,10 @@ int proc_host_new(Pool *p, void *dl);
 bool proc_isolation_possible(bool named);
 // knit_pool_create, isolation: p->region is the shared memfd, mapped
 // read-write and not sealed yet. Back each worker lane's range [lanes_off
-// + i * stride, + stride) by a memfd of its own and, stealing, the steal
-// control pages [steal_off, + kStealLockOff) by another (both mapped over
-// the range, read-write), then seal the shared memfd read-only
+// + i * stride, + stride) by a memfd of its own and, stealing, consumer
+// i's page of the steal control block by another (both mapped over the
+// range, read-write; the control block's host page stays in the shared
+// memfd), then seal the shared memfd read-only
 // (region_seal_readonly). Sets p->isolated. 0, -KNIT_ENOMEM,
 // -KNIT_ESYSTEM (the message recorded).
 int proc_isolate(Pool *p, uint64_t lanes_off, uint64_t stride, uint64_t steal_off);

@@ -262,20 +262,24 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 	// What the worker is given, at the numbers it finds them on (proc.h).
 	// A named region goes by its name (the boot record), not by fd 3.
 	// The ring page goes to its own lane's worker only (wake.h).
-	const HandOver give[] = {
+	HandOver give[6 + kMaxStealConsumers] = {
 		{h->shm_name[0] != 0 ? -1 : p->region.fd, kBootFdRegion},
 		{status_w, kBootFdStatus},
 		{h->bridge[lane], kBootFdBridge},
 		{p->rings ? p->lanes[lane].ring_fd : -1, kBootFdRing},
-		// Isolation: its own lane's memfd and the steal control pages',
-		// never another lane's (proc.h).
+		// Isolation: its own lane's memfd, never another lane's, and
+		// every consumer's steal page: its own read-write, its peers'
+		// read-only (proc.h).
 		{p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
-		{p->isolated && p->steal.on ? h->steal_fd : -1, kBootFdSteal},
 	};
-	constexpr uint32_t kGive = sizeof give / sizeof give[0];
-	int tmp[kGive];
+	uint32_t ngive = 5;
+	if (p->isolated && p->steal.on)
+		for (uint32_t c = 0; c < p->nworkers && c < kMaxStealConsumers; c++)
+			give[ngive++] = {c == lane ? h->steal_fd[c] : h->steal_ro[c],
+					 kBootFdSteal + (int)c};
+	int tmp[6 + kMaxStealConsumers];
 	int err = 0; // the errno of a failure, for the message
-	int rc = hand_over_dup(give, kGive, tmp, &err);
+	int rc = hand_over_dup(give, ngive, tmp, &err);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	bool fa_ok = false, attr_ok = false;
@@ -286,7 +290,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 			rc = -KNIT_ESYSTEM, err = ENOMEM;
 	}
 	if (rc == 0) {
-		int e = hand_over_actions(&fa, give, tmp, kGive);
+		int e = hand_over_actions(&fa, give, tmp, ngive);
 		sigset_t none, all;
 		sigemptyset(&none);
 		sigfillset(&all);
@@ -330,7 +334,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 				waitpid(pid, nullptr, 0);
 				rc = -KNIT_ESYSTEM;
 			} else {
-				h->pid[lane] = pid;
+				// Atomic: proc_pid reads it from any thread.
+				__atomic_store_n(&h->pid[lane], pid, __ATOMIC_RELAXED);
 				h->pidfd[lane] = fd;
 			}
 		}
@@ -339,7 +344,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);
-	for (uint32_t i = 0; i < kGive; i++)
+	for (uint32_t i = 0; i < ngive; i++)
 		if (tmp[i] >= 0)
 			close(tmp[i]);
 	if (rc != 0 && why != nullptr) {

@@ -331,15 +331,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	p->tfd = -1;
 	p->epfd = -1;
 	p->region.fd = -1;
-	void *dl = nullptr;
+	// The task library is loaded only once every descriptor of the pool's
+	// memory is mapped and closed (below): none of the application's code
+	// (its constructors included) ever holds one it could reopen writable.
+	int rc = 0;
 	LibraryHooks hooks;
-	int rc = proc_load_tasks(p, argv[3], &dl, &hooks);
-	if (rc != 0)
-		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s",
-				 knit_last_error());
-	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
-		return boot_fail(KNIT_EPROTO,
-				 "the task library's table differs from the host's (%s)", argv[3]);
 	if (b.shm_name[0] != 0) {
 		// Named: unsealed, so only the size is checked (region_map_fd
 		// refuses an object shorter than the pool).
@@ -355,10 +351,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		// Isolated (src/proc.h): the shared memfd read-only (it is
 		// sealed so: nothing else would map), our own pages over it.
 		const bool iso = b.fd_lane >= 0;
+		const bool steal_iso = iso && p->cfg.topology == KNIT_TOPOLOGY_STEAL;
 		if (iso &&
-		    (b.fd_lane != kBootFdLane || (b.fd_steal != -1 && b.fd_steal != kBootFdSteal) ||
-		     (b.fd_steal >= 0) != (p->cfg.topology == KNIT_TOPOLOGY_STEAL) ||
-		     b.fd_ring < 0))
+		    (b.fd_lane != kBootFdLane || b.fd_steal != (steal_iso ? kBootFdSteal : -1) ||
+		     b.fd_ring < 0 || (steal_iso && b.nworkers > kMaxStealConsumers)))
 			return boot_fail(KNIT_EPROTO, "boot record out of range");
 		rc = region_map_fd(kBootFdRegion, b.region_size, &p->region, true, !iso);
 		if (rc == 0)
@@ -366,15 +362,19 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (rc == 0 && iso) {
 			rc = region_overlay(&p->region, b.lanes_off + (uint64_t)b.lane * b.stride,
 					    b.stride, kBootFdLane, true);
-			if (rc == 0 && b.fd_steal >= 0)
-				rc = b.steal_off <= b.region_size &&
-						     kStealLockOff <= b.region_size - b.steal_off
-					     ? region_overlay(&p->region, b.steal_off,
-							      kStealLockOff, kBootFdSteal, true)
-					     : -KNIT_EPROTO;
+			// Stealing: every consumer's page, ours writable, the
+			// peers' read-only (their descriptors are O_RDONLY).
+			if (rc == 0 && steal_iso &&
+			    (b.steal_off > b.region_size ||
+			     kStealLockOff > b.region_size - b.steal_off))
+				rc = -KNIT_EPROTO;
+			for (uint32_t c = 0; rc == 0 && steal_iso && c < b.nworkers; c++)
+				rc = region_overlay(&p->region, b.steal_off + steal_page_offset(c),
+						    kStealPageBytes, kBootFdSteal + (int)c,
+						    c == b.lane);
 			close(kBootFdLane); // the mappings keep the memory
-			if (b.fd_steal >= 0)
-				close(kBootFdSteal);
+			for (uint32_t c = 0; steal_iso && c < b.nworkers; c++)
+				close(kBootFdSteal + (int)c);
 			// A child a task forks gets none of it: a process that
 			// outlived us must not write our lane under the worker
 			// respawned on it (which maps the same lane memfd).
@@ -416,13 +416,21 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		// any worker, this one only by us (src/proc.h).
 		p->efd_flag = word_at(ring.base, kRingOffEfd);
 	}
+	void *dl = nullptr;
+	rc = proc_load_tasks(p, argv[3], &dl, &hooks);
+	if (rc != 0)
+		return boot_fail(rc == -KNIT_ENOMEM ? KNIT_ENOMEM : KNIT_EPROTO, "%s",
+				 knit_last_error());
+	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
+		return boot_fail(KNIT_EPROTO,
+				 "the task library's table differs from the host's (%s)", argv[3]);
 	p->abort_words = word_at(base, b.abort_off);
 	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
 	p->futex_shared = 1;
 	p->efd_bridge = kBootFdBridge; // our lane's own bridge
 	// Lanes: ours. Stealing, every worker's too, for their signal words
-	// only (a claim that leaves work pending wakes a parked peer:
-	// steal_wake_one); nothing else of a peer's lane is looked at.
+	// only (read: the claim protocol's; no worker of a process pool wakes
+	// a peer); nothing else of a peer's lane is looked at.
 	const bool steal = p->cfg.topology == KNIT_TOPOLOGY_STEAL;
 	const uint64_t cap = align_up(p->cfg.payload_max_bytes, kArenaGranule);
 	if (steal &&
@@ -507,6 +515,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 				 p->cfg.steal_g) != 0)
 			return boot_fail(KNIT_EPROTO, "steal geometry refused");
 		l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+		// The submit arena's PB and our peers' pages are not ours to
+		// write (layout.h): the host frees what we copied out, and wakes
+		// the peers (Pool::steal_host_wakes).
+		l->sc.set_frees(false);
+		p->steal_host_wakes = true;
 		l->sc.set_stop_word(l->stop);
 		p->steal.on = true;
 	}

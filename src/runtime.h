@@ -174,7 +174,9 @@ struct PoolConfig {
 	// Worker placement: `place` when cpu_mask has any bit set.
 	bool place;
 	bool one_per_worker;
-	bool processes; // KNIT_WORKERS_PROCESSES (src/proc.h)
+	bool processes;        // KNIT_WORKERS_PROCESSES (src/proc.h)
+	bool timing;           // KNIT_POOL_INFO_TIMING: workers time every task (src/info.h)
+	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
 
@@ -400,6 +402,21 @@ struct StealHost {
 	uint32_t lane_ticket[kLanes]; // that call's record index
 	uint32_t lane_gen[kLanes];    // and generation
 	uint32_t ack_seen[kMaxStealConsumers];
+	// The toggles of each worker's ACK word the host accepted (claims of
+	// unclaimed lanes, and pairs of toggles that cancel out): ack_seen ^
+	// ack_valid is what a worker's word says that the host does not
+	// believe (steal_track), and a dead worker's word is reset so that the
+	// XOR of every ACK matches what the host believes (lane_steal_reap).
+	uint32_t ack_valid[kMaxStealConsumers];
+	uint32_t blamed; // workers distrusted for their ACK word (until reaped)
+	// Lanes a dead worker's reset ACK word flipped back (lane_steal_reap):
+	// a survivor may be mid-claim on one of them, misled by what the dead
+	// worker wrote; its toggle there is not held against it (once).
+	uint32_t reset_lanes;
+	// Some worker's ACK word said what the host does not believe (sticky):
+	// from then on an honest worker may be misled into running a call it
+	// does not hold, and its frame for one is dropped, not blamed.
+	bool misled;
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -419,6 +436,46 @@ struct OwnedBuf {
 	uint8_t *buf;  // nullptr = free slot
 	uint32_t gen;  // bumped when the slot is taken; handles name it
 	uint32_t next; // free list link (slot index + 1, 0 = end)
+};
+
+// ---- completion infos (types; their room: src/info.h) ----------------------------
+// What the pool learned about one call before its completion is handed out,
+// by record index (a chunk of kTicketChunk notes allocated on first use):
+// timing (a pool with KNIT_POOL_INFO_TIMING) and a death. A note counts
+// only for the use of the record it names (gen). Under mu.
+struct CallNote {
+	uint32_t gen;    // the record's generation the note is about
+	uint32_t flags;  // KNIT_INFO_* gathered so far
+	uint32_t lane;   // the lane that ran (or last held) the call
+	int32_t pid;     // its worker process, 0 for a thread or the inline lane
+	int64_t t_enq;   // host clock at the enqueue (timing)
+	int64_t wait_ns; // validated timing (KNIT_INFO_TIMING)
+	int64_t run_ns;
+	int64_t cpu_ns;
+	uint32_t death; // enum knit_death_cause (KNIT_INFO_DEATH)
+	int32_t detail; // the signal number or exit status
+};
+// One handed-out completion's info, in the ring; seq names it, ticket says
+// whose it is. Under mu.
+struct InfoEntry {
+	uint64_t ticket;
+	uint32_t seq; // 0 = empty
+	uint32_t flags;
+	uint32_t lane;
+	int32_t pid;
+	int64_t wait_ns, run_ns, cpu_ns;
+	uint32_t death;
+	int32_t detail;
+};
+struct InfoRoom {
+	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)
+	CallNote **chunks; // by record index / kTicketChunk, nullptr until used
+	uint32_t nchunks;
+	uint32_t notes;  // notes written and not handed out yet (hand-out skips
+			 // the lookup while 0 and timing is off)
+	InfoEntry *ring; // cap entries: the last infos handed out
+	uint32_t cap;
+	uint32_t seq; // the last sequence handed out (skips 0 on wrap)
 };
 
 struct alignas(128) Pool {
@@ -462,6 +519,11 @@ struct alignas(128) Pool {
 	// refill, which trusts every worker to ring at its low-water mark
 	// (src/wake.cpp).
 	bool untrusted_workers;
+	// Steal topology: no worker wakes a peer (a worker process may not
+	// write a peer's page, layout.h); the host wakes one parked worker per
+	// call it publishes instead (steal_flush). Set in a process pool's host
+	// and in its workers.
+	bool steal_host_wakes;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
 				// respawns): new calls fail -KNIT_ECRASHED (relaxed;
 				// stored before closed, under mu: pool_failed)
@@ -529,6 +591,7 @@ struct alignas(128) Pool {
 	uint32_t owned_cap;  // slots allocated
 	uint32_t owned_free; // free list head (slot + 1, 0 = empty)
 	uint64_t owned_salt; // per-pool: the completion's check word mixes it in
+	InfoRoom info;       // completion infos (src/info.h)
 	// The completion descriptor (knit_completion_fd): an epoll instance
 	// watching the eventfd (efd) and a timerfd armed at the earliest call
 	// deadline, so a deadline makes it readable without any call into the

@@ -27,8 +27,8 @@ bool name_ok(const char *s)
 {
 	size_t n = 0;
 	for (; s[n] != 0; n++)
-		if (n >= kSandboxNameMax || !((s[n] >= 'a' && s[n] <= 'z') ||
-					       (s[n] >= '0' && s[n] <= '9') || s[n] == '_'))
+		if (n >= kSandboxNameMax ||
+		    !((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_'))
 			return false;
 	return n != 0;
 }

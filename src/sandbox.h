@@ -49,8 +49,8 @@ void sandbox_free(SandboxHost *s);
 // The loader knit-worker registers: build and load the filter for `sets`
 // and the extra names, self the worker's pid, host the host's. 0, or
 // nonzero with msg (msg_size bytes) saying why.
-typedef int (*SeccompLoader)(uint32_t sets, const char *const *allow, uint32_t nallow,
-			     int32_t self, int32_t host, char *msg, size_t msg_size);
+typedef int (*SeccompLoader)(uint32_t sets, const char *const *allow, uint32_t nallow, int32_t self,
+			     int32_t host, char *msg, size_t msg_size);
 
 // The worker, after init: enter the sandbox b describes (names: the
 // nallow syscall names). 0, or a knit code with why (why_size bytes).

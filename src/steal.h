@@ -171,6 +171,10 @@ public:
 	// Lanes a claim takes at most, oldest first (0 = every pending lane of
 	// the region, the default after attach).
 	void set_take_max(uint32_t n) { take_max_ = n; }
+	// false: never free a submit arena allocation (the producer does once
+	// the lane is retired): a worker process maps the submit arena's PB
+	// read-only (LockConsumer::set_frees). Default true (after attach).
+	void set_frees(bool frees) { cons_.set_frees(frees); }
 	// The worker's stop word: once it leaves RUNNING, a senior waiting in
 	// step 7 for a junior gives up and withdraws (as a junior would;
 	// nothing was taken, so that is always safe), so a junior that keeps
@@ -250,11 +254,15 @@ private:
 	uint64_t claims_ = 0, conflicts_ = 0;
 };
 
-// The steal area of a pool region: the control block (claim words, the
-// submit arena's PB, every worker's signal words: layout.h), then the
-// submit lock at kStealLockOff, then its arena. A process pool maps the
-// control pages [0, kStealLockOff) writable in every worker and the lock
-// and its arena read-only (src/proc.h, "isolation").
+// The steal area of a pool region: the control block (a host page: DEAD,
+// the submit arena's PB; then one page per consumer: its claim and signal
+// words, layout.h), then the submit lock at kStealLockOff, then its arena.
+// A process pool maps a worker's own page writable in it, its peers' pages,
+// the host page, the lock and its arena read-only (src/proc.h,
+// "isolation"); there the consumers never free a submit allocation
+// (set_frees(false): the producer frees a lane's once it is retired,
+// LockProducer::load_retired) and the host checks every ACK toggle
+// (steal_track and steal_judge, src/lane.h).
 inline constexpr uint64_t kStealLockOff = align_up(kStealSignalEnd, kArenaAlign);
 // The ArenaShared of the submit lock: its PB is the control block's
 // (kStealOffSubmitPB), not the lock's own.

@@ -336,7 +336,7 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	// fits the request slot.
 	const TaskEntry &te = p->tasks[task];
 	if (timeout_ns > 0 || p->nworkers == 0 || p->nlanes != p->nworkers ||
-	    p->cfg.hard_timeout_ms != 0 || te.timeout_ms != 0 ||
+	    p->cfg.hard_timeout_ms != 0 || p->cfg.timing || te.timeout_ms != 0 ||
 	    (te.flags & KNIT_TASK_ABORTABLE) != 0)
 		return kLineNo;
 	knit_value_t v;

@@ -18,6 +18,8 @@
 //    dispatcher's); thread or process workers (a process worker serves its
 //    line from its own mapping of the region; see "Process workers");
 //  - no inline lane (with one, where a call runs is the balancer's choice);
+//  - no per-call timing (KNIT_POOL_INFO_TIMING: a timed call's note and
+//    info are the ticketed path's, src/info.h);
 //  - no deadline to track (timeout_ns <= 0, the task's timeout_ms == 0) and
 //    the task not abortable;
 //  - the argument is valid and its payload fits the request slot inline

@@ -149,8 +149,9 @@ uint32_t steal_take(Lane *l)
 	if (take != 0) {
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
-		// than after our batch (the host woke only one of us).
-		if (l->sc.pending() != 0)
+		// than after our batch (the host woke only one of us). Not in a
+		// process pool: the host woke one of us per call already.
+		if (!p->steal_host_wakes && l->sc.pending() != 0)
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
@@ -162,11 +163,21 @@ uint32_t steal_take(Lane *l)
 }
 
 // Queue a result locally (return arena full). The value is copied.
-void pend_push(Lane *l, FrameHead head, const knit_value_t &v)
+// A timed task's words beside the frame staged in `lane` (before its flush).
+void side_timing(Lane *l, int lane, const TimingWords *t)
+{
+	if (t != nullptr && lane >= 0)
+		memcpy(l->wret.side((uint32_t)lane), t, sizeof *t);
+}
+
+void pend_push(Lane *l, FrameHead head, const knit_value_t &v, const TimingWords *t)
 {
 	WorkerLocal *w = l->local;
 	PendingResult &r = w->pend[(w->pend_head + w->pend_count) % kLaneInflightMax];
 	r.head = head;
+	r.timed = t != nullptr;
+	if (t != nullptr)
+		r.timing = *t;
 	if (value_copy(v, &r.value, &r.buf) != 0) {
 		r.head.status = -KNIT_ENOMEM;
 		memset(&r.value, 0, sizeof r.value);
@@ -176,20 +187,26 @@ void pend_push(Lane *l, FrameHead head, const knit_value_t &v)
 }
 
 // Stage one result, or queue it when there is no room now.
-void publish_result(Lane *l, FrameHead head, const knit_value_t &v)
+// t: a timed task's words (nullptr: none).
+void publish_result(Lane *l, FrameHead head, const knit_value_t &v, const TimingWords *t = nullptr)
 {
 	WorkerLocal *w = l->local;
 	if (w->pend_count == 0) {
 		int rc = l->wret.stage(head, v);
-		if (rc >= 0)
+		if (rc >= 0) {
+			side_timing(l, rc, t);
 			return;
+		}
 		if (rc != -KNIT_EAGAIN) {
 			// Never publishable as is (too big / malformed): ship the
 			// status alone.
 			head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(head, kValueNone) >= 0)
+			rc = l->wret.stage(head, kValueNone);
+			if (rc >= 0) {
+				side_timing(l, rc, t);
 				return;
-			pend_push(l, head, kValueNone);
+			}
+			pend_push(l, head, kValueNone, t);
 			return;
 		}
 	}
@@ -198,7 +215,7 @@ void publish_result(Lane *l, FrameHead head, const knit_value_t &v)
 		// flight per lane. Keep the newest status only.
 		return;
 	}
-	pend_push(l, head, v);
+	pend_push(l, head, v, t);
 }
 
 // Retry queued results in order. True if any went out.
@@ -213,9 +230,11 @@ bool publish_pending(Lane *l)
 			break;
 		if (rc < 0) {
 			r.head.status = rc == -KNIT_ETOOBIG ? -KNIT_ETOOBIG : -KNIT_EPROTO;
-			if (l->wret.stage(r.head, kValueNone) == -KNIT_EAGAIN)
+			rc = l->wret.stage(r.head, kValueNone);
+			if (rc == -KNIT_EAGAIN)
 				break;
 		}
+		side_timing(l, rc, r.timed ? &r.timing : nullptr);
 		free(r.buf);
 		r.buf = nullptr;
 		w->pend_head = (w->pend_head + 1) % kLaneInflightMax;
@@ -230,7 +249,8 @@ bool publish_pending(Lane *l)
 // The result lies in the run's return-arena reservation (knit_ctx_alloc):
 // publish it where it is. False when it does not (or no lane is free now):
 // the caller copies as usual.
-bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskOutcome &o)
+bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskOutcome &o,
+		      const TimingWords *t)
 {
 	const knit_value_t &v = o.value;
 	if (!ctx->res.live || !codec_has_bytes(v.type) || v.len == 0 || v.data == nullptr)
@@ -238,7 +258,9 @@ bool publish_in_place(Lane *l, knit_ctx *ctx, const FrameHead &head, const TaskO
 	const uint8_t *d = static_cast<const uint8_t *>(v.data);
 	if (d != ctx->res.data || v.len > ctx->res.capacity || l->local->pend_count != 0)
 		return false;
-	return l->wret.stage_reserved(head, v.type, v.code, (uint32_t)v.len, &ctx->res) >= 0;
+	const int rc = l->wret.stage_reserved(head, v.type, v.code, (uint32_t)v.len, &ctx->res);
+	side_timing(l, rc, t);
+	return rc >= 0;
 }
 
 bool take_requests(Lane *l)
@@ -268,7 +290,8 @@ void run_batch(Lane *l)
 	Pool *p = l->pool;
 	WorkerLocal *w = l->local;
 	const bool stamp = p->cfg.hard_timeout_ms != 0;
-	const bool mark = l->rerun; // the started mask (Lane::rerun)
+	const bool timed = p->cfg.timing; // KNIT_POOL_INFO_TIMING (src/info.h)
+	const bool mark = l->rerun;       // the started mask (Lane::rerun)
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -284,8 +307,8 @@ void run_batch(Lane *l)
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
-		// The clock only for a deadline or the running stamp.
-		const int64_t now = stamp || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
+		// The clock only for a deadline, the running stamp or timing.
+		const int64_t now = stamp || timed || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
 		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1,
 			 (int64_t)f.head.deadline_ns, l);
@@ -305,15 +328,27 @@ void run_batch(Lane *l)
 				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
 			TaskOutcome o;
 			const uint64_t ticket = ticket_pack(f.head.generation, f.head.ticket);
+			TimingWords tw;
+			if (timed) {
+				tw.ticket = f.head.ticket;
+				tw.gen = f.head.generation;
+				tw.start = now;
+				tw.cpu = thread_cpu_ns();
+			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
+			if (timed) {
+				tw.cpu = thread_cpu_ns() - tw.cpu;
+				tw.end = knit_now_ns();
+			}
 			if (stamp)
 				stamp_write(l->ext, 0, 0, 0);
 			counter_bump(lane_counter(l->ext, kWcCalls));
 			rh.status = o.status;
-			if (!publish_in_place(l, &ctx, rh, o))
-				publish_result(l, rh, o.value);
+			const TimingWords *t = timed ? &tw : nullptr;
+			if (!publish_in_place(l, &ctx, rh, o, t))
+				publish_result(l, rh, o.value, t);
 			l->wret.cancel(&ctx.res); // no-op once consumed
 			ctx_free_allocs(&ctx);
 		}

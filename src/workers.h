@@ -91,6 +91,9 @@ struct WorkerOps {
 	bool line_spill;
 	// The workers share the region's futex words across processes.
 	bool futex_shared;
+	// Any thread: the pid of worker w's process now (relaxed; 0 while it
+	// has none, and for a thread: completion infos, src/info.h).
+	int32_t (*pid)(Pool *p, uint32_t w);
 };
 
 extern const WorkerOps kThreadWorkers; // src/workers_thread.cpp

@@ -206,6 +206,7 @@ bool thread_hard_kill(Pool *, uint32_t) { return false; }
 void thread_forget(Pool *) {}
 void thread_stats(Pool *, knit_pool_stats_t *) {}
 void thread_completion_fd_on(Pool *) {}
+int32_t thread_pid(Pool *, uint32_t) { return 0; }
 
 } // namespace
 
@@ -226,6 +227,7 @@ const WorkerOps kThreadWorkers = {
 	.destroy_stop_ns = -1,
 	.line_spill = false,
 	.futex_shared = false,
+	.pid = thread_pid,
 };
 
 } // namespace knit::detail

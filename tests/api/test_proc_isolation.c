@@ -18,10 +18,15 @@
  *    every honest call completes (none stranded), every status 0 carries
  *    the call's own result, the pool never fails; on lanes, with the
  *    scribbles pinned to worker 1, every call of worker 0 succeeds and
- *    worker 0 is never killed or blamed.
+ *    worker 0 is never killed or blamed. Steal (scribble_exit: it
+ *    scribbles its own claim page, never a peer's, which it maps
+ *    read-only): a worker dies only for a scribble it ran (each one
+ *    counted in a file), else the test prints the known gap.
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,6 +186,20 @@ static void take(knit_pool_t *p, struct tally *t, knit_completion_t *c)
 	knit_completion_release(p, c);
 }
 
+/* tests/api/tasklib/proc_forge.c: scribble_exit appends a byte here. */
+static void scribble_file(char *path, size_t n)
+{
+	snprintf(path, n, "/tmp/knit-scribble-%d", (int)getpid());
+}
+
+static int scribbles_ran(void)
+{
+	char path[64];
+	scribble_file(path, sizeof path);
+	struct stat st;
+	return stat(path, &st) == 0 ? (int)st.st_size : 0;
+}
+
 static void scribbler(uint32_t topo)
 {
 	enum { N = 3000, EVERY = 60 };
@@ -188,6 +207,9 @@ static void scribbler(uint32_t topo)
 	const char *env = getenv("KNIT_SCRIBBLE_SEED");
 	if (env != NULL && env[0] != 0)
 		seed = strtoull(env, NULL, 0);
+	char path[64];
+	scribble_file(path, sizeof path);
+	unlink(path);
 	knit_pool_t *p = forge_pool(2, topo, 1000); /* scribbles may cost their worker */
 	const int64_t honest_pid = topo == KNIT_TOPOLOGY_LANES ? pid_of(p, 0) : 0;
 	static uint8_t done[N];
@@ -231,19 +253,6 @@ static void scribbler(uint32_t topo)
 		for (int k = 0; k < n; k++)
 			take(p, &t, &out[k]);
 	}
-	if (topo == KNIT_TOPOLOGY_STEAL && t.completed < N) {
-		/* Known gap (#22 item 1, steal): the claim and wake words are
-		 * still shared read-write among a steal pool's workers, so a
-		 * scribbler can strand a call there (seen once in a fresh
-		 * make check under ASan: 2999 of 3000). Counted and printed, not
-		 * asserted, until per-worker claim pages close it; every other
-		 * promise above is still asserted. Lanes assert it below. */
-		cr_log_warn(
-			"seed %llu: steal: %d of %d calls stranded by the scribbler (known gap)",
-			(unsigned long long)seed, N - t.completed, N);
-		kt_destroy(p);
-		return;
-	}
 	cr_assert_eq(t.completed, N, "seed %llu: %d of %d calls completed (the rest stranded)",
 		     (unsigned long long)seed, t.completed, N);
 	knit_pool_stats_t s;
@@ -253,11 +262,22 @@ static void scribbler(uint32_t topo)
 	if (topo == KNIT_TOPOLOGY_LANES)
 		cr_assert_eq(pid_of(p, 0), honest_pid, "seed %llu: the honest worker was killed",
 			     (unsigned long long)seed);
+	else if (s.crashes > (uint64_t)scribbles_ran())
+		/* Known gap (#22 item 1, steal), printed, not asserted (a
+		 * Criterion warning fails the run): every worker writes only
+		 * its own claim page now, but a scribbler's own ACK word can
+		 * still mislead an honest peer into a claim the host later holds
+		 * against it. Every death but a scribbler's is an honest worker
+		 * blamed. */
+		cr_log_info(
+			"seed %llu: steal: %llu workers died, %d of them scribblers (known gap)",
+			(unsigned long long)seed, (unsigned long long)s.crashes, scribbles_ran());
 	cr_log_info("seed %llu: %d honest calls failed, %llu crashes, %llu protocol errors",
 		    (unsigned long long)seed, t.failed, (unsigned long long)s.crashes,
 		    (unsigned long long)s.proto_errors);
 	/* Not kt_destroy: a scribbler's own lane counters say what it wrote. */
 	cr_assert_eq(knit_pool_destroy(p), 0);
+	unlink(path);
 }
 
 KT(proc_isolation, scribble_lanes) { scribbler(KNIT_TOPOLOGY_LANES); }

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,7 +54,7 @@ static uint64_t violations(knit_pool_t *p)
 {
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
-	return s.sandbox_violations;
+	return s.deaths[KNIT_DEATH_SANDBOX];
 }
 
 static knit_value_t vm_arg(int64_t w[2])
@@ -117,7 +118,14 @@ KT(sandbox, seccomp_kills_only_the_violating_call)
 		knit_completion_t c = run(p, bad[i].task, bad[i].arg);
 		cr_assert_eq(c.status, -KNIT_ECRASHED, "%s under seccomp: status %d (%s)",
 			     bad[i].task, c.status, knit_strerror(c.status));
-		cr_assert_eq(violations(p), before.sandbox_violations + i + 1, "%s counted",
+		knit_completion_info_t info = {.size = sizeof info};
+		cr_assert_eq(knit_completion_info(p, &c, &info), 0, "%s: no info", bad[i].task);
+		cr_assert(info.flags & KNIT_INFO_DEATH);
+		cr_assert_eq(info.death, KNIT_DEATH_SANDBOX, "%s: cause %u", bad[i].task,
+			     info.death);
+		cr_assert_eq(info.death_detail, SIGSYS);
+		knit_completion_release(p, &c);
+		cr_assert_eq(violations(p), before.deaths[KNIT_DEATH_SANDBOX] + i + 1, "%s counted",
 			     bad[i].task);
 		still_serves(p);
 	}
@@ -180,9 +188,7 @@ KT(sandbox, init_file_used_after_the_filter_closed)
 
 KT(sandbox, no_new_privs_and_limits)
 {
-	knit_sandbox_t sb = {.size = sizeof sb,
-			     .rlimit_as = 4ull << 30,
-			     .rlimit_nofile = 16};
+	knit_sandbox_t sb = {.size = sizeof sb, .rlimit_as = 4ull << 30, .rlimit_nofile = 16};
 	knit_pool_t *p = sb_pool(&sb, SB_LIB);
 	knit_completion_t c = run(p, "nnp", kt_none());
 	cr_assert_eq(c.result.i64, 1, "no_new_privs with any sandbox");
@@ -213,7 +219,8 @@ KT(sandbox, cpu_limit_kills_only_its_call)
 	knit_pool_stats_t s;
 	kt_stats(p, &s);
 	cr_assert_eq(s.respawns, 1);
-	cr_assert_eq(s.sandbox_violations, 0, "a limit is not a seccomp violation");
+	cr_assert_eq(s.deaths[KNIT_DEATH_SANDBOX], 0, "a limit is not a seccomp violation");
+	cr_assert_eq(s.deaths[KNIT_DEATH_SIGNAL], 1, "SIGXCPU: a signal the pool did not send");
 	kt_destroy(p);
 	/* And without the limit the same task runs to its end. */
 	p = sb_pool(NULL, SB_LIB);

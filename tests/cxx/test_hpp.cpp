@@ -531,6 +531,41 @@ static void test_enqueue_reap()
 	CHECK(st && st->pending == 0 && st->completed == st->enqueued);
 }
 
+// completion::info() (1.2): not_found on an untimed pool; on a timed one
+// the lane, and a timing no longer than the call's wall time.
+static void test_info()
+{
+	knit::result<knit::pool> plain = knit::pool::create(
+		knit::thread_options(1), knit::task("id", [](knit::value v) { return v.i64(); }));
+	CHECK_OK(plain);
+	CHECK_OK(plain->enqueue(0, 1));
+	knit::result<knit::completion> c = plain->complete(10s);
+	CHECK(c && c->ok());
+	if (c) {
+		knit::result<knit_completion_info_t> none = c->info();
+		CHECK(!none && none.error() == knit::error::not_found);
+	}
+	knit_pool_options_t o = knit::thread_options(2);
+	o.topology = KNIT_TOPOLOGY_LANES;
+	o.info_flags = KNIT_POOL_INFO_TIMING;
+	knit::result<knit::pool> timed =
+		knit::pool::create(o, knit::task("id", [](knit::value v) { return v.i64(); }));
+	CHECK_OK(timed);
+	constexpr int n = 20;
+	for (int i = 0; i < n; i++)
+		CHECK_OK(timed->enqueue(0, i));
+	int got = 0;
+	for (int tries = 0; got < n && tries < 100; tries++)
+		for (knit::completion &x : timed->completions(10s)) {
+			knit::result<knit_completion_info_t> in = x.info();
+			CHECK(in && (in->flags & KNIT_INFO_TIMING) && in->lane < 2 &&
+			      in->run_ns >= in->cpu_ns && in->wait_ns >= 0 &&
+			      in->death == KNIT_DEATH_NONE);
+			got++;
+		}
+	CHECK(got == n);
+}
+
 // A task that blocks until released (bounded: 20 s), for cancel and fd tests.
 struct gate {
 	std::atomic<bool> open{false};
@@ -715,6 +750,7 @@ int main()
 #endif
 	test_error_code();
 	test_enqueue_reap();
+	test_info();
 	test_cancel();
 	test_completion_fd();
 	test_stats_stop();

@@ -213,3 +213,28 @@ def test_priority_option_and_class_stats(pypool):
     assert st["class_enqueued"][0] == 2 and st["class_enqueued"][2] == 1
     assert sum(st["class_enqueued"]) == st["enqueued"]
     assert sum(st["class_backlogged"]) == st["backlogged"]
+
+
+def test_completion_info_only_when_timed(lib, ctasks):
+    """info=True: None on a pool that did not ask for timing; on a timed
+    pool the lane and a timing (run no shorter than the task's sleep)."""
+    with knitting.Pool(ctasks, lib=lib, workers=2) as plain:
+        plain.enqueue("double", 4)
+        (_, _, r, info), = plain.complete(timeout=10, info=True)
+        assert r == 8 and info is None
+    with knitting.Pool(ctasks, lib=lib, workers=2, topology=knitting.KNIT_TOPOLOGY_LANES,
+                       info_flags=knitting.KNIT_POOL_INFO_TIMING) as timed:
+        for i in range(20):
+            timed.enqueue("double", i, user_data=i)
+        got = []
+        while len(got) < 20:
+            got += timed.complete(timeout=10, info=True)
+        per_lane = [0, 0]
+        for _, ud, r, info in got:
+            assert r == 2 * ud
+            assert info["flags"] == knitting.KNIT_INFO_LANE | knitting.KNIT_INFO_TIMING
+            assert info["wait_ns"] >= 0 and info["run_ns"] >= info["cpu_ns"] >= 0
+            per_lane[info["lane"]] += 1
+        st = timed.stats()
+        assert per_lane == [st["lane"][0]["calls"], st["lane"][1]["calls"]]
+        assert st["deaths"] == [0] * knitting.KNIT_DEATH_CAUSE_MAX

@@ -25,3 +25,22 @@ def test_a_crashing_task(procpool):
     st = procpool.stats()
     assert st["crashes"] == 2 and st["respawns"] == 2
 
+
+
+def test_a_crashed_call_says_why(procpool):
+    """complete(info=True): the crashed call's info names the signal and
+    the dead worker's pid; the stats count the death by cause."""
+    t = procpool.enqueue("crash")
+    got = []
+    for _ in range(100):
+        got += procpool.complete(timeout=10, info=True)
+        if got:
+            break
+    assert len(got) == 1
+    ticket, _, err, info = got[0]
+    assert ticket == t and isinstance(err, knitting.CrashedError)
+    assert info is not None and info["flags"] & knitting.KNIT_INFO_DEATH
+    assert info["pid"] > 0
+    assert info["death"] in (knitting.KNIT_DEATH_SIGNAL, knitting.KNIT_DEATH_EXIT)
+    st = procpool.stats()
+    assert sum(st["deaths"]) == 1 and st["deaths"][info["death"]] == 1

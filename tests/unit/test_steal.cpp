@@ -51,7 +51,7 @@ using namespace knit::detail;
 namespace {
 
 constexpr uint64_t kCap = 1u << 20;
-constexpr uint64_t kLockOff = 8192; // control block rounded up to pages
+constexpr uint64_t kLockOff = kStealLockOff; // the control block: a host page and 31 consumer pages
 
 struct Fix {
 	Region region;

@@ -76,6 +76,7 @@ inline long futex(uint32_t *w, int op, uint32_t v)
 struct Placement {
 	int host = -1, worker = -1;
 	int ncpu_online = 1;
+	std::vector<int> cpus; // every CPU the process may run on, ascending
 };
 extern Placement g_place;
 extern bool g_quick;
@@ -90,6 +91,35 @@ inline bool pin_thread(pthread_t t, int cpu)
 	return pthread_setaffinity_np(t, sizeof s, &s) == 0;
 }
 inline bool pin_self(int cpu) { return pin_thread(pthread_self(), cpu); }
+
+// Run fn on a thread that may use every CPU of g_place.cpus (knit-bench's
+// own host thread is pinned), and wait for it: what a program that never
+// pins anything sees. Threads fn creates inherit that mask.
+inline void run_unplaced(const std::function<void()> &fn)
+{
+	std::thread t([&fn] {
+		cpu_set_t s;
+		CPU_ZERO(&s);
+		for (int c : g_place.cpus)
+			CPU_SET(c, &s);
+		pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+		fn();
+	});
+	t.join();
+}
+
+// `rounds` steps of an LCG: a task body of a known length (calibrate with
+// lcg_rounds_per_us).
+inline uint32_t lcg(int64_t rounds)
+{
+	uint32_t x = 1;
+	for (int64_t i = 0; i < rounds; i++)
+		x = x * 1664525u + 1013904223u;
+	__asm__ __volatile__("" ::"r"(x));
+	return x;
+}
+// LCG rounds that take about 1 us of CPU on this machine (measured once).
+int64_t lcg_rounds_per_us();
 
 // A thread pinned to `cpu` from its first instruction of `fn` on.
 inline std::thread pinned_thread(int cpu, std::function<void()> fn)
@@ -133,6 +163,11 @@ inline double quantile(std::vector<double> v, double q)
 	return v[std::min(i, v.size() - 1)];
 }
 inline double median(const std::vector<double> &v) { return quantile(v, 0.5); }
+
+// oneTBB at `threads` threads (the caller's included: an arena of that
+// many slots): `reps` task_group batches of `batch` tasks of lcg(rounds)
+// (0 = no-op). False when this build has no oneTBB (*out untouched).
+bool tbb_batch(int threads, int batch, int reps, int64_t rounds, Meas *out);
 
 // Metric values of a measurement by name: p50, p99, max, mean (ns) when it
 // has samples; tput (calls/s) when it has ops; every extra; and every count

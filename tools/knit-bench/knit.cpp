@@ -37,8 +37,19 @@ int t_work(knit_ctx_t *, const knit_value_t *arg, knit_value_t *ret)
 	ret->i64 = (int64_t)(thread_cpu_ns() - c0);
 	return 0;
 }
-const knit_task_t kTasks[] = {{"echo", t_echo, 0, 0}, {"nop", t_nop, 0, 0}, {"work", t_work, 0, 0}};
-enum { kEcho = 0, kNop = 1, kWork = 2 }; // ids are indexes in name order
+// `arg` LCG rounds and nothing else (no clock read): a call of a known,
+// small length (lcg_rounds_per_us).
+int t_spin(knit_ctx_t *, const knit_value_t *arg, knit_value_t *)
+{
+	lcg(arg->i64);
+	return 0;
+}
+const knit_task_t kTasks[] = {{"echo", t_echo, 0, 0},
+			      {"nop", t_nop, 0, 0},
+			      {"spin", t_spin, 0, 0},
+			      {"work", t_work, 0, 0}};
+enum { kEcho = 0, kNop = 1, kSpin = 2, kWork = 3 }; // ids are indexes in name order
+constexpr uint32_t kNumTasks = sizeof kTasks / sizeof kTasks[0];
 
 struct PoolSpec {
 	uint32_t workers = 1;
@@ -46,6 +57,7 @@ struct PoolSpec {
 	uint32_t spin_us = 0;
 	bool pin = true;        // one worker on the worker CPU; more: both CPUs
 	bool processes = false; // knit-worker processes over knit-bench-tasks.so
+	bool spread = false;    // one worker per CPU, the host's CPU last (the scale case)
 };
 
 // The process cases' task library: knit-bench-tasks.so beside knit-bench.
@@ -75,7 +87,19 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	}
 	// Worker processes are placed as threads are: left alone, they would
 	// inherit the pinned host's CPU.
-	if (s.pin && g_place.worker >= 0) {
+	if (s.spread && g_place.host >= 0) {
+		// Every CPU but the host's, one worker each; more workers than
+		// that: every CPU (the host's too), still one worker each.
+		std::vector<int> use;
+		for (int c : g_place.cpus)
+			if (c != g_place.host)
+				use.push_back(c);
+		if (s.workers > use.size())
+			use = g_place.cpus;
+		for (int c : use)
+			o.cpu_mask[c / 64] |= 1ull << (c % 64);
+		o.cpu_flags = KNIT_CPU_ONE_PER_WORKER;
+	} else if (s.pin && g_place.worker >= 0) {
 		o.cpu_mask[g_place.worker / 64] |= 1ull << (g_place.worker % 64);
 		if (s.workers > 1 && g_place.host >= 0) {
 			o.cpu_mask[g_place.host / 64] |= 1ull << (g_place.host % 64);
@@ -84,7 +108,7 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	}
 	knit_pool_t *p = nullptr;
 	int rc = s.processes ? knit_pool_create(&o, nullptr, 0, &p)
-			     : knit_pool_create(&o, kTasks, 3, &p);
+			     : knit_pool_create(&o, kTasks, kNumTasks, &p);
 	if (rc != 0) {
 		fprintf(stderr, "knit-bench: knit_pool_create: %s\n", knit_strerror(rc));
 		exit(2);
@@ -472,6 +496,115 @@ Meas two_vs_one(uint32_t topology, int reps)
 	return m;
 }
 
+// ---- several workers as a program that never pins sees them -----------------------------
+// Created and driven from a thread that may use every CPU (run_unplaced),
+// no cpu_mask, every other option at its default.
+PoolSpec unplaced(uint32_t workers, uint32_t topology)
+{
+	PoolSpec s;
+	s.workers = workers;
+	s.topology = topology;
+	s.pin = false;
+	return s;
+}
+
+// No-op batches of 1000: 2 workers (`topology`) against 1 (AUTO), both
+// unplaced, alternated four times within the part.
+Meas two_vs_one_nop(uint32_t topology, int reps)
+{
+	Meas m1, m2;
+	run_unplaced([&] {
+		for (int k = 0; k < 4; k++) {
+			m1.merge(batch(1000, std::max(1, reps / 4), kNop, 0,
+				       unplaced(1, KNIT_TOPOLOGY_AUTO), "2v1 no-op, 1 worker"));
+			m2.merge(batch(1000, std::max(1, reps / 4), kNop, 0, unplaced(2, topology),
+				       "2v1 no-op, 2 workers"));
+		}
+	});
+	Meas m;
+	m.extra["tput_1w"] = m1.ops / m1.ns * 1e9;
+	m.extra["tput_2w"] = m2.ops / m2.ns * 1e9;
+	m.extra["ratio_2w_1w"] = m.extra["tput_2w"] / m.extra["tput_1w"];
+	m.calls = m2.calls;
+	m.counts = m2.counts;
+	return m;
+}
+
+// Back-to-back knit_call: p50 with 2 workers (AUTO) over p50 with 1,
+// unplaced, alternated twice within the part.
+Meas hot_call_2v1(int n)
+{
+	Meas m1, m2;
+	run_unplaced([&] {
+		for (int k = 0; k < 2; k++) {
+			m1.merge(hot_call(n / 2, unplaced(1, KNIT_TOPOLOGY_AUTO)));
+			m2.merge(hot_call(n / 2, unplaced(2, KNIT_TOPOLOGY_AUTO)));
+		}
+	});
+	Meas m;
+	m.extra["p50_1w"] = median(m1.samples);
+	m.extra["p50_2w"] = median(m2.samples);
+	m.extra["p50_ratio_2w_1w"] = m.extra["p50_2w"] / std::max(1.0, m.extra["p50_1w"]);
+	m.calls = m2.calls;
+	m.counts = m2.counts;
+	return m;
+}
+
+// ---- scale: throughput against workers ----------------------------------------------------
+// Workers 1 .. CPUs - 1 (at least 2, so a 2-CPU machine shows the step from
+// one worker to two), the host on its own CPU, one worker per CPU.
+uint32_t scale_max_workers()
+{
+	return (uint32_t)std::max<size_t>(2, g_place.cpus.size() > 1 ? g_place.cpus.size() - 1 : 1);
+}
+
+// One part of the scale case: for each task (no-op, ~1 us of LCG) and each
+// worker count, batches of 1000 on steal and on lanes, and oneTBB
+// task_group with as many threads (host + workers) when it is built in;
+// throughput per configuration, and each one's speed-up over its own
+// 1-worker figure.
+Meas scale_part(int reps)
+{
+	const int64_t us = lcg_rounds_per_us();
+	Meas m;
+	for (int t = 0; t < 2; t++) {
+		const char *task = t == 0 ? "nop" : "1us";
+		const int64_t rounds = t == 0 ? 0 : us;
+		std::map<std::string, double> one;
+		for (uint32_t w = 1; w <= scale_max_workers(); w++) {
+			for (uint32_t topo :
+			     {(uint32_t)KNIT_TOPOLOGY_STEAL, (uint32_t)KNIT_TOPOLOGY_LANES}) {
+				const std::string who =
+					topo == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
+				PoolSpec s;
+				s.workers = w;
+				s.topology = topo;
+				s.spread = true;
+				const Meas b = batch(1000, reps, t == 0 ? kNop : kSpin, rounds, s,
+						     "scale");
+				const double tput = b.ops / b.ns * 1e9;
+				const std::string key = std::string(task) + "." + who;
+				m.extra["tput." + key + ".w" + std::to_string(w)] = tput;
+				if (w == 1)
+					one[key] = tput;
+				m.extra["speedup." + key + ".w" + std::to_string(w)] =
+					tput / one[key];
+			}
+			Meas tb;
+			if (tbb_batch((int)w + 1, 1000, reps, rounds, &tb)) {
+				const double tput = tb.ops / tb.ns * 1e9;
+				const std::string key = std::string(task) + ".tbb";
+				m.extra["tput." + key + ".w" + std::to_string(w)] = tput;
+				if (w == 1)
+					one[key] = tput;
+				m.extra["speedup." + key + ".w" + std::to_string(w)] =
+					tput / one[key];
+			}
+		}
+	}
+	return m;
+}
+
 // mulberry32, the original's seeded generator.
 struct Mulberry {
 	uint32_t s;
@@ -562,6 +695,21 @@ MetricSpec per_call(const char *n)
 }
 
 } // namespace
+
+int64_t lcg_rounds_per_us()
+{
+	static int64_t rounds = 0;
+	if (rounds)
+		return rounds;
+	std::vector<double> v;
+	for (int i = 0; i < 5; i++) {
+		uint64_t c0 = thread_cpu_ns();
+		lcg(1000000);
+		v.push_back((double)(thread_cpu_ns() - c0));
+	}
+	rounds = std::max<int64_t>(1, (int64_t)(1000000.0 * 1000.0 / std::max(median(v), 1.0)));
+	return rounds;
+}
 
 void register_knit()
 {
@@ -664,6 +812,44 @@ void register_knit()
 				{"tput_1w", "calls/s", Better::Higher, false}}),
 			  [topo] { return two_vs_one(topo, scale(20, 2)); },
 			  "batch of 1000 ~2 us tasks: 2 workers / 1 worker (" + t + ")"});
+	}
+	for (uint32_t topo : {(uint32_t)KNIT_TOPOLOGY_AUTO, (uint32_t)KNIT_TOPOLOGY_LANES}) {
+		std::string t = topo == KNIT_TOPOLOGY_AUTO ? "auto" : "lanes";
+		add_case({"knit.batch1000.2v1." + t, "2v1_nop", "knit", "",
+			  with({{"ratio_2w_1w", "x", Better::Higher, false},
+				{"tput_2w", "calls/s", Better::Higher, false},
+				{"tput_1w", "calls/s", Better::Higher, false}}),
+			  [topo] { return two_vs_one_nop(topo, scale(400, 4)); },
+			  "batch of 1000 no-op calls, unplaced, defaults: 2 workers (" + t +
+				  ") / 1 worker"});
+	}
+	add_case({"knit.call.hot.2v1", "2v1_hot", "knit", "",
+		  with({{"p50_ratio_2w_1w", "x", Better::Lower, false},
+			{"p50_2w", "ns", Better::Lower, false},
+			{"p50_1w", "ns", Better::Lower, false}}),
+		  [] { return hot_call_2v1(scale(20000, 400)); },
+		  "back-to-back knit_call, unplaced, defaults: p50 2 workers / 1 worker"});
+	{
+		std::vector<MetricSpec> ms;
+		for (const char *task : {"nop", "1us"})
+			for (const char *who : {"steal", "lanes", "tbb"}) {
+				if (std::string(who) == "tbb" &&
+				    comparison("peer.tbb.task_group.batch1000", "") == "")
+					continue;
+				for (uint32_t w = 1; w <= scale_max_workers(); w++) {
+					const std::string k = std::string(task) + "." + who + ".w" +
+							      std::to_string(w);
+					ms.push_back(
+						{"tput." + k, "calls/s", Better::Higher, false});
+					ms.push_back({"speedup." + k, "x", Better::Higher, false});
+				}
+			}
+		add_case({"knit.scale", "scale", "knit", "", ms,
+			  [] { return scale_part(scale(100, 2)); },
+			  "batches of 1000 no-op and ~1 us calls, 1.." +
+				  std::to_string(scale_max_workers()) +
+				  " workers (one per CPU, host alone), steal and lanes; oneTBB "
+				  "task_group with as many threads"});
 	}
 	for (const char *shape : {"flat", "random", "heavy"})
 		for (uint32_t topo :

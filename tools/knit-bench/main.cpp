@@ -365,6 +365,7 @@ int main(int argc, char **argv)
 		if (CPU_ISSET(c, &s))
 			cpus.push_back(c);
 	g_place.ncpu_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	g_place.cpus = cpus;
 	if (cpus.size() >= 2) {
 		g_place.host = cpus[0];
 		g_place.worker = cpus[1];

@@ -394,16 +394,15 @@ struct PinObserver : tbb::task_scheduler_observer {
 	}
 };
 
-tbb::global_control &tbb_limit()
-{
-	// Host + one worker, like the other one-worker pools.
-	static tbb::global_control gc(tbb::global_control::max_allowed_parallelism, 2);
-	return gc;
-}
+// Host + one worker, like the other one-worker pools: a scoped limit (a
+// case that measures more threads, tbb_batch, sets its own).
+struct TbbLimit {
+	tbb::global_control gc{tbb::global_control::max_allowed_parallelism, 2};
+};
 
 Meas tbb_task_group(int batch, int reps)
 {
-	tbb_limit();
+	TbbLimit limit;
 	PinObserver obs;
 	std::atomic<uint64_t> sum{0};
 	Meas m;
@@ -429,7 +428,7 @@ Meas tbb_task_group(int batch, int reps)
 // (sleeping gap_ns, or 5-10 ms when gap_ns is 1).
 Meas tbb_arena_roundtrip(int n, uint64_t gap_ns)
 {
-	tbb_limit();
+	TbbLimit limit;
 	tbb::task_arena arena(1, 0);
 	arena.initialize();
 	PinObserver obs(arena);
@@ -461,7 +460,7 @@ Meas tbb_arena_roundtrip(int n, uint64_t gap_ns)
 
 Meas tbb_stream(int n)
 {
-	tbb_limit();
+	TbbLimit limit;
 	tbb::task_arena arena(1, 0);
 	arena.initialize();
 	PinObserver obs(arena);
@@ -521,6 +520,39 @@ void add_queue_peer(const std::string &name, const std::string &what,
 }
 
 } // namespace
+
+bool tbb_batch(int threads, int batch, int reps, int64_t rounds, Meas *out)
+{
+#ifdef KB_HAVE_TBB
+	tbb::global_control gc(tbb::global_control::max_allowed_parallelism, (size_t)threads);
+	tbb::task_arena arena(threads, 1); // one slot kept for this (the host) thread
+	std::atomic<uint64_t> sum{0};
+	Meas m;
+	arena.execute([&] {
+		for (int r = 0; r < reps; r++) {
+			sum = 0;
+			tbb::task_group tg;
+			uint64_t t0 = now_ns();
+			for (int i = 1; i <= batch; i++)
+				tg.run([&sum, i, rounds] {
+					if (rounds > 0)
+						lcg(rounds);
+					sum.fetch_add((uint64_t)i, std::memory_order_relaxed);
+				});
+			tg.wait();
+			m.ns += (double)(now_ns() - t0);
+			m.ops += batch;
+			check(sum == (uint64_t)batch * (uint64_t)(batch + 1) / 2,
+			      "tbb task_group (%d threads): every task ran once", threads);
+		}
+	});
+	*out = m;
+	return true;
+#else
+	(void)threads, (void)batch, (void)reps, (void)rounds, (void)out;
+	return false;
+#endif
+}
 
 void register_peers()
 {

@@ -48,23 +48,29 @@ static const char *const base_set[] = {
 	"getrandom", "exit", "exit_group", NULL};
 
 static const char *const files_set[] = {
-	"open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "statx",
-	"access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64", "unlink",
-	"unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "ftruncate",
-	"truncate", "fsync", "fdatasync", "flock", "getcwd", "chdir", "fchdir", "statfs",
-	"fstatfs", "pipe", "pipe2", "dup2", "fadvise64", "fallocate", "sendfile", "copy_file_range",
-	"chmod", "fchmod", "fchmodat", "utimensat", "symlink", "symlinkat", "link", "linkat",
-	NULL};
+	"open",       "openat",     "openat2",    "creat",           "stat",
+	"lstat",      "newfstatat", "statx",      "access",          "faccessat",
+	"faccessat2", "readlink",   "readlinkat", "getdents64",      "unlink",
+	"unlinkat",   "rename",     "renameat",   "renameat2",       "mkdir",
+	"mkdirat",    "rmdir",      "ftruncate",  "truncate",        "fsync",
+	"fdatasync",  "flock",      "getcwd",     "chdir",           "fchdir",
+	"statfs",     "fstatfs",    "pipe",       "pipe2",           "dup2",
+	"fadvise64",  "fallocate",  "sendfile",   "copy_file_range", "chmod",
+	"fchmod",     "fchmodat",   "utimensat",  "symlink",         "symlinkat",
+	"link",       "linkat",     NULL};
 
 static const char *const network_set[] = {
-	"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendto",
-	"recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "getsockname", "getpeername",
-	"setsockopt", "getsockopt", "shutdown", "select", "pselect6", "epoll_create",
-	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", NULL};
+	"socket",       "socketpair",    "connect",     "bind",
+	"listen",       "accept",        "accept4",     "sendto",
+	"recvfrom",     "sendmsg",       "recvmsg",     "sendmmsg",
+	"recvmmsg",     "getsockname",   "getpeername", "setsockopt",
+	"getsockopt",   "shutdown",      "select",      "pselect6",
+	"epoll_create", "epoll_create1", "epoll_ctl",   "epoll_wait",
+	"epoll_pwait",  "epoll_pwait2",  NULL};
 
-static const char *const processes_set[] = {
-	"fork", "vfork", "clone3", "execve", "execveat", "wait4", "waitid", "setsid",
-	"setpgid", "getpgid", "prlimit64", NULL};
+static const char *const processes_set[] = {"fork",     "vfork",   "clone3",    "execve",
+					    "execveat", "wait4",   "waitid",    "setsid",
+					    "setpgid",  "getpgid", "prlimit64", NULL};
 
 static int add_list(scmp_filter_ctx ctx, const char *const *names, char *msg, size_t n)
 {

@@ -33,7 +33,9 @@
  *            scribbles its own words of the steal control pages (ACK/CLAIM,
  *            WANT, wake, parked, never a peer's) and, as scribble does,
  *            every other writable mapping, and _exit(0)s: it never serves
- *            another call. Needs the boot record (struct boot below
+ *            another call. First it appends one byte to
+ *            /tmp/knit-scribble-PID (PID: its parent, the host), so the
+ *            test knows how many workers a scribble ended. Needs the boot record (struct boot below
  *            mirrors the head of src/proc.h's ProcBoot) and a few layout
  *            offsets (src/layout.h), checked by the record's magic and
  *            version.
@@ -50,14 +52,12 @@
 
 #define FORGE_KEY 0x5bd1e9955bd1e995ull
 #define BOOT_MAGIC 0x6B6E6974u   /* kBootMagic */
-#define BOOT_VERSION 9u          /* kBootVersion */
+#define BOOT_VERSION 10u         /* kBootVersion */
 #define LANE_OFF_RET_LOCK 22272u /* kLaneOffRetLock */
 #define LOCK_OFF_B 128u          /* kLockOffB (kLockOffA is 0) */
 #define BLOCK 128u               /* kBlock */
-#define STEAL_OFF_ACK 128u       /* steal_ack_offset(0) */
-#define STEAL_OFF_WANT 4096u     /* steal_want_offset(0) */
-#define STEAL_OFF_WAKE                                                                             \
-	8192u /* steal_wake_offset(0): then parked, peer wakes; 3 blocks per worker */
+#define STEAL_PAGE 4096u         /* steal_page_offset(c) = STEAL_PAGE * (1 + c): ACK/CLAIM, WANT, */
+				 /* wake, parked, peer wakes, one block each */
 
 struct boot {
 	uint32_t magic, version, size, config_size, lane, nworkers, ntasks, ticket_cap;
@@ -343,13 +343,19 @@ static int t_scribble_exit(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_
 					    __atomic_load_n(rb, __ATOMIC_ACQUIRE);
 	     i++)
 		nap_us(1000);
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/knit-scribble-%d", (int)getppid());
+	const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)!write(fd, "x", 1);
+		close(fd);
+	}
 	uint64_t s = (uint64_t)arg->i64 * 0x9E3779B97F4A7C15ull + 1;
 	uint8_t *ctl = base + b.steal_off;
-	uint64_t *own[5] = {(uint64_t *)(ctl + STEAL_OFF_ACK + BLOCK * b.lane),
-			    (uint64_t *)(ctl + STEAL_OFF_WANT + BLOCK * b.lane),
-			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane),
-			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + BLOCK),
-			    (uint64_t *)(ctl + STEAL_OFF_WAKE + 3 * BLOCK * b.lane + 2 * BLOCK)};
+	uint8_t *page = ctl + STEAL_PAGE * (1 + (uint64_t)b.lane);
+	uint64_t *own[5] = {(uint64_t *)page, (uint64_t *)(page + BLOCK),
+			    (uint64_t *)(page + 2 * BLOCK), (uint64_t *)(page + 3 * BLOCK),
+			    (uint64_t *)(page + 4 * BLOCK)};
 	for (int i = 0, n = 1 + (int)(rnd(&s) % 8); i < n; i++)
 		__atomic_store_n(own[rnd(&s) % 5], junk(&s), __ATOMIC_RELAXED);
 	scribble_writable(s);

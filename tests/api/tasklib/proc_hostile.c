@@ -63,11 +63,11 @@
 #define EXT_OFF_STARTED 32u     /* kLaneExtOffStarted */
 #define STOP_RUNNING 0u         /* kStopRunning */
 #define STOP_REQUESTED 1u       /* kStopRequested */
-#define STEAL_BLOCK 128u        /* kBlock */
-#define STEAL_OFF_ACK 128u      /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
-#define STEAL_OFF_WANT 4096u    /* steal_want_offset(0) */
+#define STEAL_PAGE 4096u        /* kStealPageBytes: steal_page_offset(c) = 4096 * (1 + c) */
+#define STEAL_OFF_ACK 4096u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
+#define STEAL_OFF_WANT 4224u    /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u  /* kBootMagic */
-#define BOOT_VERSION 9u         /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 10u        /* kBootVersion: bump with src/proc.h's ProcBoot */
 #define POOL_OFF_EFD 64u        /* kPoolOffEfdFlag */
 #define RING_OFF_EFD 256u       /* kRingOffEfd */
 #define FD_BRIDGE 5             /* kBootFdBridge */
@@ -260,7 +260,7 @@ static int t_scribble(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *re
 				/* stealing: our ACK/CLAIM pair or our WANT word */
 				at = (uint64_t *)(w.base + w.steal_off +
 						  ((r >> 8) & 1 ? STEAL_OFF_WANT : STEAL_OFF_ACK) +
-						  (uint64_t)w.lane * STEAL_BLOCK);
+						  (uint64_t)w.lane * STEAL_PAGE);
 			else if ((r & 15) == 0)
 				at = (uint64_t *)(ext +
 						  8 * ((r >> 8) % (LANE_EXT_BYTES /

@@ -208,12 +208,12 @@ static int t_nnp(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 }
 
 static const knit_task_t tasks[] = {
-	{"echo", t_echo, 0, 0},         {"compute", t_compute, 0, 0},
+	{"echo", t_echo, 0, 0},           {"compute", t_compute, 0, 0},
 	{"kill_host", t_kill_host, 0, 0}, {"mem_host", t_mem_host, 0, 0},
-	{"vm_write", t_vm_write, 0, 0}, {"ptrace", t_ptrace, 0, 0},
-	{"socket", t_socket, 0, 0},     {"execve", t_execve, 0, 0},
-	{"bigmap", t_bigmap, 0, 0},     {"cpu", t_cpu, 0, 0},
-	{"files", t_files, 0, 0},       {"nnp", t_nnp, 0, 0},
+	{"vm_write", t_vm_write, 0, 0},   {"ptrace", t_ptrace, 0, 0},
+	{"socket", t_socket, 0, 0},       {"execve", t_execve, 0, 0},
+	{"bigmap", t_bigmap, 0, 0},       {"cpu", t_cpu, 0, 0},
+	{"files", t_files, 0, 0},         {"nnp", t_nnp, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

@@ -42,12 +42,24 @@ static int t_work(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
-static const knit_task_t tasks[] = {
-	{"echo", t_echo, 0, 0}, {"nop", t_nop, 0, 0}, {"work", t_work, 0, 0}};
+static int t_spin(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx, (void)ret;
+	uint32_t x = 1;
+	for (int64_t i = 0; i < arg->i64; i++)
+		x = x * 1664525u + 1013904223u;
+	__asm__ __volatile__("" ::"r"(x));
+	return 0;
+}
+
+static const knit_task_t tasks[] = {{"echo", t_echo, 0, 0},
+				    {"nop", t_nop, 0, 0},
+				    {"spin", t_spin, 0, 0},
+				    {"work", t_work, 0, 0}};
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
 	.size = sizeof(knit_task_library_t),
 	.version = KNIT_TASK_LIBRARY_VERSION,
 	.tasks = tasks,
-	.ntasks = 3,
+	.ntasks = sizeof tasks / sizeof tasks[0],
 };

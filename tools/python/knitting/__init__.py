@@ -55,8 +55,8 @@ What a ctypes user trips on (each one learned the hard way):
 
 """
 from ._abi import *  # noqa: F401,F403  (the constants and structs of knitting.h)
-from ._abi import (STRUCTS, TASK_FN, CallOptions, Completion, LaneStats, PoolOptions, PoolStats,
-                   Request, Sandbox, Task, TaskLibrary, Value)
+from ._abi import (STRUCTS, TASK_FN, CallOptions, Completion, CompletionInfo, LaneStats,
+                   PoolOptions, PoolStats, Request, Sandbox, Task, TaskLibrary, Value)
 from ._abi import SIGNATURES as _SIGNATURES  # noqa: F401
 from ._errors import (CancelledError, ClosedError, CrashedError, KnitError, TaskError,
                       TimeoutError)
@@ -69,4 +69,5 @@ __version__ = "1.2.0"
 __all__ = ["load", "Pool", "Future", "KnitError", "TaskError", "CrashedError", "TimeoutError",
            "CancelledError", "ClosedError", "LibraryNotFoundError", "KnitValue", "to_value",
            "from_value", "Value", "Task", "TaskLibrary", "PoolOptions", "CallOptions", "Request",
-           "Completion", "LaneStats", "PoolStats", "Sandbox", "TASK_FN", "STRUCTS"]
+           "Completion", "CompletionInfo", "LaneStats", "PoolStats", "Sandbox", "TASK_FN",
+           "STRUCTS"]

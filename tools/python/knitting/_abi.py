@@ -29,6 +29,12 @@ KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CALL_HIGH, KNIT_CALL_LOW = 8, 16  # 1.2
 KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
+# 1.2: completion infos (knit_completion_info) and why a worker died.
+(KNIT_DEATH_NONE, KNIT_DEATH_SIGNAL, KNIT_DEATH_EXIT, KNIT_DEATH_HARD_TIMEOUT,
+ KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM) = range(6)
+KNIT_DEATH_CAUSE_MAX = 16
+KNIT_INFO_LANE, KNIT_INFO_TIMING, KNIT_INFO_DEATH = 1, 2, 4
+KNIT_POOL_INFO_TIMING = 1
 KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 2, 0
 KNIT_VERSION_NUMBER = (KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH
 # The oldest library this module loads: it uses nothing of 1.2 but
@@ -66,6 +72,7 @@ class PoolOptions(C.Structure):
         ("worker_prefix", C.POINTER(C.c_char_p)),
         # 1.2: thread workers' start/stop callbacks (knit_worker_hook_fn) and their argument
         ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
+        ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
         ("sandbox", C.c_void_p)]  # 1.2: a knit_sandbox_t (process pools)
 
 
@@ -101,7 +108,13 @@ class PoolStats(C.Structure):
         ("lane", LaneStats * (KNIT_MAX_WORKERS + 1))] + [
         (n, C.c_uint64) for n in ("spawns", "crashes", "respawns", "hard_kills", "backlogged")] + [
         ("class_enqueued", C.c_uint64 * 3), ("class_backlogged", C.c_uint64 * 3),
-        ("sandbox_violations", C.c_uint64)]  # 1.2
+        ("deaths", C.c_uint64 * KNIT_DEATH_CAUSE_MAX)]
+
+
+class CompletionInfo(C.Structure):  # 1.2
+    _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("lane", C.c_uint32),
+                ("pid", C.c_int32), ("wait_ns", C.c_int64), ("run_ns", C.c_int64),
+                ("cpu_ns", C.c_int64), ("death", C.c_uint32), ("death_detail", C.c_int32)]
 
 
 class TaskLibrary(C.Structure):
@@ -123,7 +136,7 @@ class Sandbox(C.Structure):
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
-           "knit_completion_t": Completion,
+           "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
            "knit_lane_stats_t": LaneStats, "knit_pool_stats_t": PoolStats,
            "knit_task_library_t": TaskLibrary, "knit_sandbox_t": Sandbox}
 
@@ -160,4 +173,5 @@ SIGNATURES_1_2: Dict[str, Tuple[object, List[object]]] = {
     "knit_complete_tickets": (C.c_int, [_P, C.POINTER(C.c_uint64), C.c_uint, C.POINTER(Completion), C.c_uint,
                                         C.c_int64]),
     "knit_wait_idle": (C.c_int, [_P, C.c_int64]),
+    "knit_completion_info": (C.c_int, [_P, C.POINTER(Completion), C.POINTER(CompletionInfo)]),
 }

@@ -69,13 +69,33 @@ def _deadline_ms(timeout: Optional[float]) -> int:
     return ms
 
 
+_INFO_FIELDS = ("lane", "pid", "wait_ns", "run_ns", "cpu_ns", "death", "death_detail")
 
-def _reaped(core, h, out, n: int) -> List[Tuple[int, int, Any]]:
+
+def _info(core: "_Core", h: C.c_void_p, c: A.Completion) -> Optional[Dict[str, Any]]:
+    """knit_completion_info of c as a dict (flags and the members it
+    covers), or None when the pool kept none for it (read before the
+    completion is released: the release drops it)."""
+    if not hasattr(core.lib, "knit_completion_info"):
+        raise KnitError(-A.KNIT_EVERSION, "knit_completion_info", "needs libknitting 1.2")
+    ci = A.CompletionInfo(size=C.sizeof(A.CompletionInfo))
+    rc = core.lib.knit_completion_info(h, C.byref(c), C.byref(ci))
+    if rc == -A.KNIT_ENOTFOUND:
+        return None
+    check(rc, "knit_completion_info")
+    return {"flags": ci.flags, **{n: getattr(ci, n) for n in _INFO_FIELDS}}
+
+
+def _reaped(core, h, out, n: int, info: bool = False) -> List[Tuple[Any, ...]]:
     """The first n completions of out as (ticket, user_data, result or
-    exception), each one's result bytes released to the pool as it is read."""
+    exception), with info a fourth item (_info), each one's result bytes
+    released to the pool as it is read."""
     done = []
     for c in out[:n]:
+        extra: Tuple[Any, ...] = ()
         try:
+            if info:
+                extra = (_info(core, h, c),)
             r = _outcome(core, c)
         except KnitError as e:
             r = e
@@ -83,7 +103,7 @@ def _reaped(core, h, out, n: int) -> List[Tuple[int, int, Any]]:
             core.lib.knit_completion_release(h, C.byref(c))
         if r is _CANCELLED:
             r = error_for(c.status, "call")
-        done.append((c.ticket, c.user_data or 0, r))
+        done.append((c.ticket, c.user_data or 0, r) + extra)
     return done
 
 def _outcome(core: "_Core", c: A.Completion) -> Any:
@@ -673,12 +693,15 @@ class Pool(concurrent.futures.Executor):
         v, _buf = to_value(arg)
         return self._enqueue(self._tid(task), v, user_data, self._options(timeout, priority))
 
-    def complete(self, max: int = 64, timeout: Optional[float] = None
-                 ) -> List[Tuple[int, int, Any]]:
+    def complete(self, max: int = 64, timeout: Optional[float] = None, info: bool = False
+                 ) -> List[Tuple[Any, ...]]:
         """Up to max completions of enqueue()d calls as (ticket, user_data,
         result or exception), waiting up to timeout seconds for the first
         (None: until one comes or the pool is stopped and drained, which
-        raises ClosedError; 0: not at all)."""
+        raises ClosedError; 0: not at all). With info=True each tuple has a
+        fourth item: the completion's info (knit_completion_info,
+        libknitting 1.2) as a dict -- flags, lane, pid, wait_ns, run_ns,
+        cpu_ns, death, death_detail -- or None when the pool kept none."""
         core = self._core
         core.set_mode("user")
         if max < 1:
@@ -688,13 +711,14 @@ class Pool(concurrent.futures.Executor):
         h = core.enter("knit_complete")
         try:
             n = check(core.lib.knit_complete(h, out, max, ns), "knit_complete")
-            return _reaped(core, h, out, n)
+            return _reaped(core, h, out, n, info)
         finally:
             core.leave()
 
     def complete_tickets(self, tickets: Sequence[int], max: int = 64,
-                         timeout: Optional[float] = None) -> List[Tuple[int, int, Any]]:
-        """complete(), but only for the enqueue()d calls whose tickets are
+                         timeout: Optional[float] = None, info: bool = False
+                         ) -> List[Tuple[Any, ...]]:
+        """complete() (info as there), but only for the enqueue()d calls whose tickets are
         given (knit_complete_tickets, libknitting 1.2): every other
         completion stays for complete(). Returns as soon as any of them is
         ready ([] when none was within timeout); raises KnitError
@@ -714,7 +738,7 @@ class Pool(concurrent.futures.Executor):
         try:
             n = check(core.lib.knit_complete_tickets(h, arr, len(ts), out, max, _wait_ns(timeout)),
                       "knit_complete_tickets")
-            return _reaped(core, h, out, n)
+            return _reaped(core, h, out, n, info)
         finally:
             core.leave()
 
@@ -752,18 +776,22 @@ class Pool(concurrent.futures.Executor):
     # ---- the rest ----
     def stats(self) -> Dict[str, Any]:
         """knit_pool_stats as a dict; "lane" is a list of per-lane dicts."""
-        # A 1.1 library knows the struct up to backlogged only.
+        # A 1.1 library knows the struct up to backlogged only; deaths came
+        # with knit_completion_info.
         v12 = hasattr(self._core.lib, "knit_wait_idle")
-        size = C.sizeof(A.PoolStats) if v12 else A.PoolStats.class_enqueued.offset
+        deaths = hasattr(self._core.lib, "knit_completion_info")
+        size = (C.sizeof(A.PoolStats) if deaths else A.PoolStats.deaths.offset if v12
+                else A.PoolStats.class_enqueued.offset)
         st = A.PoolStats(size=size)
         h = self._core.enter("knit_pool_stats")
         try:
             check(self._core.lib.knit_pool_stats(h, C.byref(st), size), "knit_pool_stats")
         finally:
             self._core.leave()
-        skip = ("lane", "size") if v12 else ("lane", "size", "class_enqueued", "class_backlogged")
+        skip = (("lane", "size") + (() if deaths else ("deaths",)) if v12
+                else ("lane", "size", "class_enqueued", "class_backlogged", "deaths"))
         d = {n: getattr(st, n) for n, _ in A.PoolStats._fields_ if n not in skip}
-        for n in ("class_enqueued", "class_backlogged"):
+        for n in ("class_enqueued", "class_backlogged", "deaths"):
             if n in d:
                 d[n] = list(d[n])  # [high, normal, low]
         d["lane"] = [{n: getattr(st.lane[i], n) for n, _ in A.LaneStats._fields_}
