@@ -82,7 +82,8 @@ static int run(uint32_t topology, const char *worker, const char *lib, uint32_t 
 			if (rc == -KNIT_EAGAIN)
 				break;
 			if (rc != 0) {
-				printf("FAIL (%s): enqueue %u: %s\n", topo, sent, knit_strerror(rc));
+				printf("FAIL (%s): enqueue %u: %s\n", topo, sent,
+				       knit_strerror(rc));
 				return 1;
 			}
 			violations += v;
@@ -94,7 +95,8 @@ static int run(uint32_t topology, const char *worker, const char *lib, uint32_t 
 		for (int i = 0; i < k; i++) {
 			const uint32_t c = (uint32_t)(uintptr_t)out[i].user_data;
 			if (c >= n || seen[c]++ != 0) {
-				printf("FAIL (%s): call %u completed twice (or unknown)\n", topo, c);
+				printf("FAIL (%s): call %u completed twice (or unknown)\n", topo,
+				       c);
 				return 1;
 			}
 			got++;
@@ -105,7 +107,8 @@ static int run(uint32_t topology, const char *worker, const char *lib, uint32_t 
 					       out[i].status);
 					return 1;
 				}
-			} else if (out[i].status == -KNIT_ECRASHED && topology == KNIT_TOPOLOGY_LANES) {
+			} else if (out[i].status == -KNIT_ECRASHED &&
+				   topology == KNIT_TOPOLOGY_LANES) {
 				lost_echoes++;
 			} else if (out[i].status != 0 || out[i].result.type != KNIT_VALUE_I64 ||
 				   out[i].result.i64 != (int64_t)c * 7) {
