@@ -266,8 +266,10 @@ typedef struct knit_pool_options {
  * always recorded; the rest only when asked, so a pool that does not ask
  * reads no clock for it. */
 enum knit_pool_info_flags {
-	KNIT_POOL_INFO_TIMING = 1u << 0 /* every call's lane, pid, wait, run and
-					   CPU time */
+	KNIT_POOL_INFO_TIMING = 1u << 0, /* every call's lane, pid, wait and run
+					    time (monotonic clock readings) */
+	KNIT_POOL_INFO_CPU = 1u << 1     /* TIMING and the worker thread's CPU time
+					    per call (two system calls a call) */
 };
 
 /*
@@ -441,9 +443,10 @@ enum knit_death_cause {
 /* 1.2: which groups of a knit_completion_info_t hold values. */
 enum knit_info_flags {
 	KNIT_INFO_LANE = 1u << 0,   /* lane and pid */
-	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns, cpu_ns (pools created with
-				       KNIT_POOL_INFO_TIMING) */
-	KNIT_INFO_DEATH = 1u << 2   /* death, death_detail (pid: the dead worker's) */
+	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns (pools created with
+				       KNIT_POOL_INFO_TIMING or _CPU) */
+	KNIT_INFO_DEATH = 1u << 2,  /* death, death_detail (pid: the dead worker's) */
+	KNIT_INFO_CPU = 1u << 3     /* cpu_ns (pools created with KNIT_POOL_INFO_CPU) */
 };
 
 /*
@@ -460,7 +463,8 @@ typedef struct knit_completion_info {
 				 (with KNIT_INFO_DEATH the dead one); else 0 */
 	int64_t wait_ns;      /* enqueue to the task's start */
 	int64_t run_ns;       /* the task's start to its end */
-	int64_t cpu_ns;       /* CPU time the worker thread spent in the task */
+	int64_t cpu_ns;       /* CPU time the worker thread spent in the task
+				  (KNIT_INFO_CPU) */
 	uint32_t death;       /* enum knit_death_cause */
 	int32_t death_detail; /* signal number or exit status, by cause */
 } knit_completion_info_t;

@@ -513,13 +513,13 @@ uint32_t run_inline(Pool *p)
 			TaskOutcome o;
 			if (p->info.timing) {
 				t0 = knit_now_ns();
-				cpu = thread_cpu_ns();
+				cpu = p->cfg.cpu_time ? thread_cpu_ns() : 0;
 			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
 			run_task(p, &ctx, c->task, c->arg, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
 			if (p->info.timing) {
-				cpu = thread_cpu_ns() - cpu;
+				cpu = p->cfg.cpu_time ? thread_cpu_ns() - cpu : -1;
 				t1 = knit_now_ns();
 			}
 			status = o.status;

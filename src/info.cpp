@@ -77,6 +77,7 @@ int info_init(Pool *p)
 	InfoRoom &r = p->info;
 	memset(&r, 0, sizeof r);
 	r.timing = p->cfg.timing;
+	r.notes = r.timing ? 1 : 0; // the timed pool's one: never handed out
 	r.cap = p->cfg.info_records;
 	r.ring = static_cast<InfoEntry *>(calloc(r.cap, sizeof(InfoEntry)));
 	return r.ring != nullptr ? 0 : -KNIT_ENOMEM;
@@ -119,12 +120,18 @@ void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t
 	// A process worker's words: only a timeline that fits the host's own
 	// clock readings is kept (start after the enqueue, end before the
 	// reap); anything else leaves the call untimed.
-	if (start < n->t_enq || end < start || end > now || cpu < 0)
+	if (start < n->t_enq || end < start || end > now)
 		return;
 	n->flags |= KNIT_INFO_TIMING;
 	n->wait_ns = start - n->t_enq;
 	n->run_ns = end - start;
-	n->cpu_ns = cpu;
+	// cpu < 0: not asked for (KNIT_POOL_INFO_CPU). Read inside the run's
+	// readings, so at most the run; clamped there (two clocks, and a
+	// process worker's word).
+	if (cpu >= 0) {
+		n->flags |= KNIT_INFO_CPU;
+		n->cpu_ns = cpu <= n->run_ns ? cpu : n->run_ns;
+	}
 }
 
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
@@ -140,15 +147,13 @@ void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint3
 	n->detail = detail;
 }
 
-void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
+namespace {
+
+// The ring's next entry, emptied and tagged with out's ticket, named in
+// out->reserved[1] (under mu).
+InfoEntry &entry_take(Pool *p, knit_completion_t *out)
 {
 	InfoRoom &r = p->info;
-	CallNote *n = note_of(p, c);
-	const bool noted = n != nullptr && pending(n, c);
-	if (!noted && !r.timing)
-		return;
-	if (noted && r.notes != 0)
-		r.notes--;
 	r.seq++;
 	if (r.seq == 0)
 		r.seq = 1;
@@ -156,6 +161,32 @@ void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
 	memset(&e, 0, sizeof e);
 	e.ticket = out->ticket;
 	e.seq = r.seq;
+	out->reserved[1] = completion_word(p, out->reserved[0], r.seq);
+	return e;
+}
+
+} // namespace
+
+void info_line_death_locked(Pool *p, uint32_t lane, const DeathNote &d, knit_completion_t *out)
+{
+	InfoEntry &e = entry_take(p, out);
+	e.flags = KNIT_INFO_LANE | KNIT_INFO_DEATH;
+	e.lane = lane;
+	e.pid = d.pid;
+	e.death = d.cause;
+	e.detail = d.detail;
+}
+
+void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
+{
+	InfoRoom &r = p->info;
+	CallNote *n = note_of(p, c);
+	const bool noted = n != nullptr && pending(n, c);
+	if (!noted && !r.timing)
+		return;
+	if (noted && r.notes > (r.timing ? 1u : 0u))
+		r.notes--;
+	InfoEntry &e = entry_take(p, out);
 	if (noted) {
 		e.flags = n->flags;
 		e.lane = n->lane;
@@ -169,7 +200,6 @@ void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
 		n->flags = 0;
 		n->t_enq = 0;
 	}
-	out->reserved[1] = completion_word(p, out->reserved[0], r.seq);
 }
 
 int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out)

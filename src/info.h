@@ -89,9 +89,10 @@ inline uint64_t completion_word(const Pool *p, uint64_t h, uint32_t seq)
 void info_enqueue_locked(Pool *p, const Call *c, int64_t now);
 
 // The worker's timing of call c, which lane `lane` ran (under mu, at the
-// reap of its frame, before it completes): start, end and CPU time as the
+// reap of its frame, before its hand-out): start, end and CPU time as the
 // worker says (a process worker's words: kept only when t_enq <= start <=
-// end <= now and 0 <= cpu), `now` the reap's clock. A call with no note
+// end <= now, the CPU time clamped to end - start; cpu < 0: not measured),
+// `now` the reap's clock. A call with no note
 // (its note could not be had) records nothing.
 void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start, int64_t end,
 		     int64_t cpu, int64_t now);
@@ -105,14 +106,14 @@ void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint3
 
 // Hand-out (under mu): move c's note, if it has one for this use, into
 // the ring and name its entry in out->reserved[1] (out->reserved[0] set
-// already). Inline: a pool with no note pending and no timing costs one
-// load and a branch.
+// already). Only while p->info.notes != 0 (which counts one more for a
+// timed pool): a batch of hand-outs looks at it once (src/calls.cpp).
 void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out);
-inline void info_hand_out_locked(Pool *p, const Call *c, knit_completion_t *out)
-{
-	if (p->info.notes != 0 || p->info.timing)
-		info_hand_out_slow_locked(p, c, out);
-}
+
+// A knit_call served on lane's synchronous line lost its worker (under
+// mu, at its hand-out; out->reserved[0] set already): an info entry of
+// the death, named in out->reserved[1] (src/syncline.cpp).
+void info_line_death_locked(Pool *p, uint32_t lane, const DeathNote &d, knit_completion_t *out);
 
 // knit_completion_info (takes mu): fill *out (every member) from the
 // entry completion *c names. 0, or -KNIT_ENOTFOUND (no info: none was

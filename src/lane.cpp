@@ -149,11 +149,17 @@ bool status_from_worker_ok(int32_t s)
 // one the lane's worker could not have written honestly (the lane is to be
 // distrusted: lane_distrust). The completion's counts go into *batch
 // (complete_batch_end_locked() before mu is released).
-// A timed pool (src/info.h): the timing the worker left beside the frame in
-// `slot` for call c, taken when it names the frame's own call; `now` the
-// reap's clock, read after the results' acquire.
-void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, const Call *c, int64_t now)
+// A timed pool (src/info.h), for a frame whose call handle_result() just
+// completed (under the same hold of mu: the completion is not handed out
+// yet, and its record is live): the timing the worker left beside the
+// frame in `slot`, taken when it names the frame's own call; `now` the
+// reap's clock, read after the results' acquire. Apart from
+// handle_result(), so that an untimed pool's reap pays one branch a frame.
+[[gnu::noinline]] void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, int64_t now)
 {
+	const Call *c = p->tickets.lookup(h.ticket);
+	if (c == nullptr)
+		return;
 	TimingWords tw;
 	l->ret.side_copy(slot, &tw, sizeof tw);
 	if (tw.ticket != h.ticket || tw.gen != h.generation)
@@ -162,8 +168,8 @@ void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, const Call
 			now);
 }
 
-bool handle_result(Pool *p, Lane *l, uint32_t slot, int rc, const FrameHead &h,
-		   const knit_value_t &v, bool *bad, CompleteBatch *batch, int64_t now)
+bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
+		   CompleteBatch *batch)
 {
 	int32_t status;
 	knit_value_t val;
@@ -232,8 +238,6 @@ bool handle_result(Pool *p, Lane *l, uint32_t slot, int rc, const FrameHead &h,
 		status = -KNIT_EPROTO;
 		copy = false;
 	}
-	if (now != 0)
-		note_timing(p, l, slot, h, c, now);
 	uint8_t *buf = nullptr;
 	const knit_value_t *result = &val;
 	if (copy && !codec_has_bytes(v.type)) {
@@ -277,8 +281,11 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (handle_result(p, l, (uint32_t)slot, rc, h, v, &bad, &batch, now))
+		if (handle_result(p, l, rc, h, v, &bad, &batch)) {
 			produced++;
+			if (now != 0)
+				note_timing(p, l, (uint32_t)slot, h, now);
+		}
 		l->ret.release((uint32_t)slot);
 	}
 	complete_batch_end_locked(p, &batch);
@@ -413,7 +420,7 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	bool last = false;
 	if (fate == kLaneRetire) {
 		lane_set_state(p, l, kLaneRetired);
-		line_lost(p, l, status, false, 0);
+		line_lost(p, l, status, false, 0, loss->death);
 		p->lanes_retired++;
 		l->inflight = 0;
 		// The last worker of a steal pool: the calls waiting in the
@@ -425,7 +432,7 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 			nonce = 1; // 0 means "open from the start" (first boot)
 		if (fate == kLaneRespawn)
 			knit_store_relaxed_32(&l->line_nonce, nonce);
-		line_lost(p, l, status, fate == kLaneRespawn, nonce);
+		line_lost(p, l, status, fate == kLaneRespawn, nonce, loss->death);
 	}
 	// 4 and 5: the calls it never started back to the caller, the rest fail.
 	pthread_mutex_lock(&p->mu);

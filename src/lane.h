@@ -139,20 +139,21 @@ struct Lane {
 	int64_t req_idle_ns; // since when nothing was in flight (0 = busy;
 			     // dispatcher-owned, src/trim.cpp)
 	// The line (src/syncline.h): any host thread, by claim.
-	uint32_t line_state;      // LineState (CAS, S1 / S6 / S8)
-	int32_t line_lost_status; // the status a call on a LOST line ends with
-				  // (written before S10's CAS publishes LOST)
-	uint32_t line_lost_taken; // the request the lost worker took last (its
-				  // lane extension's word, read by S10 before
-				  // its CAS publishes LOST_OPEN; S12)
-	uint64_t line_seq;        // requests published (claim holder; stats: relaxed)
-	uint64_t line_done;       // line calls completed (claim holder; stats: relaxed)
-	uint64_t line_resent;     // line calls sent again as ticketed calls (S12; claim
-				  // holder; stats: relaxed)
-	uint32_t line_nonce;      // process pools: the open word given to the lane's
-				  // last respawned worker (recovery only, relaxed)
-	uint32_t line_token;      // the reopen token: that open word while a reopen
-				  // for it is due, else 0 (xchg only: S10, S11)
+	uint32_t line_state;       // LineState (CAS, S1 / S6 / S8)
+	int32_t line_lost_status;  // the status a call on a LOST line ends with
+				   // (written before S10's CAS publishes LOST)
+	DeathNote line_lost_death; // why its worker died (as line_lost_status)
+	uint32_t line_lost_taken;  // the request the lost worker took last (its
+				   // lane extension's word, read by S10 before
+				   // its CAS publishes LOST_OPEN; S12)
+	uint64_t line_seq;         // requests published (claim holder; stats: relaxed)
+	uint64_t line_done;        // line calls completed (claim holder; stats: relaxed)
+	uint64_t line_resent;      // line calls sent again as ticketed calls (S12; claim
+				   // holder; stats: relaxed)
+	uint32_t line_nonce;       // process pools: the open word given to the lane's
+				   // last respawned worker (recovery only, relaxed)
+	uint32_t line_token;       // the reopen token: that open word while a reopen
+				   // for it is due, else 0 (xchg only: S10, S11)
 	// With `rerun`: the call each request-lock slot carries (record index,
 	// generation, place order), written by lane_stage (dispatcher-owned),
 	// so that after the worker's death the calls it never started can be

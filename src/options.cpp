@@ -258,9 +258,10 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	out->one_per_worker = (o.cpu_flags & KNIT_CPU_ONE_PER_WORKER) != 0;
 
 	// Completion infos (src/info.h).
-	if ((o.info_flags & ~(uint32_t)KNIT_POOL_INFO_TIMING) != 0)
+	if ((o.info_flags & ~(uint32_t)(KNIT_POOL_INFO_TIMING | KNIT_POOL_INFO_CPU)) != 0)
 		return error_set(-KNIT_EINVAL, "info_flags 0x%x has unknown bits", o.info_flags);
-	out->timing = (o.info_flags & KNIT_POOL_INFO_TIMING) != 0;
+	out->cpu_time = (o.info_flags & KNIT_POOL_INFO_CPU) != 0;
+	out->timing = out->cpu_time || (o.info_flags & KNIT_POOL_INFO_TIMING) != 0;
 	if (o.info_records > kInfoRecordsMax)
 		return error_set(-KNIT_EINVAL, "info_records %u is more than %u", o.info_records,
 				 kInfoRecordsMax);

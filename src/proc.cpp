@@ -416,10 +416,11 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
 	}
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
-				    proto    ? KNIT_TRACE_EXIT_PROTO
-				    : killed ? KNIT_TRACE_EXIT_KILLED
-				    : clean  ? KNIT_TRACE_EXIT_STOPPED
-					     : exit_cause(si, false),
+				    proto                                 ? KNIT_TRACE_EXIT_PROTO
+				    : killed                              ? KNIT_TRACE_EXIT_KILLED
+				    : clean                               ? KNIT_TRACE_EXIT_STOPPED
+				    : loss->death.cause == KNIT_DEATH_OOM ? KNIT_TRACE_EXIT_OOM
+									  : exit_cause(si, false),
 				    si.si_status);
 	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
 	if (!ending && !budget)

@@ -176,6 +176,7 @@ struct PoolConfig {
 	bool one_per_worker;
 	bool processes;        // KNIT_WORKERS_PROCESSES (src/proc.h)
 	bool timing;           // KNIT_POOL_INFO_TIMING: workers time every task (src/info.h)
+	bool cpu_time;         // KNIT_POOL_INFO_CPU: and read their thread's CPU clock
 	uint32_t info_records; // the info ring's entries (src/info.h)
 	uint64_t cpu_mask[KNIT_CPU_MASK_WORDS];
 };
@@ -471,8 +472,9 @@ struct InfoRoom {
 	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)
 	CallNote **chunks; // by record index / kTicketChunk, nullptr until used
 	uint32_t nchunks;
-	uint32_t notes;  // notes written and not handed out yet (hand-out skips
-			 // the lookup while 0 and timing is off)
+	uint32_t notes;  // notes written and not handed out yet, plus one for a
+			 // timed pool (every hand-out looks): hand-out skips
+			 // the lookup while 0
 	InfoEntry *ring; // cap entries: the last infos handed out
 	uint32_t cap;
 	uint32_t seq; // the last sequence handed out (skips 0 on wrap)

@@ -16,6 +16,7 @@
 
 #include "src/calls.h"
 #include "src/codec.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/spin.h"
@@ -438,6 +439,12 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 				knit_add_relaxed_64(&p->st_proto_errors, 1);
 		}
 	}
+	// A worker lost under our claim: S10 stored its death with the status
+	// ended_status gave us (published by the same CAS); read before S11,
+	// after which a later claim's loss may rewrite it.
+	DeathNote death = {};
+	if (!released && (status == -KNIT_ECRASHED || status == -KNIT_EPROTO))
+		death = l->line_lost_death;
 	// S11: the worker was lost during our call and a new one is being
 	// spawned (LOST_OPEN: only our claim's line can be in it, we are done
 	// with its slots and line_seq): hand the token over (DOWN) and reopen.
@@ -470,9 +477,14 @@ int line_call(Pool *p, uint32_t task, const knit_value_t *arg, knit_completion_t
 	out->status = status;
 	out->task = task;
 	out->result = res;
-	if (buf != nullptr) {
+	// The call's info says why its worker died.
+	const bool died = death.cause != KNIT_DEATH_NONE;
+	if (buf != nullptr || died) {
 		pthread_mutex_lock(&p->mu);
-		hand_out_bytes_locked(p, buf, out);
+		if (buf != nullptr)
+			hand_out_bytes_locked(p, buf, out);
+		if (died)
+			info_line_death_locked(p, l->index, death, out);
 		pthread_mutex_unlock(&p->mu);
 	}
 	outstanding_drop(p);
@@ -615,7 +627,8 @@ void line_cancel_all(Pool *p)
 		host_event(p, true);
 }
 
-void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
+void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce,
+	       const DeathNote &death)
 {
 	// S10, acq_rel: clear a token our dead predecessor never had its line
 	// reopened with, BEFORE the step below: a reopen that takes it from
@@ -652,6 +665,10 @@ void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce)
 				knit_store_relaxed_32(
 					reinterpret_cast<uint32_t *>(&l->line_lost_status),
 					(uint32_t)status);
+				// Published with it (the claim holder reads it after
+				// the same acquire): plain, only this step writes it
+				// while the line is CLAIMED.
+				l->line_lost_death = death;
 				// S12: what the dead worker took, before lane_lost
 				// wipes its lane extension (relaxed: it is reaped).
 				knit_store_relaxed_32(

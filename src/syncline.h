@@ -365,8 +365,10 @@ void line_cancel_all(Pool *p);
 // line is never claimed again. reopen true (a process pool respawning the
 // lane's worker, whose boot record carries `nonce`, != 0): the line goes
 // DOWN or LOST_OPEN, and is reopened for the new worker (S11) by this
-// call or by the lost call's caller on its way out.
-void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce);
+// call or by the lost call's caller on its way out. death: why the worker
+// died (cause 0: nothing to tell), told in that call's info (src/info.h).
+void line_lost(Pool *p, Lane *l, int32_t status, bool reopen, uint32_t nonce,
+	       const DeathNote &death = DeathNote{});
 
 // S11 (worker, line_pending / line_serve): has the host opened the line
 // for us? Then adopt its base (line_served) and serve from now on.

@@ -77,7 +77,7 @@ enum knit_trace_wake_reason {
 
 // How a worker process ended (proc_worker_exit's cause argument). The
 // causes the pool counts as crashes (knit_pool_stats `crashes`) are
-// SIGNAL, STATUS and PROTO, when they happen while the pool runs.
+// SIGNAL, STATUS, PROTO and OOM, when they happen while the pool runs.
 enum knit_trace_exit_cause {
 	KNIT_TRACE_EXIT_STOPPED = 0, // exited 0 after the host asked it to stop
 	KNIT_TRACE_EXIT_SIGNAL = 1,  // died of a signal the pool did not send (code: the signal)
@@ -85,7 +85,10 @@ enum knit_trace_exit_cause {
 	// killed by the host: the hard timeout, no exit within the grace at
 	// destroy, or a failed create
 	KNIT_TRACE_EXIT_KILLED = 3,
-	KNIT_TRACE_EXIT_PROTO = 4 // killed by the host for a protocol error
+	KNIT_TRACE_EXIT_PROTO = 4, // killed by the host for a protocol error
+	// SIGKILLed by the kernel's OOM killer (the memory cgroup's oom_kill
+	// count grew: KNIT_DEATH_OOM, knit_completion_info(3)); code: SIGKILL
+	KNIT_TRACE_EXIT_OOM = 5
 };
 
 #if defined(KNIT_NO_TRACE)

@@ -290,8 +290,9 @@ void run_batch(Lane *l)
 	Pool *p = l->pool;
 	WorkerLocal *w = l->local;
 	const bool stamp = p->cfg.hard_timeout_ms != 0;
-	const bool timed = p->cfg.timing; // KNIT_POOL_INFO_TIMING (src/info.h)
-	const bool mark = l->rerun;       // the started mask (Lane::rerun)
+	const bool timed = p->cfg.timing;      // KNIT_POOL_INFO_TIMING (src/info.h)
+	const bool cpu_time = p->cfg.cpu_time; // KNIT_POOL_INFO_CPU
+	const bool mark = l->rerun;            // the started mask (Lane::rerun)
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -333,13 +334,13 @@ void run_batch(Lane *l)
 				tw.ticket = f.head.ticket;
 				tw.gen = f.head.generation;
 				tw.start = now;
-				tw.cpu = thread_cpu_ns();
+				tw.cpu = cpu_time ? thread_cpu_ns() : 0;
 			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
 			run_task(p, &ctx, f.head.task, f.view, &o);
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
 			if (timed) {
-				tw.cpu = thread_cpu_ns() - tw.cpu;
+				tw.cpu = cpu_time ? thread_cpu_ns() - tw.cpu : -1;
 				tw.end = knit_now_ns();
 			}
 			if (stamp)

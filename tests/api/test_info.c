@@ -24,15 +24,21 @@ static knit_completion_info_t info_of(knit_pool_t *p, const knit_completion_t *c
 	return in;
 }
 
-static knit_pool_t *timed_pool(uint32_t workers, uint32_t records, uint32_t inline_lane)
+static knit_pool_t *timed_pool_f(uint32_t workers, uint32_t records, uint32_t inline_lane,
+				 uint32_t flags)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
 	o.topology = KNIT_TOPOLOGY_LANES;
-	o.info_flags = KNIT_POOL_INFO_TIMING;
+	o.info_flags = flags;
 	o.info_records = records;
 	o.inline_lane = inline_lane;
 	return kt_pool(&o);
+}
+
+static knit_pool_t *timed_pool(uint32_t workers, uint32_t records, uint32_t inline_lane)
+{
+	return timed_pool_f(workers, records, inline_lane, KNIT_POOL_INFO_TIMING);
 }
 
 /* ---- timing ---------------------------------------------------------------------- */
@@ -70,7 +76,7 @@ KT(info, no_timing_unless_asked)
  * its wait) comes no earlier than the previous call's end. */
 KT(info, timing_ordered_on_one_worker)
 {
-	knit_pool_t *p = timed_pool(1, 0, KNIT_INLINE_OFF);
+	knit_pool_t *p = timed_pool_f(1, 0, KNIT_INLINE_OFF, KNIT_POOL_INFO_CPU);
 	enum { N = 40 };
 	knit_request_t reqs[N];
 	knit_value_t args[N];
@@ -91,8 +97,8 @@ KT(info, timing_ordered_on_one_worker)
 		in[k] = info_of(p, &out[i], &rc);
 		cr_assert_eq(rc, 0, "call %d: %s", k, knit_strerror(rc));
 		cr_assert_eq(in[k].size, sizeof in[k]);
-		cr_assert_eq(in[k].flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x",
-			     in[k].flags);
+		cr_assert_eq(in[k].flags, KNIT_INFO_LANE | KNIT_INFO_TIMING | KNIT_INFO_CPU,
+			     "flags 0x%x", in[k].flags);
 		cr_assert_eq(in[k].lane, 0);
 		cr_assert_eq(in[k].pid, 0, "a thread has no pid of its own");
 		cr_assert_geq(in[k].wait_ns, 0);
@@ -134,7 +140,8 @@ static void lanes_match_stats(uint32_t inline_lane)
 		int rc;
 		knit_completion_info_t in = info_of(p, x, &rc);
 		cr_assert_eq(rc, 0, "completion %d: %s", i, knit_strerror(rc));
-		cr_assert(in.flags & KNIT_INFO_TIMING);
+		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
+		cr_assert_eq(in.cpu_ns, 0, "no CPU time unless KNIT_POOL_INFO_CPU");
 		cr_assert_lt(in.lane, 4);
 		per[in.lane]++;
 	}
@@ -226,10 +233,10 @@ KT(info, arguments)
 
 	knit_pool_options_t o;
 	kt_opts(&o, 1);
-	o.info_flags = 2;
+	o.info_flags = 4;
 	knit_pool_t *q = NULL;
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &q), -KNIT_EINVAL);
-	cr_assert_str_eq(knit_last_error(), "info_flags 0x2 has unknown bits");
+	cr_assert_str_eq(knit_last_error(), "info_flags 0x4 has unknown bits");
 	o.info_flags = 0;
 	o.info_records = (1u << 20) + 1;
 	cr_assert_eq(knit_pool_create(&o, kt_tasks, KT_NTASKS, &q), -KNIT_EINVAL);
@@ -273,7 +280,9 @@ static void death_on(const char *task, int32_t status, uint32_t cause, int32_t d
 	if (timing) {
 		cr_assert_eq(rc, 0);
 		cr_assert_eq(in.pid, pid, "the info names the worker that ran it");
-		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING);
+		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING |
+					       (timing == KNIT_POOL_INFO_CPU ? KNIT_INFO_CPU : 0u));
+		cr_assert_leq(in.cpu_ns, in.run_ns);
 	} else {
 		cr_assert_eq(rc, -KNIT_ENOTFOUND);
 	}
@@ -284,7 +293,8 @@ static void death_on(const char *task, int32_t status, uint32_t cause, int32_t d
 	cr_assert_eq(rc, 0, "%s: %s", task, knit_strerror(rc));
 	cr_assert(in.flags & KNIT_INFO_DEATH, "flags 0x%x", in.flags);
 	cr_assert(in.flags & KNIT_INFO_LANE);
-	cr_assert_eq(in.flags & KNIT_INFO_TIMING, 0, "a call that never returned has no timing");
+	cr_assert_eq(in.flags & (KNIT_INFO_TIMING | KNIT_INFO_CPU), 0,
+		     "a call that never returned has no timing");
 	cr_assert_eq(in.death, cause, "%s: cause %u", task, in.death);
 	cr_assert_eq(in.death_detail, detail, "%s: detail %d", task, in.death_detail);
 	cr_assert_eq(in.pid, pid, "%s: pid %d, the worker was %d", task, in.pid, pid);
@@ -309,6 +319,10 @@ KT(info, death_exit) { death_on("exit", -KNIT_ECRASHED, KNIT_DEATH_EXIT, 3, 0, 0
 KT(info, death_abort_timed)
 {
 	death_on("abort", -KNIT_ECRASHED, KNIT_DEATH_SIGNAL, SIGABRT, KNIT_POOL_INFO_TIMING, 0);
+}
+KT(info, death_exit_cpu_timed)
+{
+	death_on("exit", -KNIT_ECRASHED, KNIT_DEATH_EXIT, 3, KNIT_POOL_INFO_CPU, 0);
 }
 KT(info, death_hard_timeout)
 {
@@ -359,6 +373,78 @@ KT(info, death_protocol)
 	knit_pool_stats_t s;
 	deaths_reach(p, KNIT_DEATH_PROTOCOL, 1, &s);
 	cr_assert_eq(s.deaths[KNIT_DEATH_SIGNAL] + s.deaths[KNIT_DEATH_EXIT], 0);
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+/* Stealing (two workers, the claim protocol): the crashed call's info
+ * names the worker that claimed it, which no later call runs on. */
+static void steal_death(const char *task, uint32_t cause, int32_t detail)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.topology = KNIT_TOPOLOGY_STEAL;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	kt_enq(p, kt_id(p, task), kt_i64(0), NULL);
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	int rc;
+	knit_completion_info_t in = info_of(p, &c, &rc);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_DEATH);
+	cr_assert_eq(in.death, cause);
+	cr_assert_eq(in.death_detail, detail);
+	cr_assert(in.pid > 0 && in.pid != (int32_t)getpid());
+	cr_assert_lt(in.lane, 2);
+	knit_pool_stats_t s;
+	deaths_reach(p, cause, 1, &s);
+	enum { N = 40 };
+	for (int i = 0; i < N; i++)
+		kt_enq(p, kt_id(p, "pid"), kt_i64(1), NULL);
+	knit_completion_t out[N];
+	cr_assert_eq(kt_reap(p, out, N), N);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(out[i].status, 0);
+		cr_assert_neq((int32_t)out[i].result.i64, in.pid, "the dead worker served again");
+	}
+	kt_destroy(p);
+	cr_assert_eq(kt_count_children(), 0);
+}
+
+KT(info, steal_death_segv) { steal_death("segv", KNIT_DEATH_SIGNAL, SIGSEGV); }
+KT(info, steal_death_exit) { steal_death("exit", KNIT_DEATH_EXIT, 3); }
+
+/* A knit_call served on the worker's synchronous line (no timing, no
+ * timeout: the line's conditions) says why its worker died too. */
+KT(info, death_on_the_line)
+{
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 1);
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0);
+	knit_completion_t c;
+	knit_value_t a = kt_none();
+	cr_assert_eq(knit_call(p, kt_id(p, "pid"), &a, &c, -1), 0);
+	const int32_t pid = (int32_t)c.result.i64;
+	int rc;
+	info_of(p, &c, &rc);
+	cr_assert_eq(rc, -KNIT_ENOTFOUND, "no timing asked, no death: no info");
+	a = kt_i64(0);
+	cr_assert_eq(knit_call(p, kt_id(p, "abort"), &a, &c, -1), 0);
+	cr_assert_eq(c.status, -KNIT_ECRASHED);
+	knit_pool_stats_t s;
+	kt_stats(p, &s);
+	cr_assert_eq(s.sync_calls, 2, "both calls took the line");
+	knit_completion_info_t in = info_of(p, &c, &rc);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_DEATH);
+	cr_assert_eq(in.death, KNIT_DEATH_SIGNAL);
+	cr_assert_eq(in.death_detail, SIGABRT);
+	cr_assert_eq(in.pid, pid);
+	cr_assert_eq(in.lane, 0);
+	deaths_reach(p, KNIT_DEATH_SIGNAL, 1, &s);
 	kt_destroy(p);
 	cr_assert_eq(kt_count_children(), 0);
 }

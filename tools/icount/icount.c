@@ -36,8 +36,9 @@ int main(int argc, char **argv)
 	const int bs = argc > 2 ? atoi(argv[2]) : 32;
 	const char *mode = argc > 3 ? argv[3] : "one";
 	const int many = strcmp(mode, "many") == 0;
-	if (nb <= 0 || bs <= 0 || bs > 32 || (!many && strcmp(mode, "one") != 0)) {
-		fprintf(stderr, "usage: icount [batches] [batch size 1..32] [one|many]\n");
+	const int timed = strcmp(mode, "timed") == 0; // "one" with KNIT_POOL_INFO_TIMING
+	if (nb <= 0 || bs <= 0 || bs > 32 || (!many && !timed && strcmp(mode, "one") != 0)) {
+		fprintf(stderr, "usage: icount [batches] [batch size 1..32] [one|many|timed]\n");
 		return 2;
 	}
 	const knit_task_t tasks[] = {{"nop", t_nop, 0, 0}};
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
 	o.workers = 1;
+	o.info_flags = timed ? KNIT_POOL_INFO_TIMING : 0;
 	knit_pool_t *p = NULL;
 	if (knit_pool_create(&o, tasks, 1, &p) != 0)
 		return 2;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/icount/icount.sh LIBDIR [BATCHES] [BATCH_SIZE] [one|many]: the host's
+# tools/icount/icount.sh LIBDIR [BATCHES] [BATCH_SIZE] [one|many|timed]: the host's
 # instructions per call (callgrind, inclusive) in knit_enqueue (with "many":
 # knit_enqueue_many, one per batch), knit_complete and
-# knit_completion_release, for batches of no-op calls on a 1-worker pool,
+# knit_completion_release, for batches of no-op calls on a 1-worker pool
+# ("timed": as "one", on a pool with KNIT_POOL_INFO_TIMING),
 # against the libknitting in LIBDIR (a build/lib). Stable across the
 # machine's fast and slow modes, unlike knit-bench: use it to compare two
 # builds' per-call work (e.g. a base build's lib and this tree's build/lib).

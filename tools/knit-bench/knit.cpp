@@ -55,10 +55,11 @@ struct PoolSpec {
 	uint32_t workers = 1;
 	uint32_t topology = KNIT_TOPOLOGY_AUTO;
 	uint32_t spin_us = 0;
-	bool pin = true;        // one worker on the worker CPU; more: both CPUs
-	bool processes = false; // knit-worker processes over knit-bench-tasks.so
-	bool spread = false;    // one worker per CPU, the host's CPU last (the scale case)
-	bool sandbox = false;   // processes: the seccomp sandbox's default policy
+	bool pin = true;         // one worker on the worker CPU; more: both CPUs
+	bool processes = false;  // knit-worker processes over knit-bench-tasks.so
+	bool spread = false;     // one worker per CPU, the host's CPU last (the scale case)
+	uint32_t info_flags = 0; // KNIT_POOL_INFO_* (knit_completion_info(3))
+	bool sandbox = false;    // processes: the seccomp sandbox's default policy
 };
 
 // The process cases' task library: knit-bench-tasks.so beside knit-bench.
@@ -81,6 +82,7 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	o.workers = s.workers;
 	o.topology = s.topology;
 	o.spin_us = s.spin_us;
+	o.info_flags = s.info_flags;
 	const std::string lib = s.processes ? proc_task_library() : "";
 	// The sandbox's default policy and no_new_privs (libknitting(7),
 	// "Sandboxing"): the fast path makes no syscall, so its cost is the
@@ -749,6 +751,22 @@ void register_knit()
 			  cmp, with({kTput, kEnqPhase, kReapPhase}),
 			  [size, reps] { return batch(size, reps, kNop, 0, PoolSpec{}, "batch"); },
 			  "batch of " + std::to_string(size) + " no-op calls, 1 worker"});
+	}
+	// Per-call timing's cost, alternated with the same batch untimed: each
+	// call then reads one more monotonic clock in its worker, the host one
+	// per enqueue and per reap, and one info is written per completion;
+	// with CPU time also two thread CPU clocks (system calls) per call.
+	for (uint32_t f : {(uint32_t)KNIT_POOL_INFO_TIMING, (uint32_t)KNIT_POOL_INFO_CPU}) {
+		PoolSpec timed;
+		timed.info_flags = f;
+		const int reps = (g_quick ? 2000 : 400000) / 1000;
+		const bool cpu = f == KNIT_POOL_INFO_CPU;
+		add_case(
+			{cpu ? "knit.batch1000.timed_cpu" : "knit.batch1000.timed", "batch1000",
+			 "knit", "knit.batch1000", with({kTput, kEnqPhase, kReapPhase}),
+			 [timed, reps] { return batch(1000, reps, kNop, 0, timed, "batch timed"); },
+			 std::string("batch of 1000 no-op calls, 1 worker, ") +
+				 (cpu ? "KNIT_POOL_INFO_CPU" : "KNIT_POOL_INFO_TIMING")});
 	}
 	add_case({"knit.batch1000.many", "batch1000", "knit",
 		  comparison("peer.tbb.task_group.batch1000", "peer.spsc_echo.batch1000"),

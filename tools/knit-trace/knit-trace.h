@@ -66,6 +66,7 @@ enum kt_event {
 	KT_EV_PROC_STATUS,  /* exited unasked, or with a failure status */
 	KT_EV_PROC_KILLED,  /* killed by the host (hard timeout, destroy, create) */
 	KT_EV_PROC_PROTO,   /* killed by the host for a protocol error */
+	KT_EV_PROC_OOM,     /* SIGKILLed by the kernel's OOM killer */
 	KT_EV_PROC_OTHER,   /* a cause this tool does not know */
 	KT_NR_EVENTS
 };
@@ -76,6 +77,7 @@ enum kt_event {
 #define KT_EXIT_STATUS 2
 #define KT_EXIT_KILLED 3
 #define KT_EXIT_PROTO 4
+#define KT_EXIT_OOM 5
 
 /* Must match KNIT_TRACE_LINE_ID_BASE in src/trace.h (checked in knit-trace.c):
  * a call id whose low half is this + lane is lane's synchronous line. */
