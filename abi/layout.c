@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 320);
+KNIT_SIZE(knit_pool_options_t, 328);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -79,6 +79,19 @@ KNIT_AT(knit_pool_options_t, recycle_calls, 296);     /* 1.2 */
 KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304); /* 1.2 */
 KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);    /* 1.2 */
 KNIT_AT(knit_pool_options_t, reserved3, 316);         /* 1.2 */
+KNIT_AT(knit_pool_options_t, sandbox, 320);           /* 1.2 */
+
+/* knit_sandbox_t */
+KNIT_SIZE(knit_sandbox_t, 56);
+KNIT_AT(knit_sandbox_t, size, 0);
+KNIT_AT(knit_sandbox_t, flags, 4);
+KNIT_AT(knit_sandbox_t, seccomp_sets, 8);
+KNIT_AT(knit_sandbox_t, reserved0, 12);
+KNIT_AT(knit_sandbox_t, seccomp_allow, 16);
+KNIT_AT(knit_sandbox_t, rlimit_as, 24);
+KNIT_AT(knit_sandbox_t, rlimit_cpu, 32);
+KNIT_AT(knit_sandbox_t, rlimit_nofile, 40);
+KNIT_AT(knit_sandbox_t, rlimit_nproc, 48);
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);

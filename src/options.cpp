@@ -130,13 +130,14 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 : o.recycle_rss_bytes != 0 ? "recycle_rss_bytes"
 							    : "recycle_age_ms");
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
-		   o.respawn_max != 0 || o.worker_prefix != nullptr) {
+		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.sandbox != nullptr) {
 		return error_set(-KNIT_EINVAL,
 				 "%s is for process workers only (worker_kind is threads)",
 				 o.task_library != nullptr  ? "task_library"
 				 : o.worker_path != nullptr ? "worker_path"
 				 : o.proc_flags != 0        ? "proc_flags"
 				 : o.respawn_max != 0       ? "respawn_max"
+				 : o.sandbox != nullptr     ? "sandbox"
 							    : "worker_prefix");
 	}
 	switch (o.topology) {

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "src/proc.h"
+#include "src/spin.h"
 #include "src/syncline.h"
 
 using namespace knit::detail;
@@ -253,7 +254,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// First: die with the host's spawning thread, then make sure it did not
 	// die already (the prctl came too late for that).
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc != 4 || strcmp(argv[1], "--knit-boot") != 0) {
+	if (argc < 4 || strcmp(argv[1], "--knit-boot") != 0) {
 		fprintf(stderr,
 			"knit-worker: started by libknitting only (a process pool's worker)\n");
 		return 2;
@@ -312,6 +313,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			"boot record of another libknitting version (protocol %u, this is %u)",
 			head_ok ? head[1] : 0, kBootVersion);
 	}
+	if (b.sandbox.nallow > kSandboxAllowMax || (uint32_t)argc != 4 + b.sandbox.nallow)
+		return boot_fail(KNIT_EPROTO, "boot record out of range (command line)");
 	if (b.nworkers == 0 || b.nworkers > KNIT_MAX_WORKERS || b.lane >= b.nworkers ||
 	    b.lanes_off > b.region_size || b.stride > b.region_size ||
 	    (uint64_t)(b.lane + 1) * b.stride > b.region_size - b.lanes_off)
@@ -553,6 +556,17 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (irc != 0)
 			return boot_fail(KNIT_EINVAL, "the task library's init returned %d: %s",
 					 irc, why_init[0] != 0 ? why_init : "(no message)");
+	}
+	// The sandbox closes after init and before our first task (and our
+	// "ok": a worker that cannot enter it refuses to start). What the
+	// worker loop reads of the system (the online CPUs: /sys) it reads
+	// now, while it still may.
+	(void)spin_cap_of_machine();
+	{
+		char why_sb[kBootVerdictMax - 64];
+		const int src = sandbox_enter(b.sandbox, argv + 4, b.ppid, why_sb, sizeof why_sb);
+		if (src != 0)
+			return boot_fail(src, "sandbox: %s", why_sb);
 	}
 	if (g_status_fd >= 0) {
 		(void)!write(g_status_fd, "ok\n", 3);

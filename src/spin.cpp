@@ -34,7 +34,11 @@ uint32_t online_cpus()
 {
 	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
 	if (cap == 0) {
-		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
+		// A benign race: every thread reads the same. Read once per
+		// process: a sandboxed worker may no longer open /sys
+		// (src/sandbox.h), so it reads it before.
+		const long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cap = n > 1 ? (uint32_t)n : 1;
 		knit_store_relaxed_32(&g_cpu_cap, cap);
 	}
 	return cap;
@@ -168,11 +172,7 @@ void host_steal_unstick(Pool *p, int64_t *slice_ns)
 
 uint32_t g_spinners;
 
-uint32_t spin_cap_of_machine()
-{
-	const long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 1 ? (uint32_t)(n - 1) : 0;
-}
+uint32_t spin_cap_of_machine() { return online_cpus() - 1; }
 
 // Only a count: nothing is published through it, so relaxed is enough.
 bool spin_slot_acquire(uint32_t *spinners, uint32_t cap)

@@ -75,7 +75,8 @@ class PoolOptions(C.Structure):
         ("worker_start", C.c_void_p), ("worker_stop", C.c_void_p), ("worker_hook_arg", C.c_void_p),
         ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
         ("recycle_calls", C.c_uint64), ("recycle_rss_bytes", C.c_uint64),
-        ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32)]  # 1.2
+        ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32),  # 1.2
+        ("sandbox", C.c_void_p)]  # 1.2: a knit_sandbox_t (process pools)
 
 
 class CallOptions(C.Structure):
@@ -135,13 +136,21 @@ class TaskLibrary(C.Structure):
                 ("init", C.c_void_p), ("fini", C.c_void_p)]
 
 
+class Sandbox(C.Structure):
+    """knit_sandbox_t (1.2): a process pool's sandbox (PoolOptions.sandbox points to one)."""
+    _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("seccomp_sets", C.c_uint32),
+                ("reserved0", C.c_uint32), ("seccomp_allow", C.POINTER(C.c_char_p)),
+                ("rlimit_as", C.c_uint64), ("rlimit_cpu", C.c_uint64),
+                ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64)]
+
+
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
            "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
            "knit_lane_stats_t": LaneStats, "knit_worker_stats_t": WorkerStats,
            "knit_pool_stats_t": PoolStats,
-           "knit_task_library_t": TaskLibrary}
+           "knit_task_library_t": TaskLibrary, "knit_sandbox_t": Sandbox}
 
 # ---- the library ------------------------------------------------------------------
 
