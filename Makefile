@@ -232,10 +232,18 @@ $(LIB_PC): abi/knitting.pc.in Makefile | $(B)/pkgconfig
 # library looks after its install place (KW_REL). $ORIGIN (KW_RPATH): it
 # finds the library from its own place, installed and in the build tree,
 # without LD_LIBRARY_PATH.
-$(KW_BIN): tools/knit-worker/knit-worker.c $(LIB_LINK) $(B)/install-rel.stamp | $(B)/libexec/knitting
+# The sandbox's seccomp filter (tools/knit-worker/seccomp.c) is built with
+# libseccomp, which only knit-worker links (libknitting stays on libc and
+# liburcu; abi/check-exports.sh holds it to that). Without libseccomp-dev
+# (tools/deps.sh installs it) the worker builds without it and refuses a
+# pool that asks for KNIT_SANDBOX_SECCOMP, saying why.
+KW_SECCOMP := $(shell pkg-config --exists libseccomp 2>/dev/null && echo 1 || echo 0)
+KW_SRCS := tools/knit-worker/knit-worker.c $(if $(filter 1,$(KW_SECCOMP)),tools/knit-worker/seccomp.c)
+$(KW_BIN): $(KW_SRCS) $(LIB_LINK) include/knitting.h $(B)/install-rel.stamp | $(B)/libexec/knitting
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS) $< -o $@ -L$(B)/lib \
-		-Wl,-rpath,'$(KW_RPATH)' -lknitting
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -DKNIT_WORKER_SECCOMP=$(KW_SECCOMP) $(LDFLAGS) \
+		$(KW_SRCS) -o $@ -L$(B)/lib -Wl,-rpath,'$(KW_RPATH)' -lknitting \
+		$(if $(filter 1,$(KW_SECCOMP)),$(shell pkg-config --libs libseccomp))
 
 # ---- tools ----------------------------------------------------------------------
 # TOOLS (what `make` builds besides the library) and MAN_TOOLS (the tools
@@ -337,7 +345,7 @@ $(B)/tests/examples/%: tests/examples/%.cpp $(LIB_LINK) include/knitting.hpp inc
 # every page of sections 3 and 7 (a page without one fails, but the private
 # knit__worker_main(3)), extracted into $(B)/examples/, compiled through the
 # uninstalled knitting.pc as the README says, and run (tests/examples/snippets.sh).
-MAN_NO_EXAMPLES := man/man3/knit__worker_main.3
+MAN_NO_EXAMPLES := man/man3/knit__worker_main.3 man/man3/knit__worker_seccomp.3
 SNIPPET_SRCS := README.md $(filter-out $(MAN_NO_EXAMPLES),$(sort $(shell find man/man3 man/man7 -type f -name '*.[37]')))
 check-examples: $(EXAMPLE_BINS) $(LIB_PC) $(KW_BIN)
 	$(Q)$(RUN) --clear $(SP)examples
@@ -403,6 +411,9 @@ CROSS_TARGETS := aarch64:aarch64-linux-gnu-gcc:: aarch64-lse:aarch64-linux-gnu-g
 CROSS_SRCS := $(sort $(wildcard tests/cross/test_*.c))
 check-cross:
 	$(Q)$(RUN) --clear $(SP)cross
+	$(Q)for cc in aarch64-linux-gnu-gcc riscv64-linux-gnu-gcc; do \
+		$(RUN) $(SP)cross $${cc%%-*}-seccomp-policy -- tests/cross/seccomp-policy.sh $$cc; \
+	done
 	$(Q)for spec in $(CROSS_TARGETS); do \
 		IFS=: read -r name cc march cpu <<< "$$spec"; \
 		arch=$${name%%-*}; \

@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 336);
+KNIT_SIZE(knit_pool_options_t, 344);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -73,16 +73,30 @@ KNIT_AT(knit_pool_options_t, worker_prefix, 256);
 KNIT_AT(knit_pool_options_t, worker_start, 264);
 KNIT_AT(knit_pool_options_t, worker_stop, 272);
 KNIT_AT(knit_pool_options_t, worker_hook_arg, 280);
-KNIT_AT(knit_pool_options_t, info_flags, 288);             /* 1.2 */
-KNIT_AT(knit_pool_options_t, info_records, 292);           /* 1.2 */
-KNIT_AT(knit_pool_options_t, recycle_calls, 296);          /* 1.2 */
-KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304);      /* 1.2 */
-KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);         /* 1.2 */
-KNIT_AT(knit_pool_options_t, reserved3, 316);              /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_window_ms, 320);      /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 324);     /* 1.2 */
-KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 328); /* 1.2 */
-KNIT_AT(knit_pool_options_t, reserved4, 332);              /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_flags, 288);        /* 1.2 */
+KNIT_AT(knit_pool_options_t, info_records, 292);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_calls, 296);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304); /* 1.2 */
+KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);    /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved3, 316);         /* 1.2 */
+KNIT_AT(knit_pool_options_t, sandbox, 320);           /* 1.2 */
+
+KNIT_AT(knit_pool_options_t, respawn_window_ms, 328);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 332);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 336); /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved4, 340);              /* 1.2 */
+
+/* knit_sandbox_t */
+KNIT_SIZE(knit_sandbox_t, 56);
+KNIT_AT(knit_sandbox_t, size, 0);
+KNIT_AT(knit_sandbox_t, flags, 4);
+KNIT_AT(knit_sandbox_t, seccomp_sets, 8);
+KNIT_AT(knit_sandbox_t, reserved0, 12);
+KNIT_AT(knit_sandbox_t, seccomp_allow, 16);
+KNIT_AT(knit_sandbox_t, rlimit_as, 24);
+KNIT_AT(knit_sandbox_t, rlimit_cpu, 32);
+KNIT_AT(knit_sandbox_t, rlimit_nofile, 40);
+KNIT_AT(knit_sandbox_t, rlimit_nproc, 48);
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);

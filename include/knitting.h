@@ -205,8 +205,8 @@ typedef struct knit_pool_options {
 					   0 = 1 with the doorbell, 128 without */
 	uint32_t max_backoff_ms;        /* doorbell off: longest sleep between polls; 0 = 10 */
 	uint32_t doorbell;              /* enum knit_doorbell */
-	uint32_t spin_us;               /* worker spin before parking; 0 = 50 with one
-					   worker, none with more; KNIT_ZERO = none */
+	uint32_t spin_us;               /* worker spin before parking; 0 = 50 (at most
+					   CPUs - 1 workers spin); KNIT_ZERO = none */
 	uint32_t park_ms;               /* worker park watchdog; 0 = none */
 	uint32_t abort_capacity;        /* abort bits for abortable calls; 0 = 258 */
 	uint32_t hard_timeout_ms;       /* 0 = none; see knit_pool_create(3) */
@@ -266,6 +266,9 @@ typedef struct knit_pool_options {
 				       this many bytes (sampled every 50 ms) */
 	uint32_t recycle_age_ms;    /* retire a worker this many ms after its start */
 	uint32_t reserved3;         /* must be 0 */
+	/* 1.2: processes only: the workers' sandbox (knit_sandbox_t, read at
+	 * create; see libknitting(7), "Sandboxing"). NULL = none. */
+	const struct knit_sandbox *sandbox;
 	/* 1.2: restart intensity and backoff (processes; a shorter, older
 	 * struct = 0 for each). See knit_pool_create(3), "Restarts". */
 	uint32_t respawn_window_ms;      /* processes: respawn_max counts the crashes
@@ -297,6 +300,40 @@ enum knit_pool_info_flags {
 /* The largest respawn_max with a respawn_window_ms (the pool keeps the time
  * of each counted crash in the window). Since 1.2. */
 #define KNIT_RESPAWN_WINDOW_MAX 1024
+
+/*
+ * 1.2: a process pool's sandbox, applied in each worker process after the
+ * task library's init and before its first task (see knit_pool_create(3),
+ * libknitting(7) "Sandboxing"). Zero-initialise, set size, set what you
+ * need: every zero member is off. Giving one at all sets no_new_privs and
+ * a zero core-dump limit in every worker.
+ */
+enum knit_sandbox_flags {
+	KNIT_SANDBOX_SECCOMP = 1u << 0 /* the seccomp allow-list: the default policy,
+					  plus seccomp_sets and seccomp_allow; any
+					  other syscall kills the worker (SIGSYS) */
+};
+
+enum knit_seccomp_sets {
+	KNIT_SECCOMP_FILES = 1u << 0,    /* open, stat, directories, rename, unlink ... */
+	KNIT_SECCOMP_NETWORK = 1u << 1,  /* sockets, epoll, select */
+	KNIT_SECCOMP_PROCESSES = 1u << 2 /* fork, exec, wait; kill, never of the host */
+};
+
+typedef struct knit_sandbox {
+	uint32_t size;                    /* sizeof(knit_sandbox_t) */
+	uint32_t flags;                   /* enum knit_sandbox_flags */
+	uint32_t seccomp_sets;            /* enum knit_seccomp_sets (with SECCOMP) */
+	uint32_t reserved0;               /* must be 0 */
+	const char *const *seccomp_allow; /* NULL-terminated syscall names allowed
+					     besides (with SECCOMP); NULL = none */
+	uint64_t rlimit_as;               /* RLIMIT_AS, bytes (the pool's mapping
+					     counts); 0 = unchanged */
+	uint64_t rlimit_cpu;              /* RLIMIT_CPU, seconds; 0 = unchanged */
+	uint64_t rlimit_nofile;           /* RLIMIT_NOFILE; 0 = unchanged */
+	uint64_t rlimit_nproc;            /* RLIMIT_NPROC (per user; root ignores
+					     it); 0 = unchanged */
+} knit_sandbox_t;
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given
@@ -420,14 +457,16 @@ enum knit_death_cause {
 					hard_timeout_ms (death_detail: SIGKILL) */
 	KNIT_DEATH_PROTOCOL = 4,     /* killed by the pool: it wrote what no honest
 					worker writes (death_detail: SIGKILL) */
-	KNIT_DEATH_OOM = 5           /* SIGKILL from the kernel's OOM killer, where the
+	KNIT_DEATH_OOM = 5,          /* SIGKILL from the kernel's OOM killer, where the
 					worker's memory cgroup counted an oom_kill for
 					it (death_detail: SIGKILL); see
 					knit_completion_info(3) */
-	,
-	KNIT_DEATH_CANCEL_KILL = 6 /* killed by the pool: knit_cancel with
-				      KNIT_CANCEL_KILL of the call it ran
-				      (death_detail: SIGKILL) */
+	KNIT_DEATH_SANDBOX = 6,      /* killed by its sandbox's seccomp filter: a
+					forbidden syscall (death_detail: SIGSYS;
+					see knit_sandbox_t) */
+	KNIT_DEATH_CANCEL_KILL = 7   /* killed by the pool: knit_cancel with
+					KNIT_CANCEL_KILL of the call it ran
+					(death_detail: SIGKILL) */
 };
 /* Room for causes in knit_pool_stats_t.deaths: causes appended later keep
  * the struct's size. */

@@ -89,7 +89,8 @@ int steal_stage(Pool *p, Call *c)
 }
 
 // Publish every staged frame (one release store of A), then wake ONE parked
-// worker (holder).
+// worker when that pays (holder; steal_host_wake_pays, src/spin.h), and
+// always in a process pool (its workers wake no peer: steal_no_peer_wake).
 void steal_flush(Pool *p)
 {
 	if (p->steal.staged == 0)
@@ -101,7 +102,8 @@ void steal_flush(Pool *p)
 	// submit lock (pending()): either it sees our A or we see it parked
 	// below.
 	knit_fence_seq_cst();
-	steal_wake_one(p);
+	if (p->steal_no_peer_wake || steal_host_wake_pays(p))
+		steal_wake_one(p);
 }
 
 // ---- placement ---------------------------------------------------------------------
@@ -584,6 +586,9 @@ void host_sleep(Pool *p, ReadyFn ready, void *arg, int64_t deadline_ns, uint32_t
 			return;
 		}
 	}
+	// Calls a worker has not claimed since our last look: a parked worker
+	// takes them (spin.h "claims and wakes").
+	host_steal_unstick(p, &slice);
 	// With every CPU running a worker and calls queued behind a full
 	// submit lock, wait to be needed for a refill (spin.h), not for each
 	// result.

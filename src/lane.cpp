@@ -117,8 +117,8 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) !=
 		    0)
 			return -KNIT_ESYSTEM;
-		// One call per claim: a worker never holds calls it has not
-		// started (steal.h, claim size).
+		// One call per claim until the worker has timed its calls
+		// (steal.h, claim size; steal_take sets it before each claim).
 		p->lanes[i].sc.set_take_max(1);
 		p->lanes[i].sc.set_stop_word(p->lanes[i].stop);
 		// Its signal words are the control block's (layout.h): a

@@ -114,6 +114,12 @@ struct WorkerLocal {
 	uint32_t held_head, held_count;
 	PendingResult pend[kLaneInflightMax];
 	uint32_t pend_head, pend_count;
+	// Steal topology: this worker's estimate of one call's run time (ns, 0
+	// = none yet; src/spin.h "claims and wakes") and the batch count that
+	// picks which batches are timed.
+	int64_t svc_ns;
+	uint32_t svc_tick;
+	bool take_one; // one call per claim whatever the estimate (a worker process)
 };
 
 // Who writes what decides where it lives: the host half and the worker half

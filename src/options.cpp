@@ -19,6 +19,8 @@ constexpr uint64_t kPayloadMaxDefault = 64 * kMiB;
 constexpr uint64_t kPayloadMaxMin = 64 * 1024;
 constexpr uint64_t kPayloadMaxMax = (4096 * kMiB) - 64;
 constexpr uint32_t kSpinMaxUs = 1000 * 1000;
+// spin_us 0: every pool spins this long (spin.h caps how many workers do).
+constexpr uint32_t kSpinDefaultUs = 50;
 constexpr uint32_t kInfoRecordsMax = 1u << 20;
 } // namespace
 
@@ -152,14 +154,16 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 : o.recycle_rss_bytes != 0 ? "recycle_rss_bytes"
 							    : "recycle_age_ms");
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
-		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.respawn_window_ms != 0 ||
-		   o.respawn_backoff_ms != 0 || o.respawn_backoff_max_ms != 0) {
+		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.sandbox != nullptr ||
+		   o.respawn_window_ms != 0 || o.respawn_backoff_ms != 0 ||
+		   o.respawn_backoff_max_ms != 0) {
 		return error_set(-KNIT_EINVAL,
 				 "%s is for process workers only (worker_kind is threads)",
 				 o.task_library != nullptr    ? "task_library"
 				 : o.worker_path != nullptr   ? "worker_path"
 				 : o.proc_flags != 0          ? "proc_flags"
 				 : o.respawn_max != 0         ? "respawn_max"
+				 : o.sandbox != nullptr       ? "sandbox"
 				 : o.worker_prefix != nullptr ? "worker_prefix"
 				 : o.respawn_window_ms != 0   ? "respawn_window_ms"
 				 : o.respawn_backoff_ms != 0  ? "respawn_backoff_ms"
@@ -225,7 +229,7 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	if (o.spin_us == KNIT_ZERO)
 		out->spin_us = 0;
 	else if (o.spin_us == 0)
-		out->spin_us = out->workers == 1 ? 50 : 0;
+		out->spin_us = kSpinDefaultUs;
 	else if (o.spin_us > kSpinMaxUs)
 		return error_set(-KNIT_EINVAL, "spin_us %u is more than one second (%u)", o.spin_us,
 				 kSpinMaxUs);

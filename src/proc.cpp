@@ -400,6 +400,10 @@ DeathNote death_cause(ProcHost *h, const siginfo_t &si, uint32_t kill, int32_t p
 		d.detail = SIGKILL;
 	} else if (si.si_code == CLD_EXITED) {
 		d.cause = KNIT_DEATH_EXIT;
+	} else if (si.si_status == SIGSYS && (h->sandbox.boot.flags & KNIT_SANDBOX_SECCOMP) != 0) {
+		// Its seccomp filter (SECCOMP_RET_KILL_PROCESS). A task that
+		// raises SIGSYS itself looks the same: a crash all the same.
+		d.cause = KNIT_DEATH_SANDBOX;
 	} else if (si.si_status == SIGKILL && h->oom_seen >= 0) {
 		const int64_t n = cgroup_oom_kills();
 		if (n > h->oom_seen)
@@ -1305,6 +1309,8 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 		if (h->crash_at == nullptr)
 			return error_set(-KNIT_ENOMEM, "out of memory for the restart window");
 	}
+	if (const int rc = sandbox_take(opts->sandbox, &h->sandbox); rc != 0)
+		return rc; // the message recorded
 	h->lib_path = dup_str(opts->task_library);
 	const char *env = getenv("KNIT_WORKER_PATH");
 	const char *from; // where the worker path came from, for the message
@@ -1420,6 +1426,7 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	b.host_start = proc_start_time(getpid());
 	memcpy(b.shm_name, h->shm_name, sizeof b.shm_name);
 	b.cfg = cfg;
+	b.sandbox = h->sandbox.boot;
 	// Each worker places itself from b.cfg (src/proc_worker.cpp) and
 	// refuses to boot unless it got exactly this: the stats can say so now.
 	if (cfg.place)
@@ -1492,6 +1499,7 @@ void proc_shutdown(Pool *p)
 	free(h->worker_path);
 	free(h->crash_at);
 	free_prefix(h);
+	sandbox_free(&h->sandbox);
 	pthread_mutex_destroy(&h->m);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -1520,6 +1528,7 @@ void proc_forget(Pool *p)
 	free(h->worker_path);
 	free(h->crash_at);
 	free_prefix(h); // the name (if any) is the parent's to unlink
+	sandbox_free(&h->sandbox);
 	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
 	p->proc = nullptr;
 }

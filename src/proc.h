@@ -100,6 +100,7 @@
 #include "src/lane.h"
 #include "src/region.h"
 #include "src/runtime.h"
+#include "src/sandbox.h"
 #include "src/trace.h"
 #include "src/workers.h"
 
@@ -193,8 +194,9 @@ inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 5: the ring page (fd_ring); 6: the completion-fd flag in the ring page,
 // and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
 // 9: a page per steal consumer (fd_steal + c). 10: the successor of a
-// recycled worker (fd_go).
-inline constexpr uint32_t kBootVersion = 10;
+// recycled worker (fd_go). 11: the sandbox (its names after the task
+// library on the command line).
+inline constexpr uint32_t kBootVersion = 11;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -259,6 +261,7 @@ struct ProcBoot {
 	// its from then on. EOF instead: it is not wanted, and exits 0.
 	int32_t fd_go;
 	uint32_t reserved;
+	SandboxBoot sandbox; // src/sandbox.h; on 0: none
 	PoolConfig cfg;
 };
 
@@ -287,6 +290,7 @@ struct ProcHost {
 	pid_t janitor;
 	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
+	SandboxHost sandbox;  // the options' sandbox (src/sandbox.h), boot.on 0: none
 	uint32_t respawn_max; // crashes survived (0: none)
 	// Restarts (above; the monitor only, after boot).
 	int64_t window_ns;                    // respawn_window_ms, 0: the pool's life

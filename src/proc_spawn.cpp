@@ -248,7 +248,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	char arg1[] = "--knit-boot";
 	// With a prefix: PREFIX... WORKER --knit-boot HEX LIB, the prefix's
 	// first word run (searched in $PATH as execvp does).
-	char *argv[kPrefixMax + 5];
+	char *argv[kPrefixMax + 5 + kSandboxAllowMax];
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < h->nprefix; i++)
 		argv[k++] = h->prefix[i];
@@ -256,6 +256,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	argv[k++] = arg1;
 	argv[k++] = hex;
 	argv[k++] = h->lib_path;
+	// The sandbox's syscall names (b.sandbox.nallow of them, src/sandbox.h).
+	for (uint32_t i = 0; i < h->sandbox.boot.nallow; i++)
+		argv[k++] = h->sandbox.allow[i];
 	argv[k] = nullptr;
 	char *empty_env[] = {nullptr};
 	// What the worker is given, at the numbers it finds them on (proc.h).

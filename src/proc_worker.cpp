@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "src/proc.h"
+#include "src/spin.h"
 #include "src/syncline.h"
 
 using namespace knit::detail;
@@ -253,7 +254,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// First: die with the host's spawning thread, then make sure it did not
 	// die already (the prctl came too late for that).
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc != 4 || strcmp(argv[1], "--knit-boot") != 0) {
+	if (argc < 4 || strcmp(argv[1], "--knit-boot") != 0) {
 		fprintf(stderr,
 			"knit-worker: started by libknitting only (a process pool's worker)\n");
 		return 2;
@@ -312,6 +313,8 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			"boot record of another libknitting version (protocol %u, this is %u)",
 			head_ok ? head[1] : 0, kBootVersion);
 	}
+	if (b.sandbox.nallow > kSandboxAllowMax || (uint32_t)argc != 4 + b.sandbox.nallow)
+		return boot_fail(KNIT_EPROTO, "boot record out of range (command line)");
 	if (b.nworkers == 0 || b.nworkers > KNIT_MAX_WORKERS || b.lane >= b.nworkers ||
 	    b.lanes_off > b.region_size || b.stride > b.region_size ||
 	    (uint64_t)(b.lane + 1) * b.stride > b.region_size - b.lanes_off)
@@ -518,7 +521,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
 					 p->cfg.steal_g) != 0)
 				return boot_fail(KNIT_EPROTO, "steal geometry refused");
-			l->sc.set_take_max(1); // one call per claim, as a worker thread (pool.cpp)
+			l->sc.set_take_max(1); // one call per claim, always (take_one below)
 			// The submit arena's PB and our peers' pages are not ours to
 			// write (layout.h): the host frees what we copied out, and we
 			// wake no peer (Pool::steal_no_peer_wake).
@@ -530,6 +533,11 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		l->local = static_cast<WorkerLocal *>(calloc(1, sizeof(WorkerLocal)));
 		if (l->local == nullptr)
 			return boot_fail(KNIT_ENOMEM, "out of memory");
+		// A worker process claims one call at a time: the results of
+		// calls claimed together are staged in its own memory until the
+		// batch ends, so a hostile call among them could rewrite results
+		// of calls it did not run (src/spin.h "claims and wakes").
+		l->local->take_one = true;
 		return 0;
 	};
 	// A recycled worker's successor (fd_go) attaches only once it is let
@@ -548,6 +556,17 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if (irc != 0)
 			return boot_fail(KNIT_EINVAL, "the task library's init returned %d: %s",
 					 irc, why_init[0] != 0 ? why_init : "(no message)");
+	}
+	// The sandbox closes after init and before our first task (and our
+	// "ok": a worker that cannot enter it refuses to start). What the
+	// worker loop reads of the system (the online CPUs: /sys) it reads
+	// now, while it still may.
+	(void)spin_cap_of_machine();
+	{
+		char why_sb[kBootVerdictMax - 64];
+		const int src = sandbox_enter(b.sandbox, argv + 4, b.ppid, why_sb, sizeof why_sb);
+		if (src != 0)
+			return boot_fail(src, "sandbox: %s", why_sb);
 	}
 	if (g_status_fd >= 0) {
 		(void)!write(g_status_fd, "ok\n", 3);

@@ -142,11 +142,14 @@ enum WorkerCounter : uint32_t {
 	kWcSpins,
 	kWcDoorbellRings,
 	kWcSpurious,
-	kWcStealClaims,    // steal topology: claims, one call each (StealConsumer::claims)
+	kWcStealClaims,    // steal topology: claims, one call or more each (StealConsumer::claims)
 	kWcStealConflicts, // steal topology: withdrawals + waits for a junior
 	kWcPeerWakes,      // wakes a peer worker PROCESS sent this lane (steal_wake_one):
 			   // the only counter of the block others write (relaxed add);
 			   // a worker thread counts them in Lane::wakes_sent instead
+	kWcServiceNs,      // steal topology: the worker's estimate of one call's run
+			   // time, ns (0 = none yet; src/spin.h "claims and wakes");
+			   // the worker stores it, relaxed; a hint, never trusted
 	kWcCount_
 };
 static_assert(kWcCount_ * 8 <= kBlock, "worker counters fit one block");
@@ -408,6 +411,10 @@ struct StealHost {
 	uint32_t lane_ticket[kLanes]; // that call's record index
 	uint32_t lane_gen[kLanes];    // and generation
 	uint32_t ack_seen[kMaxStealConsumers];
+	// Each worker's kWcServiceNs as last read (dispatcher holder only),
+	// re-read every kSvcRefresh flushes (steal_host_wake_pays, spin.h).
+	uint64_t svc_ns[kMaxStealConsumers];
+	uint32_t svc_tick;
 	// The toggles of each worker's ACK word the host accepted (claims of
 	// unclaimed lanes, and pairs of toggles that cancel out): ack_seen ^
 	// ack_valid is what a worker's word says that the host does not

@@ -34,7 +34,11 @@ uint32_t online_cpus()
 {
 	uint32_t cap = knit_load_relaxed_32(&g_cpu_cap);
 	if (cap == 0) {
-		cap = spin_cap_of_machine() + 1; // a benign race: every thread reads the same
+		// A benign race: every thread reads the same. Read once per
+		// process: a sandboxed worker may no longer open /sys
+		// (src/sandbox.h), so it reads it before.
+		const long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cap = n > 1 ? (uint32_t)n : 1;
 		knit_store_relaxed_32(&g_cpu_cap, cap);
 	}
 	return cap;
@@ -51,6 +55,36 @@ uint32_t submit_pending(Pool *p)
 		m ^= knit_load_acquire_32(word_at(p->steal.ctl, steal_ack_offset(c)));
 	return m;
 }
+
+// The XOR of every consumer's ACK word: it changes with every claim (relaxed:
+// only compared with this thread's last look).
+uint32_t submit_acks(Pool *p)
+{
+	uint32_t x = 0;
+	for (uint32_t c = 0; c < p->nworkers; c++)
+		x ^= knit_load_relaxed_32(word_at(p->steal.ctl, steal_ack_offset(c)));
+	return x;
+}
+
+// Is a worker awake and not running calls (woken, or spinning), so that it
+// claims what is pending without a wake? A worker process's busy hint is
+// its own (Lane::busy is a thread lane's): then no, and the wake is sent.
+bool claimer_awake(Pool *p)
+{
+	if (p->untrusted_workers)
+		return false;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (knit_load_relaxed_32(l->parked) == kAwake &&
+		    knit_load_relaxed_32(&l->busy) == 0)
+			return true;
+	}
+	return false;
+}
+
+// host_steal_unstick()'s memory: the ACK XOR at this thread's last look.
+__thread uint32_t t_unstick_acks;
+__thread const Pool *t_unstick_pool;
 
 // Lanes: is some worker lane (not retired) at or below the low-water mark
 // (frames published and not yet retired)? *live: how many lanes are not
@@ -92,13 +126,53 @@ bool refill_wanted(Pool *p)
 
 } // namespace
 
+bool steal_host_wake_pays(Pool *p)
+{
+	StealHost &s = p->steal;
+	// A worker process writes its own estimate: not trusted for this.
+	if (p->untrusted_workers)
+		return true;
+	const bool refresh = (s.svc_tick++ % kSvcRefresh) == 0;
+	uint32_t awake = 0;
+	uint64_t svc = 0; // the slowest awake worker's estimate
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		if (refresh)
+			s.svc_ns[i] = knit_load_relaxed_64(lane_counter(l->ext, kWcServiceNs));
+		if (knit_load_relaxed_32(l->parked) != kAwake)
+			continue;
+		if (s.svc_ns[i] == 0)
+			return true; // an awake worker we know nothing about
+		awake++;
+		if (s.svc_ns[i] > svc)
+			svc = s.svc_ns[i];
+	}
+	if (awake == 0)
+		return true;
+	const uint64_t work = (uint64_t)__builtin_popcount(s.unclaimed) * svc;
+	return work > (uint64_t)kWakePaysNs * awake;
+}
+
+void host_steal_unstick(Pool *p, int64_t *slice_ns)
+{
+	if (!p->steal.on)
+		return;
+	if (submit_pending(p) == 0) {
+		t_unstick_pool = nullptr;
+		return;
+	}
+	const uint32_t acks = submit_acks(p);
+	if (t_unstick_pool == p && t_unstick_acks == acks && !claimer_awake(p))
+		steal_wake_one(p); // nothing claimed since the last look
+	t_unstick_pool = p;
+	t_unstick_acks = acks;
+	if (*slice_ns < 0 || *slice_ns > kUnstickNs)
+		*slice_ns = kUnstickNs;
+}
+
 uint32_t g_spinners;
 
-uint32_t spin_cap_of_machine()
-{
-	const long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 1 ? (uint32_t)(n - 1) : 0;
-}
+uint32_t spin_cap_of_machine() { return online_cpus() - 1; }
 
 // Only a count: nothing is published through it, so relaxed is enough.
 bool spin_slot_acquire(uint32_t *spinners, uint32_t cap)

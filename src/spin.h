@@ -15,7 +15,9 @@
 // The CPU cap: at most spin_cap_of_machine() (online CPUs - 1) worker
 // threads of the whole process spin at once, so a host always has a CPU. A
 // worker takes a slot before it spins and gives it back when the spin ends;
-// without one it parks at once.
+// without one it parks at once. Within a pool only workers 0 ..
+// spin_cap_of_machine() - 1 spin at all: worker processes each count only
+// their own spinners, and the id rule keeps the pool's within the cap.
 //
 // The host's spin after a wake it sent (cold calls): a host thread that just
 // woke a parked worker expects a result one wake latency later, longer than
@@ -122,6 +124,76 @@ void host_spin_close(HostSpin *s, bool found);
 // brought nothing: 0 for a yield (the first stall_free_loops + 1 rounds),
 // then a sleep of 1, 2, ... max_backoff_ms ms, in ns.
 int64_t host_backoff_ns(const Pool *p, uint32_t stall);
+
+// ---- claims and wakes (steal topology) -------------------------------------------------
+// A worker times one batch in kSvcSampleEvery (every batch of more than one
+// call) and keeps a per-call estimate (WorkerLocal::svc_ns: a slower sample
+// raises it at once, faster ones lower it by an eighth of the gap), stored
+// for the host in its kWcServiceNs word. From it:
+//   - a claim takes up to kClaimBudgetNs of estimated work (at least one
+//     call, at most the region; exactly one with no estimate yet or with
+//     calls of kClaimBudgetNs or more), oldest first: cheap calls travel
+//     several per claim, long ones one by one, so a busy worker holds no
+//     unstarted call behind a long one it knew to be long;
+//   - a parked peer is woken (by the claimer after its claim, or by the
+//     host after its publish) only when the pending calls hold more
+//     estimated work than the awake workers finish in kWakePaysNs (a wake
+//     to running costs tens of microseconds): calls of ~100 ns stay with
+//     one worker, which then has a CPU to itself beside the host, and calls
+//     of microseconds spread over the workers. With no worker awake, or an
+//     awake worker without an estimate, the wake is always sent;
+//   - a host about to sleep while calls stay pending in the submit lock, no
+//     worker claimed any since its last look, and no worker is awake
+//     without calls to run (one just woken, or spinning) wakes a parked
+//     worker, and
+//     while calls are pending it looks again within kUnstickNs: an estimate
+//     made on cheap calls cannot strand calls behind a long one that a
+//     worker is running.
+// A worker process claims one call at a time whatever its estimate
+// (WorkerLocal::take_one): results of calls claimed together stay staged in
+// its own memory until the batch ends, where a hostile call among them could
+// rewrite them. Only choices (src/wake.h keeps every wake that liveness
+// needs): the estimate is a hint and never trusted (a worker process writes
+// its word).
+inline constexpr int64_t kClaimBudgetNs = 2000;
+inline constexpr int64_t kWakePaysNs = 20000;
+inline constexpr int64_t kUnstickNs = 1000000;
+inline constexpr uint32_t kSvcSampleEvery = 16;
+inline constexpr uint32_t kSvcRefresh = 64;
+
+// The calls one claim may take (1 .. region_lanes) for an estimate svc_ns.
+inline uint32_t steal_take_size(int64_t svc_ns, uint32_t region_lanes)
+{
+	if (svc_ns <= 0 || svc_ns >= kClaimBudgetNs || region_lanes <= 1)
+		return 1;
+	const int64_t k = kClaimBudgetNs / svc_ns;
+	return k >= (int64_t)region_lanes ? region_lanes : (uint32_t)k;
+}
+// A worker's estimate after one timed sample of `per_call_ns`.
+inline int64_t steal_svc_update(int64_t svc_ns, int64_t per_call_ns)
+{
+	if (per_call_ns < 1)
+		per_call_ns = 1;
+	if (svc_ns <= 0 || per_call_ns >= svc_ns)
+		return per_call_ns;
+	return svc_ns - (svc_ns - per_call_ns) / 8;
+}
+// The claimer (awake, estimate svc_ns) after a claim that left
+// `pending_lanes` lanes pending: wake a parked peer?
+inline bool steal_peer_wake_pays(uint32_t pending_lanes, int64_t svc_ns)
+{
+	return svc_ns <= 0 || (int64_t)pending_lanes * svc_ns > kWakePaysNs;
+}
+// The host after publishing (dispatcher holder, after the S6 fence): wake a
+// parked worker? Yes with no worker awake, with an awake worker whose
+// estimate is unknown, or when the unclaimed calls hold more estimated work
+// than the awake workers finish in kWakePaysNs.
+bool steal_host_wake_pays(Pool *p);
+// A host thread about to sleep in a wait (any thread): on the steal
+// topology, with lanes pending in the submit lock and no claim since this
+// thread's last look, wake a parked worker; while lanes are pending, cap
+// *slice_ns (the sleep's periodic look, < 0 = none) at kUnstickNs.
+void host_steal_unstick(Pool *p, int64_t *slice_ns);
 
 // ---- the refill arm -------------------------------------------------------------------
 

@@ -317,7 +317,8 @@ uint32_t StealConsumer::claim_begin()
 		}
 	}
 	// 8. Take, from fresh loads now that r is ours: the take_max oldest.
-	const uint32_t all = pending() & region_mask(r);
+	const uint32_t fresh = pending();
+	const uint32_t all = fresh & region_mask(r);
 	if (all == 0) {
 		knit_store_release_32(want_, 0); // S3: release
 		region_ = kLanes;
@@ -326,14 +327,26 @@ uint32_t StealConsumer::claim_begin()
 	// After the acquire load of A in pending(); nobody else takes lanes of
 	// r now, so the order of `all` is fixed.
 	ring_ = (kLanes - 1) - knit_load_relaxed_32(ring_word_) % kLanes; // stored as 31 - cursor
+	// Walking every pending lane oldest first: the older lanes of other
+	// regions (a peer's claim, or a senior's) are passed over, then the
+	// region's lanes taken one after another up to take_max, stopping at
+	// the first lane of another region: a claim of several calls is a run
+	// of consecutive calls in submission order, so one consumer alone
+	// starts every call in that order.
 	uint32_t take = all;
 	if (take_max_ != 0) {
 		take = 0;
-		uint32_t left = all;
-		for (uint32_t k = 0; k < take_max_ && left != 0; k++) {
+		uint32_t left = fresh, k = 0;
+		while (left != 0 && k < take_max_) {
 			const uint32_t b = 1u << steal_ring_first(left, ring_);
-			take |= b;
 			left &= ~b;
+			if ((b & all) == 0) {
+				if (take != 0)
+					break;
+				continue;
+			}
+			take |= b;
+			k++;
 		}
 	}
 	cons_.offer(take);

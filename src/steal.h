@@ -30,8 +30,10 @@
 //     (bounded: cpu_relax a few hundred times, then sched_yield, DEAD
 //     re-read every round; a stop request -> withdraw)
 //   8 take = (fresh A ^ mine ^ fresh XOR ACK[p != c]) & mask(r), then only
-//     the take_max oldest of those (ring order; 0 = all); empty -> release
-//     WANT, no claim
+//     the take_max oldest of those that follow one another among all the
+//     pending lanes (ring order: the first of r, then r's next ones up to
+//     the first lane of another region; 0 = all); empty -> release WANT,
+//     no claim
 //  8b record CLAIM[c] = take beside the unchanged ACK[c] (one 64-bit
 //     release store)
 //   9 decode every lane of take, oldest first, copying what must outlive
@@ -46,10 +48,15 @@
 // only while it is still pending, which with oldest-first claims means a
 // whole lap (32 publishes) of younger calls was taken around it.
 //
-// Claim size: the pool claims ONE lane at a time (take_max = 1), the oldest
-// of the region, and runs it before it claims again, so a worker never holds
-// a call it has not started: a busy worker leaves everything else pending
-// for its idle peers (and the claim that leaves more pending wakes one).
+// Claim size: a claim takes the take_max oldest pending lanes of its region
+// (ring order), and the worker runs them in that order before it claims
+// again. The pool sets take_max before each claim from the worker's timed
+// estimate of one call (src/spin.h "claims and wakes"): ONE lane while it
+// has no estimate or its calls are long, so a busy worker leaves everything
+// else pending for its idle peers; several when they are cheap, up to about
+// kClaimBudgetNs of work (a worker process: always one).
+// tests/model/steal_claim.pml (TAKE_K) checks that
+// a claim of any number of the oldest lanes keeps exactly once and order.
 //
 // Why exactly once: a consumer only takes lanes of the region it owns;
 // two consumers announcing the same region: the seq_cst fences make at least

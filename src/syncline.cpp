@@ -72,9 +72,10 @@ Lane *line_claim(Pool *p)
 {
 	const uint32_t n = p->nworkers;
 	const uint32_t start = knit_load_relaxed_32(&p->line_cursor) % n;
-	// Idle workers first (not running ticketed calls, so the worker answers
-	// at once), then any lane with a free line.
-	for (uint32_t pass = 0; pass < 2; pass++) {
+	// Awake idle workers first (spinning: the call costs no wake), then idle
+	// workers (not running ticketed calls, so the worker answers at once),
+	// then any lane with a free line.
+	for (uint32_t pass = 0; pass < 3; pass++) {
 		for (uint32_t i = 0; i < n; i++) {
 			const uint32_t w = (start + i) % n;
 			Lane *l = &p->lanes[w];
@@ -89,7 +90,10 @@ Lane *line_claim(Pool *p)
 			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneRetiring ||
 			    st == kLaneDown)
 				continue;
-			if (pass == 0 && knit_load_relaxed_32(&l->busy) != 0)
+			if (pass < 2 && knit_load_relaxed_32(&l->busy) != 0)
+				continue;
+			// Relaxed: only a preference (a worker process writes it).
+			if (pass == 0 && knit_load_relaxed_32(l->parked) != kAwake)
 				continue;
 			// S1 / S9, acq_rel: pairs with the previous holder's release
 			// CAS (S6) or store of IDLE (S1's undo): its use of the slot

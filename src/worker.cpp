@@ -121,8 +121,9 @@ bool worker_request_pending(Lane *l)
 }
 
 // Steal topology: claim into the local run queue (only when it is empty and
-// no result waits for room) what the consumer's take_max allows (the pool:
-// one call, the oldest of a region), copying each frame's argument out so
+// no result waits for room) the oldest calls of a region, as many as the
+// worker's estimate allows (steal_take_size: one until its calls are timed
+// as cheap), copying each frame's argument out so
 // the lanes can be ACKed at once. Returns the frames taken (0: none).
 uint32_t steal_take(Lane *l)
 {
@@ -133,6 +134,7 @@ uint32_t steal_take(Lane *l)
 		return 0;
 	uint32_t n = 0;
 	const uint64_t conflicts0 = l->sc.conflicts();
+	l->sc.set_take_max(w->take_one ? 1 : steal_take_size(w->svc_ns, l->sc.region_lanes()));
 	const uint32_t take =
 		l->sc.claim([&](uint32_t lane, int rc, const FrameHead &h, const knit_value_t &v) {
 			KNIT_DCHECK(rc != -KNIT_EINVAL); // "not offered": our own take offered it
@@ -156,10 +158,13 @@ uint32_t steal_take(Lane *l)
 	if (take != 0) {
 		knit_store_relaxed_64(lane_counter(l->ext, kWcStealClaims), l->sc.claims());
 		// More pending than we took: hand it to a parked peer now rather
-		// than after our batch (the host woke only one of us). Not in a
-		// process pool: a peer's parked and wake words are not ours to
-		// write there (layout.h).
-		if (!p->steal_no_peer_wake && l->sc.pending() != 0)
+		// than after our batch (the host woke only one of us), when it
+		// holds more work than we finish in a wake's time (spin.h). Not
+		// in a process pool: a peer's parked and wake words are not ours
+		// to write there (layout.h).
+		const uint32_t left = p->steal_no_peer_wake ? 0 : l->sc.pending();
+		if (left != 0 &&
+		    steal_peer_wake_pays((uint32_t)__builtin_popcount(left), w->svc_ns))
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
@@ -308,6 +313,14 @@ void run_batch(Lane *l)
 	// waits), and how many of them ran.
 	int64_t group_t0 = w->held_count > 1 ? knit_now_ns() : 0;
 	uint32_t group_n = 0;
+	// Steal: time this batch for the per-call estimate (spin.h "claims and
+	// wakes"): every batch of more than one call (its clock is read
+	// anyway), else one in kSvcSampleEvery.
+	const int64_t svc_t0 = !p->steal.on                             ? 0
+			       : group_t0 != 0                          ? group_t0
+			       : (++w->svc_tick % kSvcSampleEvery) == 0 ? knit_now_ns()
+									: 0;
+	uint32_t ran = 0;
 	for (uint32_t n = 0; n < kWorkerBatch && w->held_count != 0; n++) {
 		HeldFrame &f = w->held[w->held_head];
 		FrameHead rh;
@@ -370,6 +383,7 @@ void run_batch(Lane *l)
 		retire |= 1u << f.slot;
 		w->held_head = (w->held_head + 1) % kLanes;
 		w->held_count--;
+		ran++;
 		// A long batch publishes what it has so far once kResultFlushNs
 		// passed since its unpublished tasks began. The clock is read after
 		// every second task only (and only when another task follows: the
@@ -407,6 +421,11 @@ void run_batch(Lane *l)
 	if (mark && retire != 0)
 		started_set(l, retire, false);
 	flush_results(l);
+	if (svc_t0 != 0 && ran != 0) {
+		w->svc_ns = steal_svc_update(w->svc_ns, (knit_now_ns() - svc_t0) / ran);
+		// Relaxed: a hint for the host (steal_host_wake_pays).
+		knit_store_relaxed_64(lane_counter(l->ext, kWcServiceNs), (uint64_t)w->svc_ns);
+	}
 }
 
 // A host that publishes request frames one at a time while this worker runs
@@ -537,7 +556,11 @@ void *worker_main(void *arg)
 	WorkerLocal *w = l->local;
 	const int64_t spin_ns = (int64_t)p->cfg.spin_us * 1000;
 	const int64_t park_ns = (int64_t)p->cfg.park_ms * 1000000;
-	const uint32_t spin_cap = spin_ns > 0 ? spin_cap_of_machine() : 0;
+	// The pool's first spin_cap_of_machine() workers spin, the rest park
+	// at once (spin.h): the bound holds across a pool's worker processes,
+	// each of which counts only its own spinners in g_spinners.
+	const uint32_t spin_cap =
+		spin_ns > 0 && l->index < spin_cap_of_machine() ? spin_cap_of_machine() : 0;
 	knit_store_relaxed_32(&l->tid, (uint32_t)knit_sys_gettid());
 	bool after_batch = false; // the last pass ran a batch (gather)
 	for (;;) {

@@ -3,7 +3,8 @@
 # tools/deps.sh [--demo | --bench] - install the Debian packages one make
 # target needs, only when something is missing:
 #   --demo   `make demo` and a plain `make` of the library: a C/C++ compiler,
-#            make, pkg-config, liburcu and the USDT probe header
+#            make, pkg-config, liburcu, the USDT probe header and libseccomp
+#            (knit-worker's sandbox filter)
 #   (none)   `make check`: the above and every test suite's tools (cmocka,
 #            Criterion, clang/bpftool for knit-trace, qemu-user and cross
 #            compilers, spin, abigail-tools, mandoc, cmake, python3 with pytest
@@ -15,7 +16,7 @@
 # exits (well under a second), and so needs no root then.
 set -eu
 
-DEMO_PKGS="g++ make pkg-config liburcu-dev systemtap-sdt-dev"
+DEMO_PKGS="g++ make pkg-config liburcu-dev systemtap-sdt-dev libseccomp-dev"
 CHECK_PKGS="$DEMO_PKGS libcmocka-dev libcriterion-dev
 libbpf-dev bpftool clang llvm lld libelf-dev zlib1g-dev
 python3 python3-pytest python3-venv cmake qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu mandoc

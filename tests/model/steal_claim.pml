@@ -97,6 +97,13 @@
  *   stores ACK; MUTANT_CLAIM_AFTER_DECODE records CLAIM only there, after
  *   the decodes, and must fail (a survivor decodes a lane again).
  *
+ * TAKE_K: step 8 keeps the k oldest lanes of the take (ring order), any
+ * k >= 1 the claimant picks, except that a consumer whose calls are long
+ * (BUSYC under BUSY) takes one: exactly once, order and BUSY must hold;
+ * MUTANT_TAKE_K_SKIP (leaves the oldest lane out of a claim of several) and
+ * BUSYC_TAKES_K (the long-running consumer takes several too: it hoards)
+ * must fail.
+ *
  * Mutants (expected failures): MUTANT_HOARD, MUTANT_TAKE_LOWEST (above),
  * MUTANT_NO_WITHDRAW (junior ignores a senior
  * conflict), MUTANT_NO_CHECK (no step 7), MUTANT_SNAPSHOT_TAKE (take from the
@@ -124,6 +131,15 @@
 /* check: mutant_snapshot_take | spin: -DN=2 -DMUTANT_SNAPSHOT_TAKE | cc: -DSAFETY | pan: -m100000 | expect: fail */
 /* check: mutant_want_before_ack | spin: -DN=2 -DMUTANT_WANT_BEFORE_ACK | cc: -DSAFETY | pan: -m100000 | expect: fail */
 /* check: mutant_senior_no_wait | spin: -DN=2 -DMUTANT_SENIOR_NO_WAIT | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* Claims of several calls (TAKE_K: the k oldest of the region, any k >= 1;
+ * src/spin.h "claims and wakes"): exactly once and order hold for any k;
+ * BUSY: a consumer whose calls are long takes one while the other takes k. */
+/* check: n2_take_k | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=6 -DTAKE_K | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: n2_take_k_g1 | spin: -DN=2 -DG=1 -DREGIONS=3 -DTASKS=5 -DTAKE_K | cc: -DSAFETY -DCOLLAPSE -O2 | pan: -m100000 */
+/* check: n2_take_k_busy | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=0 -DTAKE_K | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: n2_take_k_busy_junior | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=1 -DTAKE_K | cc: -DSAFETY -O2 | pan: -m100000 */
+/* check: mutant_take_k_skip | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=6 -DTAKE_K -DMUTANT_TAKE_K_SKIP | cc: -DSAFETY | pan: -m100000 | expect: fail */
+/* check: mutant_take_k_hoard | spin: -DN=2 -DG=2 -DREGIONS=3 -DTASKS=4 -DBUSY -DBUSYC=0 -DTAKE_K -DBUSYC_TAKES_K | cc: -DSAFETY | pan: -m100000 | expect: fail */
 
 #ifndef N
 #define N 2 /* consumers (2 or 3) */
@@ -290,6 +306,9 @@ proctype consumer(byte c)
 {
 	byte lw = 0; /* == ACK[c] */
 	byte pend, snap, cl, rg, live, peerI, senI, r, take, rest, w, i, v, k, j;
+#ifdef TAKE_K
+	byte fpend; /* step 8's fresh pending lanes, every region */
+#endif
 	bit jconf, own, busied;
 
 #ifdef RESPAWN
@@ -483,18 +502,64 @@ proctype consumer(byte c)
 #if N > 2
 		take = take ^ ACK[PEER1];
 		atomic {
+#ifdef TAKE_K
+			fpend = take ^ ACK[PEER2];
+#endif
 			take = (take ^ ACK[PEER2]) & RMASK(r);
 #else
 		atomic {
+#ifdef TAKE_K
+			fpend = take ^ ACK[PEER1];
+#endif
 			take = (take ^ ACK[PEER1]) & RMASK(r);
 #endif
 			if :: take == 0 -> goto none :: else -> skip fi
 		};
 #endif
-		/* only the oldest lane of the take, by a fresh load of RING */
+		/* only the oldest lane of the take, by a fresh load of RING
+		 * (TAKE_K: the k oldest, any k >= 1, chosen by the claimant) */
 		atomic {
 			rg = RING;
-#if defined(MUTANT_TAKE_LOWEST)
+#if defined(TAKE_K)
+			/* a consumer whose calls are long (BUSYC: its estimate
+			 * says so) takes one; any other any number of the oldest
+			 * lanes of r that follow one another among all pending
+			 * lanes (older lanes of other regions passed over, a
+			 * younger one ends the run; MUTANT_TAKE_K_SKIP: the
+			 * oldest of r is left out) */
+			rest = fpend;
+			take = 0;
+			do
+			:: rest != 0 ->
+				ring_first(rest, rg, i);
+				rest = rest & ~BIT(i);
+				if
+				:: (RMASK(r) & BIT(i)) == 0 && take == 0 -> goto nexttk
+				:: (RMASK(r) & BIT(i)) == 0 -> break
+				:: else -> skip
+				fi;
+#ifdef MUTANT_TAKE_K_SKIP
+				if
+				:: take == 0 && (rest & RMASK(r)) != 0 ->
+					ring_first(rest & RMASK(r), rg, i); rest = rest & ~BIT(i)
+				:: else -> skip
+				fi;
+#endif
+				take = take | BIT(i);
+				if
+#if defined(BUSY) && !defined(BUSYC_TAKES_K)
+				:: c != BUSYC -> skip
+#else
+				:: true -> skip
+#endif
+				:: true -> break
+				fi;
+nexttk:				skip
+			:: else -> break
+			od;
+			rest = 0;
+			fpend = 0;
+#elif defined(MUTANT_TAKE_LOWEST)
 			i = 0;
 			do
 			:: (take & BIT(i)) != 0 -> break

@@ -81,7 +81,13 @@ def test_cancel_kill_ends_a_hung_call(lib, tasks_so, tmp_path):
         [(t, ud, r)] = pool.complete(max=1, timeout=20)
         assert t == tb and r == b
         assert pool.call("double", 4) == 8
+        # The successor's spawn follows the kill (the monitor spawns after
+        # the lane's calls completed): wait for it, bounded.
+        end = time.monotonic() + 20
         st = pool.stats()
+        while st["spawns"] < 3 and time.monotonic() < end:
+            time.sleep(0.002)
+            st = pool.stats()
         assert st["cancel_kills"] == 1 and st["crashes"] == 0 and st["spawns"] == 3
         with pytest.raises(ValueError):
             pool.cancel(tb, signal=True, kill=True)

@@ -199,6 +199,29 @@ static void full_cpus_spin_only_while_it_pays(void **)
 	host_sleep_end();
 }
 
+// Claims and wakes (spin.h): the claim size follows the estimate, one call
+// with none or with long calls; the estimate rises at once and falls by an
+// eighth of the gap; a peer is woken only for more than a wake's work.
+static void claim_size_and_wake_follow_the_estimate(void **)
+{
+	assert_int_equal(steal_take_size(0, 8), 1u); // not timed yet
+	assert_int_equal(steal_take_size(kClaimBudgetNs, 8), 1u);
+	assert_int_equal(steal_take_size(kClaimBudgetNs * 10, 8), 1u);
+	assert_int_equal(steal_take_size(kClaimBudgetNs / 2, 8), 2u);
+	assert_int_equal(steal_take_size(100, 8), 8u); // the region bounds it
+	assert_int_equal(steal_take_size(100, 1), 1u);
+	assert_int_equal(steal_take_size(kClaimBudgetNs / 3, 2), 2u);
+	assert_int_equal(steal_svc_update(0, 500), 500);
+	assert_int_equal(steal_svc_update(100, 50000), 50000); // a long call: at once
+	assert_int_equal(steal_svc_update(900, 100), 800);     // down by an eighth
+	assert_int_equal(steal_svc_update(100, 0), 100 - (100 - 1) / 8);
+	assert_true(steal_peer_wake_pays(3, 0)); // no estimate: wake
+	assert_false(steal_peer_wake_pays(32, 100));
+	assert_true(steal_peer_wake_pays(32, 1000));
+	assert_true(steal_peer_wake_pays(1, kWakePaysNs + 1));
+	assert_false(steal_peer_wake_pays(1, kWakePaysNs));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +232,7 @@ int main(void)
 		cmocka_unit_test(slow_wake_raises_window_to_the_bound_and_holds),
 		cmocka_unit_test(no_spin_while_awake_workers_fill_the_cpus),
 		cmocka_unit_test(full_cpus_spin_only_while_it_pays),
+		cmocka_unit_test(claim_size_and_wake_follow_the_estimate),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -228,7 +228,7 @@ static void options_defaults(void **)
 	o.workers = 3;
 	o.doorbell = KNIT_DOORBELL_OFF;
 	assert_int_equal(options_resolve(&o, &c), 0);
-	assert_int_equal(c.spin_us, 0); // several workers: no spin
+	assert_int_equal(c.spin_us, 50); // several workers spin too (the first CPUs - 1)
 	assert_int_equal(c.stall_free_loops, 128);
 	assert_false(c.doorbell);
 	o.inline_lane = KNIT_INLINE_LAST;

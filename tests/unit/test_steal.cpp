@@ -391,6 +391,49 @@ void test_one_per_claim_in_order(void **state)
 	assert_int_equal(A(f) ^ ack_xor(f), 0u);
 }
 
+// Claims of several calls (the pool's setting for cheap calls, take_max k):
+// each claim takes at most k lanes of one region, the oldest pending ones,
+// and the calls, claim after claim, come out in publish order.
+void test_k_per_claim_in_order(void **state)
+{
+	Fix *f = (Fix *)*state;
+	attach(f, 2, 8);
+	std::vector<uint32_t> seen;
+	uint32_t next = 0, several = 0;
+	for (uint32_t round = 0; round < 40; round++) {
+		for (uint32_t k = 0; k < 1 + round % 11; k++) {
+			if (publish_i64(f, next) < 0) {
+				f->prod.refresh();
+				if (publish_i64(f, next) < 0)
+					break;
+			}
+			next++;
+		}
+		for (uint32_t k = 0; k < 1 + round % 3; k++) {
+			const uint32_t kmax = 1 + (round + k) % 5;
+			f->cons[round % 2].set_take_max(kmax);
+			const size_t before = seen.size();
+			const uint32_t take = claim_into(f, round % 2, &seen);
+			if (take == 0)
+				break;
+			assert_true((uint32_t)__builtin_popcount(take) <= kmax);
+			assert_int_equal(seen.size() - before, (size_t)__builtin_popcount(take));
+			// One region: every lane of the take in the same 8.
+			assert_int_equal(take & ~(0xFFu << (__builtin_ctz(take) / 8 * 8)), 0u);
+			several += __builtin_popcount(take) > 1;
+		}
+	}
+	f->cons[0].set_take_max(4);
+	while (claim_into(f, 0, &seen) != 0) {
+	}
+	assert_int_equal(seen.size(), next);
+	for (uint32_t i = 0; i < seen.size(); i++)
+		assert_int_equal(seen[i], i);
+	assert_true(several > 0); // some claims did take several calls
+	assert_true(next > 64);   // lanes were reused
+	assert_int_equal(A(f) ^ ack_xor(f), 0u);
+}
+
 // A claim that leaves lanes behind: a peer (or the same consumer) takes the
 // next one; nobody holds lanes it did not take.
 void test_one_per_claim_leaves_rest_pending(void **state)
@@ -903,6 +946,12 @@ void test_exactly_once_3_one_per_claim(void **state)
 	race((Fix *)*state, 3, steal_max_region_lanes(3), race_total() / 2, 1);
 }
 
+// Claims of up to 4 calls with wide regions (cheap calls).
+void test_exactly_once_3_four_per_claim(void **state)
+{
+	race((Fix *)*state, 3, steal_max_region_lanes(3), race_total() / 2, 4);
+}
+
 } // namespace
 
 int main(void)
@@ -931,6 +980,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exactly_once_2_no_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exactly_once_3_g1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exactly_once_3_one_per_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_3_four_per_claim, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_k_per_claim_in_order, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

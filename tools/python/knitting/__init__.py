@@ -56,7 +56,7 @@ What a ctypes user trips on (each one learned the hard way):
 """
 from ._abi import *  # noqa: F401,F403  (the constants and structs of knitting.h)
 from ._abi import (STRUCTS, TASK_FN, CallOptions, Completion, CompletionInfo, LaneStats,
-                   PoolOptions, PoolStats, Request, Task, TaskLibrary, Value, WorkerStats)
+                   PoolOptions, PoolStats, Request, Sandbox, Task, TaskLibrary, Value, WorkerStats)
 from ._abi import SIGNATURES as _SIGNATURES  # noqa: F401
 from ._errors import (CancelledError, ClosedError, CrashedError, KnitError, TaskError,
                       TimeoutError)
@@ -69,5 +69,5 @@ __version__ = "1.2.0"
 __all__ = ["load", "Pool", "Future", "KnitError", "TaskError", "CrashedError", "TimeoutError",
            "CancelledError", "ClosedError", "LibraryNotFoundError", "KnitValue", "to_value",
            "from_value", "Value", "Task", "TaskLibrary", "PoolOptions", "CallOptions", "Request",
-           "Completion", "CompletionInfo", "LaneStats", "WorkerStats", "PoolStats", "TASK_FN",
+           "Completion", "CompletionInfo", "LaneStats", "WorkerStats", "PoolStats", "Sandbox", "TASK_FN",
            "STRUCTS"]

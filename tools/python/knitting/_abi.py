@@ -33,7 +33,7 @@ KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL, KNIT_CANCEL_KILL = 1, 2, 4  # KILL: 1.2, pr
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
 # 1.2: completion infos (knit_completion_info) and why a worker died.
 (KNIT_DEATH_NONE, KNIT_DEATH_SIGNAL, KNIT_DEATH_EXIT, KNIT_DEATH_HARD_TIMEOUT,
- KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM, KNIT_DEATH_CANCEL_KILL) = range(7)
+ KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM, KNIT_DEATH_SANDBOX, KNIT_DEATH_CANCEL_KILL) = range(8)
 KNIT_DEATH_CAUSE_MAX = 16
 KNIT_INFO_LANE, KNIT_INFO_TIMING, KNIT_INFO_DEATH, KNIT_INFO_CPU = 1, 2, 4, 8
 KNIT_POOL_INFO_TIMING, KNIT_POOL_INFO_CPU = 1, 2
@@ -77,6 +77,7 @@ class PoolOptions(C.Structure):
         ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
         ("recycle_calls", C.c_uint64), ("recycle_rss_bytes", C.c_uint64),
         ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32),  # 1.2
+        ("sandbox", C.c_void_p),  # 1.2: a knit_sandbox_t (process pools)
         # 1.2: restart intensity and backoff (process pools)
         ("respawn_window_ms", C.c_uint32), ("respawn_backoff_ms", C.c_uint32),
         ("respawn_backoff_max_ms", C.c_uint32), ("reserved4", C.c_uint32)]
@@ -140,13 +141,21 @@ class TaskLibrary(C.Structure):
                 ("init", C.c_void_p), ("fini", C.c_void_p)]
 
 
+class Sandbox(C.Structure):
+    """knit_sandbox_t (1.2): a process pool's sandbox (PoolOptions.sandbox points to one)."""
+    _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("seccomp_sets", C.c_uint32),
+                ("reserved0", C.c_uint32), ("seccomp_allow", C.POINTER(C.c_char_p)),
+                ("rlimit_as", C.c_uint64), ("rlimit_cpu", C.c_uint64),
+                ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64)]
+
+
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
            "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
            "knit_lane_stats_t": LaneStats, "knit_worker_stats_t": WorkerStats,
            "knit_pool_stats_t": PoolStats,
-           "knit_task_library_t": TaskLibrary}
+           "knit_task_library_t": TaskLibrary, "knit_sandbox_t": Sandbox}
 
 # ---- the library ------------------------------------------------------------------
 
