@@ -38,6 +38,29 @@
 #define KT_SANITIZED 0
 #endif
 
+/* AddressSanitizer: a worker process built with it turns SIGSEGV into an
+ * exit of its own, reserves terabytes of address space (no RLIMIT_AS fits)
+ * and keeps freed memory resident (quarantine): the tests of those three
+ * skip under it, saying so. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KT_ASAN 1
+#endif
+#endif
+#ifndef KT_ASAN
+#define KT_ASAN 0
+#endif
+
+/* Skip the running test, printing why (Criterion keeps the reason quiet
+ * at its default verbosity). */
+#define KT_SKIP(why)                                                                               \
+	do {                                                                                       \
+		fprintf(stderr, "SKIP %s: %s\n", __func__, (why));                                 \
+		cr_skip_test("%s", (why));                                                         \
+	} while (0)
+
 #if defined(__SANITIZE_THREAD__)
 #define KT_TSAN 1
 #elif defined(__has_feature)
