@@ -40,7 +40,7 @@ KNIT_AT(knit_task_t, data, 24);
 KNIT_AT(knit_task_t, reserved, 32);
 
 /* knit_pool_options_t */
-KNIT_SIZE(knit_pool_options_t, 328);
+KNIT_SIZE(knit_pool_options_t, 344);
 KNIT_AT(knit_pool_options_t, size, 0);
 KNIT_AT(knit_pool_options_t, workers, 4);
 KNIT_AT(knit_pool_options_t, topology, 8);
@@ -80,6 +80,11 @@ KNIT_AT(knit_pool_options_t, recycle_rss_bytes, 304); /* 1.2 */
 KNIT_AT(knit_pool_options_t, recycle_age_ms, 312);    /* 1.2 */
 KNIT_AT(knit_pool_options_t, reserved3, 316);         /* 1.2 */
 KNIT_AT(knit_pool_options_t, sandbox, 320);           /* 1.2 */
+
+KNIT_AT(knit_pool_options_t, respawn_window_ms, 328);      /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_ms, 332);     /* 1.2 */
+KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 336); /* 1.2 */
+KNIT_AT(knit_pool_options_t, reserved4, 340);              /* 1.2 */
 
 /* knit_sandbox_t */
 KNIT_SIZE(knit_sandbox_t, 56);
@@ -145,7 +150,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 9160);
+KNIT_SIZE(knit_pool_stats_t, 9184);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -167,15 +172,18 @@ KNIT_AT(knit_pool_stats_t, spawns, 6352);
 KNIT_AT(knit_pool_stats_t, crashes, 6360);
 KNIT_AT(knit_pool_stats_t, respawns, 6368);
 KNIT_AT(knit_pool_stats_t, hard_kills, 6376);
-KNIT_AT(knit_pool_stats_t, backlogged, 6384);       /* 1.1 */
-KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, class_backlogged, 6416); /* 1.2 */
-KNIT_AT(knit_pool_stats_t, deaths, 6440);           /* 1.2 */
-KNIT_AT(knit_pool_stats_t, recycles_calls, 6568);   /* 1.2 */
-KNIT_AT(knit_pool_stats_t, recycles_rss, 6576);     /* 1.2 */
-KNIT_AT(knit_pool_stats_t, recycles_age, 6584);     /* 1.2 */
-KNIT_AT(knit_pool_stats_t, recycle_failures, 6592); /* 1.2 */
-KNIT_AT(knit_pool_stats_t, worker, 6600);           /* 1.2 */
+KNIT_AT(knit_pool_stats_t, backlogged, 6384);         /* 1.1 */
+KNIT_AT(knit_pool_stats_t, class_enqueued, 6392);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, class_backlogged, 6416);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, deaths, 6440);             /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_calls, 6568);     /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_rss, 6576);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycles_age, 6584);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, recycle_failures, 6592);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, worker, 6600);             /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoffs, 9160);   /* 1.2 */
+KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 9168); /* 1.2 */
+KNIT_AT(knit_pool_stats_t, cancel_kills, 9176);       /* 1.2 */
 
 /* knit_worker_stats_t (an array element: frozen) */
 KNIT_SIZE(knit_worker_stats_t, 40);

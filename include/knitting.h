@@ -269,6 +269,22 @@ typedef struct knit_pool_options {
 	/* 1.2: processes only: the workers' sandbox (knit_sandbox_t, read at
 	 * create; see libknitting(7), "Sandboxing"). NULL = none. */
 	const struct knit_sandbox *sandbox;
+	/* 1.2: restart intensity and backoff (processes; a shorter, older
+	 * struct = 0 for each). See knit_pool_create(3), "Restarts". */
+	uint32_t respawn_window_ms;      /* processes: respawn_max counts the crashes
+					    of the last respawn_window_ms only (at most
+					    respawn_max respawns within any window that
+					    long; one more fails the pool); 0 = the
+					    pool's whole life; with a window,
+					    respawn_max is at most
+					    KNIT_RESPAWN_WINDOW_MAX */
+	uint32_t respawn_backoff_ms;     /* processes: the wait before the second
+					    respawn in a row of one worker, doubled for
+					    each further one; 0 = 10; KNIT_ZERO = none
+					    (every respawn at once) */
+	uint32_t respawn_backoff_max_ms; /* processes: the longest such wait; 0 =
+					    1000; at least respawn_backoff_ms */
+	uint32_t reserved4;              /* must be 0 */
 } knit_pool_options_t;
 
 /* 1.2: what a pool records for knit_completion_info(3). A call's death is
@@ -280,6 +296,10 @@ enum knit_pool_info_flags {
 	KNIT_POOL_INFO_CPU = 1u << 1     /* TIMING and the worker thread's CPU time
 					    per call (two system calls a call) */
 };
+
+/* The largest respawn_max with a respawn_window_ms (the pool keeps the time
+ * of each counted crash in the window). Since 1.2. */
+#define KNIT_RESPAWN_WINDOW_MAX 1024
 
 /*
  * 1.2: a process pool's sandbox, applied in each worker process after the
@@ -441,9 +461,12 @@ enum knit_death_cause {
 					worker's memory cgroup counted an oom_kill for
 					it (death_detail: SIGKILL); see
 					knit_completion_info(3) */
-	KNIT_DEATH_SANDBOX = 6       /* killed by its sandbox's seccomp filter: a
+	KNIT_DEATH_SANDBOX = 6,      /* killed by its sandbox's seccomp filter: a
 					forbidden syscall (death_detail: SIGSYS;
 					see knit_sandbox_t) */
+	KNIT_DEATH_CANCEL_KILL = 7   /* killed by the pool: knit_cancel with
+					KNIT_CANCEL_KILL of the call it ran
+					(death_detail: SIGKILL) */
 };
 /* Room for causes in knit_pool_stats_t.deaths: causes appended later keep
  * the struct's size. */
@@ -479,8 +502,12 @@ typedef struct knit_completion_info {
 } knit_completion_info_t;
 
 enum knit_cancel_flags {
-	KNIT_CANCEL_NOW = 1u << 0,   /* complete now with -KNIT_ECANCELED */
-	KNIT_CANCEL_SIGNAL = 1u << 1 /* only raise the task's abort bit */
+	KNIT_CANCEL_NOW = 1u << 0,    /* complete now with -KNIT_ECANCELED */
+	KNIT_CANCEL_SIGNAL = 1u << 1, /* only raise the task's abort bit */
+	/* 1.2, process pools: as NOW, and the worker process running the call
+	 * (if it started) is killed and replaced; alone or with NOW; a thread
+	 * pool refuses it (-KNIT_EINVAL). See knit_cancel(3). */
+	KNIT_CANCEL_KILL = 1u << 2
 };
 
 enum knit_stop_flags {
@@ -512,11 +539,15 @@ typedef struct knit_lane_stats {
 
 /* A worker's state in knit_pool_stats_t.worker[] (knit_pool_stats(3)). */
 enum knit_worker_state {
-	KNIT_WORKER_NONE = 0,     /* no worker: the lane is retired, or the pool ended */
-	KNIT_WORKER_BOOTING = 1,  /* a worker process started and not ready yet */
-	KNIT_WORKER_SERVING = 2,  /* running calls */
-	KNIT_WORKER_RETIRING = 3, /* recycled: its successor is ready; it takes no new
-				     call, finishes what it runs, and exits */
+	KNIT_WORKER_NONE = 0,        /* no worker: the lane is retired, or the pool ended */
+	KNIT_WORKER_BOOTING = 1,     /* a worker process started and not ready yet */
+	KNIT_WORKER_SERVING = 2,     /* running calls */
+	KNIT_WORKER_RETIRING = 3,    /* recycled: its successor is ready; it takes no new
+					call, finishes what it runs, and exits */
+	KNIT_WORKER_BACKING_OFF = 4, /* no worker for now: its lane's workers kept
+					crashing and its respawn waits out a backoff
+					(respawn_backoff_ms); the other lanes take
+					its calls */
 };
 
 /* One worker as a supervisor sees it (knit_pool_stats_t.worker[]). */
@@ -578,6 +609,13 @@ typedef struct knit_pool_stats {
 	uint64_t recycle_failures;
 	/* 1.2: the supervisor's view, worker[i] for worker lane i < workers. */
 	knit_worker_stats_t worker[KNIT_MAX_WORKERS];
+	/* 1.2, process workers: restarts and kills (a shorter struct omits
+	   them; see knit_pool_stats(3)). */
+	uint64_t respawn_backoffs;   /* respawns that waited out a backoff first */
+	uint64_t respawn_backoff_ms; /* those waits summed, as the backoff chose
+					them (ms; not a measured time) */
+	uint64_t cancel_kills;       /* workers killed by knit_cancel
+					(KNIT_CANCEL_KILL) while they ran the call */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

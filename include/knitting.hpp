@@ -1044,7 +1044,8 @@ public:
 		return completion_range(p_, timeout);
 	}
 
-	// knit_cancel: KNIT_CANCEL_NOW (the default) or KNIT_CANCEL_SIGNAL.
+	// knit_cancel: KNIT_CANCEL_NOW (the default), KNIT_CANCEL_SIGNAL or, for a
+	// process pool, KNIT_CANCEL_KILL (knit_cancel(3)).
 	knit::result<void> cancel(knit::ticket t,
 				  std::uint32_t flags = KNIT_CANCEL_NOW) const noexcept
 	{

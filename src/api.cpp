@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
+#include "src/error.h"
 #include "src/info.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
@@ -511,17 +512,37 @@ int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 
 } // namespace
 
+namespace {
+// A call refused with -KNIT_ECRASHED because its pool failed records why
+// (knit_last_error(3)): the one write of thread-local storage on a call's
+// path, and only on that refusal. Acquire: pairs with the release store of
+// Pool::failed after the reason (WorkerOps::failed_why).
+[[gnu::cold]] int refused_failed(Pool *p, int rc)
+{
+	if (p->workers->failed_why != nullptr && knit_load_acquire_32(&p->failed) != 0)
+		error_set(rc, "%s", p->workers->failed_why(p));
+	return rc;
+}
+inline int refused(knit_pool_t *pool, int rc)
+{
+	if (rc == -KNIT_ECRASHED && pool != nullptr && !pool_forked(&pool->p)) [[unlikely]]
+		return refused_failed(&pool->p, rc);
+	return rc;
+}
+} // namespace
+
 extern "C" KNIT_API int knit_enqueue(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 				     void *user_data, knit_ticket_t *ticket) KNIT_NOEXCEPT
 {
-	return enqueue_ex(pool, task, arg, user_data, nullptr, 0, nullptr, ticket, 0);
+	return refused(pool,
+		       enqueue_ex(pool, task, arg, user_data, nullptr, 0, nullptr, ticket, 0));
 }
 
 extern "C" KNIT_API int knit_enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 					void *user_data, const knit_call_options_t *opts,
 					knit_ticket_t *ticket) KNIT_NOEXCEPT
 {
-	return enqueue_ex(pool, task, arg, user_data, opts, 0, nullptr, ticket, 0);
+	return refused(pool, enqueue_ex(pool, task, arg, user_data, opts, 0, nullptr, ticket, 0));
 }
 
 extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_t *reqs, uint32_t n,
@@ -538,7 +559,7 @@ extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_
 		const int k = enqueue_burst(p, reqs + done, m,
 					    tickets != nullptr ? tickets + done : nullptr);
 		if (k < 0)
-			return done != 0 ? (int)done : k;
+			return done != 0 ? (int)done : refused(pool, k);
 		done += (uint32_t)k;
 		if ((uint32_t)k < m)
 			break; // reqs[done] was refused: the caller learns why by retrying from it
@@ -856,7 +877,7 @@ extern "C" KNIT_API int knit_call_ex(knit_pool_t *pool, uint32_t task, const kni
 	out->result.type = KNIT_VALUE_NONE;
 	if (pool != nullptr && in_task_of(&pool->p))
 		return -KNIT_EBUSY;
-	return call_ticketed(pool, task, arg, opts, ticket, out, timeout_ns);
+	return refused(pool, call_ticketed(pool, task, arg, opts, ticket, out, timeout_ns));
 }
 
 extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
@@ -874,9 +895,9 @@ extern "C" KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_v
 	if (pool != nullptr && !pool_forked(&pool->p) && task < pool->p.ntasks) {
 		const int lr = line_call(&pool->p, task, arg, out, timeout_ns);
 		if (lr != kLineNo)
-			return lr;
+			return refused(pool, lr);
 	}
-	return call_ticketed(pool, task, arg, nullptr, nullptr, out, timeout_ns);
+	return refused(pool, call_ticketed(pool, task, arg, nullptr, nullptr, out, timeout_ns));
 }
 
 extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket,
@@ -884,9 +905,18 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket,
 {
 	if (pool == nullptr)
 		return -KNIT_EINVAL;
-	if (flags != KNIT_CANCEL_NOW && flags != KNIT_CANCEL_SIGNAL)
+	// NOW, SIGNAL, KILL or NOW | KILL (KILL is NOW and more).
+	const bool kill = (flags & KNIT_CANCEL_KILL) != 0;
+	const uint32_t how =
+		kill && flags != KNIT_CANCEL_KILL ? flags & ~(uint32_t)KNIT_CANCEL_KILL : flags;
+	if (how != KNIT_CANCEL_NOW && how != KNIT_CANCEL_SIGNAL && how != KNIT_CANCEL_KILL)
+		return -KNIT_EINVAL;
+	if (kill && how == KNIT_CANCEL_SIGNAL)
 		return -KNIT_EINVAL;
 	Pool *p = &pool->p;
+	// Only a kind that can end one worker alone (processes) takes KILL.
+	if (kill && p->workers->cancel_kill == nullptr)
+		return -KNIT_EINVAL;
 	if (pool_forked(p))
 		return -KNIT_ECLOSED;
 	const uint32_t index = ticket_index(ticket);
@@ -910,6 +940,15 @@ extern "C" KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket,
 		abort_raise_locked(p, c);
 		pthread_mutex_unlock(&p->mu);
 		return 0;
+	}
+	if (kill) {
+		// The worker that runs it, if any, is killed by the backend,
+		// which looks after this hold: the call is completed by then.
+		const int rc = p->workers->cancel_kill(p, index, gen);
+		if (rc != 0) {
+			pthread_mutex_unlock(&p->mu);
+			return rc;
+		}
 	}
 	call_fail_locked(p, c, -KNIT_ECANCELED);
 	pthread_mutex_unlock(&p->mu);

@@ -387,32 +387,6 @@ uint32_t expire_deadlines(Pool *p, int64_t now)
 	return n;
 }
 
-struct Stamp {
-	uint32_t ticket, gen;
-	int64_t start;
-};
-
-// Read lane l's running stamp (seqlock). False when nothing runs or the
-// worker was rewriting it.
-bool read_stamp(Lane *l, Stamp *s)
-{
-	uint32_t *w = reinterpret_cast<uint32_t *>(l->ext);
-	uint64_t *start = reinterpret_cast<uint64_t *>(l->ext + 16);
-	// Acquire: pairs with the worker's release store of the even sequence
-	// in stamp_write(): the fields below are at least that new.
-	uint32_t s1 = knit_load_acquire_32(&w[0]);
-	if (s1 & 1)
-		return false;
-	s->ticket = knit_load_relaxed_32(&w[1]);
-	s->gen = knit_load_relaxed_32(&w[2]);
-	s->start = (int64_t)knit_load_relaxed_64(start);
-	// Acquire fence: pairs with the worker's release fence after its odd
-	// sequence store; if the fields were being rewritten, s2 differs.
-	knit_fence_acquire();
-	uint32_t s2 = knit_load_relaxed_32(&w[0]);
-	return s1 == s2 && s->start != 0;
-}
-
 void force_stop(Pool *p)
 {
 	pthread_mutex_lock(&p->mu);
@@ -430,9 +404,9 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 	const int64_t limit = (int64_t)p->cfg.hard_timeout_ms * 1000000;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++) {
-		Stamp s;
+		LaneStamp s;
 		// s.start is a worker-written word: compare without arithmetic on it.
-		if (!read_stamp(&p->lanes[i], &s) || s.start >= now - limit)
+		if (!lane_read_stamp(&p->lanes[i], &s) || s.start >= now - limit)
 			continue;
 		Call *c = p->tickets.lookup(s.ticket);
 		if (c == nullptr)
@@ -555,9 +529,9 @@ int64_t next_wake(Pool *p, int64_t now, int64_t slice_ns)
 		if (now + limit < wake)
 			wake = now + limit;
 		for (uint32_t i = 0; i < p->nworkers; i++) {
-			Stamp s;
+			LaneStamp s;
 			// s.start < wake - limit: no overflow whatever the worker wrote.
-			if (read_stamp(&p->lanes[i], &s) && s.start < wake - limit)
+			if (lane_read_stamp(&p->lanes[i], &s) && s.start < wake - limit)
 				wake = s.start + limit + 1;
 		}
 	}

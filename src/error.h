@@ -4,8 +4,11 @@
 //
 // Contract (knit_last_error(3)): the entries that record (knit_pool_create,
 // knit_pool_stats) clear the message when they start and leave one behind
-// on every failure; no other entry touches it, so nothing on a call's path
-// (knit_call, knit_enqueue, knit_complete) writes thread-local storage. The
+// on every failure; no other entry clears it, and the enqueue and call
+// entries set it only when they refuse a call -KNIT_ECRASHED because the
+// process pool failed (the reason, src/api.cpp refused), so nothing on a
+// call's way (knit_call, knit_enqueue, knit_complete) writes thread-local
+// storage. The
 // message lives in one thread-local buffer of kErrorMax bytes, truncated
 // with "..." when longer; the pointer knit_last_error() returns stays valid
 // for the thread's life, its text until the thread's next recording entry.

@@ -361,8 +361,11 @@ bool lane_stop_wait(Pool *p, uint32_t w, int64_t deadline)
 			break;
 		}
 		// A worker of a kind that may write its stop word wrongly is
-		// checked (killed, and its lane_lost acknowledges).
-		if (s != kStopRequested && ops->stop_check != nullptr)
+		// checked (killed, and its lane_lost acknowledges); a DOWN lane
+		// (no worker now: a process backing off, src/proc.h) is its
+		// kind's to acknowledge.
+		if ((s != kStopRequested || lane_state(l) == kLaneDown) &&
+		    ops->stop_check != nullptr)
 			ops->stop_check(p, w);
 		if (deadline >= 0 && knit_now_ns() >= deadline)
 			return false;
@@ -464,13 +467,14 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 		uint32_t nonce = knit_load_relaxed_32(&l->line_nonce) + 1;
 		if (nonce == 0)
 			nonce = 1; // 0 means "open from the start" (first boot)
-		if (fate == kLaneRespawn)
+		const bool respawn = fate == kLaneRespawn || fate == kLaneRespawnLater;
+		if (respawn)
 			knit_store_relaxed_32(&l->line_nonce, nonce);
-		line_lost(p, l, status, fate == kLaneRespawn, nonce, loss->death);
+		line_lost(p, l, status, respawn, nonce, loss->death);
 	}
 	// 4 and 5: the calls it never started back to the caller, the rest fail.
 	pthread_mutex_lock(&p->mu);
-	if (fate == kLaneRespawn && l->rerun)
+	if ((fate == kLaneRespawn || fate == kLaneRespawnLater) && l->rerun)
 		loss->nagain = unstarted_calls(p, l, loss->again);
 	produced += calls_fail_lane_locked(p, w, status, last, &loss->death);
 	pthread_mutex_unlock(&p->mu);
@@ -483,9 +487,11 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	const int rc = lane_attach(p, l, l->block); // the geometry create used: cannot fail
 	KNIT_DCHECK(rc == 0);
 	(void)rc;
-	lane_set_state(p, l, kLaneLive);
+	// Backing off: DOWN until lane_revive (nothing placed on it; the calls
+	// in again[] go to the other lanes).
+	lane_set_state(p, l, fate == kLaneRespawnLater ? kLaneDown : kLaneLive);
 	knit_store_relaxed_32(l->parked, 0); // kAwake (src/wake.h)
-	const uint32_t stop_word = fate == kLaneRespawn ? kStopRunning : kStopAcknowledged;
+	const uint32_t stop_word = fate == kLaneStopped ? kStopAcknowledged : kStopRunning;
 	// acq_rel exchange, not a store: if request_worker_stop's CAS to
 	// REQUESTED came first, we read from it and so see its earlier store
 	// of workers_stopping below, and put the request back for the new
@@ -498,6 +504,25 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 				    kStopRequested); // pairs as in request_worker_stop
 	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
 	return produced;
+}
+
+void lane_revive(Pool *p, uint32_t w)
+{
+	if (w >= p->nworkers || p->lanes[w].state != kLaneDown)
+		return;
+	lane_set_state(p, &p->lanes[w], kLaneLive);
+}
+
+void lane_abandon(Pool *p, uint32_t w)
+{
+	if (w >= p->nworkers || p->lanes[w].state != kLaneDown)
+		return;
+	Lane *l = &p->lanes[w];
+	// Release: pairs with knit_stop's acquire load of the stop word (the
+	// lane's reset by lane_lost is visible with it), as lane_lost's
+	// exchange for kLaneStopped.
+	knit_xchg_acq_rel_32(l->stop, kStopAcknowledged);
+	knit_futex_wake(l->stop, INT_MAX, p->futex_shared);
 }
 
 // ---- the steal topology's claims --------------------------------------------------------

@@ -18,10 +18,14 @@
 //                           requested (src/workers_thread.cpp)
 //   DISTRUSTED  RETIRED     lane_lost(kLaneRetire), by the pass that sees
 //                           that stop acknowledged (dispatch_pass)
-//   LIVE        DOWN        lane_distrust or the hard timeout, a worker
-//                           process: its kill is asked for (src/proc.cpp)
+//   LIVE        DOWN        lane_distrust, the hard timeout or
+//                           KNIT_CANCEL_KILL, a worker process: its kill is
+//                           asked for (src/proc.cpp)
 //   LIVE, DOWN  LIVE        lane_lost(kLaneRespawn, kLaneStopped): its words
 //                           reset and the host's endpoints re-attached
+//   LIVE, DOWN  DOWN        lane_lost(kLaneRespawnLater): the same, but its
+//                           successor comes after a backoff (src/proc.h)
+//   DOWN        LIVE        lane_revive: that successor is spawned now
 //   LIVE        RETIRED     lane_lost(kLaneRetire) for a worker that is gone
 //                           without a stop (white-box tests inject it)
 //   LIVE        RETIRING    lane_retire, a worker process being recycled (its
@@ -252,6 +256,37 @@ inline void lane_set_state(Pool *p, Lane *l, LaneState s)
 	knit_store_relaxed_32(&l->state, s);
 }
 
+// ---- the running stamp ------------------------------------------------------------------
+
+// What lane l's worker runs now, by its running stamp in the lane's
+// extension (a seqlock the worker writes before and after each task,
+// src/worker.cpp): ticket index, generation, start time (the worker's
+// words: compare, never compute with them).
+struct LaneStamp {
+	uint32_t ticket, gen;
+	int64_t start;
+};
+// Read lane l's running stamp (any host thread). False when nothing runs or
+// the worker was rewriting it.
+inline bool lane_read_stamp(Lane *l, LaneStamp *s)
+{
+	uint32_t *w = reinterpret_cast<uint32_t *>(l->ext);
+	uint64_t *start = reinterpret_cast<uint64_t *>(l->ext + 16);
+	// Acquire: pairs with the worker's release store of the even sequence
+	// in stamp_write(): the fields below are at least that new.
+	uint32_t s1 = knit_load_acquire_32(&w[0]);
+	if (s1 & 1)
+		return false;
+	s->ticket = knit_load_relaxed_32(&w[1]);
+	s->gen = knit_load_relaxed_32(&w[2]);
+	s->start = (int64_t)knit_load_relaxed_64(start);
+	// Acquire fence: pairs with the worker's release fence after its odd
+	// sequence store; if the fields were being rewritten, s2 differs.
+	knit_fence_acquire();
+	uint32_t s2 = knit_load_relaxed_32(&w[0]);
+	return s1 == s2 && s->start != 0;
+}
+
 // ---- attach -------------------------------------------------------------------------
 
 // Attach lane l to its lane block at `block`: the host's endpoints of both
@@ -409,6 +444,11 @@ enum LaneFate : uint32_t {
 	kLaneStopped = 2, // no worker comes (a worker process while the pool ends):
 			  // the words are reset and re-attached, its stop is
 			  // acknowledged on its behalf; every call it held fails
+	// as kLaneRespawn, but the new worker comes later (a worker process
+	// backing off, src/proc.h "restarts"): the lane stays DOWN, so nothing
+	// is placed on it (the calls in again[] go to the other lanes) until
+	// lane_revive, just before its successor is spawned
+	kLaneRespawnLater = 3,
 };
 
 struct LaneLoss {
@@ -421,7 +461,7 @@ struct LaneLoss {
 	// have just asked for. nullptr: none.
 	void (*settle)(Pool *p, uint32_t w, LaneLoss *loss);
 	void *arg; // settle's
-	// Out, kLaneRespawn on a lane with `rerun`: the calls the worker never
+	// Out, kLaneRespawn(Later) on a lane with `rerun`: the calls the worker never
 	// started, in the order they were placed, each off the lane (lane =
 	// kNoLane) and still holding kHoldHostQueue. The caller puts them back
 	// ahead of the backlog (dispatch_backlog_requeue).
@@ -443,18 +483,30 @@ struct LaneLoss {
 //     then loss->settle, if any;
 //  3. its line (src/syncline.h S10): a knit_call on it ends with the
 //     status, the line reopened for a respawned worker (S11);
-//  4. kLaneRespawn on a `rerun` lane: the calls it never started into
+//  4. kLaneRespawn(Later) on a `rerun` lane: the calls it never started into
 //     loss->again (see unstarted_calls in lane.cpp for why a lie in its
 //     words can never complete a call twice);
 //  5. every other call it held completes with loss->status, exactly once
 //     (calls_fail_lane_locked);
 //  6. kLaneRetire: the lane is RETIRED. Otherwise its words go back to zero,
 //     the host's endpoints are re-attached (lane_attach), the lane is LIVE
-//     again and its stop word RUNNING (kLaneRespawn) or ACKNOWLEDGED
-//     (kLaneStopped), woken.
+//     again (DOWN for kLaneRespawnLater) and its stop word RUNNING
+//     (kLaneRespawn, kLaneRespawnLater) or ACKNOWLEDGED (kLaneStopped),
+//     woken.
 // Returns the completions produced; the caller rings host waiters for them
 // (host_event). A RETIRED lane: nothing (idempotent).
 uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss);
+
+// Lane w, left DOWN by lane_lost(kLaneRespawnLater), takes calls again: its
+// successor is about to be spawned (dispatcher holder). Its words were reset
+// by lane_lost; a call placed from now on waits in its request lock for the
+// new worker.
+void lane_revive(Pool *p, uint32_t w);
+// Lane w, left DOWN by lane_lost(kLaneRespawnLater), gets no successor (the
+// pool stops or failed while it waited): its stop is acknowledged on its
+// behalf (knit_stop waits for nobody there). It holds no call: lane_lost
+// gave back or failed them all, and nothing is placed on a DOWN lane.
+void lane_abandon(Pool *p, uint32_t w);
 
 // ---- the steal topology's claims (src/steal.h) ---------------------------------------------
 

@@ -77,6 +77,8 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 		return error_set(-KNIT_EINVAL, "reserved2 is %u, not 0", o.reserved2);
 	if (o.reserved3 != 0)
 		return error_set(-KNIT_EINVAL, "reserved3 is %u, not 0", o.reserved3);
+	if (o.reserved4 != 0)
+		return error_set(-KNIT_EINVAL, "reserved4 is %u, not 0", o.reserved4);
 	out->processes = o.worker_kind == KNIT_WORKERS_PROCESSES;
 	if (out->processes) {
 		if (o.task_library == nullptr || o.task_library[0] == 0)
@@ -117,6 +119,28 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 						 "worker_prefix has more than %u words",
 						 kPrefixMax);
 		}
+		// Restarts (src/proc.h, "restarts"): the window keeps one time
+		// per counted crash, so it bounds respawn_max; the backoff's cap
+		// is at least its base.
+		const uint32_t budget = respawn_budget(o.respawn_max);
+		if (o.respawn_window_ms != 0 && budget > KNIT_RESPAWN_WINDOW_MAX)
+			return error_set(-KNIT_EINVAL,
+					 "respawn_max %u is more than KNIT_RESPAWN_WINDOW_MAX (%d) "
+					 "with a respawn_window_ms (%u)",
+					 budget, KNIT_RESPAWN_WINDOW_MAX, o.respawn_window_ms);
+		const RespawnBackoff b =
+			respawn_backoff(o.respawn_backoff_ms, o.respawn_backoff_max_ms);
+		if (b.base_ms > kBackoffLongestMs || b.max_ms > kBackoffLongestMs)
+			return error_set(-KNIT_EINVAL,
+					 "respawn_backoff%s_ms %u is more than %u (an hour)",
+					 b.base_ms > kBackoffLongestMs ? "" : "_max",
+					 b.base_ms > kBackoffLongestMs ? b.base_ms : b.max_ms,
+					 kBackoffLongestMs);
+		if (b.max_ms < b.base_ms)
+			return error_set(-KNIT_EINVAL,
+					 "respawn_backoff_max_ms %u is less than "
+					 "respawn_backoff_ms %u",
+					 b.max_ms, b.base_ms);
 		out->recycle_calls = o.recycle_calls;
 		out->recycle_rss_bytes = o.recycle_rss_bytes;
 		out->recycle_age_ms = o.recycle_age_ms;
@@ -130,15 +154,20 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 				 : o.recycle_rss_bytes != 0 ? "recycle_rss_bytes"
 							    : "recycle_age_ms");
 	} else if (o.task_library != nullptr || o.worker_path != nullptr || o.proc_flags != 0 ||
-		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.sandbox != nullptr) {
+		   o.respawn_max != 0 || o.worker_prefix != nullptr || o.sandbox != nullptr ||
+		   o.respawn_window_ms != 0 || o.respawn_backoff_ms != 0 ||
+		   o.respawn_backoff_max_ms != 0) {
 		return error_set(-KNIT_EINVAL,
 				 "%s is for process workers only (worker_kind is threads)",
-				 o.task_library != nullptr  ? "task_library"
-				 : o.worker_path != nullptr ? "worker_path"
-				 : o.proc_flags != 0        ? "proc_flags"
-				 : o.respawn_max != 0       ? "respawn_max"
-				 : o.sandbox != nullptr     ? "sandbox"
-							    : "worker_prefix");
+				 o.task_library != nullptr    ? "task_library"
+				 : o.worker_path != nullptr   ? "worker_path"
+				 : o.proc_flags != 0          ? "proc_flags"
+				 : o.respawn_max != 0         ? "respawn_max"
+				 : o.sandbox != nullptr       ? "sandbox"
+				 : o.worker_prefix != nullptr ? "worker_prefix"
+				 : o.respawn_window_ms != 0   ? "respawn_window_ms"
+				 : o.respawn_backoff_ms != 0  ? "respawn_backoff_ms"
+							      : "respawn_backoff_max_ms");
 	}
 	switch (o.topology) {
 	case KNIT_TOPOLOGY_AUTO:

@@ -306,19 +306,27 @@ void complete_all(Pool *p, int32_t status)
 	pthread_mutex_unlock(&p->mu);
 }
 
-// The pool failed: enqueues fail with -KNIT_ECRASHED from now on.
-void mark_failed(Pool *p)
+// The pool failed, for the reason `why` (knit_last_error() of the calls
+// refused from now on): enqueues fail with -KNIT_ECRASHED from now on. Once
+// (the first reason stays).
+void mark_failed(Pool *p, const char *why)
 {
-	knit_store_relaxed_32(&p->failed, 1);
+	ProcHost *h = p->proc;
+	if (knit_load_relaxed_32(&p->failed))
+		return;
+	snprintf(h->fail_why, sizeof h->fail_why, "%s", why);
+	// Release: pairs with proc_failed_why's caller's acquire load (the
+	// message is whole before anyone reads failed as 1 with acquire).
+	knit_store_release_32(&p->failed, 1);
 	pthread_mutex_lock(&p->mu);
 	knit_store_relaxed_32(&p->closed, 1); // under mu, as knit_stop stores it
 	pthread_mutex_unlock(&p->mu);
 }
 
-void pool_fail(Pool *p)
+void pool_fail(Pool *p, const char *why)
 {
 	ProcHost *h = p->proc;
-	mark_failed(p);
+	mark_failed(p, why);
 	complete_all(p, -KNIT_ECRASHED);
 	// The completed calls leave the backlog too, so stats.backlog reads
 	// what waits now (0). We do not hold the dispatcher here (on_death
@@ -374,16 +382,20 @@ int64_t cgroup_oom_kills()
 }
 
 // Why worker i died, as the caller is told (src/info.h; the monitor, in
-// settle_death): a kill asked for (protocol, hard timeout), else what
+// settle_death): a kill asked for (protocol, KNIT_CANCEL_KILL, hard
+// timeout), else what
 // the kernel says: an exit status, or a signal -- an OOM kill when it is
 // a SIGKILL nobody here sent and the cgroup's oom_kill count grew.
-DeathNote death_cause(ProcHost *h, const siginfo_t &si, bool proto, bool killed, int32_t pid)
+DeathNote death_cause(ProcHost *h, const siginfo_t &si, uint32_t kill, int32_t pid)
 {
 	DeathNote d = {KNIT_DEATH_SIGNAL, si.si_status, pid};
-	if (proto) {
+	if ((kill & kKillProto) != 0) {
 		d.cause = KNIT_DEATH_PROTOCOL;
 		d.detail = SIGKILL;
-	} else if (killed) {
+	} else if ((kill & kKillCancel) != 0) {
+		d.cause = KNIT_DEATH_CANCEL_KILL;
+		d.detail = SIGKILL;
+	} else if (kill != 0) {
 		d.cause = KNIT_DEATH_HARD_TIMEOUT;
 		d.detail = SIGKILL;
 	} else if (si.si_code == CLD_EXITED) {
@@ -406,11 +418,48 @@ DeathNote death_cause(ProcHost *h, const siginfo_t &si, bool proto, bool killed,
 struct Death {
 	int32_t pid; // the dead worker's
 	siginfo_t si;
-	bool ending;       // the pool is stopping or failed: no successor
-	bool budget;       // the death is within the respawn budget (or was asked for)
-	bool recycled;     // it left on a recycle, as asked
-	bool retire_asked; // a recycle's retire was asked of it (counted in settle_death)
+	int64_t at;          // when it was reaped
+	bool ending;         // the pool is stopping or failed: no successor
+	bool budget;         // the death is within the respawn budget (or was asked for)
+	bool later;          // its successor waits out a backoff (kLaneRespawnLater)
+	bool recycled;       // it left on a recycle, as asked
+	bool retire_asked;   // a recycle's retire was asked of it (counted in settle_death)
+	char why[kErrorMax]; // !budget: why the pool fails
 };
+
+// How worker i ended, for a message: "exited with status 3", "was killed
+// by signal 11", "was killed for a protocol error".
+void death_words(const siginfo_t &si, bool proto, char *into, size_t n)
+{
+	if (proto)
+		snprintf(into, n, "was killed for a protocol error");
+	else if (si.si_code == CLD_EXITED)
+		snprintf(into, n, "exited with status %d", si.si_status);
+	else
+		snprintf(into, n, "was killed by signal %d", si.si_status);
+}
+
+// A counted crash at `now` (settle_death): is it within the budget? With a
+// window, the crashes still in it are the ring crash_at (oldest first); the
+// crash that finds respawn_max there fails the pool, else it joins them.
+// Without, the pool's lifetime count (h->crashes, this one included).
+bool crash_within_budget(ProcHost *h, int64_t now)
+{
+	if (h->window_ns == 0)
+		return knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
+	while (h->crash_n != 0 && h->crash_at[h->crash_head] <= now - h->window_ns) {
+		h->crash_head = h->crash_head + 1 == h->respawn_max ? 0 : h->crash_head + 1;
+		h->crash_n--;
+	}
+	if (h->crash_n >= h->respawn_max)
+		return false;
+	uint32_t at = h->crash_head + h->crash_n;
+	if (at >= h->respawn_max)
+		at -= h->respawn_max;
+	h->crash_at[at] = now;
+	h->crash_n++;
+	return true;
+}
 
 // lane_lost's settle for a worker process (holding the dispatcher, after the
 // reaps of what the worker published and of its claims): why it died, and
@@ -454,7 +503,7 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	d->recycled = recycled;
 	if (!clean) {
 		// Told to the calls it held (lane_lost), counted by cause.
-		loss->death = death_cause(h, si, proto, killed, d->pid);
+		loss->death = death_cause(h, si, kill, d->pid);
 		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
 	}
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
@@ -464,21 +513,194 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 				    : loss->death.cause == KNIT_DEATH_OOM ? KNIT_TRACE_EXIT_OOM
 									  : exit_cause(si, false),
 				    si.si_status);
-	const bool budget = killed || knit_load_relaxed_64(&h->crashes) <= h->respawn_max;
-	if (!ending && !budget)
-		mark_failed(p); // before the lane's calls complete: a caller that
-				// sees their -KNIT_ECRASHED finds the pool failed
-	// Counted before lane_lost completes the lane's calls: a caller that
-	// reaps the -KNIT_ECRASHED then reads the stats sees the respawn it
-	// caused.
-	if (!ending && budget && !recycled)
+	const bool counted = !killed && !clean;
+	const bool budget = !counted || ending || crash_within_budget(h, d->at);
+	if (!budget) {
+		char how[64];
+		death_words(si, proto, how, sizeof how);
+		if (h->window_ns == 0)
+			snprintf(d->why, sizeof d->why,
+				 "the process pool failed: worker %u %s, crash %llu of the pool's "
+				 "life, past respawn_max %u (respawn_window_ms 0: the whole life)",
+				 i, how, (unsigned long long)knit_load_relaxed_64(&h->crashes),
+				 h->respawn_max);
+		else
+			snprintf(d->why, sizeof d->why,
+				 "the process pool failed: worker %u %s, after %u crashes within "
+				 "respawn_window_ms %lld (respawn_max %u)",
+				 i, how, h->crash_n, (long long)(h->window_ns / 1000000),
+				 h->respawn_max);
+		mark_failed(p, d->why); // before the lane's calls complete: a caller
+					// that sees their -KNIT_ECRASHED finds the pool failed
+	}
+	// Backoff (proc.h, "restarts"): a crash of a worker that lived less than
+	// kBackoffResetFactor caps continues its lane's streak.
+	uint32_t wait_ms = 0;
+	if (counted && budget && !ending) {
+		const int64_t cap_ns = (int64_t)h->backoff.max_ms * 1000000;
+		if (d->at - h->spawned_at[i] >= (int64_t)kBackoffResetFactor * cap_ns)
+			h->streak[i] = 0;
+		if (h->streak[i] < UINT32_MAX)
+			h->streak[i]++;
+		// A successor booted already (a recycle was under way) takes
+		// the lane over at once: there is nothing to wait for.
+		wait_ms = h->spare_ready[i] ? 0 : backoff_wait_ms(h->backoff, h->streak[i]);
+	}
+	if (wait_ms != 0) {
+		h->respawn_at[i] = d->at + (int64_t)wait_ms * 1000000;
+		knit_store_relaxed_32(&h->backing_off, h->backing_off + 1);
+		knit_add_relaxed_64(&h->backoffs, 1);
+		knit_add_relaxed_64(&h->backoff_ms, wait_ms);
+	} else if (!ending && budget && !recycled) {
+		// Counted before lane_lost completes the lane's calls: a caller
+		// that reaps the -KNIT_ECRASHED then reads the stats sees the
+		// respawn it caused. (A respawn after a backoff counts when it
+		// is spawned: respawn_due. A recycle is no respawn: its
+		// successor counts in recycles_*.)
 		knit_add_relaxed_64(&h->respawns, 1);
+	}
 	loss->status = proto ? -KNIT_EPROTO : -KNIT_ECRASHED;
-	// RUNNING: the lane gets a new worker; else the pool is failing or
-	// stopping and the calls it never started fail too.
-	loss->fate = ending || !budget ? kLaneStopped : kLaneRespawn;
+	// RUNNING: the lane gets a new worker (now, or DOWN until its backoff
+	// ends); else the pool is failing or stopping and the calls it never
+	// started fail too.
+	loss->fate = ending || !budget ? kLaneStopped
+		     : wait_ms != 0    ? kLaneRespawnLater
+				       : kLaneRespawn;
 	d->ending = ending;
 	d->budget = budget;
+	d->later = wait_ms != 0;
+}
+
+// Spawn lane i's worker again after a death: with a status pipe whose
+// verdict ends its BOOTING state (boot_rd). 0 or the spawn's code; why:
+// kErrorMax bytes for the failure's message, or null.
+int respawn_worker(Pool *p, uint32_t i, char *why)
+{
+	ProcHost *h = p->proc;
+	int st[2] = {-1, -1};
+	if (pipe2(st, O_CLOEXEC | O_NONBLOCK) != 0)
+		st[0] = st[1] = -1; // no state for it: it still boots
+	knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_BOOTING);
+	const int rc = spawn_worker(p, i, st[1], why, true);
+	if (st[1] >= 0)
+		close(st[1]);
+	if (rc != 0 && st[0] >= 0)
+		close(st[0]);
+	h->boot_rd[i] = rc == 0 ? st[0] : -1;
+	if (rc == 0) {
+		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]),
+				      (uint64_t)knit_now_ns());
+		knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
+		if (h->boot_rd[i] < 0)
+			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
+	}
+	return rc;
+}
+
+// Spawn lane i's successor (the monitor): 0, or the pool failed.
+int respawn(Pool *p, uint32_t i)
+{
+	ProcHost *h = p->proc;
+	char why[kErrorMax];
+	why[0] = 0;
+	h->spawned_at[i] = knit_now_ns();
+	const int rc = respawn_worker(p, i, why);
+	if (rc != 0) {
+		char msg[kErrorMax + 64];
+		snprintf(msg, sizeof msg, "the process pool failed: cannot respawn worker %u: %s",
+			 i, why[0] != 0 ? why : knit_strerror(rc));
+		pool_fail(p, msg);
+	}
+	return rc;
+}
+
+// Lanes whose backoff ended (or that will get no successor: the pool stops
+// or failed) now (the monitor). Returns the earliest due time left, or 0.
+int64_t respawn_due(Pool *p, int64_t now)
+{
+	ProcHost *h = p->proc;
+	int64_t next = 0;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		if (h->respawn_at[i] == 0)
+			continue;
+		const bool ending = knit_load_relaxed_32(&p->workers_stopping) ||
+				    knit_load_relaxed_32(&p->failed);
+		if (!ending && h->respawn_at[i] > now) {
+			if (next == 0 || h->respawn_at[i] < next)
+				next = h->respawn_at[i];
+			continue;
+		}
+		h->respawn_at[i] = 0;
+		knit_store_relaxed_32(&h->backing_off, h->backing_off - 1);
+		dispatcher_take(p);
+		if (ending) {
+			lane_abandon(p, i); // knit_stop waits for nobody there
+			dispatch_unlock(p);
+			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_NONE);
+			continue;
+		}
+		lane_revive(p, i);
+		dispatch_flush_backlog(p); // calls pinned to it, or waiting for room
+		dispatch_unlock(p);
+		// Stealing: the successor takes over consumer i (steal.h,
+		// revival; reaped at the death).
+		if (p->steal.on)
+			steal_revive(p->steal.ctl, i);
+		knit_add_relaxed_64(&h->respawns, 1);
+		if (respawn(p, i) != 0)
+			break; // the pool failed: pool_fail acknowledged every lane
+	}
+	return next;
+}
+
+// The KNIT_CANCEL_KILL requests (the monitor, woken by ctl): kill each
+// worker whose running stamp names a requested call that it holds, under
+// the dispatcher (so its lane goes DOWN in the same hold, and the kill is
+// sent right after the last look at the stamp).
+void cancel_kills(Pool *p)
+{
+	ProcHost *h = p->proc;
+	uint64_t req[kCancelKillsMax];
+	pthread_mutex_lock(&h->m);
+	const uint32_t n = h->nkill_req;
+	memcpy(req, h->kill_req, n * sizeof req[0]);
+	h->nkill_req = 0;
+	pthread_mutex_unlock(&h->m);
+	if (n == 0)
+		return;
+	dispatcher_take(p);
+	steal_track(p); // a claim made since the last reap names its worker
+	for (uint32_t k = 0; k < n; k++) {
+		const uint32_t index = (uint32_t)(req[k] >> 32), gen = (uint32_t)req[k];
+		for (uint32_t i = 0; i < p->nworkers; i++) {
+			Lane *l = &p->lanes[i];
+			LaneStamp st;
+			if (h->pidfd[i] < 0 || l->state != kLaneLive || !lane_read_stamp(l, &st) ||
+			    st.ticket != index || st.gen != gen)
+				continue;
+			// The stamp is the worker's word: it counts only for the
+			// call this worker holds (a forged one costs nothing but
+			// the forger's own call, which its holder still answers).
+			pthread_mutex_lock(&p->mu);
+			const Call *c = p->tickets.lookup(index);
+			const bool held = c != nullptr && c->live && c->gen == gen && c->lane == i;
+			pthread_mutex_unlock(&p->mu);
+			// Looked at again right before the signal: the worker may
+			// have finished the call meanwhile (and it costs no worker
+			// then). What is left is the window between this look and
+			// the signal (tests/model/cancel_kill.pml, knit_cancel(3)).
+			if (!held || !lane_read_stamp(l, &st) || st.ticket != index ||
+			    st.gen != gen)
+				continue;
+			lane_set_state(p, l, kLaneDown); // nothing more placed on it
+			// acq_rel: pairs with settle_death's exchange (reads why).
+			knit_fetch_or_acq_rel_32(&h->killed[i],
+						 kKillAsked | kKillSent | kKillCancel);
+			knit_add_relaxed_64(&h->cancel_kills, 1);
+			sys_pidfd_kill(h->pidfd[i], SIGKILL);
+		}
+	}
+	dispatch_unlock(p);
 }
 
 // Lane i's successor is booted and waiting (spare_ready) and the lane is
@@ -500,37 +722,13 @@ void spare_hand_over(Pool *p, uint32_t i)
 	// pairs with retire_due's fetch_or only to start from 0.
 	(void)knit_xchg_acq_rel_32(&h->due[i], 0);
 	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]), (uint64_t)knit_now_ns());
+	h->spawned_at[i] = knit_now_ns(); // its life, for the backoff's streak
 	knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
 	knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
 	// The monitor runs with SIGPIPE blocked: a dead reader is EPIPE here.
 	(void)!write(h->spare_go[i], &nonce, sizeof nonce);
 	close(h->spare_go[i]);
 	h->spare_go[i] = -1;
-}
-
-// Spawn lane i's worker again after a death: with a status pipe whose
-// verdict ends its BOOTING state (boot_rd). 0 or the spawn's code.
-int respawn_worker(Pool *p, uint32_t i)
-{
-	ProcHost *h = p->proc;
-	int st[2] = {-1, -1};
-	if (pipe2(st, O_CLOEXEC | O_NONBLOCK) != 0)
-		st[0] = st[1] = -1; // no state for it: it still boots
-	knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_BOOTING);
-	const int rc = spawn_worker(p, i, st[1], nullptr, true);
-	if (st[1] >= 0)
-		close(st[1]);
-	if (rc != 0 && st[0] >= 0)
-		close(st[0]);
-	h->boot_rd[i] = rc == 0 ? st[0] : -1;
-	if (rc == 0) {
-		knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]),
-				      (uint64_t)knit_now_ns());
-		knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
-		if (h->boot_rd[i] < 0)
-			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
-	}
-	return rc;
 }
 
 void on_death(Pool *p, uint32_t i)
@@ -546,8 +744,10 @@ void on_death(Pool *p, uint32_t i)
 	if (h->boot_rd[i] >= 0)
 		close(h->boot_rd[i]);
 	h->boot_rd[i] = -1;
-	d.ending = d.budget = d.recycled = false;
+	d.at = knit_now_ns();
+	d.ending = d.budget = d.later = d.recycled = false;
 	d.retire_asked = h->retiring[i] != 0;
+	d.why[0] = 0;
 	// A recycled worker answered every line call it took: let a caller
 	// with its reply in hand finish before lane_lost steps the line.
 	if (h->retiring[i] != 0)
@@ -574,24 +774,31 @@ void on_death(Pool *p, uint32_t i)
 	dispatch_unlock(p);
 	h->retiring[i] = 0;
 	if (!d.ending) {
-		if (d.budget) {
+		if (d.budget && !d.later) {
 			// Stealing: the successor takes over consumer i (steal.h,
 			// revival; reaped above). Harmless if the spawn fails: a
-			// consumer with no claim and no intent blocks nobody.
+			// consumer with no claim and no intent blocks nobody. (A
+			// lane backing off is revived by respawn_due.)
 			if (p->steal.on)
 				steal_revive(p->steal.ctl, i);
 		}
 		if (d.budget && h->spare_ready[i]) {
 			// Booted already (a recycle, or a death while one was on its
-			// way): no call waits for a boot.
+			// way; settle_death chose no backoff): no call waits for a
+			// boot.
 			spare_hand_over(p, i);
 		} else {
 			// A successor still booting: its recycle ended otherwise
 			// (the worker died first; counted once, in settle_death,
-			// only for a retire already asked).
+			// only for a retire already asked). A lane backing off has
+			// no spare.
 			spare_drop(p, i, h->spare_pidfd[i] >= 0 && !d.retire_asked);
-			if (!d.budget || respawn_worker(p, i) != 0)
-				pool_fail(p);
+			if (!d.budget)
+				pool_fail(p, d.why);
+			else if (d.later)
+				knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_BACKING_OFF);
+			else
+				(void)respawn(p, i); // fails the pool if it cannot
 		}
 	} else {
 		spare_drop(p, i, false);
@@ -766,6 +973,7 @@ void *monitor_main(void *arg)
 		for (uint32_t i = 0; i < p->nworkers; i++) {
 			knit_store_relaxed_64(reinterpret_cast<uint64_t *>(&h->born[i]),
 					      (uint64_t)now);
+			h->spawned_at[i] = now;
 			knit_store_relaxed_32(&h->wpid[i], (uint32_t)h->pid[i]);
 			knit_store_relaxed_32(&h->wstate[i], KNIT_WORKER_SERVING);
 		}
@@ -779,6 +987,7 @@ void *monitor_main(void *arg)
 	if (rc != 0)
 		return nullptr;
 	const uint32_t n = p->nworkers;
+	int64_t respawn_next = 0; // the earliest respawn after a backoff, 0: none
 	// What each polled descriptor is (tag) and whose (who).
 	enum : uint8_t { kCtl, kBridge, kDeath, kSpareVerdict, kSpareDeath, kBootVerdict };
 	constexpr uint32_t kMaxFds = 5 * KNIT_MAX_WORKERS + 1;
@@ -813,14 +1022,18 @@ void *monitor_main(void *arg)
 		// recycling by age or memory, the next look at the workers.
 		const bool watch = knit_load_relaxed_32(&h->efd_watch) != 0;
 		int timeout = watch ? (int)(kProcDoorbellWatchdogNs / 1000000) : -1;
-		if (look != INT64_MAX) {
-			const int64_t ms = look > now ? (look - now + 999999) / 1000000 : 0;
+		// A due respawn bounds the sleep too (none: no timer for it).
+		const int64_t wake = respawn_next != 0 ? min_of(look, respawn_next) : look;
+		if (wake != INT64_MAX) {
+			const int64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
 			if (timeout < 0 || ms < timeout)
 				timeout = (int)min_of(ms, (int64_t)INT_MAX);
 		}
 		const int r = poll(fds, m, timeout);
 		if (r == 0 && watch)
 			efd_sync(p);
+		if (respawn_next != 0 || knit_load_relaxed_32(&h->backing_off) != 0)
+			respawn_next = respawn_due(p, knit_now_ns());
 		if (r <= 0)
 			continue;
 		uint64_t v;
@@ -843,6 +1056,7 @@ void *monitor_main(void *arg)
 					v = seen;
 				}
 			}
+			cancel_kills(p);
 			// retire_due's asks are looked at by the next recycle_scan.
 		}
 		bool rung = false;
@@ -893,6 +1107,8 @@ void *monitor_main(void *arg)
 				break;
 			}
 		}
+		if (knit_load_relaxed_32(&h->backing_off) != 0)
+			respawn_next = respawn_due(p, knit_now_ns()); // new backoffs, or a stop
 	}
 	// Shutdown (destroy, after knit_stop): every worker acknowledged or is
 	// dead; give each kExitGraceNs to exit, then kill, and reap them all.
@@ -1084,9 +1300,15 @@ int proc_resolve(Pool *p, const knit_pool_options_t *opts)
 {
 	ProcHost *h = p->proc;
 	h->inherit_env = (opts->proc_flags & KNIT_PROC_INHERIT_ENV) != 0;
-	h->respawn_max = opts->respawn_max == 0           ? kRespawnDefault
-			 : opts->respawn_max == KNIT_ZERO ? 0
-							  : opts->respawn_max;
+	h->respawn_max = respawn_budget(opts->respawn_max);
+	h->window_ns = (int64_t)opts->respawn_window_ms * 1000000;
+	h->backoff = respawn_backoff(opts->respawn_backoff_ms, opts->respawn_backoff_max_ms);
+	if (h->window_ns != 0 && h->respawn_max != 0) {
+		// options_resolve bounded it (KNIT_RESPAWN_WINDOW_MAX).
+		h->crash_at = static_cast<int64_t *>(calloc(h->respawn_max, sizeof(int64_t)));
+		if (h->crash_at == nullptr)
+			return error_set(-KNIT_ENOMEM, "out of memory for the restart window");
+	}
 	if (const int rc = sandbox_take(opts->sandbox, &h->sandbox); rc != 0)
 		return rc; // the message recorded
 	h->lib_path = dup_str(opts->task_library);
@@ -1275,6 +1497,7 @@ void proc_shutdown(Pool *p)
 		dlclose(h->dl);
 	free(h->lib_path);
 	free(h->worker_path);
+	free(h->crash_at);
 	free_prefix(h);
 	sandbox_free(&h->sandbox);
 	pthread_mutex_destroy(&h->m);
@@ -1303,6 +1526,7 @@ void proc_forget(Pool *p)
 		close(h->ctl);
 	free(h->lib_path);
 	free(h->worker_path);
+	free(h->crash_at);
 	free_prefix(h); // the name (if any) is the parent's to unlink
 	sandbox_free(&h->sandbox);
 	free(h); // the library handle and the mutex may be mid-use in a parent thread: left alone
@@ -1367,6 +1591,16 @@ void proc_stop_word_check(Pool *p, uint32_t lane)
 {
 	if (p->proc == nullptr || lane >= p->nworkers)
 		return;
+	// A lane waiting out a backoff gets no successor now: the monitor
+	// acknowledges its stop on its behalf (respawn_due) once it looks (at
+	// the latest when the backoff ends); make it look now
+	// (request_worker_stop stored workers_stopping before).
+	if (lane_state(&p->lanes[lane]) == kLaneDown &&
+	    knit_load_relaxed_32(&p->proc->backing_off) != 0) {
+		uint64_t one = 1;
+		(void)!write(p->proc->ctl, &one, sizeof one);
+		return;
+	}
 	dispatcher_take(p);
 	Lane *l = &p->lanes[lane];
 	// Relaxed: under the dispatcher lane_lost() is not half-way, so a
@@ -1379,18 +1613,35 @@ void proc_stop_word_check(Pool *p, uint32_t lane)
 	dispatch_unlock(p);
 }
 
-void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns,
-		uint64_t *hard_kills)
+int proc_cancel_kill(Pool *p, uint32_t index, uint32_t gen)
 {
 	ProcHost *h = p->proc;
-	if (h == nullptr) {
-		*spawns = *crashes = *respawns = *hard_kills = 0;
-		return;
-	}
-	*spawns = knit_load_relaxed_64(&h->spawns);
-	*crashes = knit_load_relaxed_64(&h->crashes);
-	*respawns = knit_load_relaxed_64(&h->respawns);
-	*hard_kills = knit_load_relaxed_64(&h->hard_kills);
+	if (h == nullptr)
+		return -KNIT_EINVAL;
+	pthread_mutex_lock(&h->m);
+	const bool room = h->nkill_req < kCancelKillsMax;
+	if (room)
+		h->kill_req[h->nkill_req++] = (uint64_t)index << 32 | gen;
+	pthread_mutex_unlock(&h->m);
+	if (!room)
+		return -KNIT_EAGAIN;
+	uint64_t one = 1;
+	(void)!write(h->ctl, &one, sizeof one); // the monitor looks (cancel_kills)
+	return 0;
+}
+
+void proc_stats(Pool *p, knit_pool_stats_t *s)
+{
+	ProcHost *h = p->proc;
+	if (h == nullptr)
+		return; // zero, as the caller cleared them
+	s->spawns = knit_load_relaxed_64(&h->spawns);
+	s->crashes = knit_load_relaxed_64(&h->crashes);
+	s->respawns = knit_load_relaxed_64(&h->respawns);
+	s->hard_kills = knit_load_relaxed_64(&h->hard_kills);
+	s->respawn_backoffs = knit_load_relaxed_64(&h->backoffs);
+	s->respawn_backoff_ms = knit_load_relaxed_64(&h->backoff_ms);
+	s->cancel_kills = knit_load_relaxed_64(&h->cancel_kills);
 }
 
 // ---- the process backend of the worker seam (src/workers.h) -----------------------------
@@ -1465,6 +1716,8 @@ bool proc_hard_kill(Pool *p, uint32_t w)
 	return true;
 }
 
+const char *proc_failed_why(Pool *p) { return p->proc != nullptr ? p->proc->fail_why : ""; }
+
 int32_t proc_pid(Pool *p, uint32_t w)
 {
 	ProcHost *h = p->proc;
@@ -1477,7 +1730,7 @@ int32_t proc_pid(Pool *p, uint32_t w)
 
 void proc_stats_of(Pool *p, knit_pool_stats_t *s)
 {
-	proc_stats(p, &s->spawns, &s->crashes, &s->respawns, &s->hard_kills);
+	proc_stats(p, s);
 	if (p->proc != nullptr)
 		for (uint32_t k = 0; k < KNIT_DEATH_CAUSE_MAX; k++)
 			s->deaths[k] = knit_load_relaxed_64(&p->proc->deaths[k]);
@@ -1537,6 +1790,8 @@ const WorkerOps kProcWorkers = {
 	.line_spill = true,
 	.futex_shared = true,
 	.pid = proc_pid,
+	.cancel_kill = proc_cancel_kill,
+	.failed_why = proc_failed_why,
 	.retire_due = proc_retire_due,
 };
 

@@ -119,6 +119,66 @@ inline constexpr uint32_t kShmNameMax = 48;
 
 // Crashes a process pool survives by default (respawn_max 0).
 inline constexpr uint32_t kRespawnDefault = 5;
+
+// Restarts. A crash (a worker that died unasked, or was killed for a
+// protocol error) counts against respawn_max: over the pool's whole life
+// (respawn_window_ms 0), or within the last respawn_window_ms (the monitor
+// keeps the time of each counted crash still in the window, at most
+// KNIT_RESPAWN_WINDOW_MAX): the crash that finds respawn_max of them there
+// already fails the pool (pool_fail), and knit_last_error() on the calls
+// refused from then on says which crash and how many in how long. A kill
+// the host asked for (hard timeout, KNIT_CANCEL_KILL) counts nothing and
+// respawns at once.
+//
+// Backoff, per lane: the first crash respawns its worker at once; the next
+// crash of a successor that lived less than kBackoffResetFactor times the
+// cap waits base, then 2 * base, 4 * base ... at most the cap (a worker
+// that lived longer starts the sequence over). Meanwhile the lane is DOWN
+// (lane_lost, kLaneRespawnLater): the calls its worker never started and
+// every new call go to the other lanes (or the steal pool's other
+// consumers), or wait in the backlog within their deadlines; nothing ticks
+// while nothing waits: the monitor's poll sleeps until the earliest due
+// respawn only while one is due (an idle pool has no timer). A stop or a
+// failure during the wait acknowledges the lane's stop on its behalf.
+inline constexpr uint32_t kBackoffBaseDefaultMs = 10;
+inline constexpr uint32_t kBackoffMaxDefaultMs = 1000;
+inline constexpr uint32_t kBackoffLongestMs = 3600u * 1000; // an option's upper bound
+inline constexpr uint32_t kBackoffResetFactor = 10;
+
+// respawn_max as the options give it -> the crashes survived.
+inline uint32_t respawn_budget(uint32_t opt)
+{
+	return opt == 0 ? kRespawnDefault : opt == KNIT_ZERO ? 0 : opt;
+}
+struct RespawnBackoff {
+	uint32_t base_ms; // 0: none
+	uint32_t max_ms;
+};
+// respawn_backoff_ms, respawn_backoff_max_ms as the options give them.
+inline RespawnBackoff respawn_backoff(uint32_t base, uint32_t max)
+{
+	RespawnBackoff b;
+	b.base_ms = base == 0 ? kBackoffBaseDefaultMs : base == KNIT_ZERO ? 0 : base;
+	b.max_ms = max != 0                           ? max
+		   : b.base_ms > kBackoffMaxDefaultMs ? b.base_ms
+						      : kBackoffMaxDefaultMs;
+	return b;
+}
+// The wait before the respawn that follows the streak-th crash in a row of
+// one lane's workers (streak >= 1), in ms: 0, base, 2 * base, ..., max.
+inline uint32_t backoff_wait_ms(const RespawnBackoff &b, uint32_t streak)
+{
+	if (b.base_ms == 0 || streak < 2)
+		return 0;
+	uint64_t w = b.base_ms;
+	for (uint32_t k = 2; k < streak && w < b.max_ms; k++)
+		w *= 2;
+	return w < b.max_ms ? (uint32_t)w : b.max_ms;
+}
+
+// KNIT_CANCEL_KILL requests waiting for the monitor (knit_cancel ->
+// proc_cancel_kill): at most this many at once (-KNIT_EAGAIN beyond).
+inline constexpr uint32_t kCancelKillsMax = KNIT_MAX_WORKERS;
 // How long knit_pool_create waits for every worker to report ready, and
 // knit_pool_destroy for a worker to exit after its stop (then SIGKILL).
 inline constexpr int64_t kBootTimeoutNs = 10ll * 1000 * 1000 * 1000;
@@ -230,8 +290,22 @@ struct ProcHost {
 	pid_t janitor;
 	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
-	SandboxHost sandbox;           // the options' sandbox (src/sandbox.h), boot.on 0: none
-	uint32_t respawn_max;          // crashes survived (0: none)
+	SandboxHost sandbox;  // the options' sandbox (src/sandbox.h), boot.on 0: none
+	uint32_t respawn_max; // crashes survived (0: none)
+	// Restarts (above; the monitor only, after boot).
+	int64_t window_ns;                    // respawn_window_ms, 0: the pool's life
+	RespawnBackoff backoff;               // resolved
+	int64_t *crash_at;                    // with a window: the counted crashes' times
+	uint32_t crash_head, crash_n;         // ... a ring of respawn_max entries
+	int64_t spawned_at[KNIT_MAX_WORKERS]; // when lane i's worker was spawned
+	uint32_t streak[KNIT_MAX_WORKERS];    // crashes in a row of lane i's workers
+	int64_t respawn_at[KNIT_MAX_WORKERS]; // lane i is DOWN until then (backoff), 0: not
+	uint32_t backing_off;                 // atomic: lanes with a due respawn
+	char fail_why[kErrorMax];             // why the pool failed (written before
+					      // Pool::failed's release store)
+	// KNIT_CANCEL_KILL requests (under m): ticket index << 32 | generation.
+	uint64_t kill_req[kCancelKillsMax];
+	uint32_t nkill_req;
 	int bridge[KNIT_MAX_WORKERS];  // each lane's eventfd: its worker writes it (completion fd
 				       // on)
 	int ctl;                       // eventfd that wakes the monitor (shutdown)
@@ -261,6 +335,7 @@ struct ProcHost {
 	uint32_t killed[KNIT_MAX_WORKERS]; // atomic: kKill* bits, a death the host asked for
 	// Statistics (relaxed).
 	uint64_t spawns, crashes, respawns, hard_kills;
+	uint64_t backoffs, backoff_ms, cancel_kills;
 	uint64_t deaths[KNIT_DEATH_CAUSE_MAX]; // by enum knit_death_cause
 	// The memory cgroup's oom_kill count at the last look (the monitor's;
 	// -1: unreadable): a SIGKILL nobody here sent, seen with the count
@@ -310,6 +385,9 @@ inline constexpr int64_t kRecycleRetryNs = 1000ll * 1000 * 1000;
 constexpr uint32_t kKillAsked = 1;
 constexpr uint32_t kKillSent = 2;
 constexpr uint32_t kKillProto = 4;
+// KNIT_CANCEL_KILL: the monitor killed it while it ran a cancelled call
+// (asked and sent at once, under the dispatcher; counts in cancel_kills).
+constexpr uint32_t kKillCancel = 8;
 
 // ---- files (src/proc_files.cpp) -------------------------------------------------------
 // A malloc'd copy of s (null: out of memory).
@@ -447,9 +525,22 @@ void proc_kill_worker(Pool *p, uint32_t lane, bool proto);
 // stopping) and wakes the stop word.
 void proc_stop_word_check(Pool *p, uint32_t lane);
 
+// knit_cancel(KNIT_CANCEL_KILL), holding mu, for the call (ticket index
+// `index`, generation `gen`) it completes with -KNIT_ECANCELED before it
+// releases mu (any host thread): ask the monitor to kill the worker
+// process that runs it (the monitor looks under mu, after that completion:
+// the dead worker's loss never fails the call a second time). The monitor, holding
+// the dispatcher, kills a worker only while its running stamp names that
+// call and the call is the one it holds (a call not started, or finished
+// meanwhile, costs no worker); the lane is DOWN until its successor,
+// spawned at once, takes it over (lane_lost: the calls it never started run
+// again there or, stealing, on the others). 0, or -KNIT_EAGAIN:
+// kCancelKillsMax requests wait already (nothing asked: the caller leaves
+// the call as it is).
+int proc_cancel_kill(Pool *p, uint32_t index, uint32_t gen);
+
 // Fill the process counters of the stats.
-void proc_stats(Pool *p, uint64_t *spawns, uint64_t *crashes, uint64_t *respawns,
-		uint64_t *hard_kills);
+void proc_stats(Pool *p, knit_pool_stats_t *s);
 
 } // namespace knit::detail
 

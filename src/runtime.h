@@ -540,8 +540,9 @@ struct alignas(128) Pool {
 	// out the work. Set in a process pool's workers.
 	bool steal_no_peer_wake;
 	uint32_t failed;        // 1: the workers cannot be replaced any more (out of
-				// respawns): new calls fail -KNIT_ECRASHED (relaxed;
-				// stored before closed, under mu: pool_failed)
+				// respawns): new calls fail -KNIT_ECRASHED (a release
+				// store after the reason, WorkerOps::failed_why; stored
+				// before closed, under mu: pool_failed)
 	uint32_t *efd_flag;     // in a worker process: its "completion fd on" word
 	int efd_bridge;         // (ring page, else header) and its lane's bridge
 	StealHost steal;        // steal topology (steal.h); on = false otherwise

@@ -83,9 +83,12 @@ Lane *line_claim(Pool *p)
 				continue;
 			// A lane being retired or lost (S10 turns its line RETIRED
 			// or LOST; skipping it here is what ends S10's retries), or
-			// recycled (its worker is leaving: line_settle).
+			// recycled (its worker is leaving: line_settle), or without a
+			// worker now (DOWN: killed, or backing off until a successor
+			// comes; the call goes the ticketed way, to a lane that serves).
 			const LaneState st = lane_state(l);
-			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneRetiring)
+			if (st == kLaneRetired || st == kLaneDistrusted || st == kLaneRetiring ||
+			    st == kLaneDown)
 				continue;
 			if (pass < 2 && knit_load_relaxed_32(&l->busy) != 0)
 				continue;

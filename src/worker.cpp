@@ -51,7 +51,10 @@ namespace knit::detail {
 
 namespace {
 
-// Running stamp (hard timeout): seqlock over {ticket, generation, start}.
+// Running stamp (the hard timeout; a process pool's KNIT_CANCEL_KILL, which
+// kills a worker only while its stamp names the cancelled call): seqlock
+// over {ticket, generation, start}; start is 1 when no hard timeout reads
+// it (no clock read per call for that).
 void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 {
 	uint32_t *w = reinterpret_cast<uint32_t *>(ext);
@@ -59,14 +62,14 @@ void stamp_write(uint8_t *ext, uint32_t ticket, uint32_t gen, int64_t start)
 	uint32_t seq = knit_load_relaxed_32(&w[0]) + 1; // odd: being written
 	knit_store_relaxed_32(&w[0], seq);
 	// Release fence: the odd sequence is ordered before the field stores;
-	// pairs with the host's acquire fence in read_stamp() before it reads
+	// pairs with the host's acquire fence in lane_read_stamp() before it reads
 	// the sequence again.
 	knit_fence_release();
 	knit_store_relaxed_32(&w[1], ticket);
 	knit_store_relaxed_32(&w[2], gen);
 	knit_store_relaxed_64(st, (uint64_t)start);
 	// Release: pairs with the host's acquire load of the sequence in
-	// read_stamp().
+	// lane_read_stamp().
 	knit_store_release_32(&w[0], seq + 1);
 }
 
@@ -299,10 +302,11 @@ void run_batch(Lane *l)
 {
 	Pool *p = l->pool;
 	WorkerLocal *w = l->local;
-	const bool stamp = p->cfg.hard_timeout_ms != 0;
-	const bool timed = p->cfg.timing;      // KNIT_POOL_INFO_TIMING (src/info.h)
-	const bool cpu_time = p->cfg.cpu_time; // KNIT_POOL_INFO_CPU
-	const bool mark = l->rerun;            // the started mask (Lane::rerun)
+	const bool hard = p->cfg.hard_timeout_ms != 0;
+	const bool stamp = hard || p->cfg.processes; // KNIT_CANCEL_KILL reads it too
+	const bool timed = p->cfg.timing;            // KNIT_POOL_INFO_TIMING (src/info.h)
+	const bool cpu_time = p->cfg.cpu_time;       // KNIT_POOL_INFO_CPU
+	const bool mark = l->rerun;                  // the started mask (Lane::rerun)
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -326,8 +330,8 @@ void run_batch(Lane *l)
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
-		// The clock only for a deadline, the running stamp or timing.
-		const int64_t now = stamp || timed || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
+		// The clock only for a deadline, the hard timeout or timing.
+		const int64_t now = hard || timed || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
 		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1,
 			 (int64_t)f.head.deadline_ns, l);
@@ -344,7 +348,8 @@ void run_batch(Lane *l)
 			if (mark)
 				started_set(l, 1u << f.slot, true);
 			if (stamp)
-				stamp_write(l->ext, f.head.ticket, f.head.generation, now);
+				stamp_write(l->ext, f.head.ticket, f.head.generation,
+					    now != 0 ? now : 1);
 			TaskOutcome o;
 			const uint64_t ticket = ticket_pack(f.head.generation, f.head.ticket);
 			TimingWords tw;

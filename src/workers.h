@@ -59,7 +59,9 @@ struct WorkerOps {
 	// knit_stop's wait for worker w (lane_stop_wait, src/lane.h), when w's
 	// stop word reads neither REQUESTED nor ACKNOWLEDGED: a worker that may
 	// rewrite its stop word is checked (and killed; its lane_lost then
-	// acknowledges). nullptr: the kind's workers cannot write it wrongly.
+	// acknowledges); and at each look while w's lane is DOWN (no worker
+	// now: one backing off gets its stop acknowledged on its behalf).
+	// nullptr: the kind's workers cannot write it wrongly, nor go DOWN.
 	void (*stop_check)(Pool *p, uint32_t w);
 	// Dispatcher holder: worker w is not to be trusted any more
 	// (lane_distrust, src/lane.h). Idempotent.
@@ -95,6 +97,15 @@ struct WorkerOps {
 	// Any thread: the pid of worker w's process now (relaxed; 0 while it
 	// has none, and for a thread: completion infos, src/info.h).
 	int32_t (*pid)(Pool *p, uint32_t w);
+	// knit_cancel(KNIT_CANCEL_KILL), holding mu, for the call (ticket
+	// index, generation) it completes before releasing mu: have the worker
+	// that runs it, if any, killed and replaced. 0 or -KNIT_EAGAIN (too
+	// many kills pending; nothing asked). nullptr: the kind cannot kill
+	// one worker (threads): the flag is -KNIT_EINVAL.
+	int (*cancel_kill)(Pool *p, uint32_t index, uint32_t gen);
+	// Why the pool failed (after an acquire load of Pool::failed that read
+	// 1), for knit_last_error(). nullptr: the kind never fails a pool.
+	const char *(*failed_why)(Pool *p);
 	// Lane w's worker served recycle_calls (lane_served; the holder or a
 	// line's claim holder, once per worker): recycle it. Must not block.
 	// nullptr: the kind does not recycle (options refuse the marks).

@@ -228,7 +228,9 @@ const WorkerOps kThreadWorkers = {
 	.line_spill = false,
 	.futex_shared = false,
 	.pid = thread_pid,
-	.retire_due = nullptr, // a thread is never recycled (options refuse the marks)
+	.cancel_kill = nullptr, // a thread cannot be killed alone: KNIT_CANCEL_KILL is -KNIT_EINVAL
+	.failed_why = nullptr,  // a thread pool never fails
+	.retire_due = nullptr,  // a thread is never recycled (options refuse the marks)
 };
 
 } // namespace knit::detail

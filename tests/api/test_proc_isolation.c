@@ -44,6 +44,10 @@ static knit_pool_t *forge_pool(uint32_t workers, uint32_t topo, uint32_t respawn
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
 	o.task_library = FORGE_LIB;
 	o.respawn_max = respawn_max;
+	/* Scribblers die by design, dozens of times per lane in a few
+	 * seconds: every respawn at once (a backoff would only slow the
+	 * test past its bounds; test_proc_restart.c tests it). */
+	o.respawn_backoff_ms = KNIT_ZERO;
 	o.payload_max_bytes = 1u << 20; /* small arenas: a scribbler's pages are few */
 	knit_pool_t *p = NULL;
 	const int rc = knit_pool_create(&o, NULL, 0, &p);

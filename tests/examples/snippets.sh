@@ -44,12 +44,15 @@ case $src in
 	# roff to C: \e is a backslash, \- a minus, \(aq a quote, \& nothing.
 	awk -v dir="$dir" -v stem="${base%.*}" '
 		/^\.SH / { ex = ($0 ~ /^\.SH EXAMPLES?$/); next }
-		ex && /^\.EX$/ { inb = 1; n++; f = sprintf("%s/%s%s.c", dir, stem, n > 1 ? "-" n : ""); next }
+		ex && /^\.EX$/ { inb = 1; n++; f = sprintf("%s/%s%s.c", dir, stem, n > 1 ? "-" n : ""); first = 1; next }
 		ex && /^\.EE$/ && inb { inb = 0; close(f); print f; next }
 		inb {
 			gsub(/\\e/, "\001"); gsub(/\\-/, "-"); gsub(/\\\(aq/, "\047")
 			gsub(/\\\(dq/, "\""); gsub(/\\&/, ""); gsub(/\001/, "\\")
-			print > f
+			if (first && match($0, /^\/\* [A-Za-z0-9_-]+\.c/)) {
+				g = substr($0, 4, RLENGTH - 3); f = dir "/" g
+			}
+			first = 0; print > f
 		}
 	' "$src" >"$dir/blocks"
 	;;

@@ -10,10 +10,12 @@
  * (tests/python/ runs it with knit-worker processes).
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "knitting.h"
 
@@ -121,11 +123,35 @@ int ffi_crash(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+/* Arg STRING a path: creates that file (it runs now), then waits (bounded:
+ * 20 s) until the file is gone; returns arg. A call a test kills with its
+ * worker (knit_cancel KNIT_CANCEL_KILL) once it saw the file. */
+int ffi_await(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	char path[4096];
+	if (arg->type != KNIT_VALUE_STRING || arg->len == 0 || arg->len >= sizeof path)
+		return 2;
+	memcpy(path, arg->data, arg->len);
+	path[arg->len] = 0;
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return 3;
+	fclose(f);
+	for (int ms = 0; ms < 20000 && access(path, F_OK) == 0; ms++) {
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	*ret = *arg;
+	return 0;
+}
+
 static const knit_task_t ffi_tasks[] = {
-	{.name = "crash", .fn = ffi_crash}, {.name = "double", .fn = ffi_double},
-	{.name = "echo", .fn = ffi_echo},   {.name = "error", .fn = ffi_error},
-	{.name = "fail", .fn = ffi_fail},   {.name = "meet", .fn = ffi_meet},
-	{.name = "sleep", .fn = ffi_sleep}, {.name = "upper", .fn = ffi_upper},
+	{.name = "await", .fn = ffi_await},   {.name = "crash", .fn = ffi_crash},
+	{.name = "double", .fn = ffi_double}, {.name = "echo", .fn = ffi_echo},
+	{.name = "error", .fn = ffi_error},   {.name = "fail", .fn = ffi_fail},
+	{.name = "meet", .fn = ffi_meet},     {.name = "sleep", .fn = ffi_sleep},
+	{.name = "upper", .fn = ffi_upper},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

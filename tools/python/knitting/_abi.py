@@ -24,15 +24,16 @@ KNIT_CPU_MASK_WORDS = 16
 KNIT_WORKERS_THREADS, KNIT_WORKERS_PROCESSES = 0, 1
 KNIT_PROC_INHERIT_ENV, KNIT_PROC_NAMED_SHM = 1, 2
 KNIT_WORKER_NONE, KNIT_WORKER_BOOTING, KNIT_WORKER_SERVING, KNIT_WORKER_RETIRING = 0, 1, 2, 3
+KNIT_WORKER_BACKING_OFF = 4  # 1.2
 KNIT_ZERO = 0xFFFFFFFF
 KNIT_TASK_LIBRARY_VERSION = 2
 KNIT_CALL_ABORTABLE, KNIT_CALL_LANE, KNIT_CALL_NO_TIMEOUT = 1, 2, 4
 KNIT_CALL_HIGH, KNIT_CALL_LOW = 8, 16  # 1.2
-KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL = 1, 2
+KNIT_CANCEL_NOW, KNIT_CANCEL_SIGNAL, KNIT_CANCEL_KILL = 1, 2, 4  # KILL: 1.2, process pools
 KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
 # 1.2: completion infos (knit_completion_info) and why a worker died.
 (KNIT_DEATH_NONE, KNIT_DEATH_SIGNAL, KNIT_DEATH_EXIT, KNIT_DEATH_HARD_TIMEOUT,
- KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM) = range(6)
+ KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM, KNIT_DEATH_SANDBOX, KNIT_DEATH_CANCEL_KILL) = range(8)
 KNIT_DEATH_CAUSE_MAX = 16
 KNIT_INFO_LANE, KNIT_INFO_TIMING, KNIT_INFO_DEATH, KNIT_INFO_CPU = 1, 2, 4, 8
 KNIT_POOL_INFO_TIMING, KNIT_POOL_INFO_CPU = 1, 2
@@ -76,7 +77,10 @@ class PoolOptions(C.Structure):
         ("info_flags", C.c_uint32), ("info_records", C.c_uint32),  # 1.2
         ("recycle_calls", C.c_uint64), ("recycle_rss_bytes", C.c_uint64),
         ("recycle_age_ms", C.c_uint32), ("reserved3", C.c_uint32),  # 1.2
-        ("sandbox", C.c_void_p)]  # 1.2: a knit_sandbox_t (process pools)
+        ("sandbox", C.c_void_p),  # 1.2: a knit_sandbox_t (process pools)
+        # 1.2: restart intensity and backoff (process pools)
+        ("respawn_window_ms", C.c_uint32), ("respawn_backoff_ms", C.c_uint32),
+        ("respawn_backoff_max_ms", C.c_uint32), ("reserved4", C.c_uint32)]
 
 
 class CallOptions(C.Structure):
@@ -119,7 +123,8 @@ class PoolStats(C.Structure):
         ("deaths", C.c_uint64 * KNIT_DEATH_CAUSE_MAX)] + [
         (n, C.c_uint64) for n in (
             "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
-        ("worker", WorkerStats * KNIT_MAX_WORKERS)]
+        ("worker", WorkerStats * KNIT_MAX_WORKERS)] + [
+        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")]
 
 
 class CompletionInfo(C.Structure):  # 1.2

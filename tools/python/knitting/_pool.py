@@ -760,16 +760,26 @@ class Pool(concurrent.futures.Executor):
         check(rc, "knit_wait_idle")
         return True
 
-    def cancel(self, ticket: int, signal: bool = False) -> None:
+    def cancel(self, ticket: int, signal: bool = False, kill: bool = False) -> None:
         """knit_cancel: complete the call now as cancelled, or with
-        signal=True only raise its abort bit."""
-        rc = self._core.cancel_ticket(ticket) if not signal else self._cancel_signal(ticket)
+        signal=True only raise its abort bit. kill=True (process pools,
+        1.2): complete it now as cancelled and kill and replace the worker
+        process running it, if it started (a thread pool raises
+        InvalidArgument; see knit_cancel(3))."""
+        if signal and kill:
+            raise ValueError("cancel: signal and kill exclude each other")
+        if kill:
+            rc = self._cancel_flags(ticket, A.KNIT_CANCEL_KILL)
+        elif signal:
+            rc = self._cancel_flags(ticket, A.KNIT_CANCEL_SIGNAL)
+        else:
+            rc = self._core.cancel_ticket(ticket)
         check(rc, "knit_cancel")
 
-    def _cancel_signal(self, ticket: int) -> int:
+    def _cancel_flags(self, ticket: int, flags: int) -> int:
         h = self._core.enter("knit_cancel")
         try:
-            return self._core.lib.knit_cancel(h, ticket, A.KNIT_CANCEL_SIGNAL)
+            return self._core.lib.knit_cancel(h, ticket, flags)
         finally:
             self._core.leave()
 
