@@ -124,7 +124,8 @@ class PoolStats(C.Structure):
         (n, C.c_uint64) for n in (
             "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
         ("worker", WorkerStats * KNIT_MAX_WORKERS)] + [
-        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")]
+        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")] + [
+        ("landlock_abi", C.c_uint32), ("reserved5", C.c_uint32)]  # 1.2
 
 
 class CompletionInfo(C.Structure):  # 1.2
@@ -146,7 +147,9 @@ class Sandbox(C.Structure):
     _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("seccomp_sets", C.c_uint32),
                 ("reserved0", C.c_uint32), ("seccomp_allow", C.POINTER(C.c_char_p)),
                 ("rlimit_as", C.c_uint64), ("rlimit_cpu", C.c_uint64),
-                ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64)]
+                ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64),
+                ("landlock_ro", C.POINTER(C.c_char_p)), ("landlock_rw", C.POINTER(C.c_char_p)),
+                ("landlock_abi", C.c_uint32), ("reserved1", C.c_uint32)]
 
 
 # C type name -> mirror (tests compare each against the C layout).
