@@ -39,10 +39,10 @@ static int kernel_abi(void)
 	return v > 0 ? (int)v : 0;
 }
 
-#define NEED_LANDLOCK()                                                                        \
-	do {                                                                                   \
-		if (kernel_abi() == 0)                                                         \
-			KT_SKIP("this kernel has no Landlock (landlock_create_ruleset failed)"); \
+#define NEED_LANDLOCK()                                                                            \
+	do {                                                                                       \
+		if (kernel_abi() == 0)                                                             \
+			KT_SKIP("this kernel has no Landlock (landlock_create_ruleset failed)");   \
 	} while (0)
 
 /* A scratch tree: D/ro/data, D/rw/, D/out/data, D/one, D/two. */
@@ -310,8 +310,8 @@ KT(landlock, without_landlock_refused_unless_best_effort)
 		  "%s", m);
 	setenv("KNIT_TEST_HIDE_LANDLOCK", "EOPNOTSUPP", 1);
 	m = create_fails(&o, -KNIT_ESYSTEM);
-	cr_assert(strstr(m, "Landlock is not available (the kernel has it disabled") != NULL,
-		  "%s", m);
+	cr_assert(strstr(m, "Landlock is not available (the kernel has it disabled") != NULL, "%s",
+		  m);
 	cr_assert_eq(kt_count_children(), 0);
 	/* Best effort: the pool runs, unconfined, and says so. */
 	sb.flags |= KNIT_SANDBOX_LANDLOCK_BEST_EFFORT;
@@ -385,7 +385,8 @@ KT(landlock, option_errors)
 	sb.landlock_ro = NULL;
 	sb.flags = KNIT_SANDBOX_LANDLOCK_BEST_EFFORT;
 	m = create_fails(&o, -KNIT_EINVAL);
-	cr_assert(strstr(m, "KNIT_SANDBOX_LANDLOCK_BEST_EFFORT needs KNIT_SANDBOX_LANDLOCK") != NULL,
+	cr_assert(strstr(m, "KNIT_SANDBOX_LANDLOCK_BEST_EFFORT needs KNIT_SANDBOX_LANDLOCK") !=
+			  NULL,
 		  "%s", m);
 	/* The highest ABI this library knows: refused only by an older kernel. */
 	sb.flags = KNIT_SANDBOX_LANDLOCK;

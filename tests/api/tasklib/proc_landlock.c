@@ -187,7 +187,7 @@ static int t_vm_read(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 }
 
 static const knit_task_t tasks[] = {
-	{"kill_host", t_kill_host, 0, 0}, {"read", t_read, 0, 0},       {"readinit", t_readinit, 0, 0},
+	{"kill_host", t_kill_host, 0, 0}, {"read", t_read, 0, 0},   {"readinit", t_readinit, 0, 0},
 	{"vm_read", t_vm_read, 0, 0},     {"write", t_write, 0, 0},
 };
 
