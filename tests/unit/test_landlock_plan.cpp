@@ -62,7 +62,8 @@ static void rights_by_abi(void **)
 	};
 	for (const auto &w : want) {
 		const LandlockPlan p = plan_of(w.abi, 1);
-		assert_int_equal(p.abi, w.abi < KNIT_LANDLOCK_ABI_MAX ? w.abi : KNIT_LANDLOCK_ABI_MAX);
+		assert_int_equal(p.abi,
+				 w.abi < KNIT_LANDLOCK_ABI_MAX ? w.abi : KNIT_LANDLOCK_ABI_MAX);
 		assert_true(p.fs == w.fs);
 		assert_true(p.fs_ro == kRo);
 		assert_true(p.scoped == w.scoped);
