@@ -155,6 +155,7 @@ void boot_silent_end(ProcHost *h, uint32_t i, char *into)
 // Landlock ABI it applied (SandboxBoot::ll_report) "ok landlock=N\n", N at
 // least the ABI it needed and at most KNIT_LANDLOCK_ABI_MAX, into
 // *landlock. Untrusted words: anything else is not ready.
+static_assert(KNIT_LANDLOCK_ABI_MAX <= 9, "the verdict's ABI is one digit");
 bool verdict_ready(const char *v, uint32_t n, const SandboxBoot &sb, uint32_t *landlock)
 {
 	if (sb.ll_report == 0)
