@@ -309,19 +309,17 @@ enum knit_pool_info_flags {
  * a zero core-dump limit in every worker.
  */
 enum knit_sandbox_flags {
-	KNIT_SANDBOX_SECCOMP = 1u << 0,             /* the seccomp allow-list: the default policy,
-						       plus seccomp_sets and seccomp_allow; any
-						       other syscall kills the worker (SIGSYS) */
-	KNIT_SANDBOX_LANDLOCK = 1u << 1,            /* Landlock: the worker opens files beneath
-						       landlock_ro and landlock_rw only (every
-						       file right the kernel's ABI has), and
-						       cannot ptrace its host (ABI 6: nor signal
-						       it); a kernel without Landlock, or below
-						       landlock_abi: create fails, -KNIT_ESYSTEM */
-	KNIT_SANDBOX_LANDLOCK_BEST_EFFORT = 1u << 2 /* with LANDLOCK: such a kernel
-						       applies what it has, or
-						       nothing; knit_pool_stats_t
-						       .landlock_abi says which */
+	KNIT_SANDBOX_SECCOMP = 1u << 0, /* the seccomp allow-list: the default policy,
+					  plus seccomp_sets and seccomp_allow; any
+					  other syscall kills the worker (SIGSYS) */
+	/* Landlock: the worker opens files beneath landlock_ro and landlock_rw
+	 * only (every file right of the kernel's ABI), and cannot ptrace its
+	 * host (ABI 6: nor signal it); a kernel without Landlock, or below
+	 * landlock_abi: create fails with -KNIT_ESYSTEM. */
+	KNIT_SANDBOX_LANDLOCK = 1u << 1,
+	/* With LANDLOCK: such a kernel applies what it has, or nothing; the
+	 * pool runs, and knit_pool_stats_t.landlock_abi says which. */
+	KNIT_SANDBOX_LANDLOCK_BEST_EFFORT = 1u << 2
 };
 
 /* The highest Landlock ABI this library uses the rights of (landlock_abi's
