@@ -26,6 +26,17 @@ constexpr uint32_t kSets = KNIT_SECCOMP_FILES | KNIT_SECCOMP_NETWORK | KNIT_SECC
 constexpr uint32_t kFlags =
 	KNIT_SANDBOX_SECCOMP | KNIT_SANDBOX_LANDLOCK | KNIT_SANDBOX_LANDLOCK_BEST_EFFORT;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KNIT_SANDBOX_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KNIT_SANDBOX_SANITIZED 1
+#endif
+#endif
+#ifndef KNIT_SANDBOX_SANITIZED
+#define KNIT_SANDBOX_SANITIZED 0
+#endif
+
 // Landlock's user API (linux/landlock.h), spelled out here: the build's
 // header may predate the ABIs this library uses.
 constexpr uint64_t kLlExecute = 1ull << 0, kLlWriteFile = 1ull << 1, kLlReadFile = 1ull << 2,
@@ -133,6 +144,19 @@ int landlock_ruleset(const LandlockPlan &plan, char *const *paths, uint32_t nro,
 			return -1;
 		}
 	}
+#if KNIT_SANDBOX_SANITIZED
+	// A sanitizer build: LeakSanitizer reads the worker's own /proc/PID
+	// (task/, maps) at its exit. /proc/self resolves to that directory
+	// now, so the rule covers no other process's.
+	const int self = open("/proc/self", O_PATH | O_CLOEXEC | O_DIRECTORY);
+	if (self >= 0) {
+		LlPathBeneath rule;
+		rule.allowed_access = plan.fs_ro;
+		rule.parent_fd = self;
+		(void)knit_sys_landlock_add_rule(rs, kLlRulePathBeneath, &rule, 0);
+		close(self);
+	}
+#endif
 	return rs;
 }
 
