@@ -77,8 +77,8 @@ int set_limit(CgroupHost *c, const char *file, const char *controller, const cha
 	}
 	const int e = write_file(c->path, file, value);
 	if (e != 0)
-		return error_set_errno(-KNIT_ESYSTEM, e, "sandbox->cgroup: cannot write \"%s\" to %s",
-				       value, path);
+		return error_set_errno(-KNIT_ESYSTEM, e,
+				       "sandbox->cgroup: cannot write \"%s\" to %s", value, path);
 	return 0;
 }
 
@@ -178,8 +178,8 @@ int cgroup_create(CgroupHost *c)
 		snprintf(procs, sizeof procs, "%s/cgroup.procs", c->path);
 		c->procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
 		if (c->procs_fd < 0)
-			rc = error_set_errno(-KNIT_ESYSTEM, errno, "sandbox->cgroup: cannot open %s",
-					     procs);
+			rc = error_set_errno(-KNIT_ESYSTEM, errno,
+					     "sandbox->cgroup: cannot open %s", procs);
 	}
 	if (rc != 0)
 		cgroup_remove(c); // empty still: nothing was placed in it

@@ -24,9 +24,9 @@ namespace knit::detail {
 // The host's record (SandboxHost::cgroup). Zero-filled with procs_fd -1
 // when unused: cgroup_take sets every member.
 struct CgroupHost {
-	char *parent; // the options' directory, copied; null: no cgroup
-	char *path;   // the child, once made (cgroup_create); null before
-	int procs_fd; // the child's cgroup.procs, O_WRONLY | O_CLOEXEC, or -1
+	char *parent;                  // the options' directory, copied; null: no cgroup
+	char *path;                    // the child, once made (cgroup_create); null before
+	int procs_fd;                  // the child's cgroup.procs, O_WRONLY | O_CLOEXEC, or -1
 	uint64_t memory_max, pids_max; // 0: unset
 	uint32_t cpu_max_us, cpu_period_us;
 };

@@ -22,6 +22,9 @@ namespace knit::detail {
 namespace {
 
 constexpr uint32_t kKnown = KNIT_SANDBOX_NEWNET | KNIT_SANDBOX_NEWIPC;
+// SECBIT_NOROOT | SECBIT_NOROOT_LOCKED (linux/securebits.h): uid 0 gains no
+// capability on exec.
+constexpr unsigned long kNoRoot = (1ul << 0) | (1ul << 1);
 
 // Write text to /proc/self/NAME. 0 or the errno.
 int proc_write(const char *name, const char *text)
@@ -41,8 +44,8 @@ int proc_write(const char *name, const char *text)
 const char *what(uint32_t ns)
 {
 	return ns == (KNIT_SANDBOX_NEWNET | KNIT_SANDBOX_NEWIPC) ? "network and IPC namespaces"
-	       : ns == KNIT_SANDBOX_NEWNET			  ? "a network namespace"
-								  : "an IPC namespace";
+	       : ns == KNIT_SANDBOX_NEWNET                       ? "a network namespace"
+								 : "an IPC namespace";
 }
 
 } // namespace
@@ -104,7 +107,19 @@ int namespaces_enter(uint32_t ns, char *why, size_t why_size)
 		return KNIT_ESYSTEM;
 	}
 	// The new user namespace gave us every capability in it (over the
-	// namespaces just made): a task gets none of them.
+	// namespaces just made): a task gets none of them, and none back by an
+	// exec (as uid 0 of the namespace, where the host is root without
+	// CAP_SYS_ADMIN): no root privilege on exec, an empty bounding and
+	// ambient set, then nothing effective, permitted or inheritable.
+	if (prctl(PR_SET_SECUREBITS, kNoRoot, 0, 0, 0) != 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+		snprintf(why, why_size, "cannot lock the capabilities of its user namespace: %s",
+			 strerror(errno));
+		return KNIT_ESYSTEM;
+	}
+	for (int c = 0; c < 64; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno == EINVAL)
+			break; // past the last capability this kernel has
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct none[2];
 	memset(none, 0, sizeof none);

@@ -200,16 +200,16 @@ KT(sandbox_ns, unprivileged_user_gets_them_in_a_user_namespace)
 		close(res[0]);
 		char msg[512] = "";
 		int code = 0;
-		if (getuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
-				      setuid(65534) != 0)) {
+		if (getuid() == 0 &&
+		    (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
 			snprintf(msg, sizeof msg, "cannot drop to uid 65534: errno %d", errno);
 			code = 2;
 		}
 		knit_pool_t *p = NULL;
 		if (code == 0) {
 			knit_sandbox_t sb = {.size = sizeof sb,
-					     .namespaces = KNIT_SANDBOX_NEWNET |
-							   KNIT_SANDBOX_NEWIPC};
+					     .namespaces =
+						     KNIT_SANDBOX_NEWNET | KNIT_SANDBOX_NEWIPC};
 			knit_pool_options_t o;
 			kt_proc_opts(&o, 1);
 			o.task_library = NS_LIB;
@@ -232,7 +232,8 @@ KT(sandbox_ns, unprivileged_user_gets_them_in_a_user_namespace)
 			int rc = knit_call(p, tc, &a, &cc, 10000000000ll);
 			if (rc != 0 || cc.status != -KNIT_ETASK ||
 			    (cc.result.code != ENETUNREACH && cc.result.code != ECONNREFUSED)) {
-				snprintf(msg, sizeof msg, "connect: rc %d status %d", rc, cc.status);
+				snprintf(msg, sizeof msg, "connect: rc %d status %d", rc,
+					 cc.status);
 				code = 3;
 			} else {
 				knit_completion_release(p, &cc);
@@ -240,8 +241,17 @@ KT(sandbox_ns, unprivileged_user_gets_them_in_a_user_namespace)
 				rc = knit_call(p, ti, &none, &cc, 10000000000ll);
 				const int64_t want = (int64_t)getuid() << 32 | getgid();
 				if (rc != 0 || cc.status != 0 || cc.result.i64 != want) {
-					snprintf(msg, sizeof msg, "ids: rc %d status %d %llx",
-						 rc, cc.status, (unsigned long long)cc.result.i64);
+					snprintf(msg, sizeof msg, "ids: rc %d status %d %llx", rc,
+						 cc.status, (unsigned long long)cc.result.i64);
+					code = 3;
+				}
+				/* The user namespace's capabilities are gone, all sets. */
+				const uint32_t tk = (uint32_t)knit_pool_task_id(p, "caps");
+				rc = knit_call(p, tk, &none, &cc, 10000000000ll);
+				if (code == 0 &&
+				    (rc != 0 || cc.status != 0 || cc.result.i64 != 0)) {
+					snprintf(msg, sizeof msg, "caps: rc %d status %d %llx", rc,
+						 cc.status, (unsigned long long)cc.result.i64);
 					code = 3;
 				}
 			}
@@ -321,7 +331,8 @@ static void own_v2_dir(char *dir, size_t n, char *why, size_t wn)
 	while (fgets(line, sizeof line, f) != NULL)
 		if (strncmp(line, "0::", 3) == 0) {
 			line[strcspn(line, "\n")] = 0;
-			snprintf(rel, sizeof rel, "%.2000s", strcmp(line + 3, "/") == 0 ? "" : line + 3);
+			snprintf(rel, sizeof rel, "%.2000s",
+				 strcmp(line + 3, "/") == 0 ? "" : line + 3);
 		}
 	fclose(f);
 	snprintf(dir, n, "%s%s", mnt, rel);
@@ -392,8 +403,8 @@ KT(sandbox_cgroup, option_errors)
 	o.sandbox = &sb;
 	knit_pool_t *p = NULL;
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL);
-	cr_assert(strstr(knit_last_error(), "\"/tmp\" is not a cgroup v2 directory") != NULL,
-		  "%s", knit_last_error());
+	cr_assert(strstr(knit_last_error(), "\"/tmp\" is not a cgroup v2 directory") != NULL, "%s",
+		  knit_last_error());
 	sb.cgroup = "/nonexistent/knit";
 	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL);
 	cr_assert(strstr(knit_last_error(), "No such file") != NULL, "%s", knit_last_error());
@@ -453,7 +464,8 @@ KT(sandbox_cgroup, workers_run_in_the_pools_child_removed_at_destroy)
 		c = kt_proc_call(p, "cgroup", kt_none());
 		cr_assert_eq(c.status, 0);
 		cr_assert(memcmp((const char *)c.result.data + 3, want, strlen(want)) == 0,
-			  "after the respawn: %.*s", (int)c.result.len, (const char *)c.result.data);
+			  "after the respawn: %.*s", (int)c.result.len,
+			  (const char *)c.result.data);
 		knit_completion_release(p, &c);
 	}
 	/* A task's orphan (not our child) is in it too, and destroy ends it. */
@@ -512,6 +524,29 @@ KT(sandbox_cgroup, a_limit_without_its_controller_is_refused)
 	}
 	if (tried == 0)
 		KT_SKIP("every controller is enabled for the children of the v2 directory");
+}
+
+KT(sandbox_cgroup, a_worker_that_refuses_to_boot_leaves_no_child)
+{
+	char dir[1024], why[1200];
+	own_v2_dir(dir, sizeof dir, why, sizeof why);
+	if (dir[0] == 0)
+		KT_SKIP(why);
+	/* The child exists by the time the workers boot; theirs fails (a
+	 * syscall name no architecture has), and create removes it. */
+	const char *const unknown[] = {"no_such_syscall", NULL};
+	knit_sandbox_t sb = {.size = sizeof sb,
+			     .flags = KNIT_SANDBOX_SECCOMP,
+			     .seccomp_allow = unknown,
+			     .cgroup = dir};
+	knit_pool_options_t o;
+	kt_proc_opts(&o, 2);
+	o.task_library = NS_LIB;
+	o.sandbox = &sb;
+	knit_pool_t *p = NULL;
+	cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), -KNIT_EINVAL, "%s", knit_last_error());
+	cr_assert_eq(our_children(dir, NULL, 0), 0, "no child left behind");
+	cr_assert_eq(kt_count_children(), 0);
 }
 
 KT(sandbox_cgroup, oom_kill_in_the_pools_cgroup_is_reported)

@@ -14,6 +14,7 @@
  * mq_open    STRING name     mq_open(name, O_RDONLY) of a POSIX message queue
  * cgroup     -               STRING: this process's "0::" line of /proc/self/cgroup
  * ids        -               I64: uid << 32 | gid, as the process sees them
+ * caps       -               I64: CapEff | CapPrm | CapBnd | CapAmb of /proc/self/status (0: none)
  * orphan     -               I64: the pid of a grandchild left sleeping (60 s)
  * die        -               _exit(3): the worker dies running it
  * eat        I64 MiB         touches that much fresh memory (an OOM kill past memory.max)
@@ -137,6 +138,28 @@ static int t_ids(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return ok(ret, (int64_t)getuid() << 32 | (int64_t)getgid());
 }
 
+static int t_caps(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	(void)arg;
+	FILE *f = fopen("/proc/self/status", "re");
+	if (f == NULL)
+		return refused(ret, errno);
+	char line[256];
+	unsigned long long all = 0, v;
+	int seen = 0;
+	while (fgets(line, sizeof line, f) != NULL)
+		if ((sscanf(line, "CapEff: %llx", &v) == 1 ||
+		     sscanf(line, "CapPrm: %llx", &v) == 1 ||
+		     sscanf(line, "CapBnd: %llx", &v) == 1 ||
+		     sscanf(line, "CapAmb: %llx", &v) == 1)) {
+			all |= v;
+			seen++;
+		}
+	fclose(f);
+	return seen == 4 ? ok(ret, (int64_t)all) : refused(ret, EIO);
+}
+
 static int t_orphan(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 {
 	(void)ctx;
@@ -217,10 +240,12 @@ static int t_forks(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 }
 
 static const knit_task_t tasks[] = {
-	{"echo", t_echo, 0, 0},       {"connect", t_connect, 0, 0}, {"shm_stat", t_shm_stat, 0, 0},
-	{"msg_stat", t_msg_stat, 0, 0}, {"mq_open", t_mq_open, 0, 0}, {"cgroup", t_cgroup, 0, 0},
-	{"ids", t_ids, 0, 0},         {"orphan", t_orphan, 0, 0},   {"die", t_die, 0, 0},
-	{"eat", t_eat, 0, 0},         {"forks", t_forks, 0, 0},
+	{"echo", t_echo, 0, 0},         {"connect", t_connect, 0, 0},
+	{"shm_stat", t_shm_stat, 0, 0}, {"msg_stat", t_msg_stat, 0, 0},
+	{"mq_open", t_mq_open, 0, 0},   {"cgroup", t_cgroup, 0, 0},
+	{"ids", t_ids, 0, 0},           {"caps", t_caps, 0, 0},
+	{"orphan", t_orphan, 0, 0},     {"die", t_die, 0, 0},
+	{"eat", t_eat, 0, 0},           {"forks", t_forks, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
