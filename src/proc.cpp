@@ -382,7 +382,8 @@ int64_t cgroup_oom_kills()
 }
 
 // The count an OOM kill of a worker raises: the pool's own cgroup's when
-// it has one with a memory controller (src/cgroup.h), else the host's.
+// it has one (src/cgroup.h; -1 where that has no memory controller), else
+// the host's.
 int64_t oom_kills(ProcHost *h)
 {
 	const int64_t n = cgroup_pool_oom_kills(h->sandbox.cgroup);

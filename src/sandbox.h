@@ -5,6 +5,8 @@
 // after the task library; the worker enters the sandbox after the task
 // library's init and before it reports ready (sandbox_enter), in this
 // order: rlimits (and no core dumps), no_new_privs, the seccomp filter.
+// Its namespaces and cgroup come earlier, before the task library loads
+// (src/namespaces.h, src/cgroup.h: their own rooms).
 //
 // The seccomp filter is built and loaded by the knit-worker executable,
 // which alone links libseccomp (libknitting stays on libc and liburcu): it
