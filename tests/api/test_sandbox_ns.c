@@ -2,11 +2,10 @@
 /*
  * tests/api/test_sandbox_ns.c - a sandbox's namespaces and cgroup (#28):
  * with KNIT_SANDBOX_NEWNET a task's connect to the host's 127.0.0.1
- * listener fails (and only that call), with KNIT_SANDBOX_NEWIPC the host's
- * SysV shm, message queue and POSIX mqueue are out of reach, each reachable
- * without the option (so the test can fail); a named-shm pool still works
- * in an IPC namespace; an unprivileged user gets them through a user
- * namespace of the worker's own. The cgroup: option errors, the child
+ * listener or abstract AF_UNIX socket fails (and only that call), with KNIT_SANDBOX_NEWIPC the
+ * host's SysV shm, message queue and POSIX mqueue are out of reach, each reachable without the
+ * option (so the test can fail); a named-shm pool still works in an IPC namespace; an unprivileged
+ * user gets them through a user namespace of the worker's own. The cgroup: option errors, the child
  * made and removed, every worker (respawned ones too) in it, leftovers of a
  * task killed at destroy, a limit whose controller is missing refused, and
  * (where the v2 directory gives memory and pids to its children) an OOM
@@ -29,6 +28,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +121,37 @@ KT(sandbox_ns, network_namespace_cuts_the_hosts_loopback)
 	cr_assert_eq(dead, 0, "a refused connect is no death");
 	/* The IPC namespace alone leaves the network as it is. */
 	cr_assert_eq(connect_with(KNIT_SANDBOX_NEWIPC, port, &dead), 0);
+	close(s);
+}
+
+/* Abstract AF_UNIX sockets belong to the network namespace: a host's
+ * listener there (a D-Bus or X11 socket, say) is out of reach too. */
+KT(sandbox_ns, network_namespace_cuts_the_hosts_abstract_unix_sockets)
+{
+	char name[64];
+	snprintf(name, sizeof name, "knit-test-ns-%d", (int)getpid());
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path + 1, name, strlen(name));
+	const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(bind(s, (struct sockaddr *)&a,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))),
+		     0, "bind: errno %d", errno);
+	cr_assert_eq(listen(s, 16), 0);
+	for (int with = 0; with < 2; with++) {
+		knit_sandbox_t sb = {.size = sizeof sb,
+				     .namespaces = with ? KNIT_SANDBOX_NEWNET : 0};
+		knit_pool_t *p = ns_pool(&sb);
+		const int e = call_errno(p, "unix", kt_str(name, strlen(name)));
+		if (!with)
+			cr_assert_eq(e, 0, "without the namespace: errno %d", e);
+		else
+			cr_assert_eq(e, ECONNREFUSED, "in the namespace: errno %d", e);
+		cr_assert_eq(deaths(p), 0);
+		kt_destroy(p);
+	}
 	close(s);
 }
 

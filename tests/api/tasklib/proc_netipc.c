@@ -9,6 +9,7 @@
  * name       arg             what it does
  * echo       any             result = arg
  * connect    I64 port        TCP connect to 127.0.0.1:port (then close)
+ * unix       STRING name     connect to the abstract AF_UNIX socket "\0name"
  * shm_stat   I64 shmid       shmctl(IPC_STAT) of a SysV shared memory segment
  * msg_stat   I64 msqid       msgctl(IPC_STAT) of a SysV message queue
  * mq_open    STRING name     mq_open(name, O_RDONLY) of a POSIX message queue
@@ -29,6 +30,7 @@
 #include <mqueue.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@
 #include <sys/msg.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +81,24 @@ static int t_connect(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret
 	a.sin_port = htons((uint16_t)arg->i64);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	const int rc = connect(s, (const struct sockaddr *)&a, sizeof a);
+	const int e = errno;
+	close(s);
+	return rc == 0 ? ok(ret, 0) : refused(ret, e);
+}
+
+static int t_unix(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	const size_t n = arg->len < sizeof a.sun_path - 1 ? arg->len : sizeof a.sun_path - 1;
+	memcpy(a.sun_path + 1, arg->data, n); /* sun_path[0] = 0: abstract */
+	const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return refused(ret, errno);
+	const int rc = connect(s, (const struct sockaddr *)&a,
+			       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
 	const int e = errno;
 	close(s);
 	return rc == 0 ? ok(ret, 0) : refused(ret, e);
@@ -241,11 +262,12 @@ static int t_forks(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 
 static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},         {"connect", t_connect, 0, 0},
-	{"shm_stat", t_shm_stat, 0, 0}, {"msg_stat", t_msg_stat, 0, 0},
-	{"mq_open", t_mq_open, 0, 0},   {"cgroup", t_cgroup, 0, 0},
-	{"ids", t_ids, 0, 0},           {"caps", t_caps, 0, 0},
-	{"orphan", t_orphan, 0, 0},     {"die", t_die, 0, 0},
-	{"eat", t_eat, 0, 0},           {"forks", t_forks, 0, 0},
+	{"unix", t_unix, 0, 0},         {"shm_stat", t_shm_stat, 0, 0},
+	{"msg_stat", t_msg_stat, 0, 0}, {"mq_open", t_mq_open, 0, 0},
+	{"cgroup", t_cgroup, 0, 0},     {"ids", t_ids, 0, 0},
+	{"caps", t_caps, 0, 0},         {"orphan", t_orphan, 0, 0},
+	{"die", t_die, 0, 0},           {"eat", t_eat, 0, 0},
+	{"forks", t_forks, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {
