@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "src/error.h"
+#include "src/namespaces.h"
 #include "src/sandbox.h"
 
 namespace knit::detail {
@@ -52,6 +53,8 @@ int limit(int what, uint64_t v, const char *name, char *why, size_t why_size)
 int sandbox_take(const knit_sandbox_t *in, SandboxHost *out)
 {
 	memset(out, 0, sizeof *out);
+	out->cgroup.procs_fd = -1; // src/cgroup.h
+	out->boot.fd_cgroup = -1;
 	if (in == nullptr)
 		return 0;
 	knit_sandbox_t s;
@@ -96,6 +99,11 @@ int sandbox_take(const knit_sandbox_t *in, SandboxHost *out)
 				return error_set(-KNIT_ENOMEM, "out of memory for the sandbox");
 		}
 	}
+	// Namespaces and the cgroup: their own rooms (a shorter struct: none).
+	if (const int rc = namespaces_take(s, &out->boot.namespaces); rc != 0)
+		return rc;
+	if (const int rc = cgroup_take(s, &out->cgroup); rc != 0)
+		return rc;
 	out->boot.on = 1;
 	out->boot.flags = s.flags;
 	out->boot.sets = s.seccomp_sets;
@@ -111,7 +119,10 @@ void sandbox_free(SandboxHost *s)
 	for (uint32_t i = 0; i < s->boot.nallow && s->allow != nullptr; i++)
 		free(s->allow[i]);
 	free(s->allow);
+	cgroup_free(&s->cgroup);
 	memset(s, 0, sizeof *s);
+	s->cgroup.procs_fd = -1;
+	s->boot.fd_cgroup = -1;
 }
 
 int sandbox_enter(const SandboxBoot &b, char *const *names, int32_t host, char *why,

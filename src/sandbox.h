@@ -5,6 +5,8 @@
 // after the task library; the worker enters the sandbox after the task
 // library's init and before it reports ready (sandbox_enter), in this
 // order: rlimits (and no core dumps), no_new_privs, the seccomp filter.
+// Its namespaces and cgroup come earlier, before the task library loads
+// (src/namespaces.h, src/cgroup.h: their own rooms).
 //
 // The seccomp filter is built and loaded by the knit-worker executable,
 // which alone links libseccomp (libknitting stays on libc and liburcu): it
@@ -17,6 +19,7 @@
 #include "src/common.h"
 
 #include "knitting.h"
+#include "src/cgroup.h"
 
 namespace knit::detail {
 
@@ -31,12 +34,17 @@ struct SandboxBoot {
 	uint32_t sets;
 	uint32_t nallow; // names on the command line after the task library
 	uint64_t rlimit_as, rlimit_cpu, rlimit_nofile, rlimit_nproc;
+	// Namespaces and the cgroup (src/namespaces.h, src/cgroup.h): entered
+	// by the worker before it loads the task library.
+	uint32_t namespaces; // enum knit_sandbox_namespaces
+	int32_t fd_cgroup;   // kBootFdCgroup: the pool cgroup's cgroup.procs; -1: none
 };
 
 // The host's copy (ProcHost::sandbox).
 struct SandboxHost {
 	SandboxBoot boot;
-	char **allow; // nallow names, malloc'd
+	char **allow;      // nallow names, malloc'd
+	CgroupHost cgroup; // the pool's cgroup (src/cgroup.h); parent null: none
 };
 
 // knit_pool_create, process pools: check *in (its size, flags, sets,
