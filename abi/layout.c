@@ -87,7 +87,7 @@ KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 336); /* 1.2 */
 KNIT_AT(knit_pool_options_t, reserved4, 340);              /* 1.2 */
 
 /* knit_sandbox_t */
-KNIT_SIZE(knit_sandbox_t, 80);
+KNIT_SIZE(knit_sandbox_t, 120);
 KNIT_AT(knit_sandbox_t, size, 0);
 KNIT_AT(knit_sandbox_t, flags, 4);
 KNIT_AT(knit_sandbox_t, seccomp_sets, 8);
@@ -97,10 +97,17 @@ KNIT_AT(knit_sandbox_t, rlimit_as, 24);
 KNIT_AT(knit_sandbox_t, rlimit_cpu, 32);
 KNIT_AT(knit_sandbox_t, rlimit_nofile, 40);
 KNIT_AT(knit_sandbox_t, rlimit_nproc, 48);
-KNIT_AT(knit_sandbox_t, landlock_ro, 56);
-KNIT_AT(knit_sandbox_t, landlock_rw, 64);
-KNIT_AT(knit_sandbox_t, landlock_abi, 72);
-KNIT_AT(knit_sandbox_t, reserved1, 76);
+KNIT_AT(knit_sandbox_t, namespaces, 56);
+KNIT_AT(knit_sandbox_t, reserved1, 60);
+KNIT_AT(knit_sandbox_t, cgroup, 64);
+KNIT_AT(knit_sandbox_t, cgroup_memory_max, 72);
+KNIT_AT(knit_sandbox_t, cgroup_pids_max, 80);
+KNIT_AT(knit_sandbox_t, cgroup_cpu_max_us, 88);
+KNIT_AT(knit_sandbox_t, cgroup_cpu_period_us, 92);
+KNIT_AT(knit_sandbox_t, landlock_ro, 96);
+KNIT_AT(knit_sandbox_t, landlock_rw, 104);
+KNIT_AT(knit_sandbox_t, landlock_abi, 112);
+KNIT_AT(knit_sandbox_t, reserved2, 116);
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);

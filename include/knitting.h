@@ -349,7 +349,21 @@ typedef struct knit_sandbox {
 	uint64_t rlimit_nofile;           /* RLIMIT_NOFILE; 0 = unchanged */
 	uint64_t rlimit_nproc;            /* RLIMIT_NPROC (per user; root ignores
 					     it); 0 = unchanged */
-	/* Landlock (with KNIT_SANDBOX_LANDLOCK; a shorter struct = none). Each
+	/* 1.2: namespaces and a cgroup (knit_pool_create(3), "Namespaces and
+	 * cgroup"); a shorter struct = none of them. */
+	uint32_t namespaces;           /* enum knit_sandbox_namespaces; 0 = none */
+	uint32_t reserved1;            /* must be 0 */
+	const char *cgroup;            /* a cgroup v2 directory (delegated, writable):
+					  the pool's workers run in a child of it
+					  made at create, removed at destroy; NULL =
+					  none */
+	uint64_t cgroup_memory_max;    /* the child's memory.max, bytes; 0 = unset */
+	uint64_t cgroup_pids_max;      /* the child's pids.max; 0 = unset */
+	uint32_t cgroup_cpu_max_us;    /* the child's cpu.max quota, µs per period;
+					  0 = unset */
+	uint32_t cgroup_cpu_period_us; /* cpu.max's period, µs (1000..1000000);
+					  0 = 100000 */
+	/* 1.2: Landlock (with KNIT_SANDBOX_LANDLOCK; a shorter struct = none). Each
 	 * list is NULL-terminated, of existing absolute paths, each a file or
 	 * a directory (and all beneath it); NULL = none. */
 	const char *const *landlock_ro; /* read (files, directories) and execute */
@@ -359,8 +373,19 @@ typedef struct knit_sandbox {
 	uint32_t landlock_abi;          /* the least Landlock ABI the kernel must have
 					   (its rights used, see knit_pool_create(3));
 					   0 = 1; at most KNIT_LANDLOCK_ABI_MAX */
-	uint32_t reserved1;             /* must be 0 */
+	uint32_t reserved2;             /* must be 0 */
 } knit_sandbox_t;
+
+/* 1.2: knit_sandbox_t.namespaces: each worker process in new namespaces of
+ * its own, entered before the task library loads (its constructors and
+ * init run inside). Where the kernel refuses, knit_pool_create fails with
+ * -KNIT_ESYSTEM, knit_last_error() saying why. */
+enum knit_sandbox_namespaces {
+	KNIT_SANDBOX_NEWNET = 1u << 0, /* a network namespace: no interface but a
+					  loopback that is down */
+	KNIT_SANDBOX_NEWIPC = 1u << 1  /* an IPC namespace: the host's SysV IPC and
+					  POSIX message queues out of reach */
+};
 
 enum knit_worker_kind {
 	KNIT_WORKERS_THREADS = 0,  /* worker threads in this process; tasks given

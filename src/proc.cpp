@@ -409,6 +409,15 @@ int64_t cgroup_oom_kills()
 	return n;
 }
 
+// The count an OOM kill of a worker raises: the pool's own cgroup's when
+// it has one (src/cgroup.h; -1 where that has no memory controller), else
+// the host's.
+int64_t oom_kills(ProcHost *h)
+{
+	const int64_t n = cgroup_pool_oom_kills(h->sandbox.cgroup);
+	return n >= 0 || h->sandbox.cgroup.path != nullptr ? n : cgroup_oom_kills();
+}
+
 // Why worker i died, as the caller is told (src/info.h; the monitor, in
 // settle_death): a kill asked for (protocol, KNIT_CANCEL_KILL, hard
 // timeout), else what
@@ -433,7 +442,7 @@ DeathNote death_cause(ProcHost *h, const siginfo_t &si, uint32_t kill, int32_t p
 		// raises SIGSYS itself looks the same: a crash all the same.
 		d.cause = KNIT_DEATH_SANDBOX;
 	} else if (si.si_status == SIGKILL && h->oom_seen >= 0) {
-		const int64_t n = cgroup_oom_kills();
+		const int64_t n = oom_kills(h);
 		if (n > h->oom_seen)
 			d.cause = KNIT_DEATH_OOM;
 		if (n >= 0)
@@ -1319,6 +1328,7 @@ int proc_host_new(Pool *p, void *dl)
 		h->pidfd[i] = h->bridge[i] = h->lane_fd[i] = h->steal_fd[i] = h->steal_ro[i] = -1;
 		h->spare_pidfd[i] = h->spare_rd[i] = h->spare_go[i] = h->boot_rd[i] = -1;
 	}
+	h->sandbox.cgroup.procs_fd = h->sandbox.boot.fd_cgroup = -1; // src/sandbox.h
 	pthread_mutex_init(&h->m, nullptr);
 	pthread_cond_init(&h->cv, nullptr);
 	return 0;
@@ -1507,7 +1517,8 @@ void proc_shutdown(Pool *p)
 		pthread_join(h->monitor, nullptr);
 		h->monitor_started = false;
 	}
-	kill_all(p, KNIT_MAX_WORKERS); // nothing left unless the monitor never ran
+	kill_all(p, KNIT_MAX_WORKERS);     // nothing left unless the monitor never ran
+	cgroup_remove(&h->sandbox.cgroup); // every worker reaped (src/cgroup.h)
 	if (h->shm_linked) {
 		shm_unlink(h->shm_name);
 		h->shm_linked = false;
@@ -1728,8 +1739,12 @@ int proc_start_all(Pool *p, const knit_pool_options_t *opts, const RegionPlan &p
 {
 	// Both record their message (src/proc.h).
 	(void)opts; // taken by proc_resolve (proc_tasks)
+	// The pool's cgroup (knit_sandbox_t.cgroup) before any worker, which
+	// enters it before it loads the task library.
+	if (const int crc = cgroup_create(&p->proc->sandbox.cgroup); crc != 0)
+		return crc;
 	// Before any worker exists: an OOM kill is a growth past this count.
-	p->proc->oom_seen = cgroup_oom_kills();
+	p->proc->oom_seen = oom_kills(p->proc);
 	int rc = proc_prepare(p, p->cfg, p->region.size, plan.lanes_off, plan.stride,
 			      plan.abort_off, plan.steal_off);
 	if (rc == 0)

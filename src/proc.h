@@ -195,9 +195,10 @@ inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // and a bridge eventfd per lane; 8: isolation (ext_off, fd_lane, fd_steal).
 // 9: a page per steal consumer (fd_steal + c). 10: the successor of a
 // recycled worker (fd_go). 11: the sandbox (its names after the task
-// library on the command line). 12: Landlock (its paths after the names;
-// "ok landlock=N" when asked, SandboxBoot::ll_report).
-inline constexpr uint32_t kBootVersion = 12;
+// library on the command line). 12: its namespaces and cgroup (fd_cgroup).
+// 13: Landlock (its paths after the names; "ok landlock=N" when asked,
+// SandboxBoot::ll_report).
+inline constexpr uint32_t kBootVersion = 13;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -209,6 +210,9 @@ inline constexpr int kBootFdSteal = 8;
 // A recycled worker's successor: the go pipe (fd_go), above every
 // consumer page's number.
 inline constexpr int kBootFdGo = kBootFdSteal + KNIT_MAX_WORKERS;
+// The pool's cgroup (knit_sandbox_t.cgroup): its cgroup.procs, which the
+// worker writes itself into before it loads the task library (src/cgroup.h).
+inline constexpr int kBootFdCgroup = kBootFdGo + 1;
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;

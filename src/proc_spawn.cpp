@@ -242,6 +242,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	// A successor (go_r) learns it on its go pipe.
 	b.line_nonce = respawn ? knit_load_relaxed_32(&p->lanes[lane].line_nonce) : 0;
 	b.fd_go = go_r >= 0 ? kBootFdGo : -1;
+	b.sandbox.fd_cgroup = h->sandbox.cgroup.procs_fd >= 0 ? kBootFdCgroup : -1;
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -284,6 +285,8 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 					 kBootFdSteal + (int)c};
 	if (go_r >= 0)
 		give[ngive++] = {go_r, kBootFdGo};
+	if (h->sandbox.cgroup.procs_fd >= 0)
+		give[ngive++] = {h->sandbox.cgroup.procs_fd, kBootFdCgroup};
 	int tmp[7 + kMaxStealConsumers];
 	int err = 0; // the errno of a failure, for the message
 	int rc = hand_over_dup(give, ngive, tmp, &err);

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/namespaces.h"
 #include "src/proc.h"
 #include "src/spin.h"
 #include "src/syncline.h"
@@ -280,6 +281,21 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		char comm[16];
 		snprintf(comm, sizeof comm, "knit-w%u", b.lane % 100u);
 		prctl(PR_SET_NAME, comm);
+		// The pool's cgroup and namespaces first of all: before our CPU
+		// placement (a cgroup may narrow the CPUs), any thread (a user
+		// namespace wants none) and the task library (src/namespaces.h).
+		{
+			char why_ns[kBootVerdictMax - 64];
+			if (b.sandbox.fd_cgroup != -1 && b.sandbox.fd_cgroup != kBootFdCgroup)
+				return boot_fail(KNIT_EPROTO, "boot record out of range (cgroup)");
+			int nrc = 0;
+			if (b.sandbox.fd_cgroup >= 0)
+				nrc = cgroup_enter(kBootFdCgroup, why_ns, sizeof why_ns);
+			if (nrc == 0)
+				nrc = namespaces_enter(b.sandbox.namespaces, why_ns, sizeof why_ns);
+			if (nrc != 0)
+				return boot_fail(nrc, "sandbox: %s", why_ns);
+		}
 		const char *why = nullptr;
 		const int prc = place_self(b, &cpu, &why);
 		if (prc != 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "src/error.h"
+#include "src/namespaces.h"
 #include "src/sandbox.h"
 
 namespace knit::detail {
@@ -239,6 +240,8 @@ int landlock_plan(int kernel, uint32_t need, LandlockPlan *plan, char *why, size
 int sandbox_take(const knit_sandbox_t *in, SandboxHost *out)
 {
 	memset(out, 0, sizeof *out);
+	out->cgroup.procs_fd = -1; // src/cgroup.h
+	out->boot.fd_cgroup = -1;
 	if (in == nullptr)
 		return 0;
 	knit_sandbox_t s;
@@ -250,10 +253,10 @@ int sandbox_take(const knit_sandbox_t *in, SandboxHost *out)
 	memcpy(&s, in, in->size);
 	if ((s.flags & ~kFlags) != 0)
 		return error_set(-KNIT_EINVAL, "sandbox->flags 0x%x has unknown bits", s.flags);
-	if (s.reserved0 != 0 || s.reserved1 != 0)
+	if (s.reserved0 != 0 || s.reserved2 != 0)
 		return error_set(-KNIT_EINVAL, "sandbox->reserved%d is %u, not 0",
-				 s.reserved0 != 0 ? 0 : 1,
-				 s.reserved0 != 0 ? s.reserved0 : s.reserved1);
+				 s.reserved0 != 0 ? 0 : 2,
+				 s.reserved0 != 0 ? s.reserved0 : s.reserved2);
 	const bool ll = (s.flags & KNIT_SANDBOX_LANDLOCK) != 0;
 	if (!ll && ((s.flags & KNIT_SANDBOX_LANDLOCK_BEST_EFFORT) != 0 ||
 		    s.landlock_ro != nullptr || s.landlock_rw != nullptr || s.landlock_abi != 0))
@@ -323,6 +326,11 @@ int sandbox_take(const knit_sandbox_t *in, SandboxHost *out)
 		out->boot.ll_need = best ? 0 : s.landlock_abi == 0 ? 1 : s.landlock_abi;
 		out->boot.ll_report = 1;
 	}
+	// Namespaces and the cgroup: their own rooms (a shorter struct: none).
+	if (const int rc = namespaces_take(s, &out->boot.namespaces); rc != 0)
+		return rc;
+	if (const int rc = cgroup_take(s, &out->cgroup); rc != 0)
+		return rc;
 	out->boot.on = 1;
 	out->boot.flags = s.flags;
 	out->boot.sets = s.seccomp_sets;
@@ -341,7 +349,10 @@ void sandbox_free(SandboxHost *s)
 	for (uint32_t i = 0; i < s->boot.nro + s->boot.nrw && s->paths != nullptr; i++)
 		free(s->paths[i]);
 	free(s->paths);
+	cgroup_free(&s->cgroup);
 	memset(s, 0, sizeof *s);
+	s->cgroup.procs_fd = -1;
+	s->boot.fd_cgroup = -1;
 }
 
 int sandbox_enter(const SandboxBoot &b, char *const *args, int32_t host, uint32_t *landlock_abi,

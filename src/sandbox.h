@@ -14,6 +14,8 @@
 // the calling thread, the worker's main thread that runs every task, and
 // the threads it starts later; a thread the task library's init started
 // before is not restricted (the seccomp filter covers every thread, TSYNC).
+// Its namespaces and cgroup come earlier, before the task library loads
+// (src/namespaces.h, src/cgroup.h: their own rooms).
 //
 // The seccomp filter is built and loaded by the knit-worker executable,
 // which alone links libseccomp (libknitting stays on libc and liburcu): it
@@ -26,6 +28,7 @@
 #include "src/common.h"
 
 #include "knitting.h"
+#include "src/cgroup.h"
 
 namespace knit::detail {
 
@@ -42,6 +45,10 @@ struct SandboxBoot {
 	uint32_t sets;
 	uint32_t nallow; // names on the command line after the task library
 	uint64_t rlimit_as, rlimit_cpu, rlimit_nofile, rlimit_nproc;
+	// Namespaces and the cgroup (src/namespaces.h, src/cgroup.h): entered
+	// by the worker before it loads the task library.
+	uint32_t namespaces; // enum knit_sandbox_namespaces
+	int32_t fd_cgroup;   // kBootFdCgroup: the pool cgroup's cgroup.procs; -1: none
 	// Landlock (flags & KNIT_SANDBOX_LANDLOCK): nro then nrw paths on the
 	// command line after the names. The worker refuses to boot with an ABI
 	// below ll_need (0: whatever the kernel has, best effort); ll_report 1:
@@ -54,8 +61,9 @@ struct SandboxBoot {
 // The host's copy (ProcHost::sandbox).
 struct SandboxHost {
 	SandboxBoot boot;
-	char **allow; // nallow names, malloc'd
-	char **paths; // nro read-only then nrw read-write paths, malloc'd
+	char **allow;      // nallow names, malloc'd
+	char **paths;      // nro read-only then nrw read-write paths, malloc'd
+	CgroupHost cgroup; // the pool's cgroup (src/cgroup.h); parent null: none
 };
 
 // Landlock's ruleset for one kernel: the ABI whose rights it uses (0:

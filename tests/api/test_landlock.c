@@ -372,10 +372,10 @@ KT(landlock, option_errors)
 	m = create_fails(&o, -KNIT_EINVAL);
 	cr_assert(strstr(m, "landlock_abi 8 is past") != NULL, "%s", m);
 	sb.landlock_abi = 0;
-	sb.reserved1 = 1;
+	sb.reserved2 = 1;
 	m = create_fails(&o, -KNIT_EINVAL);
-	cr_assert(strstr(m, "reserved1 is 1") != NULL, "%s", m);
-	sb.reserved1 = 0;
+	cr_assert(strstr(m, "reserved2 is 1") != NULL, "%s", m);
+	sb.reserved2 = 0;
 	/* Landlock's members without its flag. */
 	const char *const ok[] = {t.ro, NULL};
 	sb.flags = 0;

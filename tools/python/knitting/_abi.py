@@ -148,8 +148,13 @@ class Sandbox(C.Structure):
                 ("reserved0", C.c_uint32), ("seccomp_allow", C.POINTER(C.c_char_p)),
                 ("rlimit_as", C.c_uint64), ("rlimit_cpu", C.c_uint64),
                 ("rlimit_nofile", C.c_uint64), ("rlimit_nproc", C.c_uint64),
+                # namespaces and a cgroup (1.2)
+                ("namespaces", C.c_uint32), ("reserved1", C.c_uint32), ("cgroup", C.c_char_p),
+                ("cgroup_memory_max", C.c_uint64), ("cgroup_pids_max", C.c_uint64),
+                ("cgroup_cpu_max_us", C.c_uint32), ("cgroup_cpu_period_us", C.c_uint32),
+                # Landlock (1.2)
                 ("landlock_ro", C.POINTER(C.c_char_p)), ("landlock_rw", C.POINTER(C.c_char_p)),
-                ("landlock_abi", C.c_uint32), ("reserved1", C.c_uint32)]
+                ("landlock_abi", C.c_uint32), ("reserved2", C.c_uint32)]
 
 
 # C type name -> mirror (tests compare each against the C layout).
