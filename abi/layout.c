@@ -87,7 +87,7 @@ KNIT_AT(knit_pool_options_t, respawn_backoff_max_ms, 336); /* 1.2 */
 KNIT_AT(knit_pool_options_t, reserved4, 340);              /* 1.2 */
 
 /* knit_sandbox_t */
-KNIT_SIZE(knit_sandbox_t, 96);
+KNIT_SIZE(knit_sandbox_t, 120);
 KNIT_AT(knit_sandbox_t, size, 0);
 KNIT_AT(knit_sandbox_t, flags, 4);
 KNIT_AT(knit_sandbox_t, seccomp_sets, 8);
@@ -104,6 +104,10 @@ KNIT_AT(knit_sandbox_t, cgroup_memory_max, 72);
 KNIT_AT(knit_sandbox_t, cgroup_pids_max, 80);
 KNIT_AT(knit_sandbox_t, cgroup_cpu_max_us, 88);
 KNIT_AT(knit_sandbox_t, cgroup_cpu_period_us, 92);
+KNIT_AT(knit_sandbox_t, landlock_ro, 96);
+KNIT_AT(knit_sandbox_t, landlock_rw, 104);
+KNIT_AT(knit_sandbox_t, landlock_abi, 112);
+KNIT_AT(knit_sandbox_t, reserved2, 116);
 
 /* knit_request_t (an array element: frozen) */
 KNIT_SIZE(knit_request_t, 32);
@@ -157,7 +161,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 9184);
+KNIT_SIZE(knit_pool_stats_t, 9192);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -191,6 +195,8 @@ KNIT_AT(knit_pool_stats_t, worker, 6600);             /* 1.2 */
 KNIT_AT(knit_pool_stats_t, respawn_backoffs, 9160);   /* 1.2 */
 KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 9168); /* 1.2 */
 KNIT_AT(knit_pool_stats_t, cancel_kills, 9176);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, landlock_abi, 9184);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, reserved5, 9188);          /* 1.2 */
 
 /* knit_worker_stats_t (an array element: frozen) */
 KNIT_SIZE(knit_worker_stats_t, 40);

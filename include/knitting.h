@@ -309,10 +309,26 @@ enum knit_pool_info_flags {
  * a zero core-dump limit in every worker.
  */
 enum knit_sandbox_flags {
-	KNIT_SANDBOX_SECCOMP = 1u << 0 /* the seccomp allow-list: the default policy,
+	KNIT_SANDBOX_SECCOMP = 1u << 0, /* the seccomp allow-list: the default policy,
 					  plus seccomp_sets and seccomp_allow; any
 					  other syscall kills the worker (SIGSYS) */
+	/* Landlock: the worker opens files beneath landlock_ro and landlock_rw
+	 * only (every file right of the kernel's ABI), and cannot ptrace its
+	 * host (ABI 6: nor signal it); a kernel without Landlock, or below
+	 * landlock_abi: create fails with -KNIT_ESYSTEM. */
+	KNIT_SANDBOX_LANDLOCK = 1u << 1,
+	/* With LANDLOCK: such a kernel applies what it has, or nothing; the
+	 * pool runs, and knit_pool_stats_t.landlock_abi says which. */
+	KNIT_SANDBOX_LANDLOCK_BEST_EFFORT = 1u << 2
 };
+
+/* The highest Landlock ABI this library uses the rights of (landlock_abi's
+ * largest value). Since 1.2. */
+#define KNIT_LANDLOCK_ABI_MAX 7
+
+/* Most paths in landlock_ro and in landlock_rw, and the longest one. */
+#define KNIT_LANDLOCK_PATHS_MAX 64
+#define KNIT_LANDLOCK_PATH_MAX 4096
 
 enum knit_seccomp_sets {
 	KNIT_SECCOMP_FILES = 1u << 0,    /* open, stat, directories, rename, unlink ... */
@@ -347,6 +363,17 @@ typedef struct knit_sandbox {
 					  0 = unset */
 	uint32_t cgroup_cpu_period_us; /* cpu.max's period, µs (1000..1000000);
 					  0 = 100000 */
+	/* 1.2: Landlock (with KNIT_SANDBOX_LANDLOCK; a shorter struct = none). Each
+	 * list is NULL-terminated, of existing absolute paths, each a file or
+	 * a directory (and all beneath it); NULL = none. */
+	const char *const *landlock_ro; /* read (files, directories) and execute */
+	const char *const *landlock_rw; /* as ro, and write: create, remove, rename,
+					   truncate, make directories, ioctl on
+					   devices */
+	uint32_t landlock_abi;          /* the least Landlock ABI the kernel must have
+					   (its rights used, see knit_pool_create(3));
+					   0 = 1; at most KNIT_LANDLOCK_ABI_MAX */
+	uint32_t reserved2;             /* must be 0 */
 } knit_sandbox_t;
 
 /* 1.2: knit_sandbox_t.namespaces: each worker process in new namespaces of
@@ -641,6 +668,13 @@ typedef struct knit_pool_stats {
 					them (ms; not a measured time) */
 	uint64_t cancel_kills;       /* workers killed by knit_cancel
 					(KNIT_CANCEL_KILL) while they ran the call */
+	/* 1.2, process workers with KNIT_SANDBOX_LANDLOCK (a shorter struct
+	   omits them): the Landlock ABI the workers' sandbox applied, the least
+	   of the first workers' (a respawn applies at least as much); 0 = none
+	   (KNIT_SANDBOX_LANDLOCK_BEST_EFFORT on a kernel without Landlock, or
+	   Landlock not asked). */
+	uint32_t landlock_abi;
+	uint32_t reserved5; /* 0 */
 } knit_pool_stats_t;
 
 /* ------------------------------------------------------------------------ */

@@ -151,6 +151,23 @@ void boot_silent_end(ProcHost *h, uint32_t i, char *into)
 			 h->worker_path, si.si_status);
 }
 
+// A boot verdict that says ready: "ok\n", or from a worker told to say the
+// Landlock ABI it applied (SandboxBoot::ll_report) "ok landlock=N\n", N at
+// least the ABI it needed and at most KNIT_LANDLOCK_ABI_MAX, into
+// *landlock. Untrusted words: anything else is not ready.
+static_assert(KNIT_LANDLOCK_ABI_MAX <= 9, "the verdict's ABI is one digit");
+bool verdict_ready(const char *v, uint32_t n, const SandboxBoot &sb, uint32_t *landlock)
+{
+	if (sb.ll_report == 0)
+		return n >= 3 && memcmp(v, "ok\n", 3) == 0;
+	const char head[] = "ok landlock=";
+	const uint32_t k = sizeof head - 1;
+	if (n < k + 2 || memcmp(v, head, k) != 0 || v[k] < '0' || v[k] > '9' || v[k + 1] != '\n')
+		return false;
+	*landlock = (uint32_t)(v[k] - '0');
+	return *landlock >= sb.ll_need && *landlock <= KNIT_LANDLOCK_ABI_MAX;
+}
+
 // Spawn every worker and read each one's boot status until "ok" (or an
 // error, EOF, or kBootTimeoutNs). 0 or the create-time code, its message
 // in why (kErrorMax bytes): a worker's own words (untrusted: sanitised,
@@ -167,6 +184,7 @@ int boot_all(Pool *p, char *why)
 	bool open_[KNIT_MAX_WORKERS];
 	int rc = 0;
 	why[0] = 0;
+	uint32_t landlock = KNIT_LANDLOCK_ABI_MAX; // the least any worker applied
 	for (uint32_t i = 0; i < n; i++)
 		rd[i] = -1, got[i] = 0, open_[i] = false;
 	for (uint32_t i = 0; i < n && rc == 0; i++) {
@@ -228,7 +246,9 @@ int boot_all(Pool *p, char *why)
 			// A whole line, a full buffer or EOF: the verdict.
 			open_[i] = false;
 			msg[i][got[i]] = 0;
-			if (got[i] >= 3 && memcmp(msg[i], "ok\n", 3) == 0) {
+			uint32_t ll = 0;
+			if (verdict_ready(msg[i], got[i], h->boot.sandbox, &ll)) {
+				landlock = ll < landlock ? ll : landlock;
 				// A prefix program must stay the worker's parent (the
 				// worker checked at its start, knit-worker(8)); one that
 				// exited since, while its worker booted, forked it and
@@ -282,8 +302,16 @@ int boot_all(Pool *p, char *why)
 	for (uint32_t i = 0; i < n; i++)
 		if (rd[i] >= 0)
 			close(rd[i]);
-	if (rc != 0)
+	if (rc != 0) {
 		kill_all(p, n);
+	} else if (h->boot.sandbox.ll_report != 0) {
+		// What the stats say; every later worker (a respawn, a successor)
+		// applies at least as much or refuses to boot, and says nothing.
+		h->landlock_abi = landlock;
+		if (landlock > h->boot.sandbox.ll_need)
+			h->boot.sandbox.ll_need = landlock;
+		h->boot.sandbox.ll_report = 0;
+	}
 	return rc;
 }
 
@@ -1653,6 +1681,7 @@ void proc_stats(Pool *p, knit_pool_stats_t *s)
 	s->respawn_backoffs = knit_load_relaxed_64(&h->backoffs);
 	s->respawn_backoff_ms = knit_load_relaxed_64(&h->backoff_ms);
 	s->cancel_kills = knit_load_relaxed_64(&h->cancel_kills);
+	s->landlock_abi = h->landlock_abi; // set before create returned
 }
 
 // ---- the process backend of the worker seam (src/workers.h) -----------------------------

@@ -196,7 +196,9 @@ inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // 9: a page per steal consumer (fd_steal + c). 10: the successor of a
 // recycled worker (fd_go). 11: the sandbox (its names after the task
 // library on the command line). 12: its namespaces and cgroup (fd_cgroup).
-inline constexpr uint32_t kBootVersion = 12;
+// 13: Landlock (its paths after the names; "ok landlock=N" when asked,
+// SandboxBoot::ll_report).
+inline constexpr uint32_t kBootVersion = 13;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -293,7 +295,10 @@ struct ProcHost {
 	pid_t janitor;
 	int janitor_w; // our end of its pipe until it is told the name is made, or -1
 	bool inherit_env;
-	SandboxHost sandbox;  // the options' sandbox (src/sandbox.h), boot.on 0: none
+	SandboxHost sandbox; // the options' sandbox (src/sandbox.h), boot.on 0: none
+	// The Landlock ABI the first workers applied (the least; the monitor
+	// sets it before create returns), 0: none.
+	uint32_t landlock_abi;
 	uint32_t respawn_max; // crashes survived (0: none)
 	// Restarts (above; the monitor only, after boot).
 	int64_t window_ns;                    // respawn_window_ms, 0: the pool's life

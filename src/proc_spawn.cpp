@@ -249,7 +249,7 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	char arg1[] = "--knit-boot";
 	// With a prefix: PREFIX... WORKER --knit-boot HEX LIB, the prefix's
 	// first word run (searched in $PATH as execvp does).
-	char *argv[kPrefixMax + 5 + kSandboxAllowMax];
+	char *argv[kPrefixMax + 5 + kSandboxArgsMax];
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < h->nprefix; i++)
 		argv[k++] = h->prefix[i];
@@ -260,6 +260,9 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	// The sandbox's syscall names (b.sandbox.nallow of them, src/sandbox.h).
 	for (uint32_t i = 0; i < h->sandbox.boot.nallow; i++)
 		argv[k++] = h->sandbox.allow[i];
+	// Then Landlock's paths (nro read-only, nrw read-write).
+	for (uint32_t i = 0; i < h->sandbox.boot.nro + h->sandbox.boot.nrw; i++)
+		argv[k++] = h->sandbox.paths[i];
 	argv[k] = nullptr;
 	char *empty_env[] = {nullptr};
 	// What the worker is given, at the numbers it finds them on (proc.h).

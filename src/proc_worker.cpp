@@ -329,7 +329,9 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			"boot record of another libknitting version (protocol %u, this is %u)",
 			head_ok ? head[1] : 0, kBootVersion);
 	}
-	if (b.sandbox.nallow > kSandboxAllowMax || (uint32_t)argc != 4 + b.sandbox.nallow)
+	if (b.sandbox.nallow > kSandboxAllowMax || b.sandbox.nro > KNIT_LANDLOCK_PATHS_MAX ||
+	    b.sandbox.nrw > KNIT_LANDLOCK_PATHS_MAX ||
+	    (uint32_t)argc != 4 + b.sandbox.nallow + b.sandbox.nro + b.sandbox.nrw)
 		return boot_fail(KNIT_EPROTO, "boot record out of range (command line)");
 	if (b.nworkers == 0 || b.nworkers > KNIT_MAX_WORKERS || b.lane >= b.nworkers ||
 	    b.lanes_off > b.region_size || b.stride > b.region_size ||
@@ -578,14 +580,22 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// worker loop reads of the system (the online CPUs: /sys) it reads
 	// now, while it still may.
 	(void)spin_cap_of_machine();
+	uint32_t landlock_abi = 0;
 	{
 		char why_sb[kBootVerdictMax - 64];
-		const int src = sandbox_enter(b.sandbox, argv + 4, b.ppid, why_sb, sizeof why_sb);
+		const int src = sandbox_enter(b.sandbox, argv + 4, b.ppid, &landlock_abi, why_sb,
+					      sizeof why_sb);
 		if (src != 0)
 			return boot_fail(src, "sandbox: %s", why_sb);
 	}
 	if (g_status_fd >= 0) {
-		(void)!write(g_status_fd, "ok\n", 3);
+		// "ok\n", or with Landlock asked (its first workers) the ABI it
+		// applied: "ok landlock=N\n".
+		char ok[32];
+		const int n = b.sandbox.ll_report != 0
+				      ? snprintf(ok, sizeof ok, "ok landlock=%u\n", landlock_abi)
+				      : snprintf(ok, sizeof ok, "ok\n");
+		(void)!write(g_status_fd, ok, (size_t)n);
 		close(g_status_fd);
 		g_status_fd = -1;
 	}

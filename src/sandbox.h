@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: MIT
 // src/sandbox.h - a process pool's sandbox (knit_sandbox_t): the host takes
 // and checks the options (sandbox_take), hands them to each worker in its
-// boot record (SandboxBoot) and, for the syscall names, on its command line
-// after the task library; the worker enters the sandbox after the task
-// library's init and before it reports ready (sandbox_enter), in this
-// order: rlimits (and no core dumps), no_new_privs, the seccomp filter.
+// boot record (SandboxBoot) and, for the syscall names and then Landlock's
+// paths (read-only, then read-write), on its command line after the task
+// library; the worker enters the sandbox after the task library's init and
+// before it reports ready (sandbox_enter), in this order: no core dumps,
+// Landlock's ruleset built (its paths opened), the other rlimits,
+// no_new_privs, Landlock enforced, the seccomp filter (so Landlock's
+// syscalls are made before the filter exists, and it need not allow them).
+//
+// Landlock is made with raw syscalls (arch/) and the rights of the ABI the
+// kernel reports, up to KNIT_LANDLOCK_ABI_MAX (landlock_plan). It restricts
+// the calling thread, the worker's main thread that runs every task, and
+// the threads it starts later; a thread the task library's init started
+// before is not restricted (the seccomp filter covers every thread, TSYNC).
 // Its namespaces and cgroup come earlier, before the task library loads
 // (src/namespaces.h, src/cgroup.h: their own rooms).
 //
@@ -26,6 +35,8 @@ namespace knit::detail {
 // Most syscall names in seccomp_allow, and the longest.
 inline constexpr uint32_t kSandboxAllowMax = 256;
 inline constexpr uint32_t kSandboxNameMax = 64;
+// Most words the sandbox puts on a worker's command line.
+inline constexpr uint32_t kSandboxArgsMax = kSandboxAllowMax + 2 * KNIT_LANDLOCK_PATHS_MAX;
 
 // The fixed part, in the boot record (src/proc.h ProcBoot).
 struct SandboxBoot {
@@ -38,14 +49,38 @@ struct SandboxBoot {
 	// by the worker before it loads the task library.
 	uint32_t namespaces; // enum knit_sandbox_namespaces
 	int32_t fd_cgroup;   // kBootFdCgroup: the pool cgroup's cgroup.procs; -1: none
+	// Landlock (flags & KNIT_SANDBOX_LANDLOCK): nro then nrw paths on the
+	// command line after the names. The worker refuses to boot with an ABI
+	// below ll_need (0: whatever the kernel has, best effort); ll_report 1:
+	// its boot verdict says the ABI it applied ("ok landlock=N").
+	uint32_t nro, nrw;
+	uint32_t ll_need;
+	uint32_t ll_report;
 };
 
 // The host's copy (ProcHost::sandbox).
 struct SandboxHost {
 	SandboxBoot boot;
 	char **allow;      // nallow names, malloc'd
+	char **paths;      // nro read-only then nrw read-write paths, malloc'd
 	CgroupHost cgroup; // the pool's cgroup (src/cgroup.h); parent null: none
 };
+
+// Landlock's ruleset for one kernel: the ABI whose rights it uses (0:
+// none), the handled filesystem rights, the scopes, the size of the
+// ruleset attribute that ABI knows.
+struct LandlockPlan {
+	uint32_t abi;
+	uint64_t fs, fs_ro; // handled; granted beneath a read-only path
+	uint64_t scoped;
+	size_t attr_size;
+};
+
+// What to enforce on a kernel that answered `kernel` to Landlock's version
+// query (its ABI >= 1, or -errno) for a pool that needs ABI `need` (0: best
+// effort): 0 and *plan (plan->abi 0 when best effort found no Landlock),
+// or KNIT_ESYSTEM with why (why_size bytes).
+int landlock_plan(int kernel, uint32_t need, LandlockPlan *plan, char *why, size_t why_size);
 
 // knit_pool_create, process pools: check *in (its size, flags, sets,
 // names) and copy it into *out. 0, -KNIT_EVERSION, -KNIT_EINVAL,
@@ -60,10 +95,11 @@ void sandbox_free(SandboxHost *s);
 typedef int (*SeccompLoader)(uint32_t sets, const char *const *allow, uint32_t nallow, int32_t self,
 			     int32_t host, char *msg, size_t msg_size);
 
-// The worker, after init: enter the sandbox b describes (names: the
-// nallow syscall names). 0, or a knit code with why (why_size bytes).
-int sandbox_enter(const SandboxBoot &b, char *const *names, int32_t host, char *why,
-		  size_t why_size);
+// The worker, after init: enter the sandbox b describes (args: the nallow
+// syscall names, then the nro + nrw paths). 0 and *landlock_abi (the
+// Landlock ABI applied, 0: none), or a knit code with why (why_size bytes).
+int sandbox_enter(const SandboxBoot &b, char *const *args, int32_t host, uint32_t *landlock_abi,
+		  char *why, size_t why_size);
 
 } // namespace knit::detail
 

@@ -58,6 +58,11 @@ static inline long knit_syscall4(long nr, long a1, long a2, long a3, long a4)
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
 #endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
 
 /* eventfd2(2): returns the fd or -errno. */
 static inline int knit_sys_eventfd2(unsigned initval, int flags)
@@ -157,6 +162,25 @@ static inline int knit_sys_epoll_create1(int flags)
 static inline int knit_sys_epoll_ctl(int epfd, int op, int fd, void *ev)
 {
 	return (int)knit_syscall4(SYS_epoll_ctl, epfd, op, fd, (long)ev);
+}
+
+/* Landlock (Linux 5.13): landlock_create_ruleset(2) returns the ruleset's
+ * fd, or with attr NULL, size 0 and flags LANDLOCK_CREATE_RULESET_VERSION
+ * (1) the kernel's ABI; landlock_add_rule(2), landlock_restrict_self(2): 0.
+ * Else -errno (-ENOSYS: not built in; -EOPNOTSUPP: disabled at boot). `attr`
+ * is the call's struct, passed untyped (its size says which ABI's). */
+static inline int knit_sys_landlock_create_ruleset(const void *attr, size_t size, unsigned flags)
+{
+	return (int)knit_syscall3(SYS_landlock_create_ruleset, (long)attr, (long)size, (long)flags);
+}
+static inline int knit_sys_landlock_add_rule(int ruleset, int type, const void *attr,
+					     unsigned flags)
+{
+	return (int)knit_syscall4(SYS_landlock_add_rule, ruleset, type, (long)attr, (long)flags);
+}
+static inline int knit_sys_landlock_restrict_self(int ruleset, unsigned flags)
+{
+	return (int)knit_syscall2(SYS_landlock_restrict_self, ruleset, (long)flags);
 }
 
 #endif /* KNIT_ARCH_GENERIC_SYSCALL_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/stress/proc_sandbox_once.c - every call ends in exactly one
- * completion on a sandboxed process pool (KNIT_SANDBOX_SECCOMP) whose load
+ * completion on a sandboxed process pool (KNIT_SANDBOX_SECCOMP, and
+ * Landlock with no path, best effort: every respawn enters it) whose load
  * carries a violating call every 1000: proc_sandbox.so's "socket", which the
  * default policy forbids, among "echo" calls of i64 values.
  *
@@ -42,7 +43,9 @@ static int fail(const char *what, const char *topo)
 static int run(uint32_t topology, const char *worker, const char *lib, uint32_t n)
 {
 	const char *topo = topology == KNIT_TOPOLOGY_STEAL ? "steal" : "lanes";
-	knit_sandbox_t sb = {.size = sizeof sb, .flags = KNIT_SANDBOX_SECCOMP};
+	knit_sandbox_t sb = {.size = sizeof sb,
+			     .flags = KNIT_SANDBOX_SECCOMP | KNIT_SANDBOX_LANDLOCK |
+				      KNIT_SANDBOX_LANDLOCK_BEST_EFFORT};
 	knit_pool_options_t o;
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
@@ -143,8 +146,8 @@ static int run(uint32_t topology, const char *worker, const char *lib, uint32_t 
 	if (stress_children(NULL) != 0)
 		return fail("a child left after destroy", topo);
 	printf("%s: %u calls, %u violations (each killed and respawned its worker), %u echoes "
-	       "failed with a dead worker, 0 failures\n",
-	       topo, n, violations, lost_echoes);
+	       "failed with a dead worker, 0 failures; Landlock ABI %u\n",
+	       topo, n, violations, lost_echoes, s.landlock_abi);
 	return 0;
 }
 

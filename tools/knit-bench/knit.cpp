@@ -61,7 +61,7 @@ struct PoolSpec {
 	uint32_t info_flags = 0;     // KNIT_POOL_INFO_* (knit_completion_info(3))
 	uint64_t recycle_calls = 0;  // processes: recycle a worker after this many calls
 	uint32_t recycle_age_ms = 0; // processes: ... or this long after it took its lane
-	bool sandbox = false;        // processes: the seccomp sandbox's default policy
+	bool sandbox = false;        // processes: seccomp's default policy and Landlock
 };
 
 // The process cases' task library: knit-bench-tasks.so beside knit-bench.
@@ -86,13 +86,14 @@ knit_pool_t *make_pool(const PoolSpec &s)
 	o.spin_us = s.spin_us;
 	o.info_flags = s.info_flags;
 	const std::string lib = s.processes ? proc_task_library() : "";
-	// The sandbox's default policy and no_new_privs (libknitting(7),
-	// "Sandboxing"): the fast path makes no syscall, so its cost is the
-	// boot's and a parked worker's wake.
+	// The sandbox's default policy, Landlock with no path (best effort: a
+	// kernel without it runs the case unconfined) and no_new_privs
+	// (libknitting(7), "Sandboxing"): the fast path makes no syscall, so
+	// its cost is the boot's and a parked worker's wake.
 	knit_sandbox_t sb;
 	memset(&sb, 0, sizeof sb);
 	sb.size = sizeof sb;
-	sb.flags = KNIT_SANDBOX_SECCOMP;
+	sb.flags = KNIT_SANDBOX_SECCOMP | KNIT_SANDBOX_LANDLOCK | KNIT_SANDBOX_LANDLOCK_BEST_EFFORT;
 	if (s.processes) {
 		o.worker_kind = KNIT_WORKERS_PROCESSES;
 		o.task_library = lib.c_str();
@@ -857,13 +858,13 @@ void register_knit()
 		  {kP50, kP99, {"destroy_p50", "ns", Better::Lower, false}},
 		  [proc2] { return create_first(scale(50, 3), proc2); },
 		  "knit_pool_create (2 worker processes) to the first result; destroy"});
-	// The same process cases in the seccomp sandbox, each against its
+	// The same process cases in the sandbox (seccomp, Landlock), each against its
 	// unsandboxed twin (the ratio the sandbox's targets are about).
 	PoolSpec sbx1 = proc1, sbx2 = proc2;
 	sbx1.sandbox = sbx2.sandbox = true;
 	add_case({"knit.proc.sandbox.call.hot", "sbx_hot", "knit", "knit.proc.call.hot",
 		  with({kP50, kP99, kMean}), [sbx1] { return hot_call(scale(50000, 500), sbx1); },
-		  "knit_call, 1 sandboxed worker process (seccomp) spinning"});
+		  "knit_call, 1 sandboxed worker process (seccomp, Landlock) spinning"});
 	add_case({"knit.proc.sandbox.call.cold", "sbx_cold", "knit", "knit.proc.call.cold",
 		  with({kP50, kP99, kMean}),
 		  [sbx1] { return after_gap(scale(1000, 30), 300000, sbx1); },

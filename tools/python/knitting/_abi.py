@@ -124,7 +124,8 @@ class PoolStats(C.Structure):
         (n, C.c_uint64) for n in (
             "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
         ("worker", WorkerStats * KNIT_MAX_WORKERS)] + [
-        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")]
+        (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")] + [
+        ("landlock_abi", C.c_uint32), ("reserved5", C.c_uint32)]  # 1.2
 
 
 class CompletionInfo(C.Structure):  # 1.2
@@ -150,7 +151,10 @@ class Sandbox(C.Structure):
                 # namespaces and a cgroup (1.2)
                 ("namespaces", C.c_uint32), ("reserved1", C.c_uint32), ("cgroup", C.c_char_p),
                 ("cgroup_memory_max", C.c_uint64), ("cgroup_pids_max", C.c_uint64),
-                ("cgroup_cpu_max_us", C.c_uint32), ("cgroup_cpu_period_us", C.c_uint32)]
+                ("cgroup_cpu_max_us", C.c_uint32), ("cgroup_cpu_period_us", C.c_uint32),
+                # Landlock (1.2)
+                ("landlock_ro", C.POINTER(C.c_char_p)), ("landlock_rw", C.POINTER(C.c_char_p)),
+                ("landlock_abi", C.c_uint32), ("reserved2", C.c_uint32)]
 
 
 # C type name -> mirror (tests compare each against the C layout).
