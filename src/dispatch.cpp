@@ -255,6 +255,52 @@ void complete_now(Pool *p, Call *c, int32_t status)
 		host_event(p, true);
 }
 
+bool backlog_queue_idle(Pool *p); // below
+
+// The XOR of every ACK word of the steal submit lock (relaxed: only
+// compared with the holder's own earlier look; what placing then reads is
+// loaded afresh, with acquire, by the producer).
+uint32_t steal_acks_now(Pool *p)
+{
+	uint32_t x = 0;
+	for (uint32_t c = 0; c < p->nworkers; c++)
+		x ^= knit_load_relaxed_32(word_at(p->steal.ctl, steal_ack_offset(c)));
+	return x;
+}
+
+// Placing from the backlog stopped at a full submit lock (holder).
+void steal_note_full(Pool *p)
+{
+	p->steal.full = true;
+	p->steal.full_acks = steal_acks_now(p);
+}
+
+// Would a flush of the backlog before an enqueue only repeat the last one,
+// which stopped at a full submit lock (holder)? Yes while no push waits in
+// the multi-producer queue, no pinned call waits, no worker has claimed
+// since (every ACK word as it was: the producer's free set is the XOR of
+// them, and a claim frees the arena room its lanes held before it ACKs)
+// and no worker has published a result since (nothing to reap, so no
+// completion to hand out). Then the enqueue appends its call behind the
+// others and leaves the placing to the next flush that can place: the
+// stealing workers' next claim or result, the waiter's pass. Exact: what
+// it skips would place nothing and reap nothing. A relaxed look, renewed
+// by every pass (dispatch_pass clears it).
+bool steal_backlog_futile(Pool *p)
+{
+	if (!p->steal.on || !p->steal.full || p->pin_waiting != 0 || !backlog_queue_idle(p))
+		return false;
+	if (steal_acks_now(p) != p->steal.full_acks)
+		return false;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		const Lane *l = &p->lanes[i];
+		if (lane_state(l) != kLaneRetired && knit_load_relaxed_32(l->ret.publish_word()) !=
+							     knit_load_relaxed_32(&l->ret_seen))
+			return false;
+	}
+	return true;
+}
+
 // Place what fits from one backlog queue, in order, stopping at the first
 // call that cannot go now (holder only): every later call of the queue
 // wants the same lanes, so it could not go either. Each call is examined
@@ -285,8 +331,11 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		// late result is dropped.
 		if (!knit_load_relaxed_32(&c->completed)) {
 			int rc = place(p, c);
-			if (rc == -KNIT_EAGAIN)
+			if (rc == -KNIT_EAGAIN) {
+				if (p->steal.on)
+					steal_note_full(p);
 				break;
+			}
 			if (rc == 0) {
 				// The lane (or the inline FIFO) keeps it until its
 				// frame is reaped (or the inline lane ran it).
@@ -748,8 +797,10 @@ int dispatch_submit(Pool *p, Call *c)
 	bool placed_direct = false, queued = false;
 	if (dispatch_trylock(p)) {
 		// Most holds find nothing waiting (no push begun, both private
-		// lists empty): dispatch_flush_backlog() would do nothing.
-		if (!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0)
+		// lists empty): dispatch_flush_backlog() would do nothing. Nor
+		// one that would only stop where the last one stopped.
+		if ((!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0) &&
+		    !steal_backlog_futile(p))
 			dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
@@ -987,6 +1038,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 
 uint32_t dispatch_pass(Pool *p, bool with_inline)
 {
+	p->steal.full = false; // a pass always tries (steal_backlog_futile)
 	uint32_t produced = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		produced += lane_reap(p, &p->lanes[i]);

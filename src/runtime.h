@@ -430,6 +430,13 @@ struct StealHost {
 	// from then on an honest worker may be misled into running a call it
 	// does not hold, and its frame for one is dropped, not blamed.
 	bool misled;
+	// The backlog's placing last stopped at a full submit lock, and
+	// full_acks was the XOR of every ACK word then (dispatcher holder
+	// only; dispatch_backlog_futile): until a worker claims (an ACK
+	// toggles) or publishes a result, placing from the backlog again
+	// would stop at the same call. Cleared by every pass.
+	bool full;
+	uint32_t full_acks;
 };
 
 // ---- the pool ------------------------------------------------------------------------
