@@ -255,11 +255,74 @@ void complete_now(Pool *p, Call *c, int32_t status)
 		host_event(p, true);
 }
 
+bool backlog_queue_idle(Pool *p); // below
+
+// The XOR of every ACK word of the steal submit lock (relaxed: only
+// compared with the holder's own earlier look; what placing then reads is
+// loaded afresh, with acquire, by the producer).
+uint32_t steal_acks_now(Pool *p)
+{
+	uint32_t x = 0;
+	for (uint32_t c = 0; c < p->nworkers; c++)
+		x ^= knit_load_relaxed_32(word_at(p->steal.ctl, steal_ack_offset(c)));
+	return x;
+}
+
+// Placing from the shared backlog stopped with no room on any lane (the
+// steal submit lock, or every worker lane): note what would give room back
+// (holder).
+void backlog_note_full(Pool *p)
+{
+	p->backlog_full = true;
+	if (p->steal.on) {
+		p->steal.full_acks = steal_acks_now(p);
+		return;
+	}
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		Lane *l = &p->lanes[i];
+		const uint32_t *b = l->req.retire_word();
+		l->full_b = b != nullptr ? knit_load_relaxed_32(b) : 0;
+	}
+}
+
+// Would a flush of the backlog before an enqueue only repeat the last one,
+// which stopped with every lane full (holder)? Yes while no push waits in
+// the multi-producer queue, no pinned call waits, no worker has given
+// room back since (stealing: no claim, every ACK word as it was -- the
+// producer's free set is the XOR of them, and a claim frees the arena room
+// its lanes held before it ACKs; lanes: every request lock's B as it was)
+// and no worker has published a result since (nothing to reap, so no room
+// from a reap and no completion to hand out). Then the enqueue appends its
+// call behind the others and leaves the placing to the next flush that
+// can place: after the workers' next retire or result, or the waiter's
+// pass. Exact: what it skips would place nothing and reap nothing. A
+// relaxed look, renewed by every pass (dispatch_pass clears the mark).
+bool backlog_futile(Pool *p)
+{
+	if (!p->backlog_full || p->pin_waiting != 0 || p->nlanes != p->nworkers ||
+	    !backlog_queue_idle(p))
+		return false;
+	if (p->steal.on && steal_acks_now(p) != p->steal.full_acks)
+		return false;
+	for (uint32_t i = 0; i < p->nworkers; i++) {
+		const Lane *l = &p->lanes[i];
+		if (lane_state(l) == kLaneRetired)
+			continue;
+		const uint32_t *b = l->req.retire_word();
+		if (!p->steal.on && (b == nullptr || knit_load_relaxed_32(b) != l->full_b))
+			return false;
+		if (knit_load_relaxed_32(l->ret.publish_word()) !=
+		    knit_load_relaxed_32(&l->ret_seen))
+			return false;
+	}
+	return true;
+}
+
 // Place what fits from one backlog queue, in order, stopping at the first
 // call that cannot go now (holder only): every later call of the queue
 // wants the same lanes, so it could not go either. Each call is examined
 // once per placement, plus one head per pass: O(1) amortised per call.
-void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
+void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub, bool shared)
 {
 	Call *c;
 	// Taken out of backlog_count when the dispatcher is released, not per
@@ -285,8 +348,13 @@ void place_queue(Pool *p, Call **head, Call **tail, UnholdBatch *ub)
 		// late result is dropped.
 		if (!knit_load_relaxed_32(&c->completed)) {
 			int rc = place(p, c);
-			if (rc == -KNIT_EAGAIN)
+			if (rc == -KNIT_EAGAIN) {
+				// A pinned call found its own lane full (except
+				// stealing: one submit lock for every call).
+				if (shared || p->steal.on)
+					backlog_note_full(p);
 				break;
+			}
 			if (rc == 0) {
 				// The lane (or the inline FIFO) keeps it until its
 				// frame is reaped (or the inline lane ran it).
@@ -317,13 +385,13 @@ void place_backlog(Pool *p, UnholdBatch *ub)
 			Lane *l = &p->lanes[__builtin_ctzll(m)];
 			if (l->pin_head[k] == nullptr)
 				continue;
-			place_queue(p, &l->pin_head[k], &l->pin_tail[k], ub);
+			place_queue(p, &l->pin_head[k], &l->pin_tail[k], ub, false);
 			if (l->pin_head[0] == nullptr && l->pin_head[1] == nullptr &&
 			    l->pin_head[2] == nullptr)
 				p->pin_waiting &= ~(1ull << l->index);
 		}
 		if (p->pb_head[k] != nullptr) {
-			place_queue(p, &p->pb_head[k], &p->pb_tail[k], ub);
+			place_queue(p, &p->pb_head[k], &p->pb_tail[k], ub, true);
 			if (p->pb_head[k] == nullptr)
 				p->pb_waiting &= ~(1u << k);
 		}
@@ -748,8 +816,10 @@ int dispatch_submit(Pool *p, Call *c)
 	bool placed_direct = false, queued = false;
 	if (dispatch_trylock(p)) {
 		// Most holds find nothing waiting (no push begun, both private
-		// lists empty): dispatch_flush_backlog() would do nothing.
-		if (!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0)
+		// lists empty): dispatch_flush_backlog() would do nothing. Nor
+		// one that would only stop where the last one stopped.
+		if ((!backlog_queue_idle(p) || p->pb_waiting != 0 || p->pin_waiting != 0) &&
+		    !backlog_futile(p))
 			dispatch_flush_backlog(p);
 		if (dispatch_backlog_clear_for(p, c)) {
 			placed_direct = dispatch_place_new(p, c);
@@ -987,6 +1057,7 @@ bool dispatch_place_new(Pool *p, Call *c)
 
 uint32_t dispatch_pass(Pool *p, bool with_inline)
 {
+	p->backlog_full = false; // a pass always tries (backlog_futile)
 	uint32_t produced = 0;
 	for (uint32_t i = 0; i < p->nworkers; i++)
 		produced += lane_reap(p, &p->lanes[i]);

@@ -166,6 +166,8 @@ struct Lane {
 	uint32_t inflight;         // placed and not reaped (relaxed-readable for stats)
 	uint32_t ret_seen;         // ret.retired_mirror() after the last reap (atomic:
 				   // sleeping hosts compare it with the return lock's A)
+	uint32_t full_b;           // req's B when the backlog's placing last stopped at
+				   // every lane full (dispatcher-owned; dispatch.cpp)
 	uint32_t staged;           // frames staged in req, not flushed yet
 	uint32_t state;            // LaneState (written by the holder, relaxed-readable)
 	Call *inl_head, *inl_tail; // inline FIFO (inline lane)

@@ -204,6 +204,11 @@ public:
 	}
 	// The shared A word, for futex waits/wakes by the runtime (doorbell).
 	uint32_t *publish_word() const { return a_; }
+	// The shared B word (single consumer; nullptr before attach), for a
+	// relaxed look whether the consumer retired lanes since (the
+	// dispatcher's backlog, src/dispatch.cpp): only compared, never
+	// trusted for the free set (refresh() loads it with acquire).
+	const uint32_t *retire_word() const { return b_; }
 	// Give this lock's arena pages back above what is still in use and
 	// above `keep` bytes (ArenaProducer::trim). Producer thread only.
 	int trim_arena(Region *region, uint64_t keep) { return arena_.trim(region, keep); }

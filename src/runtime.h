@@ -430,6 +430,10 @@ struct StealHost {
 	// from then on an honest worker may be misled into running a call it
 	// does not hold, and its frame for one is dropped, not blamed.
 	bool misled;
+	// The backlog's placing last stopped at a full submit lock, and
+	// full_acks was the XOR of every ACK word then (dispatcher holder
+	// only; backlog_futile in src/dispatch.cpp).
+	uint32_t full_acks;
 };
 
 // ---- the pool ------------------------------------------------------------------------
@@ -566,10 +570,15 @@ struct alignas(128) Pool {
 	uint64_t st_class_enqueued[2];          // high and low calls accepted (under mu; normal:
 						// st_enqueued less these)
 	uint64_t backlog_visits; // dispatcher-owned: backlog calls placement examined
-	uint64_t wake_lanes;     // dispatcher-owned: lanes published, not yet looked
-				 // at for a parked worker (W1 in dispatch_unlock)
-	uint64_t room_lanes;     // dispatcher-owned: lanes given room back (B), the same
-	uint32_t inline_queued;  // calls in the inline FIFO (atomic, relaxed reads)
+	// Dispatcher-owned: the shared backlog's placing last stopped with
+	// every lane (the steal submit lock) full, as of StealHost::full_acks
+	// or each Lane::full_b; cleared by every pass (backlog_futile in
+	// src/dispatch.cpp).
+	bool backlog_full;
+	uint64_t wake_lanes;    // dispatcher-owned: lanes published, not yet looked
+				// at for a parked worker (W1 in dispatch_unlock)
+	uint64_t room_lanes;    // dispatcher-owned: lanes given room back (B), the same
+	uint32_t inline_queued; // calls in the inline FIFO (atomic, relaxed reads)
 
 	// The completion eventfd, written once (knit_completion_fd) and read
 	// by every worker after every result (worker_ring): on a block of its

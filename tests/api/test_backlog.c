@@ -357,3 +357,73 @@ static void refusals_keep_the_backlog_moving(bool burst)
 KT(backlog, refusals_keep_the_backlog_moving) { refusals_keep_the_backlog_moving(false); }
 
 KT(backlog, burst_refusals_keep_the_backlog_moving) { refusals_keep_the_backlog_moving(true); }
+
+/* Wait (bounded) until the pool's workers have run at least n calls. */
+static int ran_at_least(knit_pool_t *pool, uint64_t n)
+{
+	int64_t end = kt_now_ns() + (int64_t)(KT_BOUND_S / 4 * 1e9);
+	for (;;) {
+		knit_pool_stats_t s;
+		kt_stats(pool, &s);
+		uint64_t ran = 0;
+		for (uint32_t i = 0; i < s.lanes; i++)
+			ran += s.lane[i].calls;
+		if (ran >= n)
+			return 1;
+		if (kt_now_ns() >= end)
+			return 0;
+		kt_sleep_ms(1);
+	}
+}
+
+/* A thread that only enqueues (no knit_complete, so no pass) keeps its
+ * backlog moving: once the worker has given room back, its next enqueue
+ * places the calls that waited (and reaps what blocks the worker), so the
+ * worker never waits with calls left in the backlog for more than the
+ * lanes' worth the host is ahead. An enqueue that skips a flush because
+ * nothing could have changed since the last one stopped at full lanes
+ * must see the worker's room (its retire, its steal claim) as a change. */
+static void enqueuer_keeps_backlog_moving(uint32_t topology)
+{
+	enum { FIRST = 40, MORE = 100 };
+	knit_pool_options_t o;
+	kt_opts(&o, 1);
+	o.topology = topology;
+	knit_pool_t *pool = kt_pool(&o);
+	uint32_t echo = kt_id(pool, "echo");
+	kt_gate_close();
+	kt_enq(pool, kt_id(pool, "block"), kt_i64(5), (void *)(intptr_t)(FIRST + MORE + 1));
+	cr_assert(kt_wait_started(1));
+	/* More than the lanes hold: the rest waits in the backlog, whose
+	 * placing stops at the full lanes. */
+	for (int i = 0; i < FIRST; i++)
+		kt_enq(pool, echo, kt_i64(i), (void *)(intptr_t)(i + 1));
+	knit_pool_stats_t s;
+	kt_stats(pool, &s);
+	cr_assert_gt(s.backlog, 0, "nothing waited in the backlog");
+	kt_gate_open();
+	cr_assert(ran_at_least(pool, 2), "the worker ran nothing after the gate opened");
+	for (int i = 0; i < MORE; i++) {
+		kt_enq(pool, echo, kt_i64(FIRST + i), (void *)(intptr_t)(FIRST + i + 1));
+		/* The worker, given room, runs all but at most the lanes' worth. */
+		const uint64_t enqueued = 1 + FIRST + (uint64_t)i + 1;
+		cr_assert(ran_at_least(pool, enqueued - 33),
+			  "after %llu enqueues the worker stalled with calls in the backlog",
+			  (unsigned long long)enqueued);
+	}
+	static knit_completion_t out[FIRST + MORE + 1];
+	cr_assert_eq(kt_reap(pool, out, FIRST + MORE + 1), FIRST + MORE + 1);
+	for (int i = 0; i < FIRST + MORE + 1; i++)
+		cr_expect_eq(out[i].status, 0);
+	kt_destroy(pool);
+}
+
+KT(backlog, enqueuer_keeps_backlog_moving_lanes)
+{
+	enqueuer_keeps_backlog_moving(KNIT_TOPOLOGY_LANES);
+}
+
+KT(backlog, enqueuer_keeps_backlog_moving_steal)
+{
+	enqueuer_keeps_backlog_moving(KNIT_TOPOLOGY_STEAL);
+}

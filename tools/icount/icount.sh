@@ -1,13 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/icount/icount.sh LIBDIR [BATCHES] [BATCH_SIZE] [one|many|timed]: the host's
+# [WORKERS=N] [TOPOLOGY=auto|steal|lanes] tools/icount/icount.sh LIBDIR
+#     [BATCHES] [BATCH_SIZE] [one|many|timed|free]: the host's
 # instructions per call (callgrind, inclusive) in knit_enqueue (with "many":
 # knit_enqueue_many, one per batch), knit_complete and
-# knit_completion_release, for batches of no-op calls on a 1-worker pool
-# ("timed": as "one", on a pool with KNIT_POOL_INFO_TIMING),
-# against the libknitting in LIBDIR (a build/lib). Stable across the
-# machine's fast and slow modes, unlike knit-bench: use it to compare two
-# builds' per-call work (e.g. a base build's lib and this tree's build/lib).
+# knit_completion_release, for batches of no-op calls on a pool of WORKERS
+# workers (default 1) and topology TOPOLOGY (default auto)
+# ("timed": as "one", on a pool with KNIT_POOL_INFO_TIMING; "free": batches
+# of up to 1000 with no wait before the reap, as knit-bench's batch cases:
+# its instructions then depend on valgrind's schedule), against the
+# libknitting in LIBDIR (a build/lib). Stable across the machine's fast and
+# slow modes, unlike knit-bench: use it to compare two builds' per-call work
+# (e.g. a base build's lib and this tree's build/lib). Then the same run
+# outside valgrind prints the pool's counts per call (backlog passes, wakes,
+# parks, spins, steal claims; knit_pool_stats(3)) and its throughput.
 set -eu
 lib=$1 nb=${2:-2000} bs=${3:-32} mode=${4:-one}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,3 +33,4 @@ callgrind_annotate --inclusive=yes --auto=yes --threshold=100 "$tmp/cg.out" | se
 	      }
 	      printf "per call: knit_enqueue" (m == "many" ? "_many" : "") " %.1f  knit_complete %.1f  knit_completion_release %.1f  (completion side %.1f, all three %.1f)\n",
 	      e / n, c / n, r / n, (c + r) / n, (e + c + r) / n }'
+LD_LIBRARY_PATH=$lib "$tmp/icount" "$nb" "$bs" "$mode" | tail -n 1
