@@ -7,7 +7,7 @@
 // to tell an OOM kill (src/proc.cpp death_cause).
 //
 // Placement: the host opens the child's cgroup.procs (write only) and
-// hands it to each worker it spawns (src/proc_spawn.cpp, kBootFdCgroup);
+// hands it to each worker it spawns (src/proc_spawn.cpp, boot_fd_cgroup);
 // the worker writes "0" into it (cgroup_enter) first thing after its boot
 // record is read, before the task library is loaded: no code of the
 // library ever runs outside the pool's cgroup, and what a task forks is

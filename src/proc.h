@@ -197,8 +197,10 @@ inline constexpr uint32_t kBootMagic = 0x6B6E6974u; // "knit"
 // recycled worker (fd_go). 11: the sandbox (its names after the task
 // library on the command line). 12: its namespaces and cgroup (fd_cgroup).
 // 13: Landlock (its paths after the names; "ok landlock=N" when asked,
-// SandboxBoot::ll_report).
-inline constexpr uint32_t kBootVersion = 13;
+// SandboxBoot::ll_report). 14: fd_go right after the steal pages
+// (boot_fd_go) and fd_cgroup right after it (boot_fd_cgroup), no longer at
+// fixed numbers above every possible one.
+inline constexpr uint32_t kBootVersion = 14;
 inline constexpr int kBootFdRegion = 3; // the memfd, in the worker
 inline constexpr int kBootFdStatus = 4; // the boot status pipe (first boot only)
 inline constexpr int kBootFdBridge = 5; // the lane's bridge eventfd
@@ -207,12 +209,20 @@ inline constexpr int kBootFdLane = 7;   // isolation: the worker's own lane page
 // Isolation, stealing: consumer c's page of the steal control block at
 // kBootFdSteal + c (c < nworkers): its own read-write, its peers' read-only.
 inline constexpr int kBootFdSteal = 8;
-// A recycled worker's successor: the go pipe (fd_go), above every
-// consumer page's number.
-inline constexpr int kBootFdGo = kBootFdSteal + KNIT_MAX_WORKERS;
+// A recycled worker's successor: the go pipe (fd_go), the first number
+// after the descriptors it is given (the consumer pages, steal_pages of
+// them: the pool's workers with stealing under isolation, else none), so
+// the spawn leaves no gap below it to close number by number (each such
+// close is a file action, and a syscall in the child, on every recycle).
+inline constexpr int boot_fd_go(uint32_t steal_pages) { return kBootFdSteal + (int)steal_pages; }
 // The pool's cgroup (knit_sandbox_t.cgroup): its cgroup.procs, which the
-// worker writes itself into before it loads the task library (src/cgroup.h).
-inline constexpr int kBootFdCgroup = kBootFdGo + 1;
+// worker writes itself into before it loads the task library
+// (src/cgroup.h): the number after the go pipe (after the consumer pages
+// when there is none), for the same reason.
+inline constexpr int boot_fd_cgroup(uint32_t steal_pages, bool go)
+{
+	return boot_fd_go(steal_pages) + (go ? 1 : 0);
+}
 // A worker's ring page (src/wake.h, "process pools"): its own doorbell
 // words, in a memfd of their own that only the host and that worker map.
 inline constexpr uint64_t kRingBytes = 4096;
@@ -259,7 +269,7 @@ struct ProcBoot {
 	uint32_t line_nonce;
 	// KNIT_PROC_NAMED_SHM: the object to open (else empty: fd kBootFdRegion).
 	char shm_name[kShmNameMax];
-	// kBootFdGo for the successor of a worker being recycled, else -1. It
+	// boot_fd_go() for the successor of a worker being recycled, else -1. It
 	// loads the task library, checks the table, reports "ok" on its status
 	// pipe and then waits, mapping nothing of the pool, until the host
 	// writes its line's open word (4 bytes, S11) on this pipe: the lane is
@@ -352,7 +362,7 @@ struct ProcHost {
 	// Recycling (src/lane.h "Recycling"; the monitor only, unless noted).
 	// Each lane's successor while one is on its way: its pid and pidfd, the
 	// read end of its boot status pipe until its verdict, the write end of
-	// its go pipe (kBootFdGo), and whether it reported ready.
+	// its go pipe (boot_fd_go), and whether it reported ready.
 	pid_t spare_pid[KNIT_MAX_WORKERS];
 	int spare_pidfd[KNIT_MAX_WORKERS];
 	int spare_rd[KNIT_MAX_WORKERS];

@@ -241,8 +241,14 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 	// it, on this thread); the first workers serve theirs from the start.
 	// A successor (go_r) learns it on its go pipe.
 	b.line_nonce = respawn ? knit_load_relaxed_32(&p->lanes[lane].line_nonce) : 0;
-	b.fd_go = go_r >= 0 ? kBootFdGo : -1;
-	b.sandbox.fd_cgroup = h->sandbox.cgroup.procs_fd >= 0 ? kBootFdCgroup : -1;
+	// The consumer pages it is given (below), and the go pipe right after.
+	const uint32_t steal_pages =
+		p->isolated && p->steal.on
+			? (p->nworkers < kMaxStealConsumers ? p->nworkers : kMaxStealConsumers)
+			: 0;
+	b.fd_go = go_r >= 0 ? boot_fd_go(steal_pages) : -1;
+	b.sandbox.fd_cgroup =
+		h->sandbox.cgroup.procs_fd >= 0 ? boot_fd_cgroup(steal_pages, go_r >= 0) : -1;
 	char hex[2 * sizeof(ProcBoot) + 1];
 	hex_encode(&b, sizeof b, hex);
 	char arg0[] = "knit-worker";
@@ -279,14 +285,13 @@ int spawn_worker(Pool *p, uint32_t lane, int status_w, char *why, bool respawn, 
 		{p->isolated ? h->lane_fd[lane] : -1, kBootFdLane},
 	};
 	uint32_t ngive = 5;
-	if (p->isolated && p->steal.on)
-		for (uint32_t c = 0; c < p->nworkers && c < kMaxStealConsumers; c++)
-			give[ngive++] = {c == lane ? h->steal_fd[c] : h->steal_ro[c],
-					 kBootFdSteal + (int)c};
+	for (uint32_t c = 0; c < steal_pages; c++)
+		give[ngive++] = {c == lane ? h->steal_fd[c] : h->steal_ro[c],
+				 kBootFdSteal + (int)c};
 	if (go_r >= 0)
-		give[ngive++] = {go_r, kBootFdGo};
+		give[ngive++] = {go_r, b.fd_go};
 	if (h->sandbox.cgroup.procs_fd >= 0)
-		give[ngive++] = {h->sandbox.cgroup.procs_fd, kBootFdCgroup};
+		give[ngive++] = {h->sandbox.cgroup.procs_fd, b.sandbox.fd_cgroup};
 	int tmp[7 + kMaxStealConsumers];
 	int err = 0; // the errno of a failure, for the message
 	int rc = hand_over_dup(give, ngive, tmp, &err);

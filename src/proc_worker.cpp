@@ -286,11 +286,13 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		// namespace wants none) and the task library (src/namespaces.h).
 		{
 			char why_ns[kBootVerdictMax - 64];
-			if (b.sandbox.fd_cgroup != -1 && b.sandbox.fd_cgroup != kBootFdCgroup)
+			if (b.sandbox.fd_cgroup != -1 &&
+			    b.sandbox.fd_cgroup !=
+				    boot_fd_cgroup(b.fd_steal >= 0 ? b.nworkers : 0, b.fd_go >= 0))
 				return boot_fail(KNIT_EPROTO, "boot record out of range (cgroup)");
 			int nrc = 0;
 			if (b.sandbox.fd_cgroup >= 0)
-				nrc = cgroup_enter(kBootFdCgroup, why_ns, sizeof why_ns);
+				nrc = cgroup_enter(b.sandbox.fd_cgroup, why_ns, sizeof why_ns);
 			if (nrc == 0)
 				nrc = namespaces_enter(b.sandbox.namespaces, why_ns, sizeof why_ns);
 			if (nrc != 0)
@@ -442,7 +444,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	if (p->ntasks != b.ntasks || task_table_hash(p->tasks, p->ntasks) != b.table_hash)
 		return boot_fail(KNIT_EPROTO,
 				 "the task library's table differs from the host's (%s)", argv[3]);
-	if (b.fd_go >= 0 && (b.fd_go != kBootFdGo || g_status_fd < 0))
+	// The go pipe follows the consumer pages we were given (fd_steal:
+	// stealing under isolation, one per worker), as the host numbers it.
+	if (b.fd_go >= 0 &&
+	    (b.fd_go != boot_fd_go(b.fd_steal >= 0 ? b.nworkers : 0) || g_status_fd < 0))
 		return boot_fail(KNIT_EPROTO, "boot record out of range");
 	p->abort_words = word_at(base, b.abort_off);
 	p->abort_nwords = (p->cfg.abort_capacity + 31) / 32;
@@ -609,7 +614,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		uint32_t nonce = 0;
 		size_t got = 0;
 		while (got < sizeof nonce) {
-			const ssize_t n = read(kBootFdGo, reinterpret_cast<char *>(&nonce) + got,
+			const ssize_t n = read(b.fd_go, reinterpret_cast<char *>(&nonce) + got,
 					       sizeof nonce - got);
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -621,7 +626,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			}
 			got += (size_t)n;
 		}
-		close(kBootFdGo);
+		close(b.fd_go);
 		l->line_wait = nonce;
 		if ((rc = attach_lane()) != 0)
 			return rc;

@@ -48,7 +48,7 @@ struct SandboxBoot {
 	// Namespaces and the cgroup (src/namespaces.h, src/cgroup.h): entered
 	// by the worker before it loads the task library.
 	uint32_t namespaces; // enum knit_sandbox_namespaces
-	int32_t fd_cgroup;   // kBootFdCgroup: the pool cgroup's cgroup.procs; -1: none
+	int32_t fd_cgroup;   // boot_fd_cgroup: the pool cgroup's cgroup.procs; -1: none
 	// Landlock (flags & KNIT_SANDBOX_LANDLOCK): nro then nrw paths on the
 	// command line after the names. The worker refuses to boot with an ABI
 	// below ll_need (0: whatever the kernel has, best effort); ll_report 1:

@@ -174,6 +174,15 @@ void account(Meas &m, const Snap &a, const Snap &b, uint64_t calls, const char *
 	// Calls that found no free slot and waited in the backlog (placed on a
 	// second look): the host's extra work when it outruns the workers.
 	m.counts["backlogged"] += (double)(b.s.backlogged - a.s.backlogged);
+	// Process pools that recycle: the recycles and the spawns that really
+	// happened (a mark of recycle_calls is reached again while the last
+	// successor still boots: a recycle lags behind its mark by a boot).
+	const uint64_t recycles = b.s.recycles_calls + b.s.recycles_rss + b.s.recycles_age -
+				  a.s.recycles_calls - a.s.recycles_rss - a.s.recycles_age;
+	if (recycles != 0 || b.s.spawns != a.s.spawns) {
+		m.counts["recycles"] += (double)recycles;
+		m.counts["spawns"] += (double)(b.s.spawns - a.s.spawns);
+	}
 	check(b.s.enqueued - a.s.enqueued == calls, "%s: enqueued %llu, expected %llu", what,
 	      (unsigned long long)(b.s.enqueued - a.s.enqueued), (unsigned long long)calls);
 	check(b.s.completed - a.s.completed == calls, "%s: completed %llu, expected %llu", what,
@@ -451,6 +460,12 @@ Meas create_first(int n, const PoolSpec &spec = {})
 {
 	Meas m;
 	std::vector<double> destroy;
+	// Process pools: the CPU time of a worker process's whole life (spawn,
+	// exec, dynamic loading, mapping, task-table check, one call, exit),
+	// user and system, as the kernel accounts its reaped children: what
+	// every boot of a successor costs the machine, whatever its load.
+	rusage c0, c1;
+	getrusage(RUSAGE_CHILDREN, &c0);
 	for (int i = 0; i < n; i++) {
 		uint64_t t0 = now_ns();
 		knit_pool_t *p = make_pool(spec);
@@ -461,6 +476,14 @@ Meas create_first(int n, const PoolSpec &spec = {})
 		m.samples.push_back((double)(t1 - t0));
 	}
 	m.extra["destroy_p50"] = median(destroy);
+	if (spec.processes) {
+		getrusage(RUSAGE_CHILDREN, &c1);
+		const auto us = [](const rusage &r) {
+			return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 +
+			       (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+		};
+		m.extra["worker_cpu_us"] = (us(c1) - us(c0)) / ((double)n * spec.workers);
+	}
 	return m;
 }
 
@@ -838,12 +861,34 @@ void register_knit()
 	PoolSpec proc1_r100 = proc1;
 	proc1_r100.recycle_calls = 100;
 	add_case({"knit.proc.batch1000.recycle100", "proc_batch", "knit", "knit.proc.batch1000",
-		  with({kTput}),
+		  with({kTput, per_call("recycles"), per_call("spawns")}),
 		  [proc1_r100] {
 			  return batch(1000, scale(100, 2), kNop, 0, proc1_r100,
 				       "proc batch, recycle every 100");
 		  },
 		  "batch of 1000 no-op calls, 1 worker process recycled every 100 calls"});
+	// The same recycle mark where a recycle can keep to it: calls of
+	// ~200 us, so 100 of them (20 ms) outlast a boot (a few ms) and each
+	// batch recycles ~10 workers, one per ~100 calls (the recycles count).
+	// At no-op calls the mark comes back long before the successor booted:
+	// the case above recycles as fast as workers boot, and each recycle
+	// costs ~1.5-2 ms of the two CPUs' time against ~10 us of calls
+	// (tools/knit-bench/README.md, "What a recycle costs").
+	const int long_us = scale(200, 2);
+	add_case({"knit.proc.batch1000.long", "proc_batch_long", "knit", "", with({kTput}),
+		  [proc1, long_us] {
+			  return batch(1000, scale(3, 1), kSpin, long_us * lcg_rounds_per_us(),
+				       proc1, "proc batch of 200 us calls");
+		  },
+		  "batch of 1000 calls of ~200 us, 1 worker process"});
+	add_case({"knit.proc.batch1000.long.recycle100", "proc_batch_long", "knit",
+		  "knit.proc.batch1000.long",
+		  with({kTput, per_call("recycles"), per_call("spawns")}),
+		  [proc1_r100, long_us] {
+			  return batch(1000, scale(3, 1), kSpin, long_us * lcg_rounds_per_us(),
+				       proc1_r100, "proc batch of 200 us calls, recycle every 100");
+		  },
+		  "batch of 1000 calls of ~200 us, 1 worker process recycled every 100 calls"});
 	PoolSpec proc1_age = proc1;
 	proc1_age.recycle_age_ms = 20;
 	add_case({"knit.proc.call.hot.recycle_age", "proc_hot", "knit", "knit.proc.call.hot",
@@ -855,7 +900,10 @@ void register_knit()
 		  "proc_create",
 		  "knit",
 		  "knit.create_first_result",
-		  {kP50, kP99, {"destroy_p50", "ns", Better::Lower, false}},
+		  {kP50,
+		   kP99,
+		   {"destroy_p50", "ns", Better::Lower, false},
+		   {"worker_cpu_us", "us", Better::Lower, false}},
 		  [proc2] { return create_first(scale(50, 3), proc2); },
 		  "knit_pool_create (2 worker processes) to the first result; destroy"});
 	// The same process cases in the sandbox (seccomp, Landlock), each against its

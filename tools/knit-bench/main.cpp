@@ -139,7 +139,10 @@ std::string fmt_value(double v, const std::string &unit)
 		else
 			snprintf(b, sizeof b, "%.0f ns", v);
 	} else if (unit == "calls/s") {
-		snprintf(b, sizeof b, "%.2f M/s", v / 1e6);
+		if (v >= 1e5)
+			snprintf(b, sizeof b, "%.2f M/s", v / 1e6);
+		else
+			snprintf(b, sizeof b, "%.2f k/s", v / 1e3); // long calls
 	} else if (unit == "x") {
 		snprintf(b, sizeof b, "%.3fx", v);
 	} else if (unit == "%") {

@@ -52,7 +52,7 @@
 
 #define FORGE_KEY 0x5bd1e9955bd1e995ull
 #define BOOT_MAGIC 0x6B6E6974u   /* kBootMagic */
-#define BOOT_VERSION 13u         /* kBootVersion */
+#define BOOT_VERSION 14u         /* kBootVersion */
 #define LANE_OFF_RET_LOCK 22272u /* kLaneOffRetLock */
 #define LOCK_OFF_B 128u          /* kLockOffB (kLockOffA is 0) */
 #define BLOCK 128u               /* kBlock */

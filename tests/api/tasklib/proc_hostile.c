@@ -67,7 +67,7 @@
 #define STEAL_OFF_ACK 4096u     /* steal_ack_offset(0): ACK[c] | CLAIM[c] << 32 */
 #define STEAL_OFF_WANT 4224u    /* steal_want_offset(0) */
 #define BOOT_MAGIC 0x6B6E6974u  /* kBootMagic */
-#define BOOT_VERSION 13u        /* kBootVersion: bump with src/proc.h's ProcBoot */
+#define BOOT_VERSION 14u        /* kBootVersion: bump with src/proc.h's ProcBoot */
 #define POOL_OFF_EFD 64u        /* kPoolOffEfdFlag */
 #define RING_OFF_EFD 256u       /* kRingOffEfd */
 #define FD_BRIDGE 5             /* kBootFdBridge */
