@@ -479,12 +479,14 @@ abi-baseline: $(LIB_LINK)
 	abidw $(ABIDW_FLAGS) $(LIB_SO) > $(ABI_BASELINE)
 
 # man-check: every exported function has a page; every page is mandoc-clean
-# and its footer names $(VERSION); the tools' --version print $(VERSION).
+# and its footer names $(VERSION); the tools' --version print $(VERSION);
+# the seccomp policy the pages list is the filter's (tests/seccomp-doc.sh).
 # man-version: write $(VERSION) into every page's footer (after a version
 # bump in include/knitting.h; man-check fails until then).
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO) $(MAN_TOOLS)
+	$(Q)$(RUN) $(SP)man seccomp-policy -- tests/seccomp-doc.sh
 	$(Q)$(call SUMMARY,0,$(SP)man)
 man-version:
 	$(Q)find man -type f -name '*.[1-8]' -exec sed -i \
