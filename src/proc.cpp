@@ -514,13 +514,15 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 			loss->death.sys = sys;
 		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
 	}
+	const bool violation = !clean && loss->death.cause == KNIT_DEATH_SANDBOX;
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
 				    proto                                 ? KNIT_TRACE_EXIT_PROTO
 				    : killed                              ? KNIT_TRACE_EXIT_KILLED
 				    : clean                               ? KNIT_TRACE_EXIT_STOPPED
 				    : loss->death.cause == KNIT_DEATH_OOM ? KNIT_TRACE_EXIT_OOM
+				    : violation                           ? KNIT_TRACE_EXIT_SANDBOX
 									  : exit_cause(si, false),
-				    si.si_status);
+				    violation ? (int32_t)loss->death.sys - 1 : si.si_status);
 	const bool counted = !killed && !clean;
 	const bool budget = !counted || ending || crash_within_budget(h, d->at);
 	if (!budget) {

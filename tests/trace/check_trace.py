@@ -176,11 +176,12 @@ def main():
         ends = sum(tot.get(k, 0) for k in ("proc_exit_stopped", "proc_died_signal",
                                            "proc_died_status", "proc_killed",
                                            "proc_killed_protocol", "proc_killed_oom",
-                                           "proc_exit_other"))
+                                           "proc_killed_sandbox", "proc_exit_other"))
         started = stats["workers"] if stats.get("late") else stats["spawns"]
         eq(ends, started, "worker processes reaped (every cause)")
         eq(tot.get("proc_died_signal", 0) + tot.get("proc_died_status", 0) +
-           tot.get("proc_killed_protocol", 0) + tot.get("proc_killed_oom", 0), stats["crashes"],
+           tot.get("proc_killed_protocol", 0) + tot.get("proc_killed_oom", 0) +
+           tot.get("proc_killed_sandbox", 0), stats["crashes"],
            "worker process deaths (signal + exit + protocol) == pool crashes")
         killed = sum(ls.get("killed", 0) for ls in stats["lanes"])
         eq(tot.get("proc_died_signal", 0), killed, "worker processes killed by a signal")
