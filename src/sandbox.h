@@ -25,7 +25,11 @@
 // its mark, this architecture's AUDIT_ARCH and a number below
 // kSysnameMax, and zeroes it. The record is the worker's word: a hostile
 // task can name a syscall other than the one it made, for its own call
-// only; the name is the host's (src/sysname.h), never the worker's.
+// only (without isolation, src/proc.h, every worker maps every lane block,
+// so a peer's record could name one for another worker's SIGSYS death);
+// the name is the host's (src/sysname.h), never the worker's. A handler
+// that cannot run (a task's stack pointer gone bad) ends the worker by
+// SIGSEGV instead: a KNIT_DEATH_SIGNAL.
 //
 // The seccomp filter is built and loaded by the knit-worker executable,
 // which alone links libseccomp (libknitting stays on libc and liburcu): it

@@ -61,13 +61,13 @@ void test_bad_records_are_unknown(void **)
 		uint32_t arch;
 		bool sigsys;
 	} bad[] = {
-		{kTrapMark, SYS_socket, arch, false},           // not a SIGSYS death
-		{kTrapMark + 1, SYS_socket, arch, true},        // no mark
-		{0, SYS_socket, arch, true},                    // nothing written
+		{kTrapMark, SYS_socket, arch, false},              // not a SIGSYS death
+		{kTrapMark + 1, SYS_socket, arch, true},           // no mark
+		{0, SYS_socket, arch, true},                       // nothing written
 		{kTrapMark, SYS_socket, arch ^ 0x40000000u, true}, // another arch
-		{kTrapMark, SYS_socket, 0, true},               // no arch
-		{kTrapMark, -1, arch, true},                    // negative
-		{kTrapMark, kSysnameMax, arch, true},           // past the range
+		{kTrapMark, SYS_socket, 0, true},                  // no arch
+		{kTrapMark, -1, arch, true},                       // negative
+		{kTrapMark, kSysnameMax, arch, true},              // past the range
 		{kTrapMark, INT32_MIN, arch, true},
 	};
 	for (auto &b : bad) {
