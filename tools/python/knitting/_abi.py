@@ -143,6 +143,11 @@ class TaskLibrary(C.Structure):
                 ("init", C.c_void_p), ("fini", C.c_void_p)]
 
 
+# knit_sandbox_t's seccomp flag and sets (1.2).
+KNIT_SANDBOX_SECCOMP = 1
+KNIT_SECCOMP_FILES, KNIT_SECCOMP_NETWORK, KNIT_SECCOMP_PROCESSES = 1, 2, 4
+
+
 class Sandbox(C.Structure):
     """knit_sandbox_t (1.2): a process pool's sandbox (PoolOptions.sandbox points to one)."""
     _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("seccomp_sets", C.c_uint32),
