@@ -622,18 +622,18 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
 check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN)) \
-		$(KW_BIN) $(B)/tests/lib/proc_tasks.so
+		$(KW_BIN) $(B)/tests/lib/proc_tasks.so $(B)/tests/lib/proc_sandbox.so
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(if $(HAVE_KT),$(RUN) $(SP)trace bpf-arches -- $(MAKE) --no-print-directory -B $(KT_OUT)/bpf-arches.ok)
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)for t in lanes steal inline proc-lanes proc-steal proc-respawn; do \
+	$(Q)for t in lanes steal inline proc-lanes proc-steal proc-respawn proc-sandbox; do \
 		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
 	done
 	$(Q)for t in lanes steal proc-lanes proc-steal; do \
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
 	$(Q)$(RUN) $(SP)trace pool-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --arg proc-late
-	$(Q)for t in lanes steal inline proc-steal proc-respawn; do \
+	$(Q)for t in lanes steal inline proc-steal proc-respawn proc-sandbox; do \
 		$(RUN) $(SP)trace text-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --text --arg $$t; \
 	done
 	$(Q)$(RUN) $(SP)trace text-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --text --arg proc-late
