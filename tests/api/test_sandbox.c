@@ -221,6 +221,45 @@ KT(sandbox, seccomp_allow_by_name_and_set)
 	kt_destroy(p);
 }
 
+/* The call's info says the sandbox killed its worker for `syscall`. */
+static void violated(knit_pool_t *p, knit_completion_t *c, const char *what, const char *syscall)
+{
+	cr_assert_eq(c->status, -KNIT_ECRASHED, "%s: status %d", what, c->status);
+	knit_completion_info_t info = {.size = sizeof info};
+	cr_assert_eq(knit_completion_info(p, c, &info), 0, "%s: no info", what);
+	cr_assert_eq(info.death, KNIT_DEATH_SANDBOX, "%s: cause %u", what, info.death);
+	cr_assert_str_eq(info.syscall_name, syscall, "%s", what);
+	knit_completion_release(p, c);
+}
+
+KT(sandbox, processes_set_still_keeps_the_host_and_groups_out)
+{
+	knit_sandbox_t sb = {.size = sizeof sb,
+			     .flags = KNIT_SANDBOX_SECCOMP,
+			     .seccomp_sets = KNIT_SECCOMP_PROCESSES};
+	knit_pool_t *p = sb_pool(&sb, SB_LIB);
+	knit_completion_t c = run(p, "fork", kt_i64(2));
+	cr_assert_eq(c.status, 0, "fork with the processes set: %s", knit_strerror(c.status));
+	cr_assert_eq(c.result.i64, 2);
+	const int64_t host = getpid();
+	c = run(p, "kill_host", kt_i64(host));
+	violated(p, &c, "kill(host)", "kill");
+	/* Its own group: allowed, and the host is not in it (a worker starts
+	 * a session of its own). */
+	c = run(p, "kill_host", kt_i64(0));
+	cr_assert_eq(c.status, 0, "kill(0): %s", knit_strerror(c.status));
+	c = run(p, "kill_host", kt_i64(-1));
+	violated(p, &c, "kill(-1): every process", "kill");
+	c = run(p, "kill_host", kt_i64(-(int64_t)getpgid(0)));
+	violated(p, &c, "kill(-host's group)", "kill");
+	c = run(p, "kill_host", kt_i64(getppid()));
+	cr_assert_eq(c.status, 0, "kill of another pid (the host's parent, signal 0): %s",
+		     knit_strerror(c.status));
+	still_serves(p);
+	cr_assert_eq(violations(p), 3);
+	kt_destroy(p);
+}
+
 KT(sandbox, init_file_used_after_the_filter_closed)
 {
 	char dir[] = "/tmp/knit-sandbox-XXXXXX";

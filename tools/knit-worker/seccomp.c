@@ -155,14 +155,23 @@ static int build(scmp_filter_ctx ctx, uint32_t sets, const char *const *allow, u
 			return rc;
 		const int clone = seccomp_syscall_resolve_name("clone");
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, clone, 0);
-		/* kill: its children, never the host or a group (a0 > 0, not
-		 * the host; libseccomp compares unsigned 64-bit: a pid_t that
-		 * is not positive has its sign bits set). */
+		/* kill: its children, never the host nor every process (-1) nor
+		 * another group (< -1): a0 in [0, 2^31) but the host's pid (0 is
+		 * its own group, which the host is never in: a worker starts a
+		 * session of its own). libseccomp takes one comparison per
+		 * argument in a rule, so the set is 31 disjoint masked rules:
+		 * for each bit b, the pids equal to the host's above b and not
+		 * at b (the top 33 bits zero: a negative pid_t is
+		 * sign-extended). */
 		const int kill = seccomp_syscall_resolve_name("kill");
-		if (rc == 0)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, kill, 2,
-					      SCMP_A0(SCMP_CMP_NE, (uint64_t)(uint32_t)host),
-					      SCMP_A0(SCMP_CMP_LE, (uint64_t)INT32_MAX));
+		const uint64_t h = (uint64_t)(uint32_t)host & 0x7FFFFFFFu;
+		for (int b = 30; b >= 0 && rc == 0; b--) {
+			const uint64_t mask =
+				0xFFFFFFFF80000000ull | (0x7FFFFFFFull & ~((1ull << b) - 1));
+			rc = seccomp_rule_add(
+				ctx, SCMP_ACT_ALLOW, kill, 1,
+				SCMP_A0(SCMP_CMP_MASKED_EQ, mask, (h ^ (1ull << b)) & mask));
+		}
 		if (rc != 0) {
 			snprintf(msg, n, "cannot allow processes: %s", strerror(-rc));
 			return rc;

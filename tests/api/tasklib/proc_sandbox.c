@@ -10,6 +10,7 @@
  * echo       any                          result = arg
  * compute    I64 n                        sums 1..n in a malloc'd array, on a second thread
  * kill_host  I64 host pid                 kill(host, 0): may it signal the host?
+ *                                         (arg 0: kill(0, 0), its own process group)
  * mem_host   I64 host pid                 open("/proc/HOST/mem", O_RDWR)
  * vm_write   BYTES {pid, address}         process_vm_writev of 42 to that int of the host
  * ptrace     I64 host pid                 ptrace(PTRACE_SEIZE, host) (only run sandboxed)
