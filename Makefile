@@ -100,7 +100,7 @@ WERROR ?=
 WARN := -Wall -Wextra -Wno-missing-field-initializers $(if $(filter 1,$(WERROR)),-Werror)
 # CPPFLAGS, CFLAGS, CXXFLAGS and LDFLAGS from the environment or the command
 # line (a distribution's hardening flags) come after ours, so they win.
-CPPFLAGS_ALL := -I. -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
+CPPFLAGS_ALL := -I. -Iinclude -I$(B)/gen -D_GNU_SOURCE $(CPPFLAGS)
 CFLAGS_ALL := -std=gnu11 $(OPT) -g $(WARN) $(SAN_FLAGS) $(CFLAGS)
 # No libstdc++ at run time: no exceptions, no RTTI, no guarded statics.
 CXXFLAGS_ALL := -std=c++20 $(OPT) -g $(WARN) -fno-exceptions -fno-rtti \
@@ -158,6 +158,19 @@ $(B)/install-abs.stamp: FORCE | $(B)
 	$(Q)v='$(KW_REL) $(KW_ABS)'; echo "$$v" | cmp -s - $@ || echo "$$v" > $@
 $(B)/obj/src/proc_files.o $(B)/obj-test/src/proc_files.o: CPPFLAGS_ALL += -DKNIT_WORKER_REL='"$(KW_REL)"'
 $(B)/obj/src/proc_files.o $(B)/obj-test/src/proc_files.o: $(B)/install-rel.stamp
+
+# The names of this architecture's syscalls (src/sysname.h): every __NR_
+# macro the compiler's <sys/syscall.h> defines, each under its #ifdef so the
+# compiler evaluates the numbers (the non-syscalls __NR_syscalls and
+# __NR_arch_specific_syscall left out). Rewritten only when it changes.
+SYSNAMES := $(B)/gen/sysnames.inc
+$(SYSNAMES): FORCE | $(B)/gen
+	$(Q)echo '#include <sys/syscall.h>' | $(CC) $(CPPFLAGS) -dM -E -x c - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\)[[:space:]].*/\1/p' | \
+		grep -vx 'syscalls\|arch_specific_syscall' | LC_ALL=C sort -u | \
+		awk '{ printf "#ifdef __NR_%s\nKNIT_SYSNAME(%s)\n#endif\n", $$1, $$1 }' > $@.tmp && \
+		test -s $@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+$(B)/obj/src/sysname.o $(B)/obj-test/src/sysname.o: $(SYSNAMES)
 
 all: $(LIB_LINK) $(LIB_A) $(LIB_PC) $(LIB_TEST_A) $(KW_BIN) tools
 
@@ -393,7 +406,7 @@ FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-excepti
 	-fno-sanitize-recover=all $(CPPFLAGS_ALL) -Itests
 # src/cxxrt.cpp is left out: its malloc-based operator delete would free
 # libFuzzer's own operator-new allocations (ASan: alloc-dealloc-mismatch).
-build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h) | build/fuzz
+build/fuzz/%: tests/fuzz/%.cpp $(LIB_SRCS) $(wildcard src/*.h arch/*.h arch/*/*.h) $(SYSNAMES) | build/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)clang++ $(FUZZ_FLAGS) $< $(filter-out src/cxxrt.cpp,$(LIB_SRCS)) -o $@ $(LIB_LDLIBS)
 
@@ -466,12 +479,14 @@ abi-baseline: $(LIB_LINK)
 	abidw $(ABIDW_FLAGS) $(LIB_SO) > $(ABI_BASELINE)
 
 # man-check: every exported function has a page; every page is mandoc-clean
-# and its footer names $(VERSION); the tools' --version print $(VERSION).
+# and its footer names $(VERSION); the tools' --version print $(VERSION);
+# the seccomp policy the pages list is the filter's (tests/seccomp-doc.sh).
 # man-version: write $(VERSION) into every page's footer (after a version
 # bump in include/knitting.h; man-check fails until then).
 man-check: $(LIB_LINK)
 	$(Q)$(RUN) --clear $(SP)man
 	$(Q)$(RUN) $(SP)man pages -- man/check.sh $(LIB_SO) $(MAN_TOOLS)
+	$(Q)$(RUN) $(SP)man seccomp-policy -- tests/seccomp-doc.sh
 	$(Q)$(call SUMMARY,0,$(SP)man)
 man-version:
 	$(Q)find man -type f -name '*.[1-8]' -exec sed -i \
@@ -607,18 +622,18 @@ $(B)/tests/trace/trace_pool: tests/trace/trace_pool.c $(LIB_LINK) include/knitti
 	$(call msg,TEST,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@ -L$(B)/lib -Wl,-rpath,$(abspath $(B)/lib) -lknitting -lpthread
 check-trace: $(B)/tests/trace/trace_fixture $(B)/tests/trace/trace_pool $(LIB_LINK) $(if $(HAVE_KT),$(KT_BIN)) \
-		$(KW_BIN) $(B)/tests/lib/proc_tasks.so
+		$(KW_BIN) $(B)/tests/lib/proc_tasks.so $(B)/tests/lib/proc_sandbox.so
 	$(Q)$(RUN) --clear $(SP)trace
 	$(Q)$(if $(HAVE_KT),$(RUN) $(SP)trace bpf-arches -- $(MAKE) --no-print-directory -B $(KT_OUT)/bpf-arches.ok)
 	$(Q)$(RUN) $(SP)trace fixture -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_fixture --lib
-	$(Q)for t in lanes steal inline proc-lanes proc-steal proc-respawn; do \
+	$(Q)for t in lanes steal inline proc-lanes proc-steal proc-respawn proc-sandbox; do \
 		$(RUN) $(SP)trace pool-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t; \
 	done
 	$(Q)for t in lanes steal proc-lanes proc-steal; do \
 		$(RUN) $(SP)trace pool-$$t-lane0 -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --arg $$t --lane 0; \
 	done
 	$(Q)$(RUN) $(SP)trace pool-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --arg proc-late
-	$(Q)for t in lanes steal inline proc-steal proc-respawn; do \
+	$(Q)for t in lanes steal inline proc-steal proc-respawn proc-sandbox; do \
 		$(RUN) $(SP)trace text-$$t -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --text --arg $$t; \
 	done
 	$(Q)$(RUN) $(SP)trace text-proc-late -- tests/trace/run.sh $(KT_BIN) $(B)/tests/trace/trace_pool --late --text --arg proc-late
@@ -727,7 +742,7 @@ tools: $(TOOLS)
 man-check: $(MAN_TOOLS)
 
 # ---- build directories: every rule above names its own as order-only ----------
-BUILD_DIRS := $(sort $(B) $(B)/obj $(B)/obj/src $(B)/obj-test/src $(B)/lib $(B)/pkgconfig $(B)/libexec/knitting \
+BUILD_DIRS := $(sort $(B) $(B)/gen $(B)/obj $(B)/obj/src $(B)/obj-test/src $(B)/lib $(B)/pkgconfig $(B)/libexec/knitting \
 	$(B)/tests/unit $(B)/tests/lib $(B)/tests/api $(B)/tests/stress $(B)/tests/examples $(B)/tests/cxx \
 	$(B)/tests/trace $(B)/tools build/fuzz build/tools $(KT_OUT))
 $(BUILD_DIRS):

@@ -134,7 +134,7 @@ KNIT_AT(knit_completion_t, result, 24);
 KNIT_AT(knit_completion_t, reserved, 64);
 
 /* knit_completion_info_t (1.2; size-prefixed) */
-KNIT_SIZE(knit_completion_info_t, 48);
+KNIT_SIZE(knit_completion_info_t, 88);
 KNIT_AT(knit_completion_info_t, size, 0);
 KNIT_AT(knit_completion_info_t, flags, 4);
 KNIT_AT(knit_completion_info_t, lane, 8);
@@ -144,6 +144,9 @@ KNIT_AT(knit_completion_info_t, run_ns, 24);
 KNIT_AT(knit_completion_info_t, cpu_ns, 32);
 KNIT_AT(knit_completion_info_t, death, 40);
 KNIT_AT(knit_completion_info_t, death_detail, 44);
+KNIT_AT(knit_completion_info_t, syscall_nr, 48);
+KNIT_AT(knit_completion_info_t, syscall_arch, 52);
+KNIT_AT(knit_completion_info_t, syscall_name, 56);
 
 /* knit_lane_stats_t */
 KNIT_SIZE(knit_lane_stats_t, 96);

@@ -515,7 +515,8 @@ enum knit_death_cause {
 					knit_completion_info(3) */
 	KNIT_DEATH_SANDBOX = 6,      /* killed by its sandbox's seccomp filter: a
 					forbidden syscall (death_detail: SIGSYS;
-					see knit_sandbox_t) */
+					the syscall: KNIT_INFO_SYSCALL; see
+					knit_sandbox_t) */
 	KNIT_DEATH_CANCEL_KILL = 7   /* killed by the pool: knit_cancel with
 					KNIT_CANCEL_KILL of the call it ran
 					(death_detail: SIGKILL) */
@@ -530,7 +531,10 @@ enum knit_info_flags {
 	KNIT_INFO_TIMING = 1u << 1, /* wait_ns, run_ns (pools created with
 				       KNIT_POOL_INFO_TIMING or _CPU) */
 	KNIT_INFO_DEATH = 1u << 2,  /* death, death_detail (pid: the dead worker's) */
-	KNIT_INFO_CPU = 1u << 3     /* cpu_ns (pools created with KNIT_POOL_INFO_CPU) */
+	KNIT_INFO_CPU = 1u << 3,    /* cpu_ns (pools created with KNIT_POOL_INFO_CPU) */
+	KNIT_INFO_SYSCALL = 1u << 4 /* syscall_nr, syscall_arch, syscall_name: the
+				       syscall a KNIT_DEATH_SANDBOX death was
+				       for, as its worker reported it */
 };
 
 /*
@@ -551,6 +555,12 @@ typedef struct knit_completion_info {
 				  (KNIT_INFO_CPU) */
 	uint32_t death;       /* enum knit_death_cause */
 	int32_t death_detail; /* signal number or exit status, by cause */
+	/* KNIT_INFO_SYSCALL (a sandbox violation): the syscall's number and
+	   AUDIT_ARCH_* value as the kernel gave them to the worker, and its
+	   name ("" when this library's build does not know the number) */
+	int32_t syscall_nr;
+	uint32_t syscall_arch;
+	char syscall_name[32];
 } knit_completion_info_t;
 
 enum knit_cancel_flags {

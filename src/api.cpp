@@ -814,6 +814,10 @@ extern "C" KNIT_API int knit_completion_info(knit_pool_t *pool, const knit_compl
 	if (rc != 0)
 		return rc;
 	in.size = size;
+	// A flag only for members the caller's size covers (a 1.2 caller
+	// built before the syscall members gets no KNIT_INFO_SYSCALL).
+	if (size < offsetof(knit_completion_info_t, syscall_name) + sizeof in.syscall_name)
+		in.flags &= ~(uint32_t)KNIT_INFO_SYSCALL;
 	memcpy(info, &in, size);
 	return 0;
 }

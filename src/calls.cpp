@@ -453,7 +453,7 @@ uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclai
 		    (c->holds & kHoldHostQueue) == 0)
 			continue;
 		if (d != nullptr && d->cause != KNIT_DEATH_NONE && c->lane == w && !c->completed)
-			info_death_locked(p, c, w, d->pid, d->cause, d->detail);
+			info_death_locked(p, c, w, d->pid, d->cause, d->detail, d->sys);
 		c->lane = kNoLane; // no frame of this lane counts for it any more
 		if (call_fail_locked(p, c, status))
 			n++;

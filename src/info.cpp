@@ -3,9 +3,11 @@
 // lookup from a completion (src/info.h has the contract and the words).
 #include "src/common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "src/info.h"
+#include "src/sysname.h"
 
 namespace knit::detail {
 
@@ -135,7 +137,7 @@ void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t
 }
 
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
-		       int32_t detail)
+		       int32_t detail, uint32_t sys)
 {
 	CallNote *n = note_for_use(p, c);
 	if (n == nullptr)
@@ -145,6 +147,7 @@ void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint3
 	n->pid = pid;
 	n->death = cause;
 	n->detail = detail;
+	n->sys = sys;
 }
 
 namespace {
@@ -175,6 +178,7 @@ void info_line_death_locked(Pool *p, uint32_t lane, const DeathNote &d, knit_com
 	e.pid = d.pid;
 	e.death = d.cause;
 	e.detail = d.detail;
+	e.sys = d.sys;
 }
 
 void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
@@ -196,6 +200,7 @@ void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
 		e.cpu_ns = n->cpu_ns;
 		e.death = n->death;
 		e.detail = n->detail;
+		e.sys = n->sys;
 		// Spent: the record's next use starts a note of its own.
 		n->flags = 0;
 		n->t_enq = 0;
@@ -220,6 +225,16 @@ int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out
 		out->cpu_ns = e.cpu_ns;
 		out->death = e.death;
 		out->death_detail = e.detail;
+		if (e.sys != 0) {
+			// The number was checked at the death (src/sandbox.h); the
+			// name is this build's, never the worker's.
+			out->flags |= KNIT_INFO_SYSCALL;
+			out->syscall_nr = (int32_t)(e.sys - 1);
+			out->syscall_arch = sysname_arch();
+			const char *name = sysname_of(out->syscall_nr);
+			if (name != nullptr)
+				snprintf(out->syscall_name, sizeof out->syscall_name, "%s", name);
+		}
 		rc = 0;
 	}
 	pthread_mutex_unlock(&p->mu);

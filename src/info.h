@@ -54,6 +54,8 @@ struct DeathNote {
 	uint32_t cause; // enum knit_death_cause
 	int32_t detail; // the signal number or exit status
 	int32_t pid;    // the dead worker's
+	uint32_t sys;   // KNIT_DEATH_SANDBOX: 1 + the syscall's number (its
+			// worker's report, checked: src/sandbox.h), 0 = unknown
 };
 
 // The calling thread's CPU time (ns); 0 when the clock cannot be read.
@@ -99,10 +101,11 @@ void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t
 
 // Call c's worker died running it, or was killed for it (under mu, before
 // c completes): the cause (enum knit_death_cause), its detail, the dead
-// worker's lane and pid. Allocates the note if need be (when that fails
-// the death is only counted, not told).
+// worker's lane and pid, and for a sandbox violation sys (DeathNote::sys).
+// Allocates the note if need be (when that fails the death is only
+// counted, not told).
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
-		       int32_t detail);
+		       int32_t detail, uint32_t sys = 0);
 
 // Hand-out (under mu): move c's note, if it has one for this use, into
 // the ring and name its entry in out->reserved[1] (out->reserved[0] set

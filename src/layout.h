@@ -62,7 +62,10 @@
 //                                   RETIRE; worker:       ACKNOWLEDGED=2 / RETIRE=3)
 //                                   ACKNOWLEDGED
 //     384    128  doorbell word     host (armed flag)    worker after publishing a result
-//     512    512  spare 4 x 128     reserved, zero       -
+//     512    128  trap record       worker (its SIGSYS   host, once the worker died of
+//                                   handler, once)       SIGSYS (src/sandbox.h); the host
+//                                                        zeroes it at each death
+//     640    384  spare 3 x 128     reserved, zero       -
 //    1024  21248  request lock      host produces        worker consumes
 //   22272  21248  return lock       worker produces      host consumes
 //   43520         end of the fixed part (kLaneFixedBytes)
@@ -201,8 +204,14 @@ inline constexpr uint32_t kLaneOffWake = 0 * kBlock;     // u32 wake sequence
 inline constexpr uint32_t kLaneOffParked = 1 * kBlock;   // u32 1 = parked
 inline constexpr uint32_t kLaneOffStop = 2 * kBlock;     // u32 kStop*
 inline constexpr uint32_t kLaneOffDoorbell = 3 * kBlock; // u32 armed flag
-inline constexpr uint32_t kLaneOffSpare = 4 * kBlock;    // kLaneSpareBlocks x 128, zero
-inline constexpr uint32_t kLaneSpareBlocks = 4;
+// A sandboxed worker's last words (src/sandbox.h, "the trap record"):
+// u32 mark (kTrapMark, stored last), s32 syscall number, u32 AUDIT_ARCH.
+inline constexpr uint32_t kLaneOffTrap = 4 * kBlock;
+inline constexpr uint32_t kTrapOffNr = 4;
+inline constexpr uint32_t kTrapOffArch = 8;
+inline constexpr uint32_t kTrapMark = 0x53595331u;    // "SYS1"
+inline constexpr uint32_t kLaneOffSpare = 5 * kBlock; // kLaneSpareBlocks x 128, zero
+inline constexpr uint32_t kLaneSpareBlocks = 3;
 inline constexpr uint32_t kLaneSignalBytes = kLaneOffSpare + kLaneSpareBlocks * kBlock;
 inline constexpr uint32_t kLaneOffReqLock = kLaneSignalBytes;
 inline constexpr uint32_t kLaneOffRetLock = kLaneOffReqLock + kLockFixedBytes;

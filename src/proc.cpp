@@ -538,18 +538,28 @@ void settle_death(Pool *p, uint32_t i, LaneLoss *loss)
 	if (recycled && !ending)
 		knit_add_relaxed_64(&h->recycles[__builtin_ctz(h->retiring[i])], 1);
 	d->recycled = recycled;
+	// A sandboxed worker's trap record, read (and zeroed for its
+	// successor) at every death: believed only for a violation.
+	uint32_t sys = 0;
+	if ((h->sandbox.boot.flags & KNIT_SANDBOX_SECCOMP) != 0)
+		sys = sandbox_trap_take(p->lanes[i].block + kLaneOffTrap,
+					si.si_code != CLD_EXITED && si.si_status == SIGSYS);
 	if (!clean) {
 		// Told to the calls it held (lane_lost), counted by cause.
 		loss->death = death_cause(h, si, kill, d->pid);
+		if (loss->death.cause == KNIT_DEATH_SANDBOX)
+			loss->death.sys = sys;
 		knit_add_relaxed_64(&h->deaths[loss->death.cause], 1);
 	}
+	const bool violation = !clean && loss->death.cause == KNIT_DEATH_SANDBOX;
 	KNIT_TRACE_PROC_WORKER_EXIT(p, i,
 				    proto                                 ? KNIT_TRACE_EXIT_PROTO
 				    : killed                              ? KNIT_TRACE_EXIT_KILLED
 				    : clean                               ? KNIT_TRACE_EXIT_STOPPED
 				    : loss->death.cause == KNIT_DEATH_OOM ? KNIT_TRACE_EXIT_OOM
+				    : violation                           ? KNIT_TRACE_EXIT_SANDBOX
 									  : exit_cause(si, false),
-				    si.si_status);
+				    violation ? (int32_t)loss->death.sys - 1 : si.si_status);
 	const bool counted = !killed && !clean;
 	const bool budget = !counted || ending || crash_within_budget(h, d->at);
 	if (!budget) {

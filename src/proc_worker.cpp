@@ -631,6 +631,9 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 		if ((rc = attach_lane()) != 0)
 			return rc;
 	}
+	// The lane is ours now: a sandbox violation is reported in its trap
+	// record (src/sandbox.h).
+	sandbox_trap_arm(l->block + kLaneOffTrap);
 	// Our probes name our view of the pool; this one tells a tracer whose
 	// pool the view is (before any other probe of ours).
 	KNIT_TRACE_PROC_WORKER_START(p, b.lane, b.host_pool);

@@ -471,6 +471,7 @@ struct CallNote {
 	int64_t cpu_ns;
 	uint32_t death; // enum knit_death_cause (KNIT_INFO_DEATH)
 	int32_t detail; // the signal number or exit status
+	uint32_t sys;   // 1 + a sandbox violation's syscall (DeathNote::sys), 0 = none
 };
 // One handed-out completion's info, in the ring; seq names it, ticket says
 // whose it is. Under mu.
@@ -483,6 +484,7 @@ struct InfoEntry {
 	int64_t wait_ns, run_ns, cpu_ns;
 	uint32_t death;
 	int32_t detail;
+	uint32_t sys; // as CallNote::sys
 };
 struct InfoRoom {
 	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)

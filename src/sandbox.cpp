@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -15,13 +16,48 @@
 
 #include "src/error.h"
 #include "src/namespaces.h"
+#include "src/layout.h"
 #include "src/sandbox.h"
+#include "src/sysname.h"
+
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1 // siginfo si_code of a seccomp trap (linux/signal.h)
+#endif
 
 namespace knit::detail {
 
 namespace {
 
 SeccompLoader g_loader; // set once by knit-worker, before knit__worker_main
+// The armed trap record (sandbox_trap_arm); read by the SIGSYS handler.
+uint8_t *g_trap;
+
+// The SIGSYS handler (src/sandbox.h, "the trap record"): async-signal-safe
+// (atomic stores, sigaction, sigprocmask, raise, _exit), and it never
+// returns.
+void on_sigsys(int, siginfo_t *si, void *)
+{
+	uint8_t *rec = __atomic_load_n(&g_trap, __ATOMIC_RELAXED);
+	if (rec != nullptr && si != nullptr && si->si_code == SYS_SECCOMP) {
+		knit_store_relaxed_32(word_at(rec, kTrapOffNr), (uint32_t)si->si_syscall);
+		knit_store_relaxed_32(word_at(rec, kTrapOffArch), si->si_arch);
+		// Release: pairs with sandbox_trap_take's acquire load of the
+		// mark (the number and arch are seen with it).
+		knit_store_release_32(word_at(rec, 0), kTrapMark);
+	}
+	// Under the filter this is a trap with SIGSYS blocked (we run in its
+	// handler): the kernel resets SIGSYS to SIG_DFL and kills us by it.
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	(void)sigaction(SIGSYS, &dfl, nullptr);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGSYS);
+	(void)sigprocmask(SIG_UNBLOCK, &s, nullptr);
+	(void)raise(SIGSYS);
+	_exit(128 + SIGSYS); // not reached: SIGSYS's default action ends us
+}
 
 constexpr uint32_t kSets = KNIT_SECCOMP_FILES | KNIT_SECCOMP_NETWORK | KNIT_SECCOMP_PROCESSES;
 constexpr uint32_t kFlags =
@@ -434,6 +470,17 @@ int sandbox_enter(const SandboxBoot &b, char *const *args, int32_t host, uint32_
 			 "libseccomp; tools/deps.sh installs libseccomp-dev)");
 		return KNIT_ESYSTEM;
 	}
+	// The trap record's handler, before the filter that traps (every
+	// other signal blocked while it runs).
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, nullptr) != 0) {
+		snprintf(why, why_size, "cannot install the SIGSYS handler: errno %d", errno);
+		return KNIT_ESYSTEM;
+	}
 	char msg[256];
 	msg[0] = 0;
 	if (g_loader(b.sets, args, b.nallow, (int32_t)getpid(), host, msg, sizeof msg) != 0) {
@@ -443,6 +490,23 @@ int sandbox_enter(const SandboxBoot &b, char *const *args, int32_t host, uint32_
 		return strncmp(msg, "unknown syscall", 15) == 0 ? KNIT_EINVAL : KNIT_ESYSTEM;
 	}
 	return 0;
+}
+
+void sandbox_trap_arm(uint8_t *record) { __atomic_store_n(&g_trap, record, __ATOMIC_RELAXED); }
+
+uint32_t sandbox_trap_take(uint8_t *record, bool sigsys)
+{
+	// Acquire: pairs with on_sigsys's release store of the mark.
+	const uint32_t mark = knit_load_acquire_32(word_at(record, 0));
+	const int32_t nr = (int32_t)knit_load_relaxed_32(word_at(record, kTrapOffNr));
+	const uint32_t arch = knit_load_relaxed_32(word_at(record, kTrapOffArch));
+	knit_store_relaxed_32(word_at(record, 0), 0);
+	knit_store_relaxed_32(word_at(record, kTrapOffNr), 0);
+	knit_store_relaxed_32(word_at(record, kTrapOffArch), 0);
+	if (!sigsys || mark != kTrapMark || arch == 0 || arch != sysname_arch() || nr < 0 ||
+	    nr >= kSysnameMax)
+		return 0;
+	return (uint32_t)nr + 1;
 }
 
 } // namespace knit::detail

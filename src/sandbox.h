@@ -17,6 +17,31 @@
 // Its namespaces and cgroup come earlier, before the task library loads
 // (src/namespaces.h, src/cgroup.h: their own rooms).
 //
+// The trap record (a violation's syscall reported on the call that made
+// it): the filter's action for a syscall it does not allow is
+// SECCOMP_RET_TRAP. sandbox_enter installs, before the filter, a SIGSYS
+// handler (SA_SIGINFO, async-signal-safe) that writes the kernel's
+// si_syscall and si_arch into the record of the worker's own lane block
+// (src/layout.h kLaneOffTrap, armed by sandbox_trap_arm once the worker
+// serves the lane), its mark last, and then dies of SIGSYS: it resets
+// SIGSYS to SIG_DFL, which under the filter is itself a trap taken with
+// SIGSYS blocked, so the kernel kills the process by SIGSYS (and without
+// the filter the reset succeeds and a raise kills it). The filter does not
+// allow rt_sigaction for SIGSYS (a task cannot take the handler's place:
+// its try is a violation like any other), and a task that blocks SIGSYS
+// only loses the record: a trap of a blocked SIGSYS is a kill. What the
+// filter kills outright (a foreign architecture's syscall) leaves no
+// record. The host (sandbox_trap_take, at each death of a worker whose
+// pool has the filter) believes a record only for a death by SIGSYS, with
+// its mark, this architecture's AUDIT_ARCH and a number below
+// kSysnameMax, and zeroes it. The record is the worker's word: a hostile
+// task can name a syscall other than the one it made, for its own call
+// only (without isolation, src/proc.h, every worker maps every lane block,
+// so a peer's record could name one for another worker's SIGSYS death);
+// the name is the host's (src/sysname.h), never the worker's. A handler
+// that cannot run (a task's stack pointer gone bad) ends the worker by
+// SIGSEGV instead: a KNIT_DEATH_SIGNAL.
+//
 // The seccomp filter is built and loaded by the knit-worker executable,
 // which alone links libseccomp (libknitting stays on libc and liburcu): it
 // registers its loader through the private knit__worker_seccomp before it
@@ -100,6 +125,17 @@ typedef int (*SeccompLoader)(uint32_t sets, const char *const *allow, uint32_t n
 // Landlock ABI applied, 0: none), or a knit code with why (why_size bytes).
 int sandbox_enter(const SandboxBoot &b, char *const *args, int32_t host, uint32_t *landlock_abi,
 		  char *why, size_t why_size);
+
+// The worker, once it serves its lane (and before its first task): its
+// SIGSYS handler writes into this trap record (lane block + kLaneOffTrap).
+void sandbox_trap_arm(uint8_t *record);
+
+// The host, at a death of a worker of a pool with the filter (the worker
+// is reaped: nothing writes the record now): read the record (untrusted),
+// zero it for the lane's next worker, and return 1 + the syscall's number
+// when sigsys (the worker died of SIGSYS) and the record passes the checks
+// above, else 0.
+uint32_t sandbox_trap_take(uint8_t *record, bool sigsys);
 
 } // namespace knit::detail
 

@@ -77,7 +77,7 @@ enum knit_trace_wake_reason {
 
 // How a worker process ended (proc_worker_exit's cause argument). The
 // causes the pool counts as crashes (knit_pool_stats `crashes`) are
-// SIGNAL, STATUS, PROTO and OOM, when they happen while the pool runs.
+// SIGNAL, STATUS, PROTO, OOM and SANDBOX, when they happen while the pool runs.
 enum knit_trace_exit_cause {
 	KNIT_TRACE_EXIT_STOPPED = 0, // exited 0 after the host asked it to stop
 	KNIT_TRACE_EXIT_SIGNAL = 1,  // died of a signal the pool did not send (code: the signal)
@@ -88,7 +88,10 @@ enum knit_trace_exit_cause {
 	KNIT_TRACE_EXIT_PROTO = 4, // killed by the host for a protocol error
 	// SIGKILLed by the kernel's OOM killer (the memory cgroup's oom_kill
 	// count grew: KNIT_DEATH_OOM, knit_completion_info(3)); code: SIGKILL
-	KNIT_TRACE_EXIT_OOM = 5
+	KNIT_TRACE_EXIT_OOM = 5,
+	// killed by its sandbox's seccomp filter (KNIT_DEATH_SANDBOX); code:
+	// the syscall's number as the worker reported it, -1 when it did not
+	KNIT_TRACE_EXIT_SANDBOX = 6
 };
 
 #if defined(KNIT_NO_TRACE)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Process pools (knit-worker processes over tests/ffi/tasks.c's task
 library): calls, the executor, and a crashing task as CrashedError."""
+import ctypes as C
 import os
 import time
 
@@ -52,6 +53,24 @@ def test_a_crashed_call_says_why(procpool):
     assert info["death"] in (knitting.KNIT_DEATH_SIGNAL, knitting.KNIT_DEATH_EXIT)
     st = procpool.stats()
     assert sum(st["deaths"]) == 1 and st["deaths"][info["death"]] == 1
+
+
+def test_a_sandbox_violation_names_its_syscall(lib, tasks_so, tmp_path):
+    """With the seccomp sandbox, a task that opens a file (await creates
+    one) fails only its own call, and its info names the syscall the
+    kernel reported (openat) beside the cause; the next call runs."""
+    sb = knitting.Sandbox(size=C.sizeof(knitting.Sandbox), flags=knitting.KNIT_SANDBOX_SECCOMP)
+    with knitting.Pool(lib=lib, workers=1, worker_kind=knitting.KNIT_WORKERS_PROCESSES,
+                       task_library=tasks_so, sandbox=C.addressof(sb)) as pool:
+        pool.enqueue("await", str(tmp_path / "never"))
+        [(_, _, err, info)] = pool.complete(max=1, timeout=20, info=True)
+        assert isinstance(err, knitting.CrashedError)
+        assert info["death"] == knitting.KNIT_DEATH_SANDBOX
+        assert info["flags"] & knitting.KNIT_INFO_SYSCALL
+        assert info["syscall_name"] == "openat" and info["syscall_nr"] > 0
+        assert not os.path.exists(tmp_path / "never")
+        assert pool.call("double", 4) == 8
+        assert pool.stats()["deaths"][knitting.KNIT_DEATH_SANDBOX] == 1
 
 
 def _wait_file(path):

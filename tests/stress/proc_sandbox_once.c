@@ -4,7 +4,8 @@
  * completion on a sandboxed process pool (KNIT_SANDBOX_SECCOMP, and
  * Landlock with no path, best effort: every respawn enters it) whose load
  * carries a violating call every 1000: proc_sandbox.so's "socket", which the
- * default policy forbids, among "echo" calls of i64 values.
+ * default policy forbids, among "echo" calls of i64 values. Each violating
+ * call's info names its syscall (KNIT_INFO_SYSCALL, "socket").
  *
  * Each violation kills its worker (SIGSYS), which is respawned. Every
  * violating call completes with -KNIT_ECRASHED; every echo completes once,
@@ -112,6 +113,18 @@ static int run(uint32_t topology, const char *worker, const char *lib, uint32_t 
 				if (out[i].status != -KNIT_ECRASHED) {
 					printf("FAIL (%s): violating call %u: status %d\n", topo, c,
 					       out[i].status);
+					return 1;
+				}
+				/* Its info names the syscall (infos of one batch
+				 * of 64 fit the ring of 64). */
+				knit_completion_info_t in = {.size = sizeof in};
+				if (knit_completion_info(p, &out[i], &in) != 0 ||
+				    in.death != KNIT_DEATH_SANDBOX ||
+				    (in.flags & KNIT_INFO_SYSCALL) == 0 ||
+				    strcmp(in.syscall_name, "socket") != 0) {
+					printf("FAIL (%s): violating call %u: death %u, syscall "
+					       "\"%s\" (flags 0x%x)\n",
+					       topo, c, in.death, in.syscall_name, in.flags);
 					return 1;
 				}
 			} else if (out[i].status == -KNIT_ECRASHED &&

@@ -83,6 +83,10 @@ def main():
         if killed:
             want = f"died ({killed} killed by SIGKILL)"
             check(want in line, f"the deaths by cause: {want!r}")
+        violations = stats.get("violations", 0)
+        if violations:
+            want = f"died ({violations} killed by the sandbox (a forbidden syscall))"
+            check(want in line, f"the deaths by cause: {want!r}")
         want = f", {stats['workers']} stopped when asked"
         check(line.endswith(want), f"every last worker stopped when asked ({want!r})")
     else:

@@ -115,12 +115,17 @@ def main():
         c, lat = kt["counts"], kt["latency"]
         g = lambda k: c.get(k, 0)
         killed = ls.get("killed", 0)
+        # A worker its sandbox killed (proc-sandbox): the violating call
+        # started on it and was enqueued there, but it never returned, so
+        # the lane's calls (counted by the worker at the task's end) miss it.
+        violated = ls.get("violated", 0)
         eq(g("worker_park"), ls["parks"], f"lane {n} parks")
         eq(g("host_ring"), ls["wakes_sent"], f"lane {n} host rings == wakes_sent")
         eq(g("wake_rung") + g("wake_stop"), ls["wakes_received"],
            f"lane {n} rung + stop wakes == wakes_received")
         eq(g("wake_watchdog"), ls["watchdog_expiries"], f"lane {n} watchdog wakes")
-        eq(g("task_start"), ls["calls"], f"lane {n} tasks started == calls")
+        eq(g("task_start"), ls["calls"] + violated,
+           f"lane {n} tasks started == calls (+ {violated} violating)")
         eq(g("task_done"), ls["calls"], f"lane {n} tasks done == calls")
         eq(g("doorbell_ring"), ls["doorbell_rings"], f"lane {n} doorbell rings")
         if n < stats["workers"]:
@@ -147,11 +152,12 @@ def main():
            f"lane {n} park duration samples (parks - {killed} killed while parked)")
         if stats.get("processes"):
             first = 0 if stats.get("late") else 1
-            eq(g("proc_worker_start"), first + killed,
-               f"lane {n} worker processes started ({first} + {killed} respawned)")
-        eq(hist_count(lat, "queue"), ls["calls"], f"lane {n} queue wait samples")
+            eq(g("proc_worker_start"), first + killed + violated,
+               f"lane {n} worker processes started ({first} + {killed + violated} respawned)")
+            eq(g("proc_killed_sandbox"), violated, f"lane {n} workers killed by the sandbox")
+        eq(hist_count(lat, "queue"), ls["calls"] + violated, f"lane {n} queue wait samples")
         eq(hist_count(lat, "service"), ls["calls"], f"lane {n} service time samples")
-        eq(hist_count(lat, "call"), ls["calls"], f"lane {n} call latency samples")
+        eq(hist_count(lat, "call"), ls["calls"] + violated, f"lane {n} call latency samples")
         # Synchronous-line calls (knit_call's fast path) are placed on
         # their lane's line in every topology; under steal the ticketed
         # calls go to the shared submit queue instead.
@@ -164,7 +170,8 @@ def main():
         else:
             print(f"skip: lane {n} synchronous-line calls: {stats['sync_calls']} of the "
                   f"{stats['knit_calls']} knit_calls took a line, which lanes is unknown")
-        eq(g("task_enqueue"), g("sync_enqueue") if steal and n < stats["workers"] else ls["calls"],
+        eq(g("task_enqueue"),
+           g("sync_enqueue") if steal and n < stats["workers"] else ls["calls"] + violated,
            f"lane {n} enqueues on its own queue (its line's included)")
 
     pl = pool["pool_level"]["counts"]
@@ -176,11 +183,12 @@ def main():
         ends = sum(tot.get(k, 0) for k in ("proc_exit_stopped", "proc_died_signal",
                                            "proc_died_status", "proc_killed",
                                            "proc_killed_protocol", "proc_killed_oom",
-                                           "proc_exit_other"))
+                                           "proc_killed_sandbox", "proc_exit_other"))
         started = stats["workers"] if stats.get("late") else stats["spawns"]
         eq(ends, started, "worker processes reaped (every cause)")
         eq(tot.get("proc_died_signal", 0) + tot.get("proc_died_status", 0) +
-           tot.get("proc_killed_protocol", 0) + tot.get("proc_killed_oom", 0), stats["crashes"],
+           tot.get("proc_killed_protocol", 0) + tot.get("proc_killed_oom", 0) +
+           tot.get("proc_killed_sandbox", 0), stats["crashes"],
            "worker process deaths (signal + exit + protocol) == pool crashes")
         killed = sum(ls.get("killed", 0) for ls in stats["lanes"])
         eq(tot.get("proc_died_signal", 0), killed, "worker processes killed by a signal")
@@ -204,8 +212,11 @@ def main():
     if stats.get("processes") and only is None:
         eq(tot.get("proc_worker_start", 0), stats["spawns"],
            "worker processes started == pool spawns")
-        eq(stats["respawns"], sum(ls.get("killed", 0) for ls in stats["lanes"]),
+        eq(stats["respawns"],
+           sum(ls.get("killed", 0) + ls.get("violated", 0) for ls in stats["lanes"]),
            "the pool respawned each killed worker")
+        eq(tot.get("proc_killed_sandbox", 0), stats.get("violations", 0),
+           "workers killed by the sandbox == deaths[KNIT_DEATH_SANDBOX]")
     eq(pl.get("doorbell_arm", 0), stats["doorbell_arms"], "pool doorbell arms")
     eq(pl.get("doorbell_wake", 0), stats["doorbell_wakes"], "pool doorbell wakes")
     if only is None:

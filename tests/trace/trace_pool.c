@@ -14,6 +14,10 @@
  * the library's default or $KNIT_WORKER_PATH). proc-respawn: proc-lanes, and
  * halfway through the cold calls lane 0's worker process is killed
  * (SIGKILL) while parked; the calls go on once the pool respawned it.
+ * proc-sandbox: proc-lanes with the seccomp sandbox over proc_sandbox.so
+ * ($KNIT_TRACE_SANDBOXLIB, by default beside proc_tasks.so), and halfway
+ * through the cold calls lane 0's worker runs "socket", a violation: it
+ * dies (SIGSYS) and the calls go on once the pool respawned it.
  * proc-late: proc-lanes, but the pool is created (and its workers parked)
  * before the go signal, after printing "READY", so knit-trace attaches to
  * running workers; the STATS counters are then those since the go signal.
@@ -126,6 +130,33 @@ static int kill_lane0_worker(knit_pool_t *pool, uint32_t pid_task, uint64_t *par
 	return -1;
 }
 
+/* Run the violating task on lane 0 (its worker dies of it) and wait
+ * (bounded: 10 s) until the pool respawned it. */
+static int violate_lane0(knit_pool_t *pool, uint32_t bad_task)
+{
+	knit_call_options_t co = {.size = sizeof(co), .flags = KNIT_CALL_LANE, .lane = 0};
+	knit_value_t arg = {.type = KNIT_VALUE_NONE};
+	knit_completion_t done;
+	knit_pool_stats_t st;
+	int err = knit_call_ex(pool, bad_task, &arg, &co, NULL, &done, -1);
+
+	if (err || done.status != -KNIT_ECRASHED) {
+		fprintf(stderr, "FAIL: the violating call: %s\n",
+			knit_strerror(err ? err : done.status));
+		return -1;
+	}
+	knit_completion_release(pool, &done);
+	for (int i = 0; i < 10000; i++) {
+		if (get_stats(pool, &st))
+			return -1;
+		if (st.respawns >= 1)
+			return 0;
+		nap_ms(1);
+	}
+	fprintf(stderr, "FAIL: lane 0's worker was not respawned\n");
+	return -1;
+}
+
 /* Wait (bounded: 30 s) until `path` exists. */
 static int wait_go(const char *path)
 {
@@ -164,13 +195,16 @@ int main(int argc, char **argv)
 	char libpath[4096];
 	uint32_t task = 0, pid_task = 0;
 	int64_t delta = 1; /* inc adds one; the process pools' echo none */
-	int killed0 = 0;
+	int killed0 = 0, violated0 = 0;
+	uint32_t bad_task = 0;
+	knit_sandbox_t sb = {.size = sizeof(sb), .flags = KNIT_SANDBOX_SECCOMP};
 
 	const char *topo = "lanes";
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: trace_pool GOFILE [lanes|steal|inline|proc-lanes|"
-				"proc-steal|proc-respawn|proc-late [COLD_CALLS [HOT_CALLS]]]\n");
+				"proc-steal|proc-respawn|proc-sandbox|proc-late [COLD_CALLS "
+				"[HOT_CALLS]]]\n");
 		return 2;
 	}
 	if (argc > 2)
@@ -182,9 +216,10 @@ int main(int argc, char **argv)
 	const int procs = !strncmp(topo, "proc-", 5);
 	const int respawn = !strcmp(topo, "proc-respawn");
 	const int late = !strcmp(topo, "proc-late");
+	const int sandboxed = !strcmp(topo, "proc-sandbox");
 	if (procs)
 		topo += 5;
-	if (respawn || late)
+	if (respawn || late || sandboxed)
 		topo = "lanes";
 	if (procs ? strcmp(topo, "lanes") && strcmp(topo, "steal")
 		  : strcmp(topo, "lanes") && strcmp(topo, "steal") && strcmp(topo, "inline")) {
@@ -192,14 +227,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (procs) {
-		const char *env = getenv("KNIT_TRACE_TASKLIB");
+		const char *env =
+			getenv(sandboxed ? "KNIT_TRACE_SANDBOXLIB" : "KNIT_TRACE_TASKLIB");
 		const char *slash = strrchr(argv[0], '/');
 
 		if (env && *env)
 			snprintf(libpath, sizeof(libpath), "%s", env);
 		else
-			snprintf(libpath, sizeof(libpath), "%.*s../lib/proc_tasks.so",
-				 slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);
+			snprintf(libpath, sizeof(libpath), "%.*s../lib/%s",
+				 slash ? (int)(slash - argv[0] + 1) : 0, argv[0],
+				 sandboxed ? "proc_sandbox.so" : "proc_tasks.so");
 	}
 	if (!late && wait_go(argv[1]))
 		return 1;
@@ -213,6 +250,8 @@ int main(int argc, char **argv)
 	if (procs) {
 		opts.worker_kind = KNIT_WORKERS_PROCESSES;
 		opts.task_library = libpath;
+		if (sandboxed)
+			opts.sandbox = &sb;
 	}
 	err = knit_pool_create(&opts, procs ? NULL : tasks, procs ? 0 : 1, &pool);
 	if (err) {
@@ -220,15 +259,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (procs) {
-		int e = knit_pool_task_id(pool, "echo"), p = knit_pool_task_id(pool, "pid");
+		int e = knit_pool_task_id(pool, "echo");
+		int p = knit_pool_task_id(pool, sandboxed ? "socket" : "pid");
 
 		if (e < 0 || p < 0) {
-			fprintf(stderr, "FAIL: %s has no task echo or pid\n", libpath);
+			fprintf(stderr, "FAIL: %s has no task echo or %s\n", libpath,
+				sandboxed ? "socket" : "pid");
 			knit_pool_destroy(pool);
 			return 1;
 		}
 		task = (uint32_t)e;
-		pid_task = (uint32_t)p;
+		if (sandboxed)
+			bad_task = (uint32_t)p;
+		else
+			pid_task = (uint32_t)p;
 		delta = 0;
 	}
 	memset(&base, 0, sizeof(base));
@@ -266,6 +310,14 @@ int main(int argc, char **argv)
 				break;
 			}
 			killed0 = 1;
+			ran[0] = 1; /* its new worker must have parked */
+		}
+		if (sandboxed && c == cold / 2) {
+			if (violate_lane0(pool, bad_task)) {
+				rc = 1;
+				break;
+			}
+			violated0 = 1;
 			ran[0] = 1; /* its new worker must have parked */
 		}
 		/* Which workers must park (again) first: each one that ran the
@@ -376,11 +428,13 @@ int main(int argc, char **argv)
 		       (unsigned long long)(st.sync_calls - base.sync_calls));
 		if (procs)
 			printf("\"processes\":true,\"late\":%s,\"spawns\":%llu,\"crashes\":%llu,"
-			       "\"respawns\":%llu,",
+			       "\"respawns\":%llu,\"violations\":%llu,",
 			       late ? "true" : "false",
 			       (unsigned long long)(st.spawns - base.spawns),
 			       (unsigned long long)(st.crashes - base.crashes),
-			       (unsigned long long)(st.respawns - base.respawns));
+			       (unsigned long long)(st.respawns - base.respawns),
+			       (unsigned long long)(st.deaths[KNIT_DEATH_SANDBOX] -
+						    base.deaths[KNIT_DEATH_SANDBOX]));
 		printf("\"lanes\":[");
 		for (unsigned l = 0; l < st.lanes && l <= KNIT_MAX_WORKERS; l++) {
 			knit_lane_stats_t d = st.lane[l];
@@ -394,13 +448,15 @@ int main(int argc, char **argv)
 			d.doorbell_rings -= b->doorbell_rings;
 			printf("%s{\"lane\":%u,\"parks\":%llu,\"wakes_sent\":%llu,"
 			       "\"wakes_received\":%llu,\"watchdog_expiries\":%llu,\"calls\":%llu,"
-			       "\"doorbell_rings\":%llu,\"killed\":%d,\"knit_calls\":%llu}",
+			       "\"doorbell_rings\":%llu,\"killed\":%d,\"violated\":%d,"
+			       "\"knit_calls\":%llu}",
 			       l ? "," : "", l, (unsigned long long)ls->parks,
 			       (unsigned long long)ls->wakes_sent,
 			       (unsigned long long)ls->wakes_received,
 			       (unsigned long long)ls->watchdog_expiries,
 			       (unsigned long long)ls->calls,
 			       (unsigned long long)ls->doorbell_rings, l == 0 ? killed0 : 0,
+			       l == 0 ? violated0 : 0,
 			       (unsigned long long)(l <= WORKERS ? sync_lane[l] : 0));
 		}
 		printf("]}\n");

@@ -635,6 +635,9 @@ int BPF_USDT(proc_worker_exit, __u64 pool, __u32 lane, __u32 cause, __s32 code)
 	case KT_EXIT_OOM:
 		ev = KT_EV_PROC_OOM;
 		break;
+	case KT_EXIT_SANDBOX:
+		ev = KT_EV_PROC_SANDBOX;
+		break;
 	default:
 		ev = KT_EV_PROC_OTHER;
 		break;

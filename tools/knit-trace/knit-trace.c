@@ -52,7 +52,9 @@ _Static_assert(KT_EXIT_STOPPED == KNIT_TRACE_EXIT_STOPPED &&
 		       KT_EXIT_SIGNAL == KNIT_TRACE_EXIT_SIGNAL &&
 		       KT_EXIT_STATUS == KNIT_TRACE_EXIT_STATUS &&
 		       KT_EXIT_KILLED == KNIT_TRACE_EXIT_KILLED &&
-		       KT_EXIT_PROTO == KNIT_TRACE_EXIT_PROTO && KT_EXIT_OOM == KNIT_TRACE_EXIT_OOM,
+		       KT_EXIT_PROTO == KNIT_TRACE_EXIT_PROTO &&
+		       KT_EXIT_OOM == KNIT_TRACE_EXIT_OOM &&
+		       KT_EXIT_SANDBOX == KNIT_TRACE_EXIT_SANDBOX,
 	       "exit causes drifted from src/trace.h");
 _Static_assert(KT_LINE_ID_BASE == KNIT_TRACE_LINE_ID_BASE, "line ids drifted from src/trace.h");
 
@@ -134,6 +136,7 @@ static const char *const event_name[KT_NR_EVENTS] = {
 	[KT_EV_PROC_KILLED] = "proc_killed",
 	[KT_EV_PROC_PROTO] = "proc_killed_protocol",
 	[KT_EV_PROC_OOM] = "proc_killed_oom",
+	[KT_EV_PROC_SANDBOX] = "proc_killed_sandbox",
 	[KT_EV_PROC_OTHER] = "proc_exit_other",
 };
 
@@ -1051,7 +1054,7 @@ static void print_pool_line(size_t first)
 		const __u64 *e = tot.ev;
 		const __u64 started = e[KT_EV_PROC_START];
 		const __u64 died = e[KT_EV_PROC_SIGNAL] + e[KT_EV_PROC_STATUS] +
-				   e[KT_EV_PROC_PROTO] + e[KT_EV_PROC_OOM];
+				   e[KT_EV_PROC_PROTO] + e[KT_EV_PROC_OOM] + e[KT_EV_PROC_SANDBOX];
 		char sigs[256];
 		const char *sep = "";
 
@@ -1074,9 +1077,14 @@ static void print_pool_line(size_t first)
 				       e[KT_EV_PROC_PROTO]);
 				sep = ", ";
 			}
-			if (e[KT_EV_PROC_OOM])
+			if (e[KT_EV_PROC_OOM]) {
 				printf("%s%llu killed by the kernel's OOM killer", sep,
 				       e[KT_EV_PROC_OOM]);
+				sep = ", ";
+			}
+			if (e[KT_EV_PROC_SANDBOX])
+				printf("%s%llu killed by the sandbox (a forbidden syscall)", sep,
+				       e[KT_EV_PROC_SANDBOX]);
 			printf(")");
 		}
 		if (e[KT_EV_PROC_KILLED])

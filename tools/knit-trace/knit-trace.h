@@ -67,6 +67,7 @@ enum kt_event {
 	KT_EV_PROC_KILLED,  /* killed by the host (hard timeout, destroy, create) */
 	KT_EV_PROC_PROTO,   /* killed by the host for a protocol error */
 	KT_EV_PROC_OOM,     /* SIGKILLed by the kernel's OOM killer */
+	KT_EV_PROC_SANDBOX, /* killed by its sandbox's seccomp filter */
 	KT_EV_PROC_OTHER,   /* a cause this tool does not know */
 	KT_NR_EVENTS
 };
@@ -78,6 +79,7 @@ enum kt_event {
 #define KT_EXIT_KILLED 3
 #define KT_EXIT_PROTO 4
 #define KT_EXIT_OOM 5
+#define KT_EXIT_SANDBOX 6
 
 /* Must match KNIT_TRACE_LINE_ID_BASE in src/trace.h (checked in knit-trace.c):
  * a call id whose low half is this + lane is lane's synchronous line. */

@@ -8,10 +8,16 @@
  * Every syscall is named, never numbered: libseccomp resolves each name for
  * the architecture it runs on, and a name the architecture lacks (poll on
  * aarch64 and riscv64, say) is skipped in the built-in sets, so one policy
- * builds for x86-64, aarch64 and riscv64. Anything not allowed kills the
- * whole worker process (SECCOMP_RET_KILL_PROCESS: SIGSYS), and the filter
- * covers every thread of the worker (TSYNC). The lists are documented
- * syscall by syscall in knit-worker(8).
+ * builds for x86-64, aarch64 and riscv64. Anything not allowed traps
+ * (SECCOMP_RET_TRAP): libknitting's SIGSYS handler, installed before the
+ * filter, writes the syscall's number where the host reads it and ends the
+ * whole worker process by SIGSYS (src/sandbox.h, "the trap record"). The
+ * handler stays the worker's: rt_sigaction is allowed for every signal but
+ * SIGSYS (the exception traps like any other violation). A syscall of
+ * another architecture (an x32 or int 0x80 call on x86-64) kills the
+ * process outright (SECCOMP_RET_KILL_PROCESS, no record). The filter covers
+ * every thread of the worker (TSYNC). The lists are documented syscall by
+ * syscall in knit-worker(8) (tests/seccomp-doc.sh holds the page to them).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* CLONE_THREAD */
@@ -42,8 +48,9 @@ static const char *const base_set[] = {
 	/* descriptors already open (the bridge eventfd, stdio, what init opened) */
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "fstat",
 	"fcntl", "poll", "ppoll", "dup", "dup3",
-	/* signals of its own (rt_sigaction, rt_sigprocmask: glibc's own use) */
-	"rt_sigreturn", "rt_sigprocmask", "rt_sigaction", "sigaltstack", "restart_syscall",
+	/* signals of its own (rt_sigprocmask: glibc's own use; rt_sigaction
+	 * for every signal but SIGSYS: build) */
+	"rt_sigreturn", "rt_sigprocmask", "sigaltstack", "restart_syscall",
 	/* randomness, leaving */
 	"getrandom", "exit", "exit_group", NULL};
 
@@ -107,8 +114,22 @@ static int build(scmp_filter_ctx ctx, uint32_t sets, const char *const *allow, u
 		snprintf(msg, n, "cannot ask for TSYNC: %s", strerror(-rc));
 		return rc;
 	}
+	/* A foreign architecture's syscall: the whole process, not the thread
+	 * (libseccomp's default here is SECCOMP_RET_KILL_THREAD). */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (rc != 0) {
+		snprintf(msg, n, "cannot set the bad-architecture action: %s", strerror(-rc));
+		return rc;
+	}
 	if ((rc = add_list(ctx, base_set, msg, n)) != 0)
 		return rc;
+	/* Signal handlers, but never for SIGSYS: the trap's handler stays. */
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, seccomp_syscall_resolve_name("rt_sigaction"), 1,
+			      SCMP_A0(SCMP_CMP_NE, (uint64_t)SIGSYS));
+	if (rc != 0) {
+		snprintf(msg, n, "cannot allow rt_sigaction: %s", strerror(-rc));
+		return rc;
+	}
 	/* Signals to itself only (raise, abort): never the host (nor a group:
 	 * kill(0) and kill(-1) reach it too). */
 	if ((rc = allow_a0_eq(ctx, "kill", (uint64_t)(uint32_t)self, msg, n)) != 0 ||
@@ -134,14 +155,23 @@ static int build(scmp_filter_ctx ctx, uint32_t sets, const char *const *allow, u
 			return rc;
 		const int clone = seccomp_syscall_resolve_name("clone");
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, clone, 0);
-		/* kill: its children, never the host or a group (a0 > 0, not
-		 * the host; libseccomp compares unsigned 64-bit: a pid_t that
-		 * is not positive has its sign bits set). */
+		/* kill: its children, never the host nor every process (-1) nor
+		 * another group (< -1): a0 in [0, 2^31) but the host's pid (0 is
+		 * its own group, which the host is never in: a worker starts a
+		 * session of its own). libseccomp takes one comparison per
+		 * argument in a rule, so the set is 31 disjoint masked rules:
+		 * for each bit b, the pids equal to the host's above b and not
+		 * at b (the top 33 bits zero: a negative pid_t is
+		 * sign-extended). */
 		const int kill = seccomp_syscall_resolve_name("kill");
-		if (rc == 0)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, kill, 2,
-					      SCMP_A0(SCMP_CMP_NE, (uint64_t)(uint32_t)host),
-					      SCMP_A0(SCMP_CMP_LE, (uint64_t)INT32_MAX));
+		const uint64_t h = (uint64_t)(uint32_t)host & 0x7FFFFFFFu;
+		for (int b = 30; b >= 0 && rc == 0; b--) {
+			const uint64_t mask =
+				0xFFFFFFFF80000000ull | (0x7FFFFFFFull & ~((1ull << b) - 1));
+			rc = seccomp_rule_add(
+				ctx, SCMP_ACT_ALLOW, kill, 1,
+				SCMP_A0(SCMP_CMP_MASKED_EQ, mask, (h ^ (1ull << b)) & mask));
+		}
 		if (rc != 0) {
 			snprintf(msg, n, "cannot allow processes: %s", strerror(-rc));
 			return rc;
@@ -157,6 +187,9 @@ static int build(scmp_filter_ctx ctx, uint32_t sets, const char *const *allow, u
 			snprintf(msg, n, "unknown syscall \"%s\" on this architecture", allow[i]);
 			return -EINVAL;
 		}
+		/* Allowed already, but for SIGSYS, which stays the sandbox's. */
+		if (strcmp(allow[i], "rt_sigaction") == 0)
+			continue;
 		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) != 0) {
 			snprintf(msg, n, "cannot allow %s: %s", allow[i], strerror(-rc));
 			return rc;
@@ -170,7 +203,7 @@ static int build(scmp_filter_ctx ctx, uint32_t sets, const char *const *allow, u
 int knit_seccomp_load(uint32_t sets, const char *const *allow, uint32_t nallow, int32_t self,
 		      int32_t host, char *msg, size_t msg_size)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
 	if (ctx == NULL) {
 		snprintf(msg, msg_size, "seccomp_init failed");
 		return -1;

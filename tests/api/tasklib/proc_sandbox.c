@@ -10,6 +10,7 @@
  * echo       any                          result = arg
  * compute    I64 n                        sums 1..n in a malloc'd array, on a second thread
  * kill_host  I64 host pid                 kill(host, 0): may it signal the host?
+ *                                         (arg 0: kill(0, 0), its own process group)
  * mem_host   I64 host pid                 open("/proc/HOST/mem", O_RDWR)
  * vm_write   BYTES {pid, address}         process_vm_writev of 42 to that int of the host
  * ptrace     I64 host pid                 ptrace(PTRACE_SEIZE, host) (only run sandboxed)
@@ -19,6 +20,16 @@
  * cpu        I64 ms                       spins that much CPU time (bounded by 30 s wall)
  * files      I64 n                        opens /dev/null n times (all closed after)
  * nnp        -                            result I64 prctl(PR_GET_NO_NEW_PRIVS)
+ * ptrace_rt  I64 host pid                 PTRACE_SEIZE the host, interrupt it, wait for its
+ *                                         stop and detach (a real attach; unsandboxed only
+ *                                         where the kernel allows it)
+ * sigsys     -                            install a SIGSYS handler (the old one put back)
+ * blocked    -                            block SIGSYS, then socket() (unblocked after)
+ * fork       I64 n                        fork n children that exit at once, reaped only
+ *                                         after the last fork (a zombie counts in
+ *                                         RLIMIT_NPROC: EAGAIN past it); result I64 n
+ * bomb       I64 GiB                      malloc 64 MiB blocks up to that many GiB, touching
+ *                                         one byte of each (all freed after)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,6 +46,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -207,6 +219,95 @@ static int t_nnp(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	return 0;
 }
 
+static int t_ptrace_rt(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	const pid_t host = (pid_t)arg->i64;
+	if (ptrace(PTRACE_SEIZE, host, NULL, NULL) != 0)
+		return refused(ret, errno);
+	/* Attached: stop it, see it stopped, let it go (it runs on). */
+	int e = 0, st = 0;
+	if (ptrace(PTRACE_INTERRUPT, host, NULL, NULL) != 0)
+		e = errno;
+	else if (waitpid(host, &st, __WALL) != host)
+		e = errno;
+	if (ptrace(PTRACE_DETACH, host, NULL, NULL) != 0 && e == 0)
+		e = errno;
+	if (e != 0)
+		_exit(3); /* our end releases the host whatever state it is in */
+	return 0;
+}
+
+static void on_sig(int s) { (void)s; }
+
+static int t_sigsys(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx, (void)arg;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sig;
+	if (sigaction(SIGSYS, &sa, &old) != 0)
+		return refused(ret, errno);
+	sigaction(SIGSYS, &old, NULL);
+	return 0;
+}
+
+static int t_blocked(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	sigset_t s, old;
+	sigemptyset(&s);
+	sigaddset(&s, SIGSYS);
+	pthread_sigmask(SIG_BLOCK, &s, &old);
+	const int rc = t_socket(ctx, arg, ret);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int t_fork(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	pid_t kids[64];
+	int n = 0, e = 0;
+	while (n < arg->i64 && n < 64) {
+		const pid_t k = fork();
+		if (k == 0)
+			_exit(0);
+		if (k < 0) {
+			e = errno;
+			break;
+		}
+		kids[n++] = k;
+	}
+	for (int i = 0; i < n; i++)
+		waitpid(kids[i], NULL, 0);
+	if (e != 0)
+		return refused(ret, e);
+	ret->type = KNIT_VALUE_I64;
+	ret->i64 = n;
+	return 0;
+}
+
+static int t_bomb(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	(void)ctx;
+	enum { kBlock = 64 << 20, kMax = 256 };
+	char *blocks[kMax];
+	int n = 0, e = 0;
+	while (n < kMax && (int64_t)n * kBlock < (arg->i64 << 30)) {
+		blocks[n] = malloc(kBlock);
+		if (blocks[n] == NULL) {
+			e = errno != 0 ? errno : ENOMEM;
+			break;
+		}
+		blocks[n][0] = 1;
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		free(blocks[i]);
+	return e == 0 ? 0 : refused(ret, e);
+}
+
 static const knit_task_t tasks[] = {
 	{"echo", t_echo, 0, 0},           {"compute", t_compute, 0, 0},
 	{"kill_host", t_kill_host, 0, 0}, {"mem_host", t_mem_host, 0, 0},
@@ -214,6 +315,9 @@ static const knit_task_t tasks[] = {
 	{"socket", t_socket, 0, 0},       {"execve", t_execve, 0, 0},
 	{"bigmap", t_bigmap, 0, 0},       {"cpu", t_cpu, 0, 0},
 	{"files", t_files, 0, 0},         {"nnp", t_nnp, 0, 0},
+	{"ptrace_rt", t_ptrace_rt, 0, 0}, {"sigsys", t_sigsys, 0, 0},
+	{"blocked", t_blocked, 0, 0},     {"fork", t_fork, 0, 0},
+	{"bomb", t_bomb, 0, 0},
 };
 
 __attribute__((visibility("default"))) const knit_task_library_t knit_task_library = {

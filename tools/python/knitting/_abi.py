@@ -35,7 +35,7 @@ KNIT_STOP_DRAIN, KNIT_STOP_CANCEL = 1, 2
 (KNIT_DEATH_NONE, KNIT_DEATH_SIGNAL, KNIT_DEATH_EXIT, KNIT_DEATH_HARD_TIMEOUT,
  KNIT_DEATH_PROTOCOL, KNIT_DEATH_OOM, KNIT_DEATH_SANDBOX, KNIT_DEATH_CANCEL_KILL) = range(8)
 KNIT_DEATH_CAUSE_MAX = 16
-KNIT_INFO_LANE, KNIT_INFO_TIMING, KNIT_INFO_DEATH, KNIT_INFO_CPU = 1, 2, 4, 8
+KNIT_INFO_LANE, KNIT_INFO_TIMING, KNIT_INFO_DEATH, KNIT_INFO_CPU, KNIT_INFO_SYSCALL = 1, 2, 4, 8, 16
 KNIT_POOL_INFO_TIMING, KNIT_POOL_INFO_CPU = 1, 2
 KNIT_VERSION_MAJOR, KNIT_VERSION_MINOR, KNIT_VERSION_PATCH = 1, 2, 0
 KNIT_VERSION_NUMBER = (KNIT_VERSION_MAJOR << 16) | (KNIT_VERSION_MINOR << 8) | KNIT_VERSION_PATCH
@@ -131,7 +131,9 @@ class PoolStats(C.Structure):
 class CompletionInfo(C.Structure):  # 1.2
     _fields_ = [("size", C.c_uint32), ("flags", C.c_uint32), ("lane", C.c_uint32),
                 ("pid", C.c_int32), ("wait_ns", C.c_int64), ("run_ns", C.c_int64),
-                ("cpu_ns", C.c_int64), ("death", C.c_uint32), ("death_detail", C.c_int32)]
+                ("cpu_ns", C.c_int64), ("death", C.c_uint32), ("death_detail", C.c_int32),
+                ("syscall_nr", C.c_int32), ("syscall_arch", C.c_uint32),
+                ("syscall_name", C.c_char * 32)]
 
 
 class TaskLibrary(C.Structure):
@@ -140,6 +142,11 @@ class TaskLibrary(C.Structure):
                 ("ntasks", C.c_size_t),
                 # version 2 (1.2): the worker process hooks, init and fini
                 ("init", C.c_void_p), ("fini", C.c_void_p)]
+
+
+# knit_sandbox_t's seccomp flag and sets (1.2).
+KNIT_SANDBOX_SECCOMP = 1
+KNIT_SECCOMP_FILES, KNIT_SECCOMP_NETWORK, KNIT_SECCOMP_PROCESSES = 1, 2, 4
 
 
 class Sandbox(C.Structure):

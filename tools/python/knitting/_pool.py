@@ -83,7 +83,14 @@ def _info(core: "_Core", h: C.c_void_p, c: A.Completion) -> Optional[Dict[str, A
     if rc == -A.KNIT_ENOTFOUND:
         return None
     check(rc, "knit_completion_info")
-    return {"flags": ci.flags, **{n: getattr(ci, n) for n in _INFO_FIELDS}}
+    d = {"flags": ci.flags, **{n: getattr(ci, n) for n in _INFO_FIELDS}}
+    # A sandbox violation's syscall (KNIT_INFO_SYSCALL): the name is the
+    # library's own table's, ASCII.
+    if ci.flags & A.KNIT_INFO_SYSCALL:
+        d["syscall_nr"] = ci.syscall_nr
+        d["syscall_arch"] = ci.syscall_arch
+        d["syscall_name"] = ci.syscall_name.decode("ascii", "replace")
+    return d
 
 
 def _reaped(core, h, out, n: int, info: bool = False) -> List[Tuple[Any, ...]]:
@@ -701,7 +708,9 @@ class Pool(concurrent.futures.Executor):
         raises ClosedError; 0: not at all). With info=True each tuple has a
         fourth item: the completion's info (knit_completion_info,
         libknitting 1.2) as a dict -- flags, lane, pid, wait_ns, run_ns,
-        cpu_ns, death, death_detail -- or None when the pool kept none."""
+        cpu_ns, death, death_detail, and for a sandbox violation
+        (KNIT_INFO_SYSCALL) syscall_nr, syscall_arch, syscall_name -- or
+        None when the pool kept none."""
         core = self._core
         core.set_mode("user")
         if max < 1:
