@@ -14,8 +14,8 @@
 // the calling thread, the worker's main thread that runs every task, and
 // the threads it starts later; a thread the task library's init started
 // before is not restricted (the seccomp filter covers every thread, TSYNC).
-// Its namespaces and cgroup come earlier, before the task library loads
-// (src/namespaces.h, src/cgroup.h: their own rooms).
+// The sandbox's namespaces and cgroup come earlier, before the task library
+// loads (src/namespaces.h, src/cgroup.h: their own rooms).
 //
 // The trap record (a violation's syscall reported on the call that made
 // it): the filter's action for a syscall it does not allow is
