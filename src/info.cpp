@@ -17,20 +17,6 @@ CallNote *note_take(Pool *p, const Call *c)
 {
 	InfoRoom &r = p->info;
 	const uint32_t k = c->index / kTicketChunk;
-	if (k >= r.nchunks) {
-		const uint32_t n = (p->tickets.capacity() + kTicketChunk - 1) / kTicketChunk;
-		if (k >= n)
-			return nullptr;
-		void *m = calloc(n, sizeof(CallNote *));
-		if (m == nullptr)
-			return nullptr;
-		CallNote **chunks = static_cast<CallNote **>(m);
-		for (uint32_t i = 0; i < r.nchunks; i++)
-			chunks[i] = r.chunks[i];
-		free(r.chunks);
-		r.chunks = chunks;
-		r.nchunks = n;
-	}
 	if (r.chunks[k] == nullptr) {
 		r.chunks[k] = static_cast<CallNote *>(calloc(kTicketChunk, sizeof(CallNote)));
 		if (r.chunks[k] == nullptr)
@@ -71,10 +57,16 @@ int info_init(Pool *p)
 	r.timing = p->cfg.timing;
 	r.notes = r.timing ? 1 : 0; // the timed pool's one: for good
 	r.cap = p->cfg.info_records;
+	// Every chunk's pointer (a record's index is below the ticket table's
+	// capacity), so that a note's lookup is one load; the chunks on first use.
+	r.nchunks = (p->tickets.capacity() + kTicketChunk - 1) / kTicketChunk;
+	r.chunks = static_cast<CallNote **>(calloc(r.nchunks ? r.nchunks : 1, sizeof(CallNote *)));
+	r.pos = r.cap - 1; // the first entry taken is 0 (info_entry_take)
 	if (r.timing)
 		tick_init();
 	void *m = nullptr;
-	if (posix_memalign(&m, alignof(InfoEntry), (size_t)r.cap * sizeof(InfoEntry)) != 0)
+	if (r.chunks == nullptr ||
+	    posix_memalign(&m, alignof(InfoEntry), (size_t)r.cap * sizeof(InfoEntry)) != 0)
 		return -KNIT_ENOMEM;
 	memset(m, 0, (size_t)r.cap * sizeof(InfoEntry));
 	r.ring = static_cast<InfoEntry *>(m);

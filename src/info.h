@@ -131,10 +131,10 @@ inline uint64_t completion_word(const Pool *p, uint64_t h, uint32_t seq)
 // c's note slot when its chunk exists (under mu), else nullptr.
 inline CallNote *info_note_at(Pool *p, const Call *c)
 {
-	const uint32_t k = c->index / kTicketChunk;
-	if (KNIT_UNLIKELY(k >= p->info.nchunks || p->info.chunks[k] == nullptr))
+	CallNote *chunk = p->info.chunks[c->index / kTicketChunk];
+	if (KNIT_UNLIKELY(chunk == nullptr))
 		return nullptr;
-	return &p->info.chunks[k][c->index % kTicketChunk];
+	return chunk + c->index % kTicketChunk;
 }
 
 // info_enqueue_locked's first call on a record (its chunk allocated).
@@ -174,21 +174,19 @@ inline CallNote *info_timed_note_locked(Pool *p, const Call *c)
 inline void info_ran_locked(CallNote *n, uint32_t lane, int32_t pid, int64_t start, int64_t end,
 			    int64_t cpu, int64_t now)
 {
-	n->flags |= KNIT_INFO_LANE;
 	n->lane = lane;
 	n->pid = pid;
-	if (start < 0)
+	if (KNIT_UNLIKELY(start < 0)) {
+		n->flags |= KNIT_INFO_LANE;
 		return;
+	}
 	const int64_t enq = n->t_enq;
 	start = start < enq ? enq : start > now ? now : start;
 	end = end < start ? start : end > now ? now : end;
-	n->flags |= KNIT_INFO_TIMING;
 	n->wait = start - enq;
 	n->run = end - start;
-	if (cpu >= 0) {
-		n->flags |= KNIT_INFO_CPU;
-		n->cpu_ns = cpu;
-	}
+	n->cpu_ns = cpu;
+	n->flags |= KNIT_INFO_LANE | KNIT_INFO_TIMING | (cpu >= 0 ? (uint32_t)KNIT_INFO_CPU : 0u);
 }
 
 // Call c's worker died running it, or was killed for it (under mu, before
@@ -203,16 +201,18 @@ void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint3
 inline InfoEntry &info_entry_take(Pool *p, knit_completion_t *out)
 {
 	InfoRoom &r = p->info;
-	if (KNIT_UNLIKELY(++r.seq == 0))
-		r.seq = 1;
-	if (KNIT_UNLIKELY(r.seq == 1))
-		r.pos = 0; // the first, or the wrap
-	else if (++r.pos == r.cap)
-		r.pos = 0;
-	InfoEntry &e = r.ring[r.pos];
+	uint32_t pos = r.pos + 1 == r.cap ? 0 : r.pos + 1;
+	uint32_t seq = r.seq + 1;
+	if (KNIT_UNLIKELY(seq == 0)) {
+		seq = 1; // 0 names no entry; (1 - 1) % cap is entry 0
+		pos = 0;
+	}
+	r.pos = pos;
+	r.seq = seq;
+	InfoEntry &e = r.ring[pos];
 	e.ticket = out->ticket;
-	e.seq = r.seq;
-	out->reserved[1] = completion_word(p, out->reserved[0], r.seq);
+	e.seq = seq;
+	out->reserved[1] = ((uint64_t)completion_check(p, out->reserved[0], seq) << 32) | seq;
 	return e;
 }
 

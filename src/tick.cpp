@@ -63,7 +63,8 @@ uint64_t calibrate()
 		if (m1 - g_m0 < kTickCalibrateNs) {
 			// Early (the first conversion right after the first pool's
 			// create): wait out the rest of the span, once per process.
-			const struct timespec ts = knit__ns_to_timespec(kTickCalibrateNs - (m1 - g_m0));
+			const struct timespec ts =
+				knit__ns_to_timespec(kTickCalibrateNs - (m1 - g_m0));
 			nanosleep(&ts, nullptr);
 			pair(&t1, &m1);
 		}

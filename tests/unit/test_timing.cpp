@@ -35,7 +35,8 @@ void test_pack_round_trip(void **)
 				const int64_t start = enq + off, end = start + run;
 				const int64_t now = end > enq + 10 ? end + 10 : enq + 10;
 				int64_t s = -1, e = -1;
-				const bool ok = timing_unpack(timing_pack(start, end), enq, now, &s, &e);
+				const bool ok =
+					timing_unpack(timing_pack(start, end), enq, now, &s, &e);
 				if (now - enq >= kPackedSpan) {
 					assert_false(ok); // the span is too long to tell
 					continue;
