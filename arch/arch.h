@@ -38,12 +38,15 @@
 #if defined(KNIT_ARCH_X86_64)
 #include "x86_64/atomic.h"
 #include "x86_64/syscall.h"
+#include "x86_64/tick.h"
 #elif defined(KNIT_ARCH_AARCH64)
 #include "aarch64/atomic.h"
 #include "aarch64/syscall.h"
+#include "aarch64/tick.h"
 #elif defined(KNIT_ARCH_RISCV64)
 #include "riscv64/atomic.h"
 #include "riscv64/syscall.h"
+#include "riscv64/tick.h"
 #endif
 #define KNIT_ARCH_LAYER KNIT_ARCH_NAME
 #else
@@ -53,6 +56,7 @@
 #include "generic/atomic.h"
 #include "generic/syscall.h"
 #include "generic/futex.h"
+#include "generic/tick.h"
 
 /*
  * Shared words that two parties write or poll are kept 128 bytes apart:

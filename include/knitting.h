@@ -255,7 +255,7 @@ typedef struct knit_pool_options {
 	/* 1.2 (a shorter, older struct = 0 for both). */
 	uint32_t info_flags;   /* enum knit_pool_info_flags; 0 = none */
 	uint32_t info_records; /* completion infos kept for knit_completion_info:
-				  0 = 4096 with KNIT_POOL_INFO_TIMING, else 64;
+				  0 = 1024 with KNIT_POOL_INFO_TIMING, else 64;
 				  at most 1 << 20 */
 	/* 1.2, processes: worker recycling (see knit_pool_create(3), "Worker
 	 * recycling"). Each is a mark; zero (or a shorter struct) = off. A

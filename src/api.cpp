@@ -20,6 +20,7 @@
 #include "src/info.h"
 #include "src/runtime.h"
 #include "src/syncline.h"
+#include "src/tick.h"
 #include "src/wake.h"
 #include "src/workers.h"
 
@@ -164,8 +165,8 @@ void refused_pass(Pool *p)
 						    int *err)
 {
 	uint32_t na = 0;
-	// A timed pool's one clock read for the burst (src/info.h); none else.
-	const int64_t now = p->info.timing ? knit_now_ns() : 0;
+	// A timed pool's one tick for the burst (src/info.h); none else.
+	const int64_t now = p->info.timing ? tick_now() : 0;
 	pthread_mutex_lock(&p->mu);
 	if (knit_load_relaxed_32(&p->closed)) {
 		*err = pool_closed_code(p);

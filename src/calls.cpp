@@ -116,7 +116,7 @@ uint64_t owned_register_locked(Pool *p, uint8_t *buf)
 		c->result_buf = nullptr;
 	}
 	if (info)
-		info_hand_out_slow_locked(p, c, out);
+		info_hand_out_locked(p, c, out);
 	call_unhold_locked(p, c, kHoldUser);
 }
 

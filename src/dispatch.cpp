@@ -31,6 +31,7 @@
 #include "src/trace.h"
 #include "src/spin.h"
 #include "src/task.h"
+#include "src/tick.h"
 #include "src/wake.h"
 #include "src/workers.h"
 
@@ -553,7 +554,7 @@ uint32_t run_inline(Pool *p)
 			ctx_init(&ctx, p, l->index, c->abort_bit, c->deadline_ns, nullptr);
 			TaskOutcome o;
 			if (p->info.timing) {
-				t0 = knit_now_ns();
+				t0 = tick_now();
 				cpu = p->cfg.cpu_time ? thread_cpu_ns() : 0;
 			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket_of(c));
@@ -561,7 +562,7 @@ uint32_t run_inline(Pool *p)
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket_of(c), o.status);
 			if (p->info.timing) {
 				cpu = p->cfg.cpu_time ? thread_cpu_ns() - cpu : -1;
-				t1 = knit_now_ns();
+				t1 = tick_now();
 			}
 			status = o.status;
 			if ((status == 0 || status == -KNIT_ETASK) &&
@@ -574,8 +575,10 @@ uint32_t run_inline(Pool *p)
 			ran++;
 		}
 		pthread_mutex_lock(&p->mu);
-		if (t0 != 0)
-			info_ran_locked(p, c, l->index, 0, t0, t1, cpu, t1);
+		if (t0 != 0) {
+			if (CallNote *n = info_timed_note_locked(p, c))
+				info_ran_locked(n, l->index, 0, t0, t1, cpu, t1);
+		}
 		if (call_complete_locked(p, c, status, val, buf))
 			produced++;
 		call_unhold_locked(p, c, kHoldHostQueue);

@@ -13,35 +13,12 @@ namespace knit::detail {
 
 namespace {
 
-// c's note if its chunk exists (under mu), else nullptr.
-CallNote *note_of(Pool *p, const Call *c)
-{
-	const uint32_t k = c->index / kTicketChunk;
-	if (k >= p->info.nchunks || p->info.chunks[k] == nullptr)
-		return nullptr;
-	return &p->info.chunks[k][c->index % kTicketChunk];
-}
-
 // c's note, its chunk allocated on first use (under mu); nullptr when
 // memory cannot be had.
 CallNote *note_take(Pool *p, const Call *c)
 {
 	InfoRoom &r = p->info;
 	const uint32_t k = c->index / kTicketChunk;
-	if (k >= r.nchunks) {
-		const uint32_t n = (p->tickets.capacity() + kTicketChunk - 1) / kTicketChunk;
-		if (k >= n)
-			return nullptr;
-		void *m = calloc(n, sizeof(CallNote *));
-		if (m == nullptr)
-			return nullptr;
-		CallNote **chunks = static_cast<CallNote **>(m);
-		for (uint32_t i = 0; i < r.nchunks; i++)
-			chunks[i] = r.chunks[i];
-		free(r.chunks);
-		r.chunks = chunks;
-		r.nchunks = n;
-	}
 	if (r.chunks[k] == nullptr) {
 		r.chunks[k] = static_cast<CallNote *>(calloc(kTicketChunk, sizeof(CallNote)));
 		if (r.chunks[k] == nullptr)
@@ -67,7 +44,8 @@ CallNote *note_for_use(Pool *p, const Call *c)
 	if (!pending(n, c)) {
 		memset(n, 0, sizeof *n);
 		n->gen = c->gen;
-		p->info.notes++;
+		if (!p->info.timing)
+			p->info.notes++;
 	}
 	return n;
 }
@@ -79,10 +57,22 @@ int info_init(Pool *p)
 	InfoRoom &r = p->info;
 	memset(&r, 0, sizeof r);
 	r.timing = p->cfg.timing;
-	r.notes = r.timing ? 1 : 0; // the timed pool's one: never handed out
+	r.notes = r.timing ? 1 : 0; // the timed pool's one: for good
 	r.cap = p->cfg.info_records;
-	r.ring = static_cast<InfoEntry *>(calloc(r.cap, sizeof(InfoEntry)));
-	return r.ring != nullptr ? 0 : -KNIT_ENOMEM;
+	// Every chunk's pointer (a record's index is below the ticket table's
+	// capacity), so that a note's lookup is one load; the chunks on first use.
+	r.nchunks = (p->tickets.capacity() + kTicketChunk - 1) / kTicketChunk;
+	r.chunks = static_cast<CallNote **>(calloc(r.nchunks ? r.nchunks : 1, sizeof(CallNote *)));
+	r.pos = r.cap - 1; // the first entry taken is 0 (info_entry_take)
+	if (r.timing)
+		tick_init();
+	void *m = nullptr;
+	if (r.chunks == nullptr ||
+	    posix_memalign(&m, alignof(InfoEntry), (size_t)r.cap * sizeof(InfoEntry)) != 0)
+		return -KNIT_ENOMEM;
+	memset(m, 0, (size_t)r.cap * sizeof(InfoEntry));
+	r.ring = static_cast<InfoEntry *>(m);
+	return 0;
 }
 
 void info_fini(Pool *p)
@@ -95,45 +85,14 @@ void info_fini(Pool *p)
 	memset(&r, 0, sizeof r);
 }
 
-uint32_t completion_check(const Pool *p, uint64_t handle, uint32_t seq)
+void info_enqueue_slow_locked(Pool *p, const Call *c, int64_t now)
 {
-	const uint64_t x =
-		(handle ^ ((uint64_t)seq << 29) ^ ((uint64_t)seq >> 3)) * 0x9E3779B97F4A7C15ull ^
-		p->owned_salt;
-	return (uint32_t)(x >> 32) ^ (uint32_t)x;
-}
-
-void info_enqueue_locked(Pool *p, const Call *c, int64_t now)
-{
-	CallNote *n = note_for_use(p, c);
-	if (n != nullptr)
-		n->t_enq = now > 0 ? now : 1; // 0 reads as "no enqueue time"
-}
-
-void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start, int64_t end,
-		     int64_t cpu, int64_t now)
-{
-	CallNote *n = note_of(p, c);
-	if (n == nullptr || n->gen != c->gen || n->t_enq == 0)
+	CallNote *n = note_take(p, c);
+	if (n == nullptr)
 		return;
-	n->flags |= KNIT_INFO_LANE;
-	n->lane = lane;
-	n->pid = pid;
-	// A process worker's words: only a timeline that fits the host's own
-	// clock readings is kept (start after the enqueue, end before the
-	// reap); anything else leaves the call untimed.
-	if (start < n->t_enq || end < start || end > now)
-		return;
-	n->flags |= KNIT_INFO_TIMING;
-	n->wait_ns = start - n->t_enq;
-	n->run_ns = end - start;
-	// cpu < 0: not asked for (KNIT_POOL_INFO_CPU). Read inside the run's
-	// readings, so at most the run; clamped there (two clocks, and a
-	// process worker's word).
-	if (cpu >= 0) {
-		n->flags |= KNIT_INFO_CPU;
-		n->cpu_ns = cpu <= n->run_ns ? cpu : n->run_ns;
-	}
+	n->gen = c->gen;
+	n->flags = 0;
+	n->t_enq = now;
 }
 
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
@@ -147,64 +106,33 @@ void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint3
 	n->pid = pid;
 	n->death = cause;
 	n->detail = detail;
-	n->sys = sys;
+	n->sys = (uint16_t)sys;
 }
-
-namespace {
-
-// The ring's next entry, emptied and tagged with out's ticket, named in
-// out->reserved[1] (under mu).
-InfoEntry &entry_take(Pool *p, knit_completion_t *out)
-{
-	InfoRoom &r = p->info;
-	r.seq++;
-	if (r.seq == 0)
-		r.seq = 1;
-	InfoEntry &e = r.ring[(r.seq - 1) % r.cap];
-	memset(&e, 0, sizeof e);
-	e.ticket = out->ticket;
-	e.seq = r.seq;
-	out->reserved[1] = completion_word(p, out->reserved[0], r.seq);
-	return e;
-}
-
-} // namespace
 
 void info_line_death_locked(Pool *p, uint32_t lane, const DeathNote &d, knit_completion_t *out)
 {
-	InfoEntry &e = entry_take(p, out);
-	e.flags = KNIT_INFO_LANE | KNIT_INFO_DEATH;
-	e.lane = lane;
-	e.pid = d.pid;
-	e.death = d.cause;
-	e.detail = d.detail;
-	e.sys = d.sys;
+	InfoEntry &e = info_entry_take(p, out);
+	e.note.flags = KNIT_INFO_LANE | KNIT_INFO_DEATH;
+	e.note.lane = lane;
+	e.note.pid = d.pid;
+	e.note.death = d.cause;
+	e.note.detail = d.detail;
+	e.note.sys = (uint16_t)d.sys;
 }
 
 void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
 {
 	InfoRoom &r = p->info;
-	CallNote *n = note_of(p, c);
-	const bool noted = n != nullptr && pending(n, c);
-	if (!noted && !r.timing)
+	CallNote *n = info_note_at(p, c);
+	if (n == nullptr || !pending(n, c))
 		return;
-	if (noted && r.notes > (r.timing ? 1u : 0u))
+	if (r.notes > 0)
 		r.notes--;
-	InfoEntry &e = entry_take(p, out);
-	if (noted) {
-		e.flags = n->flags;
-		e.lane = n->lane;
-		e.pid = n->pid;
-		e.wait_ns = n->wait_ns;
-		e.run_ns = n->run_ns;
-		e.cpu_ns = n->cpu_ns;
-		e.death = n->death;
-		e.detail = n->detail;
-		e.sys = n->sys;
-		// Spent: the record's next use starts a note of its own.
-		n->flags = 0;
-		n->t_enq = 0;
-	}
+	InfoEntry &e = info_entry_take(p, out);
+	e.note = *n;
+	// Spent: the record's next use starts a note of its own.
+	n->flags = 0;
+	n->t_enq = 0;
 }
 
 int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out)
@@ -213,32 +141,42 @@ int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out
 	if (seq == 0 ||
 	    (uint32_t)(c->reserved[1] >> 32) != completion_check(p, c->reserved[0], seq))
 		return -KNIT_ENOTFOUND;
-	int rc = -KNIT_ENOTFOUND;
+	CallNote e;
+	bool found = false;
 	pthread_mutex_lock(&p->mu);
-	const InfoEntry &e = p->info.ring[(seq - 1) % p->info.cap];
-	if (e.seq == seq && e.ticket == c->ticket) {
-		out->flags = e.flags;
-		out->lane = e.lane;
-		out->pid = e.pid;
-		out->wait_ns = e.wait_ns;
-		out->run_ns = e.run_ns;
-		out->cpu_ns = e.cpu_ns;
-		out->death = e.death;
-		out->death_detail = e.detail;
-		if (e.sys != 0) {
-			// The number was checked at the death (src/sandbox.h); the
-			// name is this build's, never the worker's.
-			out->flags |= KNIT_INFO_SYSCALL;
-			out->syscall_nr = (int32_t)(e.sys - 1);
-			out->syscall_arch = sysname_arch();
-			const char *name = sysname_of(out->syscall_nr);
-			if (name != nullptr)
-				snprintf(out->syscall_name, sizeof out->syscall_name, "%s", name);
-		}
-		rc = 0;
+	const InfoEntry &r = p->info.ring[(seq - 1) % p->info.cap];
+	if (r.seq == seq && r.ticket == c->ticket) {
+		e = r.note;
+		found = true;
 	}
 	pthread_mutex_unlock(&p->mu);
-	return rc;
+	if (!found)
+		return -KNIT_ENOTFOUND;
+	// The members the flags name; the others 0. Ticks become ns here, off
+	// the calls' path (and outside mu: the first conversion may wait out
+	// the tick's calibration, src/tick.h).
+	const uint32_t f = e.flags;
+	out->flags = f;
+	out->lane = (f & KNIT_INFO_LANE) ? e.lane : 0;
+	out->pid = (f & KNIT_INFO_LANE) ? e.pid : 0;
+	out->wait_ns = (f & KNIT_INFO_TIMING) ? tick_ns(e.wait) : 0;
+	out->run_ns = (f & KNIT_INFO_TIMING) ? tick_ns(e.run) : 0;
+	// Read inside the run's readings, so at most the run; clamped there
+	// (two clocks, and a process worker's word).
+	out->cpu_ns = (f & KNIT_INFO_CPU) ? min_of(e.cpu_ns < 0 ? 0 : e.cpu_ns, out->run_ns) : 0;
+	out->death = (f & KNIT_INFO_DEATH) ? e.death : 0;
+	out->death_detail = (f & KNIT_INFO_DEATH) ? e.detail : 0;
+	if ((f & KNIT_INFO_DEATH) && e.sys != 0) {
+		// The number was checked at the death (src/sandbox.h); the name
+		// is this build's, never the worker's.
+		out->flags |= KNIT_INFO_SYSCALL;
+		out->syscall_nr = (int32_t)(e.sys - 1);
+		out->syscall_arch = sysname_arch();
+		const char *name = sysname_of(out->syscall_nr);
+		if (name != nullptr)
+			snprintf(out->syscall_name, sizeof out->syscall_name, "%s", name);
+	}
+	return 0;
 }
 
 } // namespace knit::detail

@@ -31,22 +31,61 @@
 #include "knitting.h"
 #include "src/layout.h"
 #include "src/runtime.h"
+#include "src/tick.h"
 
 namespace knit::detail {
 
-// A timed task's words, in its response slot's side words (src/layout.h
-// kSlotOffSide): written by the worker that ran it, before the frame's
-// publish; read by the host at the reap. They count only for the frame's
-// own call (ticket, gen equal to the frame's), and only as far as
-// info_ran_locked() believes them.
+// A timed task's times travel in its response frame (written by the
+// worker that ran it, before the frame's publish; read by the host at the
+// reap, src/lane.cpp), in ticks (src/tick.h):
+//  - the frame's deadline word (a response has no deadline): the low 32
+//    bits of the start tick, then the run's ticks, saturated at
+//    kRunSaturated (timing_pack). The host rebuilds the start from its own
+//    enqueue tick, which it can while the call's whole span (enqueue to
+//    reap) is under kPackedSpan ticks; otherwise, or saturated, or with CPU
+//    time, it reads
+//  - the slot's side words (src/layout.h kSlotOffSide): TimingWords, in
+//    full, counted only for the frame's own call (ticket, gen equal to
+//    the frame's). A worker writes both; the side words' line stays in the
+//    worker's cache while the host does not read it.
+// Whichever it read, the host clamps the start to its enqueue tick and the
+// end to its reap tick (info_ran_locked): a worker's words (a process
+// worker's are untrusted) can move time between wait and run, never out of
+// the span the host saw.
 struct TimingWords {
 	uint32_t ticket; // the call's ticket index
 	uint32_t gen;    // and generation
-	int64_t start;   // CLOCK_MONOTONIC ns at the task's start
+	int64_t start;   // tick at the task's start
 	int64_t end;     // and at its end
-	int64_t cpu;     // the worker thread's CPU time in the task
+	int64_t cpu;     // the worker thread's CPU time in the task (ns), -1 none
 };
 static_assert(sizeof(TimingWords) <= kSideBytes, "the timing fits the side words");
+
+inline constexpr uint32_t kRunSaturated = 0xFFFFFFFFu;
+inline constexpr int64_t kPackedSpan = (int64_t)1 << 31;
+
+// The deadline word of a timed response: start's low half, the run's ticks.
+inline uint64_t timing_pack(int64_t start, int64_t end)
+{
+	const uint64_t run = end > start ? (uint64_t)(end - start) : 0;
+	const uint32_t r = run < kRunSaturated ? (uint32_t)run : kRunSaturated;
+	return (uint32_t)(uint64_t)start | (uint64_t)r << 32;
+}
+
+// The start and end of a packed word, for a call enqueued at tick enq and
+// reaped at tick now: false when the word cannot tell (the span is too
+// long, or the run saturated): read the side words.
+inline bool timing_unpack(uint64_t w, int64_t enq, int64_t now, int64_t *start, int64_t *end)
+{
+	const uint32_t run = (uint32_t)(w >> 32);
+	if ((uint64_t)(now - enq) >= (uint64_t)kPackedSpan || run == kRunSaturated)
+		return false;
+	// Signed: a start read a little before the enqueue's tick (the counter
+	// is not serialized) stays a little before it, and is clamped.
+	*start = enq + (int32_t)((uint32_t)w - (uint32_t)(uint64_t)enq);
+	*end = *start + run;
+	return true;
+}
 
 // Why a lane's worker died (src/lane.h LaneLoss): cause 0 = no death to
 // tell (a clean stop, a thread).
@@ -75,7 +114,13 @@ void info_fini(Pool *p);
 
 // The check word's high half over a completion's handle and info
 // sequence, tied to the pool (its owned_salt).
-uint32_t completion_check(const Pool *p, uint64_t handle, uint32_t seq);
+inline uint32_t completion_check(const Pool *p, uint64_t handle, uint32_t seq)
+{
+	const uint64_t x =
+		(handle ^ ((uint64_t)seq << 29) ^ ((uint64_t)seq >> 3)) * 0x9E3779B97F4A7C15ull ^
+		p->owned_salt;
+	return (uint32_t)(x >> 32) ^ (uint32_t)x;
+}
 // reserved[1] for a completion with handle h and info sequence seq: 0
 // when both are 0.
 inline uint64_t completion_word(const Pool *p, uint64_t h, uint32_t seq)
@@ -85,19 +130,66 @@ inline uint64_t completion_word(const Pool *p, uint64_t h, uint32_t seq)
 	return ((uint64_t)completion_check(p, h, seq) << 32) | seq;
 }
 
-// A timed pool's enqueue (under mu, the record just allocated): start the
-// call's note at `now` (the enqueue's clock). When no note can be had (out
-// of memory) the call runs untimed: its info says so (no KNIT_INFO_TIMING).
-void info_enqueue_locked(Pool *p, const Call *c, int64_t now);
+// c's note slot when its chunk exists (under mu), else nullptr.
+inline CallNote *info_note_at(Pool *p, const Call *c)
+{
+	CallNote *chunk = p->info.chunks[c->index / kTicketChunk];
+	if (KNIT_UNLIKELY(chunk == nullptr))
+		return nullptr;
+	return chunk + c->index % kTicketChunk;
+}
 
-// The worker's timing of call c, which lane `lane` ran (under mu, at the
-// reap of its frame, before its hand-out): start, end and CPU time as the
-// worker says (a process worker's words: kept only when t_enq <= start <=
-// end <= now, the CPU time clamped to end - start; cpu < 0: not measured),
-// `now` the reap's clock. A call with no note
-// (its note could not be had) records nothing.
-void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t start, int64_t end,
-		     int64_t cpu, int64_t now);
+// info_enqueue_locked's first call on a record (its chunk allocated).
+void info_enqueue_slow_locked(Pool *p, const Call *c, int64_t now);
+
+// A timed pool's enqueue (under mu, the record just allocated): start the
+// call's note at `now` (the enqueue's tick, > 0). When no note can be had
+// (out of memory) the call runs untimed: its info says so (no
+// KNIT_INFO_TIMING).
+inline void info_enqueue_locked(Pool *p, const Call *c, int64_t now)
+{
+	CallNote *n = info_note_at(p, c);
+	if (KNIT_UNLIKELY(n == nullptr)) {
+		info_enqueue_slow_locked(p, c, now);
+		return;
+	}
+	n->gen = c->gen;
+	n->flags = 0;
+	n->t_enq = now;
+}
+
+// c's note of its current use in a timed pool, started at its enqueue
+// (under mu), else nullptr.
+inline CallNote *info_timed_note_locked(Pool *p, const Call *c)
+{
+	CallNote *n = info_note_at(p, c);
+	if (n == nullptr || n->gen != c->gen || n->t_enq == 0)
+		return nullptr;
+	return n;
+}
+
+// The worker's timing of n's call, which lane `lane` ran (under mu, at the
+// reap of its frame, before its hand-out): start and end ticks as the
+// worker says (start < 0: not told, the lane only), cpu its CPU time (ns;
+// < 0: not measured), `now` the reap's tick. The start is clamped to
+// [the enqueue, now], the end to [the start, now].
+inline void info_ran_locked(CallNote *n, uint32_t lane, int32_t pid, int64_t start, int64_t end,
+			    int64_t cpu, int64_t now)
+{
+	n->lane = lane;
+	n->pid = pid;
+	if (KNIT_UNLIKELY(start < 0)) {
+		n->flags |= KNIT_INFO_LANE;
+		return;
+	}
+	const int64_t enq = n->t_enq;
+	start = start < enq ? enq : start > now ? now : start;
+	end = end < start ? start : end > now ? now : end;
+	n->wait = start - enq;
+	n->run = end - start;
+	n->cpu_ns = cpu;
+	n->flags |= KNIT_INFO_LANE | KNIT_INFO_TIMING | (cpu >= 0 ? (uint32_t)KNIT_INFO_CPU : 0u);
+}
 
 // Call c's worker died running it, or was killed for it (under mu, before
 // c completes): the cause (enum knit_death_cause), its detail, the dead
@@ -107,11 +199,49 @@ void info_ran_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, int64_t
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
 		       int32_t detail, uint32_t sys = 0);
 
-// Hand-out (under mu): move c's note, if it has one for this use, into
-// the ring and name its entry in out->reserved[1] (out->reserved[0] set
-// already). Only while p->info.notes != 0 (which counts one more for a
-// timed pool): a batch of hand-outs looks at it once (src/calls.cpp).
+// The ring's next entry, tagged with out's ticket (its note is the
+// caller's to write), named in out->reserved[1] (under mu).
+inline InfoEntry &info_entry_take(Pool *p, knit_completion_t *out)
+{
+	InfoRoom &r = p->info;
+	uint32_t pos = r.pos + 1 == r.cap ? 0 : r.pos + 1;
+	uint32_t seq = r.seq + 1;
+	if (KNIT_UNLIKELY(seq == 0)) {
+		seq = 1; // 0 names no entry; (1 - 1) % cap is entry 0
+		pos = 0;
+	}
+	r.pos = pos;
+	r.seq = seq;
+	InfoEntry &e = r.ring[pos];
+	e.ticket = out->ticket;
+	e.seq = seq;
+	out->reserved[1] = ((uint64_t)completion_check(p, out->reserved[0], seq) << 32) | seq;
+	return e;
+}
+
+// info_hand_out_locked() in an untimed pool: a death note, if c has one.
 void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out);
+
+// Hand-out (under mu): move c's note, if it has one for this use, into
+// the ring (every completion of a timed pool gets an entry) and name its
+// entry in out->reserved[1] (out->reserved[0] set already). Only while
+// p->info.notes != 0 (always in a timed pool): a batch of hand-outs looks
+// at it once (src/calls.cpp). A timed pool's note is started at every
+// enqueue, so its generation alone says it is this use's; the ring's
+// entry takes it whole (one line, no member-by-member copy).
+inline void info_hand_out_locked(Pool *p, const Call *c, knit_completion_t *out)
+{
+	if (KNIT_UNLIKELY(!p->info.timing)) {
+		info_hand_out_slow_locked(p, c, out);
+		return;
+	}
+	const CallNote *n = info_note_at(p, c);
+	InfoEntry &e = info_entry_take(p, out);
+	if (KNIT_LIKELY(n != nullptr && n->gen == c->gen))
+		e.note = *n;
+	else
+		e.note.flags = 0; // no note could be had: no info but the entry
+}
 
 // A knit_call served on lane's synchronous line lost its worker (under
 // mu, at its hand-out; out->reserved[0] set already): an info entry of

@@ -9,8 +9,10 @@
 
 #include "src/calls.h"
 #include "src/dcheck.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/syncline.h"
+#include "src/tick.h"
 #include "src/trace.h"
 #include "src/workers.h"
 
@@ -148,31 +150,44 @@ bool status_from_worker_ok(int32_t s)
 	       s == -KNIT_EPROTO || s == -KNIT_ENOMEM;
 }
 
+// A timed pool (src/info.h), for a frame of call c that handle_result()
+// just completed (under the same hold of mu: the completion is not handed
+// out yet, and its record is live): the timing the frame's deadline word
+// carries, or the side words the worker left beside it in `slot` when that
+// word cannot tell or the pool asked for CPU time (those count only when
+// they name the frame's own call); `now` the reap's tick, read after the
+// results' acquire, pid the lane's worker's.
+void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t now,
+		 int32_t pid)
+{
+	CallNote *n = info_timed_note_locked(p, c);
+	if (n == nullptr)
+		return;
+	int64_t start = -1, end = -1, cpu = -1;
+	const bool packed = timing_unpack(h.deadline_ns, n->t_enq, now, &start, &end);
+	if (KNIT_UNLIKELY(!packed || p->cfg.cpu_time)) {
+		TimingWords tw;
+		l->ret.side_copy(slot, &tw, sizeof tw);
+		if (tw.ticket == h.ticket && tw.gen == h.generation) {
+			if (!packed) {
+				start = tw.start < 0 ? 0 : tw.start;
+				end = tw.end;
+			}
+			cpu = tw.cpu;
+		} else if (!packed) {
+			start = -1; // not this frame's: the lane only
+		}
+	}
+	info_ran_locked(n, l->index, pid, start, end, cpu, now);
+}
+
 // One frame of lane l's return lock (holder, under mu). *bad: the frame is
 // one the lane's worker could not have written honestly (the lane is to be
 // distrusted: lane_distrust). The completion's counts go into *batch
-// (complete_batch_end_locked() before mu is released).
-// A timed pool (src/info.h), for a frame whose call handle_result() just
-// completed (under the same hold of mu: the completion is not handed out
-// yet, and its record is live): the timing the worker left beside the
-// frame in `slot`, taken when it names the frame's own call; `now` the
-// reap's clock, read after the results' acquire. Apart from
-// handle_result(), so that an untimed pool's reap pays one branch a frame.
-[[gnu::noinline]] void note_timing(Pool *p, Lane *l, uint32_t slot, const FrameHead &h, int64_t now)
-{
-	const Call *c = p->tickets.lookup(h.ticket);
-	if (c == nullptr)
-		return;
-	TimingWords tw;
-	l->ret.side_copy(slot, &tw, sizeof tw);
-	if (tw.ticket != h.ticket || tw.gen != h.generation)
-		tw.start = -1; // not this frame's: the lane only
-	info_ran_locked(p, c, l->index, p->workers->pid(p, l->index), tw.start, tw.end, tw.cpu,
-			now);
-}
-
-bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		   CompleteBatch *batch, uint32_t *own)
+// (complete_batch_end_locked() before mu is released). Returns the call
+// when the frame completed it, else nullptr.
+Call *handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
+		    CompleteBatch *batch, uint32_t *own)
 {
 	int32_t status;
 	knit_value_t val;
@@ -186,7 +201,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		knit_add_relaxed_64(&p->st_proto_errors, 1);
 		*bad = true;
 		if (h.fault & kFaultIds)
-			return false; // cannot tell whose it is: counted only
+			return nullptr; // cannot tell whose it is: counted only
 		status = -KNIT_EPROTO;
 	} else if (!status_from_worker_ok(h.status) ||
 		   (h.status == -KNIT_ETASK && v.type != KNIT_VALUE_ERROR)) {
@@ -218,7 +233,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		// not held against it.
 		if (!p->steal.on || !p->steal.misled)
 			*bad = true;
-		return false;
+		return nullptr;
 	}
 	if (l->inflight > 0)
 		l->inflight--; // its own frame is back
@@ -231,7 +246,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 		// can be recycled now).
 		knit_add_relaxed_64(&p->st_late_drops, 1);
 		call_unhold_locked(p, c, kHoldHostQueue);
-		return false;
+		return nullptr;
 	}
 	// Its own call under another task id: only this call fails (and the
 	// lane is distrusted).
@@ -255,7 +270,7 @@ bool handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_valu
 	}
 	const bool done = call_complete_batch_locked(p, c, status, *result, buf, batch);
 	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
-	return done;
+	return done ? c : nullptr;
 }
 
 } // namespace
@@ -273,9 +288,11 @@ uint32_t lane_reap(Pool *p, Lane *l)
 	uint32_t produced = 0, own = 0;
 	bool bad = false;
 	CompleteBatch batch; // cq_count and outstanding once per reap
-	// A timed pool's one clock read per reap: after the acquire of A in
-	// pending(), so every result reaped below ended before it.
-	const int64_t now = p->info.timing ? knit_now_ns() : 0;
+	// A timed pool's one tick per reap: after the acquire of A in
+	// pending(), so every result reaped below ended before it; and its
+	// worker's pid, once.
+	const int64_t now = p->info.timing ? tick_now() : 0;
+	const int32_t pid = now != 0 ? p->workers->pid(p, l->index) : 0;
 	pthread_mutex_lock(&p->mu);
 	int slot;
 	while ((slot = l->ret.next_lane(&snap)) >= 0) {
@@ -285,10 +302,10 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (handle_result(p, l, rc, h, v, &bad, &batch, &own)) {
+		if (Call *c = handle_result(p, l, rc, h, v, &bad, &batch, &own)) {
 			produced++;
 			if (now != 0)
-				note_timing(p, l, (uint32_t)slot, h, now);
+				note_timing(p, l, c, (uint32_t)slot, h, now, pid);
 		}
 		l->ret.release((uint32_t)slot);
 	}

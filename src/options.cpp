@@ -310,7 +310,7 @@ int options_resolve(const knit_pool_options_t *in, PoolConfig *out)
 	if (o.info_records > kInfoRecordsMax)
 		return error_set(-KNIT_EINVAL, "info_records %u is more than %u", o.info_records,
 				 kInfoRecordsMax);
-	out->info_records = o.info_records != 0 ? o.info_records : out->timing ? 4096 : 64;
+	out->info_records = o.info_records != 0 ? o.info_records : out->timing ? 1024 : 64;
 	return 0;
 }
 

@@ -44,6 +44,7 @@
 #include "src/proc.h"
 #include "src/spin.h"
 #include "src/syncline.h"
+#include "src/tick.h"
 
 using namespace knit::detail;
 
@@ -255,6 +256,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	// First: die with the host's spawning thread, then make sure it did not
 	// die already (the prctl came too late for that).
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	tick_init(); // the host's tick (src/tick.h), before any task runs
 	if (argc < 4 || strcmp(argv[1], "--knit-boot") != 0) {
 		fprintf(stderr,
 			"knit-worker: started by libknitting only (a process pool's worker)\n");

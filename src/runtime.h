@@ -460,42 +460,45 @@ struct OwnedBuf {
 // by record index (a chunk of kTicketChunk notes allocated on first use):
 // timing (a pool with KNIT_POOL_INFO_TIMING) and a death. A note counts
 // only for the use of the record it names (gen). Under mu.
+// 48 bytes: an info entry (below) is one line with it.
 struct CallNote {
-	uint32_t gen;    // the record's generation the note is about
-	uint32_t flags;  // KNIT_INFO_* gathered so far
-	uint32_t lane;   // the lane that ran (or last held) the call
-	int32_t pid;     // its worker process, 0 for a thread or the inline lane
-	int64_t t_enq;   // host clock at the enqueue (timing)
-	int64_t wait_ns; // validated timing (KNIT_INFO_TIMING)
-	int64_t run_ns;
-	int64_t cpu_ns;
-	uint32_t death; // enum knit_death_cause (KNIT_INFO_DEATH)
+	uint32_t gen;   // the record's generation the note is about
+	uint32_t flags; // KNIT_INFO_* gathered so far
+	uint32_t lane;  // the lane that ran (or last held) the call
+	int32_t pid;    // its worker process, 0 for a thread or the inline lane
+	union {
+		int64_t t_enq; // tick at the enqueue (timing; src/tick.h), until
+		int64_t wait;  // the reap: then the wait in ticks, clamped
+	};                     // (KNIT_INFO_TIMING)
+	int64_t run;
+	int64_t cpu_ns; // KNIT_INFO_CPU (clamped to run at the lookup)
+	uint16_t death; // enum knit_death_cause (KNIT_INFO_DEATH)
+	uint16_t sys;   // 1 + a sandbox violation's syscall (DeathNote::sys, below
+			// 4096: src/sandbox.h), 0 = none
 	int32_t detail; // the signal number or exit status
-	uint32_t sys;   // 1 + a sandbox violation's syscall (DeathNote::sys), 0 = none
 };
-// One handed-out completion's info, in the ring; seq names it, ticket says
-// whose it is. Under mu.
-struct InfoEntry {
+static_assert(sizeof(CallNote) == 48, "a note and its entry's head are one line");
+// One handed-out completion's info, in the ring, one cache line: seq
+// names it, ticket says whose it is, note is the call's note as it was at
+// the hand-out (a member counts only when its flag says so). Under mu.
+struct alignas(64) InfoEntry {
 	uint64_t ticket;
 	uint32_t seq; // 0 = empty
-	uint32_t flags;
-	uint32_t lane;
-	int32_t pid;
-	int64_t wait_ns, run_ns, cpu_ns;
-	uint32_t death;
-	int32_t detail;
-	uint32_t sys; // as CallNote::sys
+	uint32_t unused;
+	CallNote note;
 };
+static_assert(sizeof(InfoEntry) == 64, "an info entry is one line");
 struct InfoRoom {
 	bool timing;       // KNIT_POOL_INFO_TIMING (read-only after create)
 	CallNote **chunks; // by record index / kTicketChunk, nullptr until used
 	uint32_t nchunks;
-	uint32_t notes;  // notes written and not handed out yet, plus one for a
-			 // timed pool (every hand-out looks): hand-out skips
-			 // the lookup while 0
+	uint32_t notes;  // an untimed pool's death notes not handed out yet; a
+			 // timed pool's is 1 for good (every hand-out looks):
+			 // hand-out skips the lookup while 0
 	InfoEntry *ring; // cap entries: the last infos handed out
 	uint32_t cap;
 	uint32_t seq; // the last sequence handed out (skips 0 on wrap)
+	uint32_t pos; // its entry: (seq - 1) % cap
 };
 
 struct alignas(128) Pool {

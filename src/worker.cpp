@@ -39,11 +39,13 @@
 
 #include "src/dcheck.h"
 #include "src/calls.h"
+#include "src/info.h"
 #include "src/lane.h"
 #include "src/runtime.h"
 #include "src/spin.h"
 #include "src/syncline.h"
 #include "src/task.h"
+#include "src/tick.h"
 #include "src/trace.h"
 #include "src/wake.h"
 
@@ -321,6 +323,11 @@ void run_batch(Lane *l)
 			       : (++w->svc_tick % kSvcSampleEvery) == 0 ? knit_now_ns()
 									: 0;
 	uint32_t ran = 0;
+	// A timed pool's boundary (src/info.h): one tick read per task, at its
+	// end, which is the next task's start; the batch's first start is read
+	// here. A task's run so counts the worker's handling of the previous
+	// result and of its own frame (tens of ns).
+	int64_t bound = timed ? tick_now() : 0;
 	for (uint32_t n = 0; n < kWorkerBatch && w->held_count != 0; n++) {
 		HeldFrame &f = w->held[w->held_head];
 		FrameHead rh;
@@ -330,8 +337,8 @@ void run_batch(Lane *l)
 		rh.generation = f.head.generation;
 		rh.deadline_ns = f.head.deadline_ns;
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
-		// The clock only for a deadline, the hard timeout or timing.
-		const int64_t now = hard || timed || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
+		// The clock only for a deadline or the hard timeout.
+		const int64_t now = hard || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
 		ctx_init(&ctx, p, l->index, abort_id ? (int32_t)(abort_id - 1) : -1,
 			 (int64_t)f.head.deadline_ns, l);
@@ -356,7 +363,7 @@ void run_batch(Lane *l)
 			if (timed) {
 				tw.ticket = f.head.ticket;
 				tw.gen = f.head.generation;
-				tw.start = now;
+				tw.start = bound;
 				tw.cpu = cpu_time ? thread_cpu_ns() : 0;
 			}
 			KNIT_TRACE_TASK_START(p, l->index, ticket);
@@ -364,7 +371,9 @@ void run_batch(Lane *l)
 			KNIT_TRACE_TASK_DONE(p, l->index, ticket, o.status);
 			if (timed) {
 				tw.cpu = cpu_time ? thread_cpu_ns() - tw.cpu : -1;
-				tw.end = knit_now_ns();
+				bound = tick_now();
+				tw.end = bound;
+				rh.deadline_ns = timing_pack(tw.start, tw.end); // no deadline
 			}
 			if (stamp)
 				stamp_write(l->ext, 0, 0, 0);

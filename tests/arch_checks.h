@@ -21,6 +21,7 @@
  *  - message passing (release/acquire, fences, seq_cst) and store buffering
  *    (Dekker: knit_fence_seq_cst, and seq_cst store/load) litmus tests;
  *  - raw syscalls: results, -errno, errno left alone;
+ *  - the timing tick: usable where the arch says, monotone, moving;
  *  - futex wait/wake (private and shared, also across a fork), futex_waitv
  *    and its fallback, and the eventfd2 / memfd_create / pidfd_open wrappers.
  *
@@ -1907,12 +1908,61 @@ struct kc_check {
 	int arg;
 };
 
+/* The per-call timing's tick (arch/<arch>/tick.h, generic/tick.h): where the
+ * arch layer has a counter it says so (KNIT_HAVE_TICK) and, but on x86-64
+ * (the TSC's CPUID bit), calls it usable; readings never go back on one
+ * thread; the counter moves while the thread sleeps 2 ms, by at least 1 ms
+ * at the rate it states (a counter that stands still or runs slow fails;
+ * no upper bound: a loaded machine sleeps longer). */
+KC_FN int kc_check_tick(void)
+{
+	int fails = 0;
+	uint64_t prev, t0, t1, hz;
+	int i, usable = knit_tick_usable();
+	struct timespec ts = {0, 2000000};
+#if defined(KNIT_USE_CC_BUILTINS) && KNIT_USE_CC_BUILTINS
+	KC_EXPECT(fails, usable == 0, "builtins layer: the tick is CLOCK_MONOTONIC (usable %d)",
+		  usable);
+#elif defined(KNIT_ARCH_AARCH64) || defined(KNIT_ARCH_RISCV64)
+	KC_EXPECT(fails, usable == 1, "%s: the counter is always usable (%d)", KNIT_ARCH_NAME,
+		  usable);
+#endif
+#ifndef KNIT_HAVE_TICK
+	KC_EXPECT(fails, usable == 0, "no counter, yet usable %d", usable);
+#endif
+	KC_EXPECT(fails, usable == 0 || usable == 1, "usable %d", usable);
+	prev = knit_tick_read();
+	for (i = 0; i < 100000; i++) {
+		const uint64_t t = knit_tick_read();
+		if (t < prev) {
+			KC_FAIL(fails, "tick went back: %llu after %llu", (unsigned long long)t,
+				(unsigned long long)prev);
+			break;
+		}
+		prev = t;
+	}
+	t0 = knit_tick_read();
+	nanosleep(&ts, NULL);
+	t1 = knit_tick_read();
+	KC_EXPECT(fails, t1 > t0, "tick stood still over a 2 ms sleep (%llu)",
+		  (unsigned long long)t0);
+	hz = knit_tick_hz();
+	if (hz != 0 && t1 > t0)
+		KC_EXPECT(fails, (double)(t1 - t0) / (double)hz >= 0.001,
+			  "2 ms of sleep read as %llu ticks at %llu Hz",
+			  (unsigned long long)(t1 - t0), (unsigned long long)hz);
+	printf("tick: usable %d, %llu Hz (0: calibrated), %llu ticks over a 2 ms sleep\n", usable,
+	       (unsigned long long)hz, (unsigned long long)(t1 - t0));
+	return fails;
+}
+
 KC_FN int kc_run_identity(int a) { return (void)a, kc_check_identity(); }
 KC_FN int kc_run_differential(int a) { return (void)a, kc_check_differential(); }
 KC_FN int kc_run_counters(int a) { return (void)a, kc_check_counters(); }
 KC_FN int kc_run_message_passing(int a) { return (void)a, kc_check_message_passing(); }
 KC_FN int kc_run_store_buffering(int a) { return (void)a, kc_check_store_buffering(); }
 KC_FN int kc_run_syscalls(int a) { return (void)a, kc_check_syscalls(); }
+KC_FN int kc_run_tick(int a) { return (void)a, kc_check_tick(); }
 KC_FN int kc_run_futex_cross_process(int a) { return (void)a, kc_check_futex_cross_process(); }
 KC_FN int kc_run_fd_wrappers(int a) { return (void)a, kc_check_fd_wrappers(); }
 
@@ -1923,6 +1973,7 @@ KC_UNUSED static const struct kc_check kc_arch_checks[] = {
 	{"litmus_message_passing", kc_run_message_passing, 0},
 	{"litmus_store_buffering", kc_run_store_buffering, 0},
 	{"raw_syscalls", kc_run_syscalls, 0},
+	{"tick", kc_run_tick, 0},
 };
 #define KC_N_ARCH_CHECKS (sizeof(kc_arch_checks) / sizeof(kc_arch_checks[0]))
 

@@ -120,6 +120,114 @@ KT(info, timing_ordered_on_one_worker)
 	kt_destroy(p);
 }
 
+/* The times sit inside what the caller saw: a task that sleeps 1 ms ran at
+ * least 1 ms, and its wait plus its run fit between the caller's clock
+ * readings around the enqueue and the reap (the tick's rate is calibrated:
+ * 0.1% of slack for it). Back-to-back no-op calls are timed too, never 0:
+ * a run counts the worker's own handling. */
+KT(info, timing_inside_the_callers_window)
+{
+	knit_pool_t *p = timed_pool(1, 0, KNIT_INLINE_OFF);
+	for (int round = 0; round < 5; round++) {
+		const int64_t t0 = kt_now_ns();
+		kt_enq(p, kt_id(p, "sleep"), kt_i64(1), NULL);
+		knit_completion_t c;
+		kt_reap1(p, &c);
+		const int64_t t1 = kt_now_ns();
+		cr_assert_eq(c.status, 0);
+		int rc;
+		knit_completion_info_t in = info_of(p, &c, &rc);
+		cr_assert_eq(rc, 0, "%s", knit_strerror(rc));
+		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
+		cr_assert_geq(in.run_ns, 1000000, "a 1 ms sleep ran %lld ns", (long long)in.run_ns);
+		cr_assert_geq(in.wait_ns, 0);
+		cr_assert_leq((double)(in.wait_ns + in.run_ns), (double)(t1 - t0) * 1.001,
+			      "wait %lld + run %lld outside the caller's %lld ns",
+			      (long long)in.wait_ns, (long long)in.run_ns, (long long)(t1 - t0));
+	}
+	enum { N = 300 };
+	for (int i = 0; i < N; i++)
+		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
+	knit_completion_t out[N];
+	cr_assert_eq(kt_reap(p, out, N), N);
+	for (int i = 0; i < N; i++) {
+		int rc;
+		knit_completion_info_t in = info_of(p, &out[i], &rc);
+		cr_assert_eq(rc, 0);
+		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
+		cr_assert_gt(in.run_ns, 0, "completion %d: run 0", i);
+		cr_assert_geq(in.wait_ns, 0);
+	}
+	kt_destroy(p);
+}
+
+/* A call whose span (enqueue to reap) is too long for the frame's packed
+ * word (2^31 ticks: 0.8 s on a 2.7 GHz TSC) is timed from the side words:
+ * its run is still its own. */
+KT(info, timing_of_a_long_call)
+{
+	knit_pool_t *p = timed_pool(1, 0, KNIT_INLINE_OFF);
+	kt_enq(p, kt_id(p, "sleep"), kt_i64(900), NULL);
+	knit_completion_t c;
+	kt_reap1(p, &c);
+	cr_assert_eq(c.status, 0);
+	int rc;
+	knit_completion_info_t in = info_of(p, &c, &rc);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
+	cr_assert_geq(in.run_ns, 900000000, "a 900 ms sleep ran %lld ns", (long long)in.run_ns);
+	cr_assert_lt(in.wait_ns, in.run_ns, "wait %lld", (long long)in.wait_ns);
+	kt_destroy(p);
+}
+
+/* Timing on every kind of worker: a steal pool's threads, a process
+ * pool's workers (their words packed in the response, clamped by the
+ * host), lanes and steal: every call is timed, by a lane that exists, with
+ * the pid of a process worker, inside the caller's window. */
+static void timed_everywhere(int procs, uint32_t topology)
+{
+	knit_pool_options_t o;
+	if (procs)
+		kt_proc_opts(&o, 2);
+	else
+		kt_opts(&o, 2);
+	o.topology = topology;
+	o.info_flags = KNIT_POOL_INFO_TIMING;
+	knit_pool_t *p = NULL;
+	if (procs)
+		cr_assert_eq(knit_pool_create(&o, NULL, 0, &p), 0, "%s", knit_last_error());
+	else
+		p = kt_pool(&o);
+	enum { N = 200 };
+	const int64_t t0 = kt_now_ns();
+	for (int i = 0; i < N; i++)
+		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
+	knit_completion_t out[N];
+	cr_assert_eq(kt_reap(p, out, N), N);
+	const int64_t t1 = kt_now_ns();
+	for (int i = 0; i < N; i++) {
+		int rc;
+		knit_completion_info_t in = info_of(p, &out[i], &rc);
+		cr_assert_eq(rc, 0, "completion %d: %s", i, knit_strerror(rc));
+		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
+		cr_assert_lt(in.lane, 2);
+		if (procs)
+			cr_assert_gt(in.pid, 0, "a process worker's pid");
+		else
+			cr_assert_eq(in.pid, 0);
+		cr_assert_gt(in.run_ns, 0, "completion %d: run 0", i);
+		cr_assert_geq(in.wait_ns, 0);
+		cr_assert_leq((double)(in.wait_ns + in.run_ns), (double)(t1 - t0) * 1.001,
+			      "wait %lld + run %lld outside the caller's %lld ns",
+			      (long long)in.wait_ns, (long long)in.run_ns, (long long)(t1 - t0));
+	}
+	kt_destroy(p);
+}
+
+KT(info, timed_steal_threads) { timed_everywhere(0, KNIT_TOPOLOGY_STEAL); }
+KT(info, timed_processes) { timed_everywhere(1, KNIT_TOPOLOGY_LANES); }
+KT(info, timed_processes_steal) { timed_everywhere(1, KNIT_TOPOLOGY_STEAL); }
+
 /* Every completion of a timed pool names the lane that ran it; per lane
  * they add up to the lane's call count in the stats, the inline lane's
  * included (its index is the worker count). */

@@ -781,9 +781,10 @@ void register_knit()
 			  "batch of " + std::to_string(size) + " no-op calls, 1 worker"});
 	}
 	// Per-call timing's cost, alternated with the same batch untimed: each
-	// call then reads one more monotonic clock in its worker, the host one
-	// per enqueue and per reap, and one info is written per completion;
-	// with CPU time also two thread CPU clocks (system calls) per call.
+	// call then reads the processor's counter once in its worker (one
+	// call's end is the next one's start), the host once per enqueue and
+	// per reap, and one info is written per completion; with CPU time also
+	// two thread CPU clocks (system calls) per call.
 	for (uint32_t f : {(uint32_t)KNIT_POOL_INFO_TIMING, (uint32_t)KNIT_POOL_INFO_CPU}) {
 		PoolSpec timed;
 		timed.info_flags = f;

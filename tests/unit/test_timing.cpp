@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// tests/unit/test_timing.cpp - the per-call timing's words and clock
+// (src/info.h, src/tick.h): a timed response's packed deadline word
+// round-trips for every start the host's span allows (a start read a little
+// before the enqueue included), and says "read the side words" exactly when
+// it cannot tell; the host's clamp keeps whatever a worker says inside the
+// span it saw; tick_ns never makes two adjoining spans longer than their
+// union, and measures a sleep as at least what it slept.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" { // cmocka 1.1 has no C++ guards of its own
+#include <cmocka.h>
+}
+
+#include "src/info.h"
+#include "src/tick.h"
+
+using namespace knit::detail;
+
+namespace {
+
+void test_pack_round_trip(void **)
+{
+	const int64_t enqs[] = {1, 1000, 0xFFFFFFF0ll, 0x100000000ll - 3, 0x7FFFFFF012345678ll};
+	const int64_t offs[] = {-100, -1, 0, 1, 77, 0x7FFFFFFFll - 1000, 0xFFFFll};
+	const int64_t runs[] = {0, 1, 5000, 0xFFFFFFFEll};
+	for (int64_t enq : enqs)
+		for (int64_t off : offs)
+			for (int64_t run : runs) {
+				const int64_t start = enq + off, end = start + run;
+				const int64_t now = end > enq + 10 ? end + 10 : enq + 10;
+				int64_t s = -1, e = -1;
+				const bool ok =
+					timing_unpack(timing_pack(start, end), enq, now, &s, &e);
+				if (now - enq >= kPackedSpan) {
+					assert_false(ok); // the span is too long to tell
+					continue;
+				}
+				assert_true(ok);
+				assert_int_equal(s, start);
+				assert_int_equal(e, end);
+			}
+}
+
+void test_pack_cannot_tell(void **)
+{
+	int64_t s, e;
+	// A run of 2^32 ticks or more saturates: the side words tell.
+	assert_false(timing_unpack(timing_pack(10, 10 + 0x100000000ll), 5, 20, &s, &e));
+	// A span of kPackedSpan ticks: the low half is ambiguous.
+	assert_false(timing_unpack(timing_pack(10, 20), 5, 5 + kPackedSpan, &s, &e));
+	assert_true(timing_unpack(timing_pack(10, 20), 5, 4 + kPackedSpan, &s, &e));
+	// An end before the start packs as a run of 0.
+	assert_true(timing_unpack(timing_pack(50, 40), 5, 100, &s, &e));
+	assert_int_equal(s, 50);
+	assert_int_equal(e, 50);
+}
+
+CallNote note_at(int64_t enq)
+{
+	CallNote n;
+	memset(&n, 0, sizeof n);
+	n.gen = 1;
+	n.t_enq = enq;
+	return n;
+}
+
+void test_clamp(void **)
+{
+	const int64_t enq = 1000, now = 2000;
+	struct {
+		int64_t start, end, wait, run;
+	} cases[] = {
+		{1100, 1500, 100, 400}, // honest
+		{900, 1500, 0, 500},    // started "before" the enqueue
+		{1100, 2500, 100, 900}, // ended "after" the reap
+		{2500, 2600, 1000, 0},  // started after the reap
+		{1500, 1200, 500, 0},   // ended before it started
+		{0, INT64_MAX, 0, 1000},
+	};
+	for (const auto &k : cases) {
+		CallNote n = note_at(enq);
+		info_ran_locked(&n, 3, 42, k.start, k.end, -1, now);
+		assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING);
+		assert_int_equal(n.lane, 3);
+		assert_int_equal(n.pid, 42);
+		assert_int_equal(n.wait, k.wait);
+		assert_int_equal(n.run, k.run);
+		assert_true(n.wait >= 0 && n.run >= 0 && n.wait + n.run <= now - enq);
+	}
+	// Not told: the lane only.
+	CallNote n = note_at(enq);
+	info_ran_locked(&n, 1, 0, -1, 0, -1, now);
+	assert_int_equal(n.flags, KNIT_INFO_LANE);
+	// CPU time: flagged when measured.
+	n = note_at(enq);
+	info_ran_locked(&n, 1, 0, 1100, 1200, 7, now);
+	assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING | KNIT_INFO_CPU);
+	assert_int_equal(n.cpu_ns, 7);
+}
+
+void test_tick_ns(void **)
+{
+	tick_init();
+	assert_int_equal(tick_ns(0), 0);
+	assert_int_equal(tick_ns(-5), 0);
+	const int64_t t0 = tick_now();
+	struct timespec ts = {0, 3000000};
+	nanosleep(&ts, nullptr);
+	const int64_t t1 = tick_now();
+	assert_true(t1 > t0);
+	// A 3 ms sleep reads as at least 3 ms, less the calibration's error
+	// (well under 1%); no upper bound: a loaded machine sleeps longer.
+	assert_true(tick_ns(t1 - t0) >= 2970000);
+	// Adjoining spans: the parts' ns never add up to more than the whole's.
+	for (int64_t a = 1; a < 100000; a = a * 3 + 1)
+		for (int64_t b = 1; b < 100000; b = b * 7 + 3)
+			assert_true(tick_ns(a) + tick_ns(b) <= tick_ns(a + b));
+	// Monotone in the span.
+	int64_t prev = 0;
+	for (int64_t k = 1; k < 1 << 20; k += 4093) {
+		const int64_t v = tick_ns(k);
+		assert_true(v >= prev);
+		prev = v;
+	}
+}
+
+} // namespace
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pack_round_trip),
+		cmocka_unit_test(test_pack_cannot_tell),
+		cmocka_unit_test(test_clamp),
+		cmocka_unit_test(test_tick_ns),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
