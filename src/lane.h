@@ -451,6 +451,17 @@ enum LaneFate : uint32_t {
 	kLaneRespawnLater = 3,
 };
 
+// Stealing, worker processes: a call is sent again after the death of the
+// worker counted as its claimant (lane_lost, steal_unstarted_calls in
+// lane.cpp) while its count (Call::resends) stays within kStealResendMax:
+// kStealResendSole a sending when it was all its worker held (at most 4
+// such: a call that kills its worker and hides it costs at most 5 workers,
+// the default respawn_max), 1 when its worker's ACK word claimed several
+// calls (a forgery's, at most 64 in all). Past that it fails with the
+// loss's status. The count is carried in the frames (kFrameAttemptMask).
+inline constexpr uint16_t kStealResendSole = 16;
+inline constexpr uint16_t kStealResendMax = 64;
+
 struct LaneLoss {
 	int32_t status; // what the calls it started end with (-KNIT_ECRASHED,
 			// -KNIT_EPROTO for a worker distrusted for a bad frame)
@@ -519,17 +530,21 @@ void steal_track(Pool *p);
 // Judge the toggles the host did not accept (steal_track; holder, mu NOT
 // held). Every worker writes only its own ACK word, but an honest worker
 // misled by a peer's forged toggle (a lane that looked pending again)
-// retires that lane too: so toggles of one lane by an even number of
-// workers cancel out and blame nobody; a toggle one worker alone shows is
-// that worker's forgery (distrusted once, Pool::st_proto_errors), unless
-// its lane's call was claimed by a worker distrusted already (the forged
-// claim: the two cancel out); three or more wait for the next look.
+// retires that lane too, and nothing in the words tells the forgery from
+// the misled claim: so the judge blames nobody. Toggles of one lane by two
+// workers cancel out; a toggle of a publication another worker's claim
+// retired already cancels out with that claim (the lane reads pending
+// again; the call stays with the claim the host saw first); any other
+// toggle touches no call and is taken as it is; three or more wait for the
+// next look.
 void steal_judge(Pool *p);
 // A submit lane is reused while its previous call was never claimed
 // (holder): its retirement shows in no worker's ACK word (toggles that
-// cancelled out), so that call can no longer be served; it completes
-// -KNIT_EPROTO now instead of waiting forever.
-void steal_orphan(Pool *p, uint32_t lane);
+// cancelled out), so that call can no longer be served from it. In a
+// worker process pool (Lane::rerun) it is returned, off the lane and
+// still held, to be sent again (at most kStealResendMax times); otherwise
+// (or past that) it completes -KNIT_EPROTO now and nullptr is returned.
+Call *steal_orphan(Pool *p, uint32_t lane);
 // Steal topology, holder: worker w is dead and will never write again
 // (lane_lost step 2): reset its ACK word so that the XOR of every ACK is
 // the retired set the host believes (undoing what it forged), retire the
