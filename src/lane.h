@@ -134,11 +134,14 @@ struct Lane {
 	bool started; // the thread was started (host: create/destroy only)
 	int32_t cpu;  // the one CPU the worker is pinned to, -1 = none (set before start)
 	// The calls its worker never started run again after the worker's
-	// death (a worker process on the lanes topology, whose successor
-	// takes the lane over): the host records the call each request slot
+	// death (a worker process): on the lanes topology, whose successor
+	// takes the lane over, the host records the call each request slot
 	// carries and keeps each argument's copy until its frame is back
 	// (lane_stage), and the worker marks each frame in the started mask
-	// (kLaneExtOffStarted) before it runs it (src/worker.cpp).
+	// (kLaneExtOffStarted) before it runs it (src/worker.cpp); stealing,
+	// the host keeps each argument's copy (steal_stage) and the worker
+	// stores the call it is about to run in its started word
+	// (kLaneExtOffStealStarted).
 	bool rerun;
 	pthread_t thread;
 	// Shared words (worker lanes).
@@ -473,9 +476,11 @@ struct LaneLoss {
 	void (*settle)(Pool *p, uint32_t w, LaneLoss *loss);
 	void *arg; // settle's
 	// Out, kLaneRespawn(Later) on a lane with `rerun`: the calls the worker never
-	// started, in the order they were placed, each off the lane (lane =
-	// kNoLane) and still holding kHoldHostQueue. The caller puts them back
-	// ahead of the backlog (dispatch_backlog_requeue).
+	// started, in the order they were placed (stealing: the last kLanes
+	// or fewer of them, in no order; lane_lost put the others back
+	// already), each off the lane (lane = kNoLane) and still holding
+	// kHoldHostQueue. The caller puts them back ahead of the backlog
+	// (dispatch_backlog_requeue).
 	Call *again[kLanes];
 	uint32_t nagain;
 	// Set by settle: why the worker died; the calls it held that fail
