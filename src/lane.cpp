@@ -464,6 +464,17 @@ uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
 // calls as its claims: every kLanes of them go back to the backlog here
 // (dispatch_backlog_requeue), the last ones in again[]. The worker is
 // reaped: relaxed load, as for the started mask.
+// c leaves the submit lane(s) it was published in, to be sent again: no
+// record of a lane names it any more, so a late toggle of an old lane (a
+// copy run misled, a forgery) is no claim of its next sending (holder).
+void steal_forget_call(Pool *p, const Call *c)
+{
+	StealHost &s = p->steal;
+	for (uint32_t lane = 0; lane < kLanes; lane++)
+		if (s.lane_ticket[lane] == c->index && s.lane_gen[lane] == c->gen)
+			s.lane_gen[lane] = 0; // no generation is 0 (runtime.h)
+}
+
 uint32_t steal_unstarted_calls(Pool *p, Lane *l, Call **again)
 {
 	const uint64_t started = knit_load_relaxed_64(
@@ -489,6 +500,7 @@ uint32_t steal_unstarted_calls(Pool *p, Lane *l, Call **again)
 		}
 		c->resends = (uint16_t)(c->resends + cost);
 		c->lane = kNoLane; // no frame counts for it until it is claimed again
+		steal_forget_call(p, c);
 		again[n++] = c;
 	}
 	return n;
@@ -758,6 +770,7 @@ Call *steal_orphan(Pool *p, uint32_t lane)
 			// steal_stage), keeping its host-queue hold; counted as a
 			// sending after a lie (steal_unstarted_calls).
 			c->resends++;
+			steal_forget_call(p, c);
 			again = c;
 		} else {
 			call_fail_locked(p, c, -KNIT_EPROTO);
