@@ -78,7 +78,7 @@ int steal_stage(Pool *p, Call *c)
 			Call *again = steal_orphan(p, (uint32_t)rc);
 			s.unclaimed &= ~bit;
 			if (again != nullptr) {
-				// Back to the backlog at the next flush, not now: we
+				// Back to the backlog at its next flush, not now: we
 				// may be placing from the backlog's list.
 				again->next = s.orphans;
 				s.orphans = again;
@@ -106,11 +106,6 @@ int steal_stage(Pool *p, Call *c)
 // always in a process pool (its workers wake no peer: steal_no_peer_wake).
 void steal_flush(Pool *p)
 {
-	while (p->steal.orphans != nullptr) { // steal_stage's
-		Call *c = p->steal.orphans;
-		p->steal.orphans = c->next;
-		dispatch_backlog_requeue(p, &c, 1);
-	}
 	if (p->steal.staged == 0)
 		return;
 	p->steal.req.flush(); // S5 / P1: one release store of A
@@ -981,6 +976,11 @@ bool dispatch_flush_backlog(Pool *p)
 		(void)knit_load_acquire_32(&c->pub);
 		dispatch_backlog_append(p, c);
 		got = true;
+	}
+	while (p->steal.orphans != nullptr) { // steal_orphan's, to be sent again
+		Call *c = p->steal.orphans;
+		p->steal.orphans = c->next;
+		dispatch_backlog_requeue(p, &c, 1);
 	}
 	if (p->pb_waiting != 0 || p->pin_waiting != 0)
 		place_private(p);

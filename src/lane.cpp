@@ -613,7 +613,7 @@ void steal_track(Pool *p)
 		return;
 	const uint32_t n = p->nworkers;
 	uint32_t claimed[kMaxStealConsumers];
-	uint32_t any = 0, news = 0;
+	uint32_t any = 0, news = 0, x = 0;
 	for (uint32_t w = 0; w < n; w++) {
 		// S2: acquire, pairs with worker w's release store of ACK[w]
 		// (claim_end): a claim is seen before anything the worker did
@@ -625,11 +625,23 @@ void steal_track(Pool *p)
 		claimed[w] = t & s.unclaimed & ~any;
 		s.ack_valid[w] ^= claimed[w];
 		s.ack_seen[w] = a;
+		x ^= a;
 		any |= claimed[w];
 		news |= t & ~claimed[w];
 	}
 	if (news != 0) // a toggle the host did not accept
 		steal_judge(p);
+	if (p->untrusted_workers) {
+		// Every toggle of an unclaimed lane in this look was taken as a
+		// claim, so a published lane still unclaimed reads pending in the
+		// words just read -- unless lies left the parity wrong (toggles
+		// that cancelled out against the host's accounting): then no
+		// worker sees the call, and it is sent again (steal_rescue).
+		const uint32_t lost =
+			s.unclaimed & ~any & ~s.req.staged() & ~(s.req.published() ^ x);
+		if (lost != 0)
+			steal_rescue(p, lost);
+	}
 	if (any == 0)
 		return;
 	pthread_mutex_lock(&p->mu);
@@ -779,6 +791,22 @@ Call *steal_orphan(Pool *p, uint32_t lane)
 	}
 	pthread_mutex_unlock(&p->mu);
 	return again;
+}
+
+void steal_rescue(Pool *p, uint32_t lanes)
+{
+	StealHost &s = p->steal;
+	for (uint32_t m = lanes; m != 0; m &= m - 1) {
+		const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		s.unclaimed &= ~(1u << lane); // nobody's to claim any more
+		Call *again = steal_orphan(p, lane);
+		if (again != nullptr) {
+			// Back to the backlog at its next flush, not now: we may be
+			// placing from the backlog's list.
+			again->next = s.orphans;
+			s.orphans = again;
+		}
+	}
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

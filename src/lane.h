@@ -550,6 +550,12 @@ void steal_judge(Pool *p);
 // still held, to be sent again (at most kStealResendMax times); otherwise
 // (or past that) it completes -KNIT_EPROTO now and nullptr is returned.
 Call *steal_orphan(Pool *p, uint32_t lane);
+// Published lanes whose call has no claim yet but that read retired in the
+// ACK words (steal_track, worker processes: lies left the parity wrong, so
+// no worker sees the call): each call is taken off its lane and queued in
+// StealHost::orphans, which the next backlog flush sends again
+// (steal_orphan's rules; holder).
+void steal_rescue(Pool *p, uint32_t lanes);
 // Steal topology, holder: worker w is dead and will never write again
 // (lane_lost step 2): reset its ACK word so that the XOR of every ACK is
 // the retired set the host believes (undoing what it forged), retire the

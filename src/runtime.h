@@ -444,8 +444,9 @@ struct StealHost {
 	// unclaimed publication pending, every other lane retired
 	// (lane_steal_reap).
 	uint32_t ack_valid[kMaxStealConsumers];
-	// Calls steal_orphan gave back while the backlog was being placed,
-	// linked by Call::next: steal_flush puts them back in the backlog.
+	// Calls steal_orphan gave back (steal_stage, steal_rescue: maybe while
+	// the backlog was being placed), linked by Call::next:
+	// dispatch_flush_backlog puts them back in the backlog.
 	Call *orphans;
 	// Some worker's ACK word said what the host does not believe (sticky):
 	// from then on an honest worker may be misled into running a call it
