@@ -59,7 +59,8 @@ uint64_t rng_next(Pool *p)
 // lane or arena room now) or another negative code (never publishable).
 int steal_stage(Pool *p, Call *c)
 {
-	const FrameHead h = frame_of(c);
+	FrameHead h = frame_of(c);
+	h.flags |= (uint32_t)c->resends << kFrameAttemptShift; // its sending, echoed in the result
 	StealHost &s = p->steal;
 	int rc = s.req.stage(h, c->arg);
 	if (rc < 0)
@@ -73,19 +74,31 @@ int steal_stage(Pool *p, Call *c)
 		if (s.unclaimed & bit) {
 			// A retirement no worker's ACK word shows (forged toggles
 			// that cancel out): the lane's previous call can no longer
-			// be served, so it completes now, with a code.
-			steal_orphan(p, (uint32_t)rc);
+			// be served from it, so it is sent again (a worker process
+			// pool) or completes now, with a code.
+			Call *again = steal_orphan(p, (uint32_t)rc);
 			s.unclaimed &= ~bit;
+			if (again != nullptr) {
+				// Back to the backlog at its next flush, not now: we
+				// may be placing from the backlog's list.
+				again->next = s.orphans;
+				s.orphans = again;
+			}
 		}
 	}
-	s.reset_lanes &= ~bit; // a new publication: nobody claims the old one any more
 	s.lane_ticket[rc] = c->index;
 	s.lane_gen[rc] = c->gen;
+	s.lane_claimer[rc] = kNoClaimer;
 	s.unclaimed |= bit;
 	s.staged++;
 	c->lane = kStealLane;
 	KNIT_TRACE_TASK_ENQUEUE(p, kStealLane, ticket_of(c));
-	drop_arg_copy(c);
+	// Worker processes (Lane::rerun, the same for every lane): the call is
+	// sent again if the worker counted as its claimant dies before it
+	// starts it (lane_lost), from this copy, never from shared memory; the
+	// copy goes when its frame comes back (lane_reap) or with the record.
+	if (!p->lanes[0].rerun)
+		drop_arg_copy(c);
 	return 0;
 }
 
@@ -485,10 +498,12 @@ uint32_t check_hard_timeout(Pool *p, int64_t now)
 		steal_track(p);
 		pthread_mutex_lock(&p->mu);
 		const bool named = c->live && c->gen == s.gen && !c->completed;
-		if (named && c->lane != i && p->steal.on && p->steal.misled) {
-			// Stealing, once a worker's ACK word lied: a call it runs
-			// misled by that (steal_judge) is not its to time out, and
-			// not held against it.
+		if (named && c->lane != i && p->steal.on &&
+		    (p->steal.misled || p->untrusted_workers)) {
+			// Stealing, once a worker's ACK word lied, and always among
+			// worker processes (handle_result, lane.cpp): a call it runs
+			// misled by that is not its to time out, and not held
+			// against it.
 			pthread_mutex_unlock(&p->mu);
 			continue;
 		}
@@ -1034,6 +1049,11 @@ bool dispatch_flush_backlog(Pool *p)
 		(void)knit_load_acquire_32(&c->pub);
 		dispatch_backlog_append(p, c);
 		got = true;
+	}
+	while (p->steal.orphans != nullptr) { // steal_orphan's, to be sent again
+		Call *c = p->steal.orphans;
+		p->steal.orphans = c->next;
+		dispatch_backlog_requeue(p, &c, 1);
 	}
 	if (p->pb_waiting != 0 || p->pin_waiting != 0)
 		place_private(p);

@@ -72,7 +72,8 @@ int lane_attach(Pool *p, Lane *l, uint8_t *block)
 	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
 	const uint64_t per_call = p->cfg.max_payload_bytes;
 	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
-	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), 0};
+	// A result's flags echo its request's sending (kFrameAttemptMask).
+	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), kFrameAttemptMask};
 	// attach resets every field of an endpoint in place (no construction:
 	// on a re-attach other host threads read the return lock's publish
 	// word meanwhile). The worker's endpoints are a worker thread's; a
@@ -114,7 +115,7 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	KNIT_DCHECK(rc == 0); // geometry we computed ourselves
 	if (rc != 0)
 		return -KNIT_ESYSTEM;
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask | kFrameAttemptMask};
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) !=
 		    0)
@@ -134,6 +135,9 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	s.staged = 0;
 	s.wake_cursor = 0;
 	s.unclaimed = 0;
+	s.orphans = nullptr;
+	for (uint32_t i = 0; i < kLanes; i++)
+		s.lane_claimer[i] = kNoClaimer;
 	for (uint32_t i = 0; i < kMaxStealConsumers; i++)
 		s.ack_seen[i] = s.ack_valid[i] = 0; // a fresh control block: every ACK is 0
 	s.on = true;
@@ -223,15 +227,19 @@ Call *handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_val
 	// still answers) and no count of this lane.
 	// A second frame for the same call (its hold already returned) is a
 	// replay: it must neither count nor complete anything again.
+	// A frame of an earlier sending of the call (steal_unstarted_calls,
+	// steal_orphan) is no answer to this one.
 	if (c == nullptr || !c->live || c->gen != h.generation || c->lane != l->index ||
-	    (c->holds & kHoldHostQueue) == 0) {
+	    (c->holds & kHoldHostQueue) == 0 || h.flags >> kFrameAttemptShift != c->resends) {
 		if (!proto)
 			knit_add_relaxed_64(&p->st_proto_errors, 1);
-		// Stealing, once a worker's ACK word lied (StealHost::misled): a
-		// peer's forged toggle can mislead an honest worker into running
-		// a call it does not hold (steal_judge); its frame is dropped,
-		// not held against it.
-		if (!p->steal.on || !p->steal.misled)
+		// Stealing, once a worker's ACK word lied (StealHost::misled),
+		// and always among worker processes (a misled claim can hide in
+		// the parity: an honest worker that claimed a lane twice, misled
+		// by a peer's toggle between, shows no toggle at all): a peer's
+		// forged toggle can mislead an honest worker into running a call
+		// it does not hold; its frame is dropped, not held against it.
+		if (!p->steal.on || !(p->steal.misled || p->untrusted_workers))
 			*bad = true;
 		return nullptr;
 	}
@@ -445,6 +453,76 @@ uint32_t unstarted_calls(Pool *p, Lane *l, Call **again)
 	return n;
 }
 
+// Stealing: the calls counted as claimed by lane l's dead worker (Call::lane,
+// steal_track) that it never started, into again[] (holder, under mu, after
+// lane_steal_reap attributed its last claims and lane_reap took its last
+// results). An honest worker process claims one call at a time and only
+// once every result is published (src/worker.cpp steal_take), so of its
+// claims without a result only the one its started word names
+// (kLaneExtOffStealStarted, stored before the call runs, never cleared) can
+// have begun; the others were claims it never acted on: the one it took
+// and died before running, the lanes the host retired on its behalf
+// (steal_reap_dead: decoded, never run), or toggles of its ACK word that
+// were no claim at all (a forged word: the call is another worker's to
+// run). The started word is the dead worker's: a lie there makes a call it
+// began run again (its first result never came back: it completes once)
+// or one it never began fail -- at most that one call.
+//
+// A call that kills every worker that runs it and hides that it started
+// must not cost workers for ever: each sending counts (Call::resends), by
+// kStealResendSole when the call was all its dead worker held -- what an
+// honest worker's death leaves, and what a call that hides its start
+// does -- and by 1 when the worker held several (its ACK word lied: most
+// of them are calls a forgery counted as its claims, sent again freely);
+// past kStealResendMax the call fails with the loss's status. Each sending
+// carries its count in the frame (kFrameAttemptShift), so a frame of an
+// earlier one (a copy run misled, replayed by a worker that rewrote its own
+// return lock) counts for nothing. A forged word can count more than kLanes
+// calls as its claims: every kLanes of them go back to the backlog here
+// (dispatch_backlog_requeue), the last ones in again[]. The worker is
+// reaped: relaxed load, as for the started mask.
+// c leaves the submit lane(s) it was published in, to be sent again: no
+// record of a lane names it any more, so a late toggle of an old lane (a
+// copy run misled, a forgery) is no claim of its next sending (holder).
+void steal_forget_call(Pool *p, const Call *c)
+{
+	StealHost &s = p->steal;
+	for (uint32_t lane = 0; lane < kLanes; lane++)
+		if (s.lane_ticket[lane] == c->index && s.lane_gen[lane] == c->gen)
+			s.lane_gen[lane] = 0; // no generation is 0 (runtime.h)
+}
+
+uint32_t steal_unstarted_calls(Pool *p, Lane *l, Call **again)
+{
+	const uint64_t started = knit_load_relaxed_64(
+		reinterpret_cast<const uint64_t *>(l->ext + kLaneExtOffStealStarted));
+	const uint32_t high = p->tickets.high();
+	const auto held = [&](const Call *c) {
+		return c != nullptr && c->live && c->lane == l->index &&
+		       (c->holds & kHoldHostQueue) != 0 && !c->completed;
+	};
+	uint32_t nheld = 0;
+	for (uint32_t i = 0; i < high && nheld < 2; i++)
+		if (held(p->tickets.lookup(i)))
+			nheld++;
+	const uint16_t cost = nheld == 1 ? kStealResendSole : 1;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < high; i++) {
+		Call *c = p->tickets.lookup(i);
+		if (!held(c) || ticket_of(c) == started || c->resends + cost > kStealResendMax)
+			continue;
+		if (n == kLanes) {
+			dispatch_backlog_requeue(p, again, n);
+			n = 0;
+		}
+		c->resends = (uint16_t)(c->resends + cost);
+		c->lane = kNoLane; // no frame counts for it until it is claimed again
+		steal_forget_call(p, c);
+		again[n++] = c;
+	}
+	return n;
+}
+
 } // namespace
 
 uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
@@ -492,7 +570,8 @@ uint32_t lane_lost(Pool *p, uint32_t w, LaneLoss *loss)
 	// 4 and 5: the calls it never started back to the caller, the rest fail.
 	pthread_mutex_lock(&p->mu);
 	if ((fate == kLaneRespawn || fate == kLaneRespawnLater) && l->rerun)
-		loss->nagain = unstarted_calls(p, l, loss->again);
+		loss->nagain = p->steal.on ? steal_unstarted_calls(p, l, loss->again)
+					   : unstarted_calls(p, l, loss->again);
 	produced += calls_fail_lane_locked(p, w, status, last, &loss->death);
 	pthread_mutex_unlock(&p->mu);
 	if (fate == kLaneRetire)
@@ -551,7 +630,7 @@ void steal_track(Pool *p)
 		return;
 	const uint32_t n = p->nworkers;
 	uint32_t claimed[kMaxStealConsumers];
-	uint32_t any = 0, news = 0;
+	uint32_t any = 0, news = 0, x = 0;
 	for (uint32_t w = 0; w < n; w++) {
 		// S2: acquire, pairs with worker w's release store of ACK[w]
 		// (claim_end): a claim is seen before anything the worker did
@@ -563,17 +642,30 @@ void steal_track(Pool *p)
 		claimed[w] = t & s.unclaimed & ~any;
 		s.ack_valid[w] ^= claimed[w];
 		s.ack_seen[w] = a;
+		x ^= a;
 		any |= claimed[w];
 		news |= t & ~claimed[w];
 	}
 	if (news != 0) // a toggle the host did not accept
 		steal_judge(p);
+	if (p->untrusted_workers) {
+		// Every toggle of an unclaimed lane in this look was taken as a
+		// claim, so a published lane still unclaimed reads pending in the
+		// words just read -- unless lies left the parity wrong (toggles
+		// that cancelled out against the host's accounting): then no
+		// worker sees the call, and it is sent again (steal_rescue).
+		const uint32_t lost =
+			s.unclaimed & ~any & ~s.req.staged() & ~(s.req.published() ^ x);
+		if (lost != 0)
+			steal_rescue(p, lost);
+	}
 	if (any == 0)
 		return;
 	pthread_mutex_lock(&p->mu);
 	for (uint32_t w = 0; w < n; w++)
 		for (uint32_t m = claimed[w]; m != 0; m &= m - 1) {
 			const uint32_t lane = (uint32_t)__builtin_ctz(m);
+			s.lane_claimer[lane] = (uint8_t)w;
 			Call *c = p->tickets.lookup(s.lane_ticket[lane]);
 			if (c != nullptr && c->live && c->gen == s.lane_gen[lane] &&
 			    c->lane == kStealLane)
@@ -593,11 +685,6 @@ void steal_judge(Pool *p)
 		if (bad[w] != 0)
 			s.misled = true;
 	}
-	// Per lane: the workers that toggled it beyond what the host accepted,
-	// and, for one alone, the worker holding the lane's call (or n).
-	uint32_t sole[kLanes], holder[kLanes];
-	uint32_t sole_lanes = 0, suspects = s.blamed;
-	pthread_mutex_lock(&p->mu);
 	for (uint32_t lane = 0; lane < kLanes; lane++) {
 		const uint32_t bit = 1u << lane;
 		uint32_t holders = 0;
@@ -605,80 +692,44 @@ void steal_judge(Pool *p)
 			if (bad[w] & bit)
 				holders |= 1u << w;
 		const uint32_t k = (uint32_t)__builtin_popcount(holders);
-		if (k != 0 && k % 2 == 0) {
-			// An even number of workers toggled the lane beyond what
-			// the host accepted: their toggles cancel out (one misled
-			// by another's), the lane's XOR is what the host believes.
-			for (uint32_t m = holders; m != 0; m &= m - 1) {
-				const uint32_t w = (uint32_t)__builtin_ctz(m);
-				s.ack_valid[w] ^= bit;
-			}
+		if (k == 0 || k >= 3)
+			continue; // three or more (of an odd number): the next look
+		if (k == 2) {
+			// Two toggles the host did not accept: they cancel out (one
+			// worker misled by the other's), the lane's XOR is what the
+			// host believes.
+			for (uint32_t m = holders; m != 0; m &= m - 1)
+				s.ack_valid[(uint32_t)__builtin_ctz(m)] ^= bit;
 			continue;
 		}
-		if (k != 1)
-			continue; // none, or three or more: not decidable yet
-		sole[lane] = (uint32_t)__builtin_ctz(holders);
-		holder[lane] = n;
-		const Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-		if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane < n &&
-		    c->lane != sole[lane])
-			holder[lane] = c->lane;
-		else if ((s.reset_lanes >> lane & 1u) == 0)
-			suspects |= 1u << sole[lane]; // nothing can explain it
-		sole_lanes |= bit;
-	}
-	pthread_mutex_unlock(&p->mu);
-	// A toggle one worker alone shows is its forgery, unless the lane's
-	// call was claimed by a suspect (a worker with a forgery nothing
-	// explains): that claim was the forgery and this toggle the honest
-	// claimant's; the two cancel out and the suspect is the one blamed.
-	uint32_t blame = 0;
-	pthread_mutex_lock(&p->mu);
-	for (uint32_t m = sole_lanes; m != 0; m &= m - 1) {
-		const uint32_t lane = (uint32_t)__builtin_ctz(m);
-		const uint32_t w = sole[lane], f = holder[lane];
-		if (f >= n && (s.reset_lanes >> lane & 1u) != 0) {
-			// A claim the dead worker's forgery misled w into, finished
-			// after the reset: the lane reads pending again, as for
-			// two claims below.
-			s.reset_lanes &= ~(1u << lane);
-			s.ack_valid[w] ^= 1u << lane;
-			s.unclaimed |= 1u << lane;
-			continue;
+		const uint32_t w = (uint32_t)__builtin_ctz(holders);
+		const uint32_t f = s.lane_claimer[lane];
+		s.ack_valid[w] ^= bit;
+		if (f < n && f != w) {
+			// A second claim of a publication the host counted as f's:
+			// the two toggles cancel out, so the lane reads pending
+			// again (whoever takes it next runs a call it does not hold:
+			// its frame is dropped). The call stays with f, the claim
+			// the host saw first: nothing tells which of the two was
+			// forged, and w's may be a claim it made misled by a
+			// peer's word. Either f runs it and answers, or f forged
+			// its claim: then the call is sent again once f is gone
+			// (lane_lost, steal_unstarted_calls).
+			s.ack_valid[f] ^= bit;
+			s.unclaimed |= bit;
+			s.lane_claimer[lane] = kNoClaimer;
+		} else {
+			knit_add_relaxed_64(&p->st_proto_errors, 1); // somebody lied
 		}
-		if (f >= n) {
-			blame |= 1u << w;
-			continue;
-		}
-		// Two workers claimed the same call: w's toggle and f's cancel
-		// out, so the lane reads pending again (whoever takes it next
-		// runs a call it does not hold: its frame is dropped).
-		s.ack_valid[w] ^= 1u << lane;
-		s.ack_valid[f] ^= 1u << lane;
-		s.unclaimed |= 1u << lane;
-		Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-		if (c == nullptr || !c->live || c->gen != s.lane_gen[lane] || c->lane != f)
-			continue;
-		if (((suspects >> f) & 1u) != 0) {
-			// f forged elsewhere: its claim was the forgery, w's the
-			// honest one; the call and its result are w's.
-			c->lane = w;
-			blame |= 1u << f;
-		} else if ((c->holds & kHoldHostQueue) != 0) {
-			// Nothing tells which claim was forged: the call fails
-			// (the one call the forgery corrupted), nobody is blamed,
-			// and neither's frame for it counts.
-			c->lane = kNoLane;
-			call_fail_locked(p, c, -KNIT_EPROTO);
-			call_unhold_locked(p, c, kHoldHostQueue);
-		}
-	}
-	pthread_mutex_unlock(&p->mu);
-	for (uint32_t m = blame & ~s.blamed; m != 0; m &= m - 1) {
-		const uint32_t w = (uint32_t)__builtin_ctz(m);
-		s.blamed |= 1u << w;
-		knit_add_relaxed_64(&p->st_proto_errors, 1);
-		lane_distrust(p, w);
+		// Else no claim the host accepted explains the toggle (counted):
+		// a lane
+		// with no call to claim (never published, its claimant gone, or
+		// toggled twice already) that a forged word made look pending,
+		// claimed by a worker misled by it -- or the forgery itself.
+		// Either way it touches no call, and it is taken as it is
+		// (nobody blamed: an honest worker's misled claim and a liar's
+		// toggle look the same). The lane's XOR is then the workers'
+		// words; a lie there costs the liar's peers a stale frame's run.
 	}
 }
 
@@ -689,41 +740,34 @@ void lane_steal_reap(Pool *p, uint32_t w)
 		return;
 	// Its last claims first (they name it as their calls' holder), then
 	// its ACK word reset to what makes the XOR of every ACK the retired
-	// set the host believes: every other worker's word taken as it is now
-	// (what they did since is theirs), w's absorbing the difference. w is
-	// dead: nothing else writes its word. CLAIM is kept for the reap.
+	// set the host believes: every lane published and not claimed (as the
+	// host counts claims, s.unclaimed) pending, every other lane retired.
+	// Every other worker's word is taken as it is now (what they did
+	// since is theirs), w's absorbing the difference. w is dead: nothing
+	// else writes its word. CLAIM is kept for the reap.
 	steal_track(p);
-	uint32_t believed = 0, others = 0;
-	for (uint32_t c = 0; c < p->nworkers; c++) {
-		believed ^= s.ack_valid[c];
+	const uint32_t pending = s.unclaimed & ~s.req.staged(); // staged: not published yet
+	uint32_t others = 0;
+	for (uint32_t c = 0; c < p->nworkers; c++)
 		if (c != w) {
 			s.ack_valid[c] = s.ack_seen[c];
 			others ^= s.ack_seen[c];
 		}
-	}
 	uint64_t *pair = reinterpret_cast<uint64_t *>(word_at(s.ctl, steal_ack_offset(w)));
 	const uint32_t claim = (uint32_t)(knit_load_acquire_64(pair) >> 32); // S7
-	const uint32_t ack = believed ^ others;
-	if (ack != s.ack_seen[w])
+	const uint32_t ack = s.req.published() ^ pending ^ others;
+	if (ack != s.ack_seen[w]) {
 		// S2: release, as a retire (pairs with the producer's and the
 		// peers' acquire loads of ACK[w]).
 		knit_store_release_64(pair, (uint64_t)ack | ((uint64_t)claim << 32));
-	// The lanes the reset flips back, and those whose call w held (its
-	// claim may have been the forged one of two): a survivor's toggle
-	// there may be a claim it made misled, finished after this.
-	uint32_t held = 0;
-	pthread_mutex_lock(&p->mu);
-	for (uint32_t lane = 0; lane < kLanes; lane++) {
-		const Call *c = p->tickets.lookup(s.lane_ticket[lane]);
-		if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == w)
-			held |= 1u << lane;
-	}
-	pthread_mutex_unlock(&p->mu);
-	s.reset_lanes |= (ack ^ s.ack_seen[w]) | held;
-	if (ack != s.ack_seen[w])
 		s.misled = true;
+	}
 	s.ack_seen[w] = s.ack_valid[w] = ack;
-	s.blamed &= ~(1u << w);
+	// Its successor takes over the id with nothing held against it: no
+	// later toggle is paired with a claim of w's.
+	for (uint32_t lane = 0; lane < kLanes; lane++)
+		if (s.lane_claimer[lane] == w)
+			s.lane_claimer[lane] = kNoClaimer;
 	bool bad = false;
 	const uint32_t lost = steal_reap_dead(s.ctl, s.lock, p->nworkers, p->cfg.steal_g, w, &bad);
 	if (bad)
@@ -734,22 +778,52 @@ void lane_steal_reap(Pool *p, uint32_t w)
 	// successor starts from it with nothing held against it.
 	steal_track(p);
 	s.ack_valid[w] = s.ack_seen[w];
+	for (uint32_t lane = 0; lane < kLanes; lane++)
+		if (s.lane_claimer[lane] == w)
+			s.lane_claimer[lane] = kNoClaimer; // as above
 }
 
-void steal_orphan(Pool *p, uint32_t lane)
+Call *steal_orphan(Pool *p, uint32_t lane)
 {
 	StealHost &s = p->steal;
 	s.misled = true;
 	knit_add_relaxed_64(&p->st_proto_errors, 1);
+	Call *again = nullptr;
 	pthread_mutex_lock(&p->mu);
 	Call *c = p->tickets.lookup(s.lane_ticket[lane]);
 	if (c != nullptr && c->live && c->gen == s.lane_gen[lane] && c->lane == kStealLane &&
 	    (c->holds & kHoldHostQueue) != 0) {
 		c->lane = kNoLane; // no frame counts for it any more
-		call_fail_locked(p, c, -KNIT_EPROTO);
-		call_unhold_locked(p, c, kHoldHostQueue); // its frame never comes back
+		if (p->lanes[0].rerun && c->resends < kStealResendMax) {
+			// Nobody's claim: sent again (its argument's copy is kept,
+			// steal_stage), keeping its host-queue hold; counted as a
+			// sending after a lie (steal_unstarted_calls).
+			c->resends++;
+			steal_forget_call(p, c);
+			again = c;
+		} else {
+			call_fail_locked(p, c, -KNIT_EPROTO);
+			call_unhold_locked(p, c, kHoldHostQueue); // its frame never comes back
+		}
 	}
 	pthread_mutex_unlock(&p->mu);
+	return again;
+}
+
+void steal_rescue(Pool *p, uint32_t lanes)
+{
+	StealHost &s = p->steal;
+	for (uint32_t m = lanes; m != 0; m &= m - 1) {
+		const uint32_t lane = (uint32_t)__builtin_ctz(m);
+		s.unclaimed &= ~(1u << lane); // nobody's to claim any more
+		Call *again = steal_orphan(p, lane);
+		if (again != nullptr) {
+			// Back to the backlog at its next flush, not now: we may be
+			// placing from the backlog's list.
+			again->next = s.orphans;
+			s.orphans = again;
+		}
+	}
 }
 
 void steal_worker_gone(Pool *p, uint32_t i)

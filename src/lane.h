@@ -134,11 +134,14 @@ struct Lane {
 	bool started; // the thread was started (host: create/destroy only)
 	int32_t cpu;  // the one CPU the worker is pinned to, -1 = none (set before start)
 	// The calls its worker never started run again after the worker's
-	// death (a worker process on the lanes topology, whose successor
-	// takes the lane over): the host records the call each request slot
+	// death (a worker process): on the lanes topology, whose successor
+	// takes the lane over, the host records the call each request slot
 	// carries and keeps each argument's copy until its frame is back
 	// (lane_stage), and the worker marks each frame in the started mask
-	// (kLaneExtOffStarted) before it runs it (src/worker.cpp).
+	// (kLaneExtOffStarted) before it runs it (src/worker.cpp); stealing,
+	// the host keeps each argument's copy (steal_stage) and the worker
+	// stores the call it is about to run in its started word
+	// (kLaneExtOffStealStarted).
 	bool rerun;
 	pthread_t thread;
 	// Shared words (worker lanes).
@@ -453,6 +456,17 @@ enum LaneFate : uint32_t {
 	kLaneRespawnLater = 3,
 };
 
+// Stealing, worker processes: a call is sent again after the death of the
+// worker counted as its claimant (lane_lost, steal_unstarted_calls in
+// lane.cpp) while its count (Call::resends) stays within kStealResendMax:
+// kStealResendSole a sending when it was all its worker held (at most 4
+// such: a call that kills its worker and hides it costs at most 5 workers,
+// the default respawn_max), 1 when its worker's ACK word claimed several
+// calls (a forgery's, at most 64 in all). Past that it fails with the
+// loss's status. The count is carried in the frames (kFrameAttemptMask).
+inline constexpr uint16_t kStealResendSole = 16;
+inline constexpr uint16_t kStealResendMax = 64;
+
 struct LaneLoss {
 	int32_t status; // what the calls it started end with (-KNIT_ECRASHED,
 			// -KNIT_EPROTO for a worker distrusted for a bad frame)
@@ -464,9 +478,11 @@ struct LaneLoss {
 	void (*settle)(Pool *p, uint32_t w, LaneLoss *loss);
 	void *arg; // settle's
 	// Out, kLaneRespawn(Later) on a lane with `rerun`: the calls the worker never
-	// started, in the order they were placed, each off the lane (lane =
-	// kNoLane) and still holding kHoldHostQueue. The caller puts them back
-	// ahead of the backlog (dispatch_backlog_requeue).
+	// started, in the order they were placed (stealing: the last kLanes
+	// or fewer of them, in no order; lane_lost put the others back
+	// already), each off the lane (lane = kNoLane) and still holding
+	// kHoldHostQueue. The caller puts them back ahead of the backlog
+	// (dispatch_backlog_requeue).
 	Call *again[kLanes];
 	uint32_t nagain;
 	// Set by settle: why the worker died; the calls it held that fail
@@ -521,17 +537,27 @@ void steal_track(Pool *p);
 // Judge the toggles the host did not accept (steal_track; holder, mu NOT
 // held). Every worker writes only its own ACK word, but an honest worker
 // misled by a peer's forged toggle (a lane that looked pending again)
-// retires that lane too: so toggles of one lane by an even number of
-// workers cancel out and blame nobody; a toggle one worker alone shows is
-// that worker's forgery (distrusted once, Pool::st_proto_errors), unless
-// its lane's call was claimed by a worker distrusted already (the forged
-// claim: the two cancel out); three or more wait for the next look.
+// retires that lane too, and nothing in the words tells the forgery from
+// the misled claim: so the judge blames nobody. Toggles of one lane by two
+// workers cancel out; a toggle of a publication another worker's claim
+// retired already cancels out with that claim (the lane reads pending
+// again; the call stays with the claim the host saw first); any other
+// toggle touches no call and is taken as it is; three or more wait for the
+// next look.
 void steal_judge(Pool *p);
 // A submit lane is reused while its previous call was never claimed
 // (holder): its retirement shows in no worker's ACK word (toggles that
-// cancelled out), so that call can no longer be served; it completes
-// -KNIT_EPROTO now instead of waiting forever.
-void steal_orphan(Pool *p, uint32_t lane);
+// cancelled out), so that call can no longer be served from it. In a
+// worker process pool (Lane::rerun) it is returned, off the lane and
+// still held, to be sent again (at most kStealResendMax times); otherwise
+// (or past that) it completes -KNIT_EPROTO now and nullptr is returned.
+Call *steal_orphan(Pool *p, uint32_t lane);
+// Published lanes whose call has no claim yet but that read retired in the
+// ACK words (steal_track, worker processes: lies left the parity wrong, so
+// no worker sees the call): each call is taken off its lane and queued in
+// StealHost::orphans, which the next backlog flush sends again
+// (steal_orphan's rules; holder).
+void steal_rescue(Pool *p, uint32_t lanes);
 // Steal topology, holder: worker w is dead and will never write again
 // (lane_lost step 2): reset its ACK word so that the XOR of every ACK is
 // the retired set the host believes (undoing what it forged), retire the

@@ -1444,12 +1444,12 @@ int proc_prepare(Pool *p, const PoolConfig &cfg, uint64_t region_size, uint64_t 
 	KNIT_DCHECK(!p->isolated || p->rings); // isolation needs futex_waitv, as the ring pages do
 	if (p->isolated && !p->rings)
 		return error_set(-KNIT_ESYSTEM, "an isolated process pool without ring pages");
-	// A worker's words may say anything (Pool::untrusted_workers); a
-	// worker's successor on the lanes topology runs the calls it never
-	// started (Lane::rerun).
+	// A worker's words may say anything (Pool::untrusted_workers); the
+	// calls a worker never started run again after its death (Lane::rerun:
+	// on the lanes topology on its successor, stealing on any worker).
 	p->untrusted_workers = true;
 	for (uint32_t i = 0; i < p->nworkers; i++)
-		p->lanes[i].rerun = !p->steal.on;
+		p->lanes[i].rerun = true;
 	ProcBoot &b = h->boot;
 	memset(&b, 0, sizeof b);
 	b.magic = kBootMagic;

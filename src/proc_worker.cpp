@@ -496,7 +496,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 	}
 	Lane *l = &p->lanes[steal ? b.lane : 0];
 	l->cpu = cpu;
-	l->rerun = !steal; // our unstarted calls run again if we die (Lane::rerun)
+	l->rerun = true; // our unstarted calls run again if we die (Lane::rerun)
 	// Our line and its spill slot (the host's plan, pool.cpp): within the
 	// region, before the lane blocks. A respawned worker serves its line
 	// only once the host reopened it for it (src/syncline.h S11: the open
@@ -543,7 +543,10 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			p->steal.ctl = base + b.steal_off;
 			p->steal.lock = p->steal.ctl + kStealLockOff;
 			ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
-			if (l->sc.attach(p->steal.lock, sh, wl, p->steal.ctl, b.nworkers, b.lane,
+			// Its frames' flags carry the call's sending too (kFrameAttemptMask).
+			ConsumerLimits sl = {p->ntasks, b.ticket_cap,
+					     kReqFlagsMask | kFrameAttemptMask};
+			if (l->sc.attach(p->steal.lock, sh, sl, p->steal.ctl, b.nworkers, b.lane,
 					 p->cfg.steal_g) != 0)
 				return boot_fail(KNIT_EPROTO, "steal geometry refused");
 			l->sc.set_take_max(1); // one call per claim, always (take_one below)

@@ -52,7 +52,10 @@
 //                        topology) the started mask: u32, bit s = the frame
 //                        in request slot s was started and is not retired
 //                        yet (kLaneExtOffStarted), at 36 the line request it
-//                        took last (u32, kLaneExtOffLineTaken); [128,256) worker counters
+//                        took last (u32, kLaneExtOffLineTaken), at 40
+//                        (process workers, steal topology) the call it
+//                        started last (u64, kLaneExtOffStealStarted);
+//                        [128,256) worker counters
 //                        (u64 x 16, single writer: the worker; relaxed)
 //   line_area_off(nlanes) worker lanes' synchronous call lines (src/syncline.h):
 //                        kLineBytes per worker lane
@@ -95,7 +98,12 @@ inline constexpr uint32_t kRetireAllowance = 1u << 20; // ticket indexes beyond 
 inline constexpr uint32_t kTicketIndexMax = 0xFFFFFF00u;      // ticket indexes stay below this
 inline constexpr uint32_t kMaxAbortCapacity = (1u << 24) - 2; // abort id + 1 fits 24 flag bits
 inline constexpr uint32_t kMaxPendingLimit = 1u << 28;
-inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu;    // request flags: abort id + 1 (0 = none)
+inline constexpr uint32_t kReqFlagsMask = 0x00FFFFFFu; // request flags: abort id + 1 (0 = none)
+// Request and result flags, stealing: the call's sending (Call::resends,
+// < 256) above the abort id; a worker echoes it in the result's flags, and
+// a result counts only for the sending it names (src/lane.cpp handle_result).
+inline constexpr uint32_t kFrameAttemptShift = 24;
+inline constexpr uint32_t kFrameAttemptMask = 0xFF000000u;
 inline constexpr int64_t kHostSpinNs = 20 * 1000;         // host spin per wait before arming
 inline constexpr int64_t kHostWakeSpinMaxNs = 200 * 1000; // ... after a wake it sent (spin.h)
 inline constexpr int64_t kResultFlushNs = 50 * 1000;      // worker: publish early after this long
@@ -119,6 +127,12 @@ inline constexpr uint64_t kLaneExtOffStarted = 32;
 // The line request the lane's worker took last (u32 sequence, stored
 // before it runs the request; src/syncline.h S12).
 inline constexpr uint64_t kLaneExtOffLineTaken = 36;
+// Steal topology, process workers: the call the worker started last (u64
+// ticket_pack(generation, index), stored before it runs the call and never
+// cleared; src/worker.cpp), so the host can tell, after the worker died,
+// which of the calls it had claimed it may have started (src/lane.cpp
+// lane_lost).
+inline constexpr uint64_t kLaneExtOffStealStarted = 40;
 
 // An isolated process pool (src/proc.h, "isolation") keeps every word a
 // worker writes in pages of its own: a lane's extension, line and line
@@ -242,7 +256,8 @@ struct Call {
 	// Dispatcher-owned while queued/in flight.
 	uint32_t lane; // lane it was placed in (UINT32_MAX before)
 	// Under mu.
-	uint32_t live;      // allocated (not on the free list)
+	uint16_t live;      // allocated (not on the free list)
+	uint16_t resends;   // times sent again after a worker's death (lane_lost; < kResendMax)
 	uint32_t holds;     // CallHold
 	uint32_t completed; // a completion was produced
 	uint32_t heap_pos;  // deadline heap index, UINT32_MAX = not in the heap
@@ -348,6 +363,7 @@ private:
 		c->abort_bit = -1;
 		c->lane = kNoLane;
 		c->live = 1;
+		c->resends = 0; // beside live: one store with it
 		c->holds = 0;
 		c->completed = 0;
 		c->heap_pos = kNoHeap;
@@ -397,6 +413,7 @@ private:
 };
 
 // ---- the host side of a steal pool (src/steal.h: the claim protocol) ----------------
+inline constexpr uint8_t kNoClaimer = 0xFF; // StealHost::lane_claimer: none
 struct StealHost {
 	bool on;              // the pool uses KNIT_TOPOLOGY_STEAL
 	uint8_t *ctl;         // steal control block
@@ -410,6 +427,10 @@ struct StealHost {
 	uint32_t unclaimed;           // lanes whose call has no claimant yet
 	uint32_t lane_ticket[kLanes]; // that call's record index
 	uint32_t lane_gen[kLanes];    // and generation
+	// The worker whose toggle the host accepted as the claim of the lane's
+	// publication (kNoClaimer: none yet, or the claim was cancelled out by
+	// a second one, steal_judge).
+	uint8_t lane_claimer[kLanes];
 	uint32_t ack_seen[kMaxStealConsumers];
 	// Each worker's kWcServiceNs as last read (dispatcher holder only),
 	// re-read every kSvcRefresh flushes (steal_host_wake_pays, spin.h).
@@ -418,14 +439,15 @@ struct StealHost {
 	// The toggles of each worker's ACK word the host accepted (claims of
 	// unclaimed lanes, and pairs of toggles that cancel out): ack_seen ^
 	// ack_valid is what a worker's word says that the host does not
-	// believe (steal_track), and a dead worker's word is reset so that the
-	// XOR of every ACK matches what the host believes (lane_steal_reap).
+	// believe (steal_track, steal_judge), and a dead worker's word is reset
+	// so that the XOR of every ACK matches what the host believes: every
+	// unclaimed publication pending, every other lane retired
+	// (lane_steal_reap).
 	uint32_t ack_valid[kMaxStealConsumers];
-	uint32_t blamed; // workers distrusted for their ACK word (until reaped)
-	// Lanes a dead worker's reset ACK word flipped back (lane_steal_reap):
-	// a survivor may be mid-claim on one of them, misled by what the dead
-	// worker wrote; its toggle there is not held against it (once).
-	uint32_t reset_lanes;
+	// Calls steal_orphan gave back (steal_stage, steal_rescue: maybe while
+	// the backlog was being placed), linked by Call::next:
+	// dispatch_flush_backlog puts them back in the backlog.
+	Call *orphans;
 	// Some worker's ACK word said what the host does not believe (sticky):
 	// from then on an honest worker may be misled into running a call it
 	// does not hold, and its frame for one is dropped, not blamed.

@@ -97,6 +97,24 @@ void started_set(Lane *l, uint32_t bits, bool on)
 	knit_compiler_barrier();
 }
 
+// The steal started word (runtime.h, kLaneExtOffStealStarted): a process
+// worker on the steal topology stores the call it is about to run there,
+// and never clears it. It claims one call at a time and claims again only
+// once every result is published (steal_take), so after its death the one
+// call it claimed that it may have started, and whose result the host has
+// not reaped, is the one this word names: every other call the host
+// counts as its claim never ran here and is sent again (src/lane.cpp
+// lane_lost). As the started mask: read by the host only once this
+// process is dead and reaped, so program order is all that counts
+// (compiler barriers: the store cannot move past the task's run).
+void steal_started_set(Lane *l, uint32_t ticket, uint32_t gen)
+{
+	knit_compiler_barrier();
+	knit_store_relaxed_64(reinterpret_cast<uint64_t *>(l->ext + kLaneExtOffStealStarted),
+			      ticket_pack(gen, ticket));
+	knit_compiler_barrier();
+}
+
 // Publish the staged results (one release store of A), then ring the host if
 // it armed the doorbell (or asked for the eventfd).
 void flush_results(Lane *l)
@@ -308,7 +326,8 @@ void run_batch(Lane *l)
 	const bool stamp = hard || p->cfg.processes; // KNIT_CANCEL_KILL reads it too
 	const bool timed = p->cfg.timing;            // KNIT_POOL_INFO_TIMING (src/info.h)
 	const bool cpu_time = p->cfg.cpu_time;       // KNIT_POOL_INFO_CPU
-	const bool mark = l->rerun;                  // the started mask (Lane::rerun)
+	const bool mark = l->rerun && !p->steal.on;  // the started mask (Lane::rerun)
+	const bool smark = l->rerun && p->steal.on;  // the steal started word
 	uint32_t retire = 0;
 	// The early publish's clock: the start of the tasks whose results are
 	// not yet published (read once per batch, only when more than one task
@@ -335,6 +354,7 @@ void run_batch(Lane *l)
 		rh.task = f.head.task;
 		rh.ticket = f.head.ticket;
 		rh.generation = f.head.generation;
+		rh.flags = f.head.flags & kFrameAttemptMask; // the sending it answers (stealing)
 		rh.deadline_ns = f.head.deadline_ns;
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
 		// The clock only for a deadline or the hard timeout.
@@ -354,6 +374,8 @@ void run_batch(Lane *l)
 		} else {
 			if (mark)
 				started_set(l, 1u << f.slot, true);
+			if (smark)
+				steal_started_set(l, f.head.ticket, f.head.generation);
 			if (stamp)
 				stamp_write(l->ext, f.head.ticket, f.head.generation,
 					    now != 0 ? now : 1);
