@@ -24,6 +24,8 @@
  *    result, and a worker dies only for a scribble it ran (each run
  *    counted in a file; a scribble whose worker hid that it started it
  *    runs again, a bounded number of times).
+ *  - forge and scribble again with a sandbox on (seccomp with the files
+ *    set, Landlock over /proc and /tmp): the sandbox changes none of it.
  */
 #include <stdlib.h>
 #include <stdio.h>
@@ -38,10 +40,31 @@
 #define FORGE_KEY 0x5bd1e9955bd1e995ull /* tests/api/tasklib/proc_forge.c */
 #define FORGE_DELTA 1000000
 
+/* The sandboxed variants (knit_sandbox_t): the same promises hold with a
+ * sandbox on. The tasks read /proc/self/maps and append to a file in /tmp
+ * (scribble_exit): the files set, and Landlock over those two (best
+ * effort: a kernel without Landlock still runs the seccomp filter). */
+static const knit_sandbox_t *g_sandbox;
+
+static const knit_sandbox_t *sandbox_on(void)
+{
+	static const char *const ro[] = {"/proc", NULL};
+	static const char *const rw[] = {"/tmp", NULL};
+	static knit_sandbox_t sb;
+	memset(&sb, 0, sizeof sb);
+	sb.size = sizeof sb;
+	sb.flags = KNIT_SANDBOX_SECCOMP | KNIT_SANDBOX_LANDLOCK | KNIT_SANDBOX_LANDLOCK_BEST_EFFORT;
+	sb.seccomp_sets = KNIT_SECCOMP_FILES;
+	sb.landlock_ro = ro;
+	sb.landlock_rw = rw;
+	return &sb;
+}
+
 static knit_pool_t *forge_pool(uint32_t workers, uint32_t topo, uint32_t respawn_max)
 {
 	knit_pool_options_t o;
 	kt_opts(&o, workers);
+	o.sandbox = g_sandbox;
 	o.topology = topo;
 	o.worker_kind = KNIT_WORKERS_PROCESSES;
 	o.task_library = FORGE_LIB;
@@ -126,6 +149,16 @@ static void forge(uint32_t topo)
 
 KT(proc_isolation, forge_lanes) { forge(KNIT_TOPOLOGY_LANES); }
 KT(proc_isolation, forge_steal) { forge(KNIT_TOPOLOGY_STEAL); }
+KT(proc_isolation, forge_lanes_sandboxed)
+{
+	g_sandbox = sandbox_on();
+	forge(KNIT_TOPOLOGY_LANES);
+}
+KT(proc_isolation, forge_steal_sandboxed)
+{
+	g_sandbox = sandbox_on();
+	forge(KNIT_TOPOLOGY_STEAL);
+}
 
 /* ---- no way back to write access -------------------------------------------------- */
 
@@ -285,3 +318,13 @@ static void scribbler(uint32_t topo)
 
 KT(proc_isolation, scribble_lanes) { scribbler(KNIT_TOPOLOGY_LANES); }
 KT(proc_isolation, scribble_steal) { scribbler(KNIT_TOPOLOGY_STEAL); }
+KT(proc_isolation, scribble_lanes_sandboxed)
+{
+	g_sandbox = sandbox_on();
+	scribbler(KNIT_TOPOLOGY_LANES);
+}
+KT(proc_isolation, scribble_steal_sandboxed)
+{
+	g_sandbox = sandbox_on();
+	scribbler(KNIT_TOPOLOGY_STEAL);
+}
