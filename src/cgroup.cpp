@@ -15,6 +15,7 @@
 
 #include "src/cgroup.h"
 #include "src/error.h"
+#include "src/sysfile.h"
 
 namespace knit::detail {
 
@@ -33,15 +34,8 @@ uint32_t g_seq; // the children this process made (atomic: pools are made on any
 void read_line(const char *dir, const char *name, char *buf, size_t n)
 {
 	char path[4096];
-	buf[0] = 0;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "re");
-	if (f == nullptr)
-		return;
-	if (fgets(buf, (int)n, f) == nullptr)
-		buf[0] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	fclose(f);
+	sysfile_line(path, buf, n);
 }
 
 // Write text into DIR/NAME (one write). 0 or the errno.
@@ -49,14 +43,7 @@ int write_file(const char *dir, const char *name, const char *text)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	const int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	const size_t len = strlen(text);
-	const ssize_t w = write(fd, text, len);
-	const int e = w < 0 ? errno : (size_t)w != len ? EIO : 0;
-	close(fd);
-	return e;
+	return sysfile_write(path, text);
 }
 
 // Set one limit file of the child, whose controller must be enabled for
@@ -226,16 +213,30 @@ int64_t cgroup_pool_oom_kills(const CgroupHost &c)
 		return -1;
 	char path[4096 + 32];
 	snprintf(path, sizeof path, "%s/memory.events", c.path);
-	FILE *f = fopen(path, "re");
-	if (f == nullptr)
+	return sysfile_keyed(path, "oom_kill");
+}
+
+int64_t cgroup_self_oom_kills()
+{
+	char buf[4096];
+	if (sysfile_read("/proc/self/cgroup", buf, sizeof buf) <= 0)
 		return -1;
-	char buf[256];
-	long long n = -1;
-	while (fgets(buf, sizeof buf, f) != nullptr)
-		if (sscanf(buf, "oom_kill %lld", &n) == 1)
+	// One line per hierarchy; v2's is "0::PATH".
+	for (const char *line = buf; *line != 0;) {
+		const size_t len = strcspn(line, "\n");
+		if (strncmp(line, "0::", 3) == 0) {
+			const int rel = (int)len - 3;
+			const bool root = rel == 1 && line[3] == '/';
+			char path[4096 + 64];
+			snprintf(path, sizeof path, "/sys/fs/cgroup%.*s/memory.events",
+				 root ? 0 : rel, line + 3);
+			return sysfile_keyed(path, "oom_kill");
+		}
+		if (line[len] == 0)
 			break;
-	fclose(f);
-	return n;
+		line += len + 1;
+	}
+	return -1;
 }
 
 int cgroup_enter(int fd, char *why, size_t why_size)

@@ -56,6 +56,13 @@ void cgroup_free(CgroupHost *c);
 // memory controller in it).
 int64_t cgroup_pool_oom_kills(const CgroupHost &c);
 
+// The oom_kill count of this process's own memory cgroup (cgroup v2: the
+// "0::" line of /proc/self/cgroup, then its memory.events), or -1 when
+// there is none to read. Worker processes are this process's children and
+// stay in its cgroup unless a worker_prefix or the pool's own child moves
+// them.
+int64_t cgroup_self_oom_kills();
+
 // The worker: move this process into the cgroup whose cgroup.procs is fd.
 // 0, or KNIT_ESYSTEM with why (why_size bytes).
 int cgroup_enter(int fd, char *why, size_t why_size);

@@ -16,6 +16,7 @@
 
 #include "src/error.h"
 #include "src/namespaces.h"
+#include "src/sysfile.h"
 
 namespace knit::detail {
 
@@ -31,14 +32,7 @@ int proc_write(const char *name, const char *text)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/%s", name);
-	const int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	const size_t len = strlen(text);
-	const ssize_t w = write(fd, text, len);
-	const int e = w < 0 ? errno : (size_t)w != len ? EIO : 0;
-	close(fd);
-	return e;
+	return sysfile_write(path, text);
 }
 
 const char *what(uint32_t ns)

@@ -30,6 +30,7 @@
 #include "src/error.h"
 #include "src/lane.h"
 #include "src/proc.h"
+#include "src/sysfile.h"
 #include "src/task.h"
 #include "src/syncline.h"
 #include "src/wake.h"
@@ -378,44 +379,13 @@ void pool_fail(Pool *p, const char *why)
 	host_event(p, true);
 }
 
-// The oom_kill count of this process's memory cgroup (cgroup v2: the
-// "0::" line of /proc/self/cgroup, then memory.events), or -1 when there
-// is none to read. Worker processes are this process's children and stay
-// in its cgroup unless a worker_prefix moves them.
-int64_t cgroup_oom_kills()
-{
-	char buf[4096];
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	if (f == nullptr)
-		return -1;
-	char path[4096 + 64];
-	path[0] = 0;
-	while (fgets(buf, sizeof buf, f) != nullptr) {
-		if (strncmp(buf, "0::", 3) != 0)
-			continue;
-		buf[strcspn(buf, "\n")] = 0;
-		snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events",
-			 strcmp(buf + 3, "/") == 0 ? "" : buf + 3);
-		break;
-	}
-	fclose(f);
-	if (path[0] == 0 || (f = fopen(path, "re")) == nullptr)
-		return -1;
-	long long n = -1;
-	while (fgets(buf, sizeof buf, f) != nullptr)
-		if (sscanf(buf, "oom_kill %lld", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 // The count an OOM kill of a worker raises: the pool's own cgroup's when
 // it has one (src/cgroup.h; -1 where that has no memory controller), else
 // the host's.
 int64_t oom_kills(ProcHost *h)
 {
 	const int64_t n = cgroup_pool_oom_kills(h->sandbox.cgroup);
-	return n >= 0 || h->sandbox.cgroup.path != nullptr ? n : cgroup_oom_kills();
+	return n >= 0 || h->sandbox.cgroup.path != nullptr ? n : cgroup_self_oom_kills();
 }
 
 // Why worker i died, as the caller is told (src/info.h; the monitor, in
@@ -870,14 +840,8 @@ uint64_t rss_of(pid_t pid)
 		return 0;
 	char path[64], buf[128];
 	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
-	const int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (sysfile_read(path, buf, sizeof buf) <= 0)
 		return 0;
-	const ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *q = strchr(buf, ' ');
 	return q != nullptr ? strtoull(q + 1, nullptr, 10) * region_page_size() : 0;
 }
@@ -1196,14 +1160,8 @@ uint64_t proc_stat_field(int pid, int field)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	const int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (sysfile_read(path, buf, sizeof buf) <= 0)
 		return 0;
-	const ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	// The command name (field 2) may hold anything: fields count from the
 	// last ')'. Field 3 follows it.
 	const char *q = strrchr(buf, ')');
