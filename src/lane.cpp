@@ -167,6 +167,9 @@ void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, i
 	CallNote *n = info_timed_note_locked(p, c);
 	if (n == nullptr)
 		return;
+	if (KNIT_LIKELY(!p->cfg.cpu_time) &&
+	    info_ran_packed_locked(n, l->index, pid, h.deadline_ns, now))
+		return;
 	int64_t start = -1, end = -1, cpu = -1;
 	const bool packed = timing_unpack(h.deadline_ns, n->t_enq, now, &start, &end);
 	if (KNIT_UNLIKELY(!packed || p->cfg.cpu_time)) {
