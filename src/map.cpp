@@ -18,7 +18,7 @@ using namespace knit::detail;
 namespace {
 
 constexpr uint32_t kAutoChunkMin = 16;
-constexpr uint32_t kAutoChunkMax = 512;
+constexpr uint32_t kAutoChunkMax = 64;
 constexpr int64_t kCancelPollNs = 1000000; // a cancel flag is read at least this often
 
 // An item that ended without a call: empty result, its status.
@@ -58,8 +58,8 @@ struct MapRun {
 // the count, or a negative code from knit_complete_tickets.
 int reap(MapRun *m, int64_t timeout_ns)
 {
-	const int got = knit_complete_tickets(m->pool, m->tickets, m->nin, m->buf, m->nin,
-					      timeout_ns);
+	const int got =
+		knit_complete_tickets(m->pool, m->tickets, m->nin, m->buf, m->nin, timeout_ns);
 	if (got <= 0)
 		return got;
 	uint32_t keep = 0;
@@ -106,9 +106,10 @@ extern "C" KNIT_API int knit_map(knit_pool_t *pool, uint32_t task, const knit_va
 			return -KNIT_EVERSION;
 		memcpy(&o, opt, sizeof o);
 		const uint32_t known =
-		    KNIT_CALL_ABORTABLE | KNIT_CALL_NO_TIMEOUT | KNIT_CALL_HIGH | KNIT_CALL_LOW;
+			KNIT_CALL_ABORTABLE | KNIT_CALL_NO_TIMEOUT | KNIT_CALL_HIGH | KNIT_CALL_LOW;
 		if ((o.flags & ~known) != 0 ||
-		    (o.flags & (KNIT_CALL_HIGH | KNIT_CALL_LOW)) == (KNIT_CALL_HIGH | KNIT_CALL_LOW) ||
+		    (o.flags & (KNIT_CALL_HIGH | KNIT_CALL_LOW)) ==
+			    (KNIT_CALL_HIGH | KNIT_CALL_LOW) ||
 		    o.reserved[0] != 0 || o.reserved[1] != 0)
 			return -KNIT_EINVAL;
 	}
@@ -147,7 +148,8 @@ extern "C" KNIT_API int knit_map(knit_pool_t *pool, uint32_t task, const knit_va
 	bool cancelled = false;
 	int rc = 0;
 	while (next < n || m.nin > 0) {
-		if (!cancelled && o.cancel != nullptr && *o.cancel != 0) {
+		if (!cancelled && o.cancel != nullptr &&
+		    __atomic_load_n(o.cancel, __ATOMIC_ACQUIRE) != 0) {
 			cancelled = true;
 			// Calls in flight end cancelled unless they completed first;
 			// either way each hands back exactly one completion.

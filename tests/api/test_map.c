@@ -178,8 +178,8 @@ static void cancels(uint32_t topology)
 	pthread_join(th, NULL);
 	size_t cancelled = 0;
 	for (size_t i = 0; i < n; i++) {
-		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECANCELED, "item %zu: %d",
-			  i, out[i].status);
+		cr_assert(out[i].status == 0 || out[i].status == -KNIT_ECANCELED, "item %zu: %d", i,
+			  out[i].status);
 		cancelled += out[i].status == -KNIT_ECANCELED;
 	}
 	/* At most the two blocked items' windows ran; the rest never started. */
