@@ -28,7 +28,7 @@ for body, td in structs:
         decl = ' '.join(decl.split())
         if not decl or '(' in decl:
             continue
-        m = re.match(r'^((?:const\s+)?(?:struct\s+)?\w+(?:\s*\*)*)\s+(.*)$', decl)
+        m = re.match(r'^((?:const\s+)?(?:volatile\s+)?(?:struct\s+)?\w+(?:\s*\*)*)\s+(.*)$', decl)
         for d in m.group(2).split(','):
             n = re.match(r'\s*(?:\*\s*(?:const\b\s*)?)*(\w+)', d).group(1)
             if f'KNIT_AT({td}, {n},' not in lay:

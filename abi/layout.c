@@ -134,6 +134,14 @@ KNIT_AT(knit_completion_t, result, 24);
 KNIT_AT(knit_completion_t, reserved, 64);
 
 /* knit_completion_info_t (1.2; size-prefixed) */
+KNIT_SIZE(knit_map_options_t, 40);
+KNIT_AT(knit_map_options_t, size, 0);
+KNIT_AT(knit_map_options_t, chunk, 4);
+KNIT_AT(knit_map_options_t, timeout_ms, 8);
+KNIT_AT(knit_map_options_t, flags, 12);
+KNIT_AT(knit_map_options_t, cancel, 16);
+KNIT_AT(knit_map_options_t, reserved, 24);
+
 KNIT_SIZE(knit_completion_info_t, 88);
 KNIT_AT(knit_completion_info_t, size, 0);
 KNIT_AT(knit_completion_info_t, flags, 4);

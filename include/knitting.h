@@ -687,6 +687,22 @@ typedef struct knit_pool_stats {
 	uint32_t reserved5; /* 0 */
 } knit_pool_stats_t;
 
+/* 1.2: knit_map's options (zero-initialise, set size, set what you need;
+ * opt NULL = all defaults). See knit_map(3). */
+typedef struct knit_map_options {
+	uint32_t size;              /* sizeof(knit_map_options_t) */
+	uint32_t chunk;             /* items enqueued per burst, and most items in
+				       flight at once beyond it; 0 = automatic */
+	uint32_t timeout_ms;        /* per item, from its enqueue; 0 = the task's
+				       default */
+	uint32_t flags;             /* knit_call_flags given to every item's call
+				       (KNIT_CALL_LANE: -KNIT_EINVAL) */
+	const volatile int *cancel; /* NULL = none; another thread sets *cancel
+				       non-zero to end the map: items not started
+				       end with -KNIT_ECANCELED */
+	uint64_t reserved[2];       /* must be 0 */
+} knit_map_options_t;
+
 /* ------------------------------------------------------------------------ */
 /* Functions                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -768,6 +784,17 @@ KNIT_API int knit_call(knit_pool_t *pool, uint32_t task, const knit_value_t *arg
 		       knit_completion_t *out, int64_t timeout_ns) KNIT_NOEXCEPT;
 
 KNIT_API int knit_cancel(knit_pool_t *pool, knit_ticket_t ticket, uint32_t flags) KNIT_NOEXCEPT;
+
+/* Run task once per item of args[0 .. n-1] (NULL items are not allowed;
+ * args may be NULL when n is 0) and fill out[i] with item i's completion,
+ * in input order: each item its own status and result, released with
+ * knit_completion_release. Returns 0 when every out[i] holds a completion,
+ * or a negative code and no completion: -KNIT_EINVAL (NULL pool, NULL args
+ * or out with n > 0, a bad flag or reserved member), -KNIT_EVERSION
+ * (opt->size), -KNIT_ENOTASK, -KNIT_EBUSY (from a task of the same pool),
+ * -KNIT_ECLOSED. See knit_map(3). Since 1.2. */
+KNIT_API int knit_map(knit_pool_t *pool, uint32_t task, const knit_value_t *args, size_t n,
+		      knit_completion_t *out, const knit_map_options_t *opt) KNIT_NOEXCEPT;
 
 /* Stop with acknowledgement from every worker. */
 KNIT_API int knit_stop(knit_pool_t *pool, uint32_t flags, int64_t timeout_ns) KNIT_NOEXCEPT;

@@ -721,6 +721,35 @@ Meas load_shape(const std::string &shape, uint32_t topology, int reps)
 	return m;
 }
 
+// `reps` knit_map()s of `n` items of `task` (argument `arg`) on a pool
+// made from spec, after one warm-up map; every item must end with status 0.
+// ops counts items.
+Meas map_items(int n, int reps, uint32_t task, int64_t arg, const PoolSpec &spec, const char *what)
+{
+	knit_pool_t *p = make_pool(spec);
+	std::vector<knit_value_t> args((size_t)n, i64(arg));
+	std::vector<knit_completion_t> out((size_t)n);
+	auto one = [&] {
+		int rc = knit_map(p, task, args.data(), (size_t)n, out.data(), nullptr);
+		check(rc == 0, "%s: knit_map: %s", what, knit_strerror(rc));
+		for (int i = 0; i < n; i++)
+			check(out[(size_t)i].status == 0, "%s: item %d: %s", what, i,
+			      knit_strerror(out[(size_t)i].status));
+	};
+	one(); // warm-up
+	Meas m;
+	Snap a = snap(p);
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+		one();
+		m.ns += (double)(now_ns() - t0);
+		m.ops += n;
+	}
+	account(m, a, snap(p), (uint64_t)n * (uint64_t)reps, what);
+	knit_pool_destroy(p);
+	return m;
+}
+
 const MetricSpec kP50{"p50", "ns", Better::Lower, true};
 const MetricSpec kP99{"p99", "ns", Better::Lower, false};
 const MetricSpec kMax{"max", "ns", Better::Lower, false};
@@ -802,6 +831,36 @@ void register_knit()
 		  with({kTput, kEnqPhase, kReapPhase}),
 		  [] { return batch_many(1000, g_quick ? 2 : 400, kNop, 0, "batch many"); },
 		  "batch of 1000 no-op calls through knit_enqueue_many, 1 worker"});
+	// knit_map (knit_map(3)): 1000 no-op items on 1 worker, against
+	// oneTBB's task_group batch; ~200 ns items on 2 workers against oneTBB's
+	// parallel_for at 2 threads; the same map on 2 worker processes
+	// against the thread pool's.
+	add_case({"knit.map1000", "map", "knit",
+		  comparison("peer.tbb.task_group.batch1000", "knit.batch1000"), with({kTput}),
+		  [] { return map_items(1000, scale(400, 2), kNop, 0, PoolSpec{}, "map1000"); },
+		  "knit_map of 1000 no-op items, 1 worker"});
+	{
+		PoolSpec two;
+		two.workers = 2;
+		add_case({"knit.map.200ns.w2", "map_200ns", "knit",
+			  comparison("peer.tbb.parallel_for.200ns.t2", ""), with({kTput}),
+			  [two] {
+				  return map_items(10000, scale(40, 2), kSpin,
+						   std::max<int64_t>(1, lcg_rounds_per_us() / 5),
+						   two, "map 200ns");
+			  },
+			  "knit_map of 10000 ~200 ns items, 2 workers"});
+		PoolSpec ptwo = two;
+		ptwo.processes = true;
+		add_case({"knit.proc.map.200ns.w2", "proc_map_200ns", "knit", "knit.map.200ns.w2",
+			  with({kTput}),
+			  [ptwo] {
+				  return map_items(10000, scale(40, 2), kSpin,
+						   std::max<int64_t>(1, lcg_rounds_per_us() / 5),
+						   ptwo, "proc map 200ns");
+			  },
+			  "knit_map of 10000 ~200 ns items, 2 worker processes"});
+	}
 	add_case({"knit.batch1000.work", "batch_work", "knit", "", with({kTput}),
 		  [] { return batch(1000, scale(200, 2), kWork, 64, PoolSpec{}, "batch work"); },
 		  "batch of 1000 small tasks (64 LCG rounds), 1 worker"});

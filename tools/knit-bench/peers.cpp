@@ -31,7 +31,9 @@
 // oneTBB needs its library too: the Makefile defines KB_TBB_LINKED when it
 // links -ltbb.
 #if defined(KB_TBB_LINKED) && __has_include(<oneapi/tbb/task_arena.h>)
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 #include <oneapi/tbb/task_scheduler_observer.h>
@@ -554,6 +556,40 @@ bool tbb_batch(int threads, int batch, int reps, int64_t rounds, Meas *out)
 #endif
 }
 
+#ifdef KB_HAVE_TBB
+// oneTBB parallel_for over `n` items of lcg(rounds) at `threads` threads
+// (the caller's included), automatic partitioning: `reps` loops.
+static Meas tbb_parallel_for(int threads, int n, int reps, int64_t rounds)
+{
+	tbb::global_control gc(tbb::global_control::max_allowed_parallelism, (size_t)threads);
+	tbb::task_arena arena(threads, 1);
+	std::atomic<uint64_t> sum{0};
+	Meas m;
+	arena.execute([&] {
+		for (int r = 0; r <= reps; r++) { // rep 0: warm-up
+			sum = 0;
+			uint64_t t0 = now_ns();
+			tbb::parallel_for(tbb::blocked_range<int>(0, n),
+					  [&sum, rounds](const tbb::blocked_range<int> &br) {
+						  uint64_t s = 0;
+						  for (int i = br.begin(); i != br.end(); i++) {
+							  lcg(rounds);
+							  s += (uint64_t)i + 1;
+						  }
+						  sum.fetch_add(s, std::memory_order_relaxed);
+					  });
+			if (r > 0) {
+				m.ns += (double)(now_ns() - t0);
+				m.ops += n;
+			}
+			check(sum == (uint64_t)n * (uint64_t)(n + 1) / 2,
+			      "tbb parallel_for: every item ran once");
+		}
+	});
+	return m;
+}
+#endif
+
 void register_peers()
 {
 	// The hand-rolled ring is the ceiling of any one-worker pool here; its
@@ -639,6 +675,16 @@ void register_peers()
 		  {kTput},
 		  [] { return tbb_task_group(1000, scale(200, 3)); },
 		  "oneTBB task_group: run 1000, wait"});
+	add_case({"peer.tbb.parallel_for.200ns.t2",
+		  "map_200ns",
+		  "peer",
+		  "",
+		  {kTput},
+		  [] {
+			  return tbb_parallel_for(2, 10000, scale(40, 2),
+						  std::max<int64_t>(1, lcg_rounds_per_us() / 5));
+		  },
+		  "oneTBB parallel_for over 10000 ~200 ns items, 2 threads"});
 	add_case({"peer.tbb.arena_enqueue.hot",
 		  "hot",
 		  "peer",

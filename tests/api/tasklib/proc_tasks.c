@@ -16,6 +16,7 @@
  * pid        result I64 getpid() of the worker process (arg I64 1..1000: after
  *            sleeping that many ms)
  * segv       writes through a NULL pointer
+ * segv_at    arg I64 7: as segv; anything else: as echo
  * sleep      arg I64 ms: sleeps that long, returns arg
  * grow       arg I64 n: allocates n bytes, touches every page and keeps them
  *            (the worker's resident memory grows), returns I64 getpid()
@@ -73,6 +74,15 @@ static int t_segv(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
 	volatile int *p =
 		(volatile int *)(uintptr_t)(arg->i64 * 0); /* NULL the compiler cannot see */
 	*p = 1;
+	return 0;
+}
+
+/* I64 7: as segv; anything else: as echo (a crash in the middle of a map). */
+static int t_segv_at(knit_ctx_t *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	if (arg->type == KNIT_VALUE_I64 && arg->i64 == 7)
+		return t_segv(ctx, arg, ret);
+	*ret = *arg;
 	return 0;
 }
 
@@ -267,6 +277,7 @@ static const knit_task_t tasks[] = {
 	{"pid", t_pid, 0, 0},
 	{"abort", t_abort, 0, 0},
 	{"segv", t_segv, 0, 0},
+	{"segv_at", t_segv_at, 0, 0},
 	{"exit", t_exit, 0, 0},
 	{"spin", t_spin, 0, 0},
 	{"sleep", t_sleep, 0, 0},
