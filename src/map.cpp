@@ -148,6 +148,9 @@ extern "C" KNIT_API int knit_map(knit_pool_t *pool, uint32_t task, const knit_va
 	bool cancelled = false;
 	int rc = 0;
 	while (next < n || m.nin > 0) {
+		// Acquire: pairs with the setter's store (knit_map(3) asks for
+		// a release store, e.g. __atomic_store_n(flag, 1, __ATOMIC_RELEASE),
+		// or any store before a lock or join the map's thread also uses).
 		if (!cancelled && o.cancel != nullptr &&
 		    __atomic_load_n(o.cancel, __ATOMIC_ACQUIRE) != 0) {
 			cancelled = true;
