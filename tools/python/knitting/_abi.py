@@ -94,6 +94,13 @@ class Request(C.Structure):
                 ("user_data", C.c_void_p), ("opts", C.POINTER(CallOptions))]
 
 
+class MapOptions(C.Structure):
+    """knit_map's options (since 1.2); cancel points at an int another thread sets."""
+    _fields_ = [("size", C.c_uint32), ("chunk", C.c_uint32), ("timeout_ms", C.c_uint32),
+                ("flags", C.c_uint32), ("cancel", C.POINTER(C.c_int)),
+                ("reserved", C.c_uint64 * 2)]
+
+
 class Completion(C.Structure):
     _fields_ = [("ticket", C.c_uint64), ("user_data", C.c_void_p), ("status", C.c_int32),
                 ("task", C.c_uint32), ("result", Value), ("reserved", C.c_uint64 * 2)]
@@ -167,6 +174,7 @@ class Sandbox(C.Structure):
 # C type name -> mirror (tests compare each against the C layout).
 STRUCTS: Dict[str, Type[C.Structure]] = {"knit_value_t": Value, "knit_task_t": Task, "knit_pool_options_t": PoolOptions,
            "knit_call_options_t": CallOptions, "knit_request_t": Request,
+           "knit_map_options_t": MapOptions,
            "knit_completion_t": Completion, "knit_completion_info_t": CompletionInfo,
            "knit_lane_stats_t": LaneStats, "knit_worker_stats_t": WorkerStats,
            "knit_pool_stats_t": PoolStats,
@@ -205,5 +213,7 @@ SIGNATURES_1_2: Dict[str, Tuple[object, List[object]]] = {
     "knit_complete_tickets": (C.c_int, [_P, C.POINTER(C.c_uint64), C.c_uint, C.POINTER(Completion), C.c_uint,
                                         C.c_int64]),
     "knit_wait_idle": (C.c_int, [_P, C.c_int64]),
+    "knit_map": (C.c_int, [_P, C.c_uint32, C.POINTER(Value), C.c_size_t, C.POINTER(Completion),
+                           C.POINTER(MapOptions)]),
     "knit_completion_info": (C.c_int, [_P, C.POINTER(Completion), C.POINTER(CompletionInfo)]),
 }
