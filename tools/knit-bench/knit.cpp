@@ -745,7 +745,16 @@ Meas map_items(int n, int reps, uint32_t task, int64_t arg, const PoolSpec &spec
 		m.ns += (double)(now_ns() - t0);
 		m.ops += n;
 	}
-	account(m, a, snap(p), (uint64_t)n * (uint64_t)reps, what);
+	// A packed map sends chunks of items, one call each: the pool's counts
+	// are per call, and the calls must be at least one per map and at most
+	// one per item (then enqueued, completed and run must agree).
+	const Snap b = snap(p);
+	const uint64_t items = (uint64_t)n * (uint64_t)reps;
+	const uint64_t calls = b.s.enqueued - a.s.enqueued;
+	check(calls >= (uint64_t)reps && calls <= items, "%s: %llu calls for %llu items", what,
+	      (unsigned long long)calls, (unsigned long long)items);
+	account(m, a, b, calls, what);
+	m.extra["items_per_call"] = calls != 0 ? (double)items / (double)calls : 0;
 	knit_pool_destroy(p);
 	return m;
 }
