@@ -27,8 +27,7 @@ int chunk_open(ChunkReader *r, const void *buf, uint64_t len, uint32_t magic, ui
 	if (buf == nullptr || len < sizeof h)
 		return -KNIT_EPROTO;
 	memcpy(&h, buf, sizeof h);
-	if (h.magic != magic || h.zero != 0 || h.count > max_count ||
-	    chunk_bytes(h.count, 0) > len)
+	if (h.magic != magic || h.zero != 0 || h.count > max_count || chunk_bytes(h.count, 0) > len)
 		return -KNIT_EPROTO;
 	r->count = h.count;
 	r->data = chunk_bytes(h.count, 0);

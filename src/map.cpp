@@ -170,19 +170,19 @@ void unpack(PackRun *m, const knit_completion_t &c, size_t first, uint32_t count
 				const size_t i = first + got;
 				knit_completion_t *d = &m->out[i];
 				int32_t s;
-				knit_value_t v;
-				if (chunk_next(&r, kChunkOutcomes, &s, &v) != 0)
-					break;
+				// Read straight into the completion (a copy through a
+				// local stalls on its store forwarding).
+				if (chunk_next(&r, kChunkOutcomes, &s, &d->result) != 0)
+					break; // this item and the rest: synth() below
 				d->ticket = c.ticket;
 				d->user_data = reinterpret_cast<void *>(static_cast<uintptr_t>(i));
 				d->status = s;
 				d->task = m->task;
 				d->reserved[0] = 0;
 				d->reserved[1] = 0;
-				if (!codec_has_bytes(v.type)) {
-					d->result = v;
+				if (KNIT_LIKELY(!codec_has_bytes(d->result.type)))
 					continue;
-				}
+				const knit_value_t v = d->result; // a view into the chunk
 				uint8_t *b;
 				if (value_copy_bytes(v, &d->result, &b) != 0) {
 					d->status = -KNIT_ENOMEM;
@@ -295,6 +295,12 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 			uint32_t k = 0;
 			uint64_t payload = 0;
 			while (next + k < n && k < chunk) {
+				// A scalar takes an entry only, and `chunk` entries fit
+				// the room (max_count).
+				if (KNIT_LIKELY(!codec_has_bytes(args[next + k].type))) {
+					k++;
+					continue;
+				}
 				const uint64_t r = chunk_payload_bytes(args[next + k]);
 				const uint64_t total = chunk_bytes(k + 1, payload + r);
 				if (k == 0 && total > cap) {

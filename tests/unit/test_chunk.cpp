@@ -218,13 +218,12 @@ void malformed(void **)
 					   memcpy(b, &h, sizeof h);
 				   }),
 			 -2);
-	assert_int_equal(first_bad(v, 7, [](uint8_t *, uint64_t *len) { *len = 16 + 16 * 6; }),
-			 -2);
+	assert_int_equal(first_bad(v, 7, [](uint8_t *, uint64_t *len) { *len = 16 + 16 * 6; }), -2);
 	// The payloads cut short: the last (the ERROR's) no longer fits.
 	assert_int_equal(first_bad(v, 7, [](uint8_t *, uint64_t *len) { *len -= 8; }), 6);
 	// A BYTES length past the end.
-	assert_int_equal(first_bad(v, 7, [](uint8_t *b, uint64_t *) { entry(b, 4)->word = 1u << 20; }),
-			 4);
+	assert_int_equal(
+		first_bad(v, 7, [](uint8_t *b, uint64_t *) { entry(b, 4)->word = 1u << 20; }), 4);
 	// A string without its NUL.
 	assert_int_equal(first_bad(v, 7,
 				   [](uint8_t *b, uint64_t *len) {
