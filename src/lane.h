@@ -118,6 +118,11 @@ struct WorkerLocal {
 	// = none yet; src/spin.h "claims and wakes") and the batch count that
 	// picks which batches are timed.
 	int64_t svc_ns;
+	// The wake estimate (spin.h "claims and wakes": the mean of the
+	// smaller of each two samples in a row, 0 = none yet) and the last
+	// sample.
+	int64_t wake_svc_ns;
+	int64_t svc_last_ns;
 	uint32_t svc_tick;
 	bool take_one; // one call per claim whatever the estimate (a worker process)
 };

@@ -127,9 +127,19 @@ int64_t host_backoff_ns(const Pool *p, uint32_t stall);
 
 // ---- claims and wakes (steal topology) -------------------------------------------------
 // A worker times one batch in kSvcSampleEvery (every batch of more than one
-// call) and keeps a per-call estimate (WorkerLocal::svc_ns: a slower sample
-// raises it at once, faster ones lower it by an eighth of the gap), stored
-// for the host in its kWcServiceNs word. From it:
+// call) and keeps two per-call estimates: the claim estimate
+// (WorkerLocal::svc_ns: a slower sample raises it at once, faster ones lower
+// it by an eighth of the gap), and the wake estimate
+// (WorkerLocal::wake_svc_ns: an eighth of the way, either way, towards the
+// smaller of its last two samples), which it stores for the host in its
+// kWcServiceNs word. The claim estimate errs towards long (a claim of cheap
+// calls must not hold a long one back), the wake estimate towards what the
+// calls cost most of the time: one slow sample (a preemption, a fault) would
+// otherwise hold a peak-hold estimate high for hundreds of claims, and
+// every one of them would wake a second worker for calls the first one
+// finishes before the wake lands (a woken worker that claims and is then
+// preempted on a shared CPU holds its calls for a scheduler slice). From
+// them:
 //   - a claim takes up to kClaimBudgetNs of estimated work (at least one
 //     call, at most the region; exactly one with no estimate yet or with
 //     calls of kClaimBudgetNs or more), oldest first: cheap calls travel
@@ -137,7 +147,8 @@ int64_t host_backoff_ns(const Pool *p, uint32_t stall);
 //     unstarted call behind a long one it knew to be long;
 //   - a parked peer is woken (by the claimer after its claim, or by the
 //     host after its publish) only when the pending calls hold more
-//     estimated work than the awake workers finish in kWakePaysNs (a wake
+//     work by the wake estimate than the awake workers finish in
+//     kWakePaysNs (a wake
 //     to running costs tens of microseconds): calls of ~100 ns stay with
 //     one worker, which then has a CPU to itself beside the host, and calls
 //     of microseconds spread over the workers. With no worker awake, or an
@@ -177,6 +188,19 @@ inline int64_t steal_svc_update(int64_t svc_ns, int64_t per_call_ns)
 	if (svc_ns <= 0 || per_call_ns >= svc_ns)
 		return per_call_ns;
 	return svc_ns - (svc_ns - per_call_ns) / 8;
+}
+// A worker's wake estimate after a timed sample of `per_call_ns` that
+// followed one of `last_ns` (0: none): an eighth of the way, either way,
+// towards the smaller of the two, so one slow sample (a preemption, a
+// fault) moves it not at all and a sustained change in two samples.
+inline int64_t steal_wake_svc_update(int64_t wake_ns, int64_t last_ns, int64_t per_call_ns)
+{
+	int64_t s = last_ns > 0 && last_ns < per_call_ns ? last_ns : per_call_ns;
+	if (s < 1)
+		s = 1;
+	if (wake_ns <= 0)
+		return s;
+	return wake_ns + (s - wake_ns) / 8;
 }
 // The claimer (awake, estimate svc_ns) after a claim that left
 // `pending_lanes` lanes pending: wake a parked peer?

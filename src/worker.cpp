@@ -184,7 +184,7 @@ uint32_t steal_take(Lane *l)
 		// to write there (layout.h).
 		const uint32_t left = p->steal_no_peer_wake ? 0 : l->sc.pending();
 		if (left != 0 &&
-		    steal_peer_wake_pays((uint32_t)__builtin_popcount(left), w->svc_ns))
+		    steal_peer_wake_pays((uint32_t)__builtin_popcount(left), w->wake_svc_ns))
 			steal_wake_one(p);
 	} else if (l->sc.pending() != 0) {
 		// Pending but not ours to take: a peer is mid-claim on it (or a
@@ -457,9 +457,12 @@ void run_batch(Lane *l)
 		started_set(l, retire, false);
 	flush_results(l);
 	if (svc_t0 != 0 && ran != 0) {
-		w->svc_ns = steal_svc_update(w->svc_ns, (knit_now_ns() - svc_t0) / ran);
+		const int64_t per_call = (knit_now_ns() - svc_t0) / ran;
+		w->svc_ns = steal_svc_update(w->svc_ns, per_call);
+		w->wake_svc_ns = steal_wake_svc_update(w->wake_svc_ns, w->svc_last_ns, per_call);
+		w->svc_last_ns = per_call;
 		// Relaxed: a hint for the host (steal_host_wake_pays).
-		knit_store_relaxed_64(lane_counter(l->ext, kWcServiceNs), (uint64_t)w->svc_ns);
+		knit_store_relaxed_64(lane_counter(l->ext, kWcServiceNs), (uint64_t)w->wake_svc_ns);
 	}
 }
 

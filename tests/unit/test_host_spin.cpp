@@ -220,6 +220,14 @@ static void claim_size_and_wake_follow_the_estimate(void **)
 	assert_true(steal_peer_wake_pays(32, 1000));
 	assert_true(steal_peer_wake_pays(1, kWakePaysNs + 1));
 	assert_false(steal_peer_wake_pays(1, kWakePaysNs));
+	// The wake estimate: the first sample; then an eighth of the way
+	// towards the smaller of the last two samples, either way.
+	assert_int_equal(steal_wake_svc_update(0, 0, 300), 300);
+	assert_int_equal(steal_wake_svc_update(0, 0, 0), 1);
+	assert_int_equal(steal_wake_svc_update(300, 300, 300000), 300); // one slow sample: no move
+	assert_int_equal(steal_wake_svc_update(300, 300000, 300000), 300 + (300000 - 300) / 8);
+	assert_int_equal(steal_wake_svc_update(900, 900, 100), 800); // down by an eighth
+	assert_int_equal(steal_wake_svc_update(900, 100, 900), 800); // the smaller of the two
 }
 
 int main(void)
