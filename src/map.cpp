@@ -11,6 +11,9 @@
 //    frame carries many items. At most two chunks per worker are in
 //    flight. A chunk is one call: its worker's death, a cancel or a stop
 //    ends all of its items alike.
+//    A pool with an inline lane (its host thread runs calls too) has the
+//    map's caller run items itself, a piece at a time, while the chunks it
+//    sent are in flight (help()).
 //  - one call per item (chunk 1, or a timeout that must hold per item, or
 //    a pool with a hard timeout): items go out in bursts of calls
 //    (knit_enqueue_many), at most two bursts in flight, and each item's
@@ -21,6 +24,7 @@
 #include "src/chunk.h"
 #include "src/codec.h"
 #include "src/runtime.h"
+#include "src/task.h"
 
 using namespace knit::detail;
 
@@ -102,16 +106,27 @@ void fail_inflight(MapRun *m, size_t upto, int status)
 	m->nin = 0;
 }
 
+// An item's argument checked as an enqueue checks it: 0, or the code the
+// item ends with on its own, never run (-KNIT_EINVAL: not a valid value;
+// -KNIT_ETOOBIG: over the per-call limit). A scalar passes at a glance.
+inline int item_check(const Pool *p, const knit_value_t &a)
+{
+	if (KNIT_LIKELY(chunk_scalar_ok(a)))
+		return 0;
+	return codec_value_check(a, p->cfg.max_payload_bytes);
+}
+
 // ---- packed chunks ------------------------------------------------------------------
 
 constexpr uint32_t kPackAutoMax = 1024; // items per automatic chunk, at most
 
 // The automatic chunk of a packed map: n / (4 * workers) in [1,
 // kPackAutoMax] (four chunks per worker: enough to balance, few enough
-// that a frame's cost is spread over many items).
-uint32_t pack_auto(const Pool *p, size_t n)
+// that a frame's cost is spread over many items), the caller counted as a
+// worker when it helps.
+uint32_t pack_auto(const Pool *p, size_t n, bool helps)
 {
-	const size_t per = n / (4u * (p->nworkers == 0 ? 1u : p->nworkers));
+	const size_t per = n / (4u * ((p->nworkers == 0 ? 1u : p->nworkers) + (helps ? 1u : 0u)));
 	if (per < 1)
 		return 1;
 	return per > kPackAutoMax ? kPackAutoMax : static_cast<uint32_t>(per);
@@ -126,10 +141,42 @@ struct PackRun {
 	knit_ticket_t *tickets; // the chunks in flight, in enqueue order
 	size_t *first;          // and their first items
 	uint32_t *count;        // and item counts
+	uint32_t *lane;         // and lanes (pinned: a helping map's)
 	knit_completion_t *buf; // a reap's completions
 	uint32_t nin;
 	bool cancelled;
+	bool timed; // a helping map: its costs are measured
+	// A helping map's costs to the caller (ns an item, -1 unknown): running
+	// an item itself, and sending one (packing its chunk, unpacking its
+	// outcomes). help_pays() compares them.
+	int64_t run_ns;
+	int64_t pack_ns;
+	int64_t unpack_ns;
 };
+
+// A cost estimate moved a quarter of the way to sample x (the first
+// sample taken whole).
+int64_t cost_update(int64_t est, int64_t x) { return est < 0 ? x : est + (x - est) / 4; }
+
+// What sending an item costs the caller before it has measured it: packing
+// it and unpacking its outcome, a few ns each (knit-bench knit.map1000 on
+// the machine the README's bench section names: 8 and 6).
+constexpr int64_t kPackPriorNs = 8;
+constexpr int64_t kUnpackPriorNs = 6;
+
+// Does a helping map send its next chunk? Only while sending an item
+// costs the caller less than running it itself: an item cheaper than its
+// packing runs on the caller alone (a hand-off would cost more than the
+// work it hands off). The caller runs a piece first, to know what an item
+// costs.
+bool send_pays(const PackRun *m)
+{
+	if (m->run_ns < 0)
+		return false;
+	const int64_t pack = m->pack_ns < 0 ? kPackPriorNs : m->pack_ns;
+	const int64_t unpack = m->unpack_ns < 0 ? kUnpackPriorNs : m->unpack_ns;
+	return pack + unpack < m->run_ns;
+}
 
 // Items out[first .. first + got) of a chunk took their outcomes' bytes as
 // private copies: register them with the pool (one hold of mu), so that
@@ -218,13 +265,18 @@ int pack_reap(PackRun *m, int64_t timeout_ns)
 	int j = 0;
 	for (uint32_t i = 0; i < m->nin; i++) {
 		if (j < got && m->buf[j].ticket == m->tickets[i]) {
+			const int64_t t0 = m->timed ? knit_now_ns() : 0;
 			unpack(m, m->buf[j], m->first[i], m->count[i]);
+			if (m->timed)
+				m->unpack_ns = cost_update(
+					m->unpack_ns, (knit_now_ns() - t0) / (int64_t)m->count[i]);
 			(void)knit_completion_release(m->pool, &m->buf[j]);
 			j++;
 		} else {
 			m->tickets[keep] = m->tickets[i];
 			m->first[keep] = m->first[i];
 			m->count[keep] = m->count[i];
+			m->lane[keep] = m->lane[i];
 			keep++;
 		}
 	}
@@ -241,6 +293,83 @@ void pack_fail_inflight(PackRun *m, int status)
 	m->nin = 0;
 }
 
+// The pieces the caller runs between looks at its chunks and at the cancel
+// flag: kHelpFirst items first (to learn what an item costs), then about
+// kHelpPieceNs of items, at most kHelpPieceMax.
+constexpr uint32_t kHelpFirst = 8;
+constexpr int64_t kHelpPieceNs = 20000;
+constexpr uint32_t kHelpPieceMax = 1024;
+
+uint32_t help_piece(int64_t run_ns)
+{
+	if (run_ns < 0)
+		return kHelpFirst;
+	const int64_t k = kHelpPieceNs / (run_ns < 1 ? 1 : run_ns);
+	return k < 1 ? 1 : k > kHelpPieceMax ? kHelpPieceMax : static_cast<uint32_t>(k);
+}
+
+// The map's caller runs items out[first .. first + k) itself, on the
+// inline lane (a pool with one: its host thread runs calls anyway), as a
+// worker runs a chunk's: each a run of the task (knit_ctx_lane is the
+// inline lane's index, no abort bit, no deadline), its outcome checked as
+// any task's (task_outcome) and its bytes the item's own copy.
+void help(PackRun *m, size_t first, uint32_t k)
+{
+	Pool *p = m->p;
+	knit_ctx ctx;
+	ctx_init(&ctx, p, p->nworkers, -1, 0, nullptr);
+	const TaskEntry &te = p->tasks[m->task];
+	const Pool *const outer = t_task_pool;
+	t_task_pool = p; // a call into this pool from the task: -KNIT_EBUSY
+	bool bytes = false;
+	for (uint32_t j = 0; j < k; j++) {
+		const size_t i = first + j;
+		knit_completion_t *d = &m->out[i];
+		const int bad = item_check(p, m->args[i]);
+		if (KNIT_UNLIKELY(bad != 0)) {
+			synth(d, i, bad, m->task);
+			continue;
+		}
+		knit_value_t ret;
+		memset(&ret, 0, sizeof ret);
+		ret.type = KNIT_VALUE_NONE;
+		ctx.task_data = te.data;
+		const int rc = te.fn(&ctx, &m->args[i], &ret);
+		d->ticket = 0; // no call carried it
+		d->user_data = reinterpret_cast<void *>(static_cast<uintptr_t>(i));
+		d->task = m->task;
+		d->reserved[0] = 0;
+		d->reserved[1] = 0;
+		d->result.code = 0;
+		d->result.data = nullptr;
+		d->result.len = 0;
+		if (KNIT_LIKELY(rc == 0 && chunk_scalar_ok(ret))) {
+			// As a scalar comes back from a worker: its own field only.
+			d->status = 0;
+			d->result.type = ret.type;
+			d->result.i64 = ret.type == KNIT_VALUE_F64 || ret.type == KNIT_VALUE_NONE
+						? 0
+						: ret.i64;
+			d->result.f64 = ret.type == KNIT_VALUE_F64 ? ret.f64 : 0;
+			continue;
+		}
+		TaskOutcome o;
+		task_outcome(p, &ctx, rc, ret, &o);
+		d->status = o.status;
+		uint8_t *b = nullptr;
+		if (value_copy(o.value, &d->result, &b) != 0) {
+			d->status = -KNIT_ENOMEM;
+			memset(&d->result, 0, sizeof d->result);
+			d->result.type = KNIT_VALUE_NONE;
+		}
+		bytes = bytes || b != nullptr;
+	}
+	t_task_pool = outer;
+	ctx_free_allocs(&ctx);
+	if (bytes)
+		adopt_bytes(m, first, k);
+}
+
 int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *args, size_t n,
 	       knit_completion_t *out, const knit_map_options_t &o)
 {
@@ -248,7 +377,9 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 	// A chunk's items take at most half the per-call limit, so that
 	// outcomes as large as their items (an echo) fit the result.
 	const uint64_t room = cap / 2;
-	uint32_t chunk = o.chunk != 0 ? o.chunk : pack_auto(p, n);
+	// The caller helps where the pool has an inline lane (help()).
+	const bool helps = p->cfg.inline_lane != KNIT_INLINE_OFF && p->nworkers != 0;
+	uint32_t chunk = o.chunk != 0 ? o.chunk : pack_auto(p, n, helps);
 	const uint32_t max_count = room > kChunkHeadBytes
 					   ? (uint32_t)((room - kChunkHeadBytes) / kChunkEntryBytes)
 					   : 1;
@@ -262,16 +393,19 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 		window = pend;
 	const uint32_t flags = o.flags | (o.cancel != nullptr ? (uint32_t)KNIT_CALL_ABORTABLE : 0u);
 	knit_call_options_t copts = {sizeof copts, flags, 0, 0};
-	PackRun m = {pool, p, task, args, out, nullptr, nullptr, nullptr, nullptr, 0, false};
+	PackRun m = {pool,    p,       task, args,  out,   nullptr, nullptr, nullptr,
+		     nullptr, nullptr, 0,    false, helps, -1,      -1,      -1};
 	m.tickets = static_cast<knit_ticket_t *>(calloc(window, sizeof *m.tickets));
 	m.first = static_cast<size_t *>(calloc(window, sizeof *m.first));
 	m.count = static_cast<uint32_t *>(calloc(window, sizeof *m.count));
+	m.lane = static_cast<uint32_t *>(calloc(window, sizeof *m.lane));
 	m.buf = static_cast<knit_completion_t *>(calloc(window, sizeof *m.buf));
 	uint8_t *scratch = nullptr; // a chunk's items, until its enqueue copies them
 	uint64_t scratch_cap = 0;
 	int rc = 0;
 	size_t next = 0; // items sent or ended: [0, next)
-	if (m.tickets == nullptr || m.first == nullptr || m.count == nullptr || m.buf == nullptr) {
+	if (m.tickets == nullptr || m.first == nullptr || m.count == nullptr || m.lane == nullptr ||
+	    m.buf == nullptr) {
 		rc = -KNIT_ENOMEM;
 		goto done;
 	}
@@ -288,7 +422,8 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 				synth(&out[i], i, -KNIT_ECANCELED, task);
 			next = n;
 		}
-		while (next < n && m.nin < window) {
+		while (next < n && m.nin < window && (!helps || send_pays(&m))) {
+			const int64_t t0 = helps ? knit_now_ns() : 0;
 			// The next chunk: up to `chunk` items within `room` bytes (a
 			// lone item may use the whole limit; one that cannot fit even
 			// so ends -KNIT_ETOOBIG on its own).
@@ -297,8 +432,18 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 			while (next + k < n && k < chunk) {
 				// A scalar takes an entry only, and `chunk` entries fit
 				// the room (max_count).
-				if (KNIT_LIKELY(!codec_has_bytes(args[next + k].type))) {
+				if (KNIT_LIKELY(chunk_scalar_ok(args[next + k]))) {
 					k++;
+					continue;
+				}
+				// Not a valid value, or over the limit: it ends on its
+				// own (the chunk stops before it).
+				const int bad = item_check(p, args[next + k]);
+				if (bad != 0 && k > 0)
+					break;
+				if (bad != 0) {
+					synth(&out[next], next, bad, task);
+					next++;
 					continue;
 				}
 				const uint64_t r = chunk_payload_bytes(args[next + k]);
@@ -340,6 +485,23 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 			a.type = KNIT_VALUE_BYTES;
 			a.data = scratch;
 			a.len = len;
+			// A helping map pins its chunks to the worker lane with the
+			// fewest of them in flight: on the inline lane a chunk would
+			// run on this thread, packed for nothing.
+			if (helps) {
+				uint32_t best = 0, least = UINT32_MAX;
+				for (uint32_t l = 0; l < p->nworkers; l++) {
+					uint32_t c = 0;
+					for (uint32_t i = 0; i < m.nin; i++)
+						c += m.lane[i] == l;
+					if (c < least) {
+						least = c;
+						best = l;
+					}
+				}
+				copts.flags |= KNIT_CALL_LANE;
+				copts.lane = best;
+			}
 			const int e =
 				map_chunk_enqueue(pool, &a, nullptr, &copts, &m.tickets[m.nin]);
 			if (e == -KNIT_EAGAIN && m.nin > 0)
@@ -356,8 +518,32 @@ int map_packed(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *ar
 			}
 			m.first[m.nin] = next;
 			m.count[m.nin] = k;
+			m.lane[m.nin] = copts.lane;
 			m.nin++;
 			next += k;
+			if (helps)
+				m.pack_ns =
+					cost_update(m.pack_ns, (knit_now_ns() - t0) / (int64_t)k);
+		}
+		if (helps && next < n) {
+			// Take in what came back (the window refills next round),
+			// then run a piece of the items not sent: every round, so
+			// that what an item costs the caller stays measured.
+			const int got = m.nin > 0 ? pack_reap(&m, 0) : 0;
+			if (got < 0) {
+				pack_fail_inflight(&m, got);
+				for (size_t i = next; i < n; i++)
+					synth(&out[i], i, got, task);
+				break;
+			}
+			const uint32_t piece = help_piece(m.run_ns);
+			const uint32_t k =
+				n - next < piece ? static_cast<uint32_t>(n - next) : piece;
+			const int64_t t0 = knit_now_ns();
+			help(&m, next, k);
+			m.run_ns = cost_update(m.run_ns, (knit_now_ns() - t0) / (int64_t)k);
+			next += k;
+			continue;
 		}
 		if (m.nin == 0)
 			continue;
@@ -375,6 +561,7 @@ done:
 	free(m.tickets);
 	free(m.first);
 	free(m.count);
+	free(m.lane);
 	free(m.buf);
 	return rc;
 }
@@ -414,13 +601,6 @@ extern "C" KNIT_API int knit_map(knit_pool_t *pool, uint32_t task, const knit_va
 		return -KNIT_ENOTASK;
 	if (n == 0)
 		return 0;
-	// Every item checked before any is sent: a malformed one refuses the
-	// map whole (an item over the per-call limit ends -KNIT_ETOOBIG on
-	// its own instead).
-	for (size_t i = 0; i < n; i++)
-		if (!chunk_scalar_ok(args[i]) &&
-		    codec_value_check(args[i], p->cfg.max_payload_bytes) == -KNIT_EINVAL)
-			return -KNIT_EINVAL;
 	// One call per item where a chunk's call could not keep the item's
 	// own terms: chunk 1 (asked for), a timeout (each item's holds from
 	// its enqueue, and a call past it ends at once), a hard timeout (it
@@ -479,11 +659,25 @@ int map_calls(knit_pool_t *pool, Pool *p, uint32_t task, const knit_value_t *arg
 			next = n;
 		}
 		while (next < n && m.nin < window) {
+			// An item that is not a valid value, or over the limit, ends
+			// on its own; a burst stops before it.
+			const int bad = item_check(p, args[next]);
+			if (bad != 0) {
+				synth(&out[next], next, bad, task);
+				state[next] = kEnded;
+				next++;
+				continue;
+			}
 			uint32_t k = window - m.nin;
 			if (k > chunk)
 				k = chunk;
 			if (k > n - next)
 				k = static_cast<uint32_t>(n - next);
+			for (uint32_t i = 1; i < k; i++)
+				if (item_check(p, args[next + i]) != 0) {
+					k = i;
+					break;
+				}
 			for (uint32_t i = 0; i < k; i++) {
 				reqs[i].task = task;
 				reqs[i].arg = &args[next + i];
