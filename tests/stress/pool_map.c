@@ -70,20 +70,23 @@ static void *mapper(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			memset(&args[i], 0, sizeof args[i]);
 			args[i].type = KNIT_VALUE_I64;
-			args[i].i64 = blob ? 1 + (int64_t)((i * 37 + (size_t)r) % 700) : (int64_t)i + r;
+			args[i].i64 =
+				blob ? 1 + (int64_t)((i * 37 + (size_t)r) % 700) : (int64_t)i + r;
 			out[i].status = 12345; /* not a status a map gives */
 		}
 		const int rc = knit_map(pool, blob ? T_BLOB : T_NEG, args, n, out, &o);
 		CHECK(rc == 0, "knit_map: %d", rc);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			const knit_completion_t *d = &out[i];
-			CHECK(d->status == 0, "round %ld item %zu of %zu (chunk %u): status %d", r, i, n,
-			      o.chunk, d->status);
-			CHECK((uintptr_t)d->user_data == i, "item %zu: user_data %p", i, d->user_data);
+			CHECK(d->status == 0, "round %ld item %zu of %zu (chunk %u): status %d", r,
+			      i, n, o.chunk, d->status);
+			CHECK((uintptr_t)d->user_data == i, "item %zu: user_data %p", i,
+			      d->user_data);
 			if (blob) {
 				const size_t len = (size_t)args[i].i64;
 				CHECK(d->result.type == KNIT_VALUE_STRING && d->result.len == len,
-				      "item %zu: type %u len %zu", i, d->result.type, d->result.len);
+				      "item %zu: type %u len %zu", i, d->result.type,
+				      d->result.len);
 				const char *b = d->result.data;
 				for (size_t j = 0; b != NULL && j < d->result.len; j++)
 					if (b[j] != 'x') {
@@ -91,7 +94,8 @@ static void *mapper(void *arg)
 						break;
 					}
 			} else {
-				CHECK(d->result.type == KNIT_VALUE_I64 && d->result.i64 == -args[i].i64,
+				CHECK(d->result.type == KNIT_VALUE_I64 &&
+					      d->result.i64 == -args[i].i64,
 				      "item %zu: %lld", i, (long long)d->result.i64);
 			}
 			CHECK(knit_completion_release(pool, &out[i]) == 0, "item %zu: release", i);
