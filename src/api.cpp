@@ -293,12 +293,12 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 // (value_take, take_arg and call_args are always inline: each is every
 // call's, in knit_enqueue and in a burst, and a call to them costs as much
 // as their common case.)
-[[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
-					    uint32_t flags, void *user_data, int64_t timeout_ns,
-					    EnqueueArgs *a)
+// call_args_any also takes the map chunk task (id p->ntasks, not the
+// caller's to name).
+[[gnu::always_inline]] inline int call_args_any(Pool *p, uint32_t task,
+						const knit_call_options_t *opts, uint32_t flags,
+						void *user_data, int64_t timeout_ns, EnqueueArgs *a)
 {
-	if (task >= p->ntasks)
-		return -KNIT_ENOTASK;
 	// The options' members, 0 when absent (no options: no copy to make).
 	uint32_t oflags = 0, otimeout_ms = 0, olane = 0;
 	if (opts != nullptr) {
@@ -340,6 +340,15 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	else if (te.timeout_ms != 0)
 		a->deadline_ns = deadline_after_ms(te.timeout_ms);
 	return 0;
+}
+
+[[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
+					    uint32_t flags, void *user_data, int64_t timeout_ns,
+					    EnqueueArgs *a)
+{
+	if (task >= p->ntasks)
+		return -KNIT_ENOTASK;
+	return call_args_any(p, task, opts, flags, user_data, timeout_ns, a);
 }
 
 int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *user_data,
@@ -512,6 +521,19 @@ int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 }
 
 } // namespace
+
+int knit::detail::map_chunk_enqueue(knit_pool_t *pool, const knit_value_t *arg, void *user_data,
+				    const knit_call_options_t *opts, knit_ticket_t *ticket)
+{
+	Pool *p = &pool->p;
+	if (pool_forked(p))
+		return -KNIT_ECLOSED;
+	EnqueueArgs a;
+	const int rc = call_args_any(p, p->ntasks, opts, 0, user_data, 0, &a);
+	if (rc != 0)
+		return rc;
+	return enqueue(p, a, arg, nullptr, ticket);
+}
 
 namespace {
 // A call refused with -KNIT_ECRASHED because its pool failed records why

@@ -71,9 +71,9 @@ int lane_attach(Pool *p, Lane *l, uint8_t *block)
 	ArenaShared req_sh = lock_arena_shared(req_lock, req_arena, cap);
 	ArenaShared ret_sh = lock_arena_shared(ret_lock, ret_arena, cap);
 	const uint64_t per_call = p->cfg.max_payload_bytes;
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask};
+	ConsumerLimits wl = {p->ntasks + 1, p->tickets.capacity(), kReqFlagsMask};
 	// A result's flags echo its request's sending (kFrameAttemptMask).
-	ConsumerLimits hl = {p->ntasks, p->tickets.capacity(), kFrameAttemptMask};
+	ConsumerLimits hl = {p->ntasks + 1, p->tickets.capacity(), kFrameAttemptMask};
 	// attach resets every field of an endpoint in place (no construction:
 	// on a re-attach other host threads read the return lock's publish
 	// word meanwhile). The worker's endpoints are a worker thread's; a
@@ -115,7 +115,8 @@ int lanes_attach_steal(Pool *p, uint8_t *area)
 	KNIT_DCHECK(rc == 0); // geometry we computed ourselves
 	if (rc != 0)
 		return -KNIT_ESYSTEM;
-	ConsumerLimits wl = {p->ntasks, p->tickets.capacity(), kReqFlagsMask | kFrameAttemptMask};
+	ConsumerLimits wl = {p->ntasks + 1, p->tickets.capacity(),
+			     kReqFlagsMask | kFrameAttemptMask};
 	for (uint32_t i = 0; i < p->nworkers; i++) {
 		if (p->lanes[i].sc.attach(s.lock, sh, wl, s.ctl, p->nworkers, i, p->cfg.steal_g) !=
 		    0)

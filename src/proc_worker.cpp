@@ -533,7 +533,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			lock_arena_shared(req_lock, l->block + lane_req_arena_offset(), cap);
 		ArenaShared ret_sh =
 			lock_arena_shared(ret_lock, l->block + lane_ret_arena_offset(cap), cap);
-		ConsumerLimits wl = {p->ntasks, b.ticket_cap, kReqFlagsMask};
+		ConsumerLimits wl = {p->ntasks + 1, b.ticket_cap, kReqFlagsMask};
 		if (l->wreq.attach(req_lock, req_sh, wl) != 0 ||
 		    l->wret.attach(ret_lock, ret_sh, p->cfg.max_payload_bytes) != 0)
 			return boot_fail(KNIT_EPROTO, "lane geometry refused");
@@ -544,7 +544,7 @@ extern "C" KNIT_API int knit__worker_main(int argc, char **argv) KNIT_NOEXCEPT
 			p->steal.lock = p->steal.ctl + kStealLockOff;
 			ArenaShared sh = steal_submit_arena(p->steal.ctl, p->steal.lock, cap);
 			// Its frames' flags carry the call's sending too (kFrameAttemptMask).
-			ConsumerLimits sl = {p->ntasks, b.ticket_cap,
+			ConsumerLimits sl = {p->ntasks + 1, b.ticket_cap,
 					     kReqFlagsMask | kFrameAttemptMask};
 			if (l->sc.attach(p->steal.lock, sh, sl, p->steal.ctl, b.nworkers, b.lane,
 					 p->cfg.steal_g) != 0)

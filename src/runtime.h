@@ -526,9 +526,9 @@ struct InfoRoom {
 struct alignas(128) Pool {
 	PoolConfig cfg;
 	uint32_t fork_gen; // g_fork_gen when created: differs in a fork child (pool_forked)
-	TaskEntry *tasks;
+	TaskEntry *tasks;  // ntasks + 1: the caller's, then the map chunk task
 	char *names;
-	uint32_t ntasks;
+	uint32_t ntasks; // the caller's tasks (ids below it); the chunk task's id
 
 	Region region;
 	uint32_t *db_seq;   // doorbell / host event sequence (futex word)
@@ -723,6 +723,14 @@ inline void mu_counter_add_64(uint64_t *c, uint64_t d)
 {
 	knit_store_relaxed_64(c, knit_load_relaxed_64(c) + d);
 }
+
+// ---- the map chunk's call (src/api.cpp) -------------------------------------------------
+
+// Enqueue a call of the map chunk task (id p->ntasks; src/chunk.h) with
+// argument *arg, as knit_enqueue_ex would any task's: 0 with *ticket, or
+// the code knit_enqueue_ex documents (src/map.cpp).
+int map_chunk_enqueue(knit_pool_t *pool, const knit_value_t *arg, void *user_data,
+		      const knit_call_options_t *opts, knit_ticket_t *ticket);
 
 // ---- dispatcher (src/dispatch.cpp) -------------------------------------------------------
 

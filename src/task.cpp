@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/chunk.h"
 #include "src/codec.h"
 #include "src/error.h"
 #include "src/lane.h"
@@ -22,6 +23,13 @@ int cmp_task(const void *a, const void *b)
 	return strcmp(static_cast<const TaskEntry *>(a)->name,
 		      static_cast<const TaskEntry *>(b)->name);
 }
+
+// The map chunk task's name (never looked up: its id is the pool's ntasks).
+const char kChunkTaskName[] = "knit_map chunk";
+const char kChunkMalformed[] = "malformed map chunk";
+const char kChunkNoMemory[] = "no memory for a map chunk's outcomes";
+
+int chunk_task(knit_ctx *ctx, const knit_value_t *arg, knit_value_t *ret);
 
 int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
 {
@@ -47,7 +55,9 @@ int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
 				t.name);
 		bytes += strlen(t.name) + 1;
 	}
-	p->tasks = static_cast<TaskEntry *>(calloc(ntasks, sizeof(TaskEntry)));
+	// One entry more than the caller's: the map chunk task, at id ntasks
+	// (kept out of the name order and of every lookup by name).
+	p->tasks = static_cast<TaskEntry *>(calloc(ntasks + 1, sizeof(TaskEntry)));
 	p->names = static_cast<char *>(malloc(bytes));
 	if (p->tasks == nullptr || p->names == nullptr)
 		return error_set(-KNIT_ENOMEM, "out of memory for the task table (%zu tasks)",
@@ -71,6 +81,9 @@ int task_table_build_impl(Pool *p, const knit_task_t *tasks, size_t ntasks)
 			return error_set(-KNIT_EINVAL, "two tasks are named \"%.200s\"",
 					 p->tasks[i].name);
 	p->ntasks = (uint32_t)ntasks;
+	TaskEntry &m = p->tasks[ntasks];
+	m.name = kChunkTaskName;
+	m.fn = chunk_task;
 	return 0;
 }
 
@@ -110,6 +123,101 @@ void error_truncate(knit_ctx *ctx, const knit_value_t &err, uint64_t cap, knit_v
 	out->len = (uint32_t)cap;
 }
 
+// The chunk task's own failure (the chunk's call ends -KNIT_ETASK with
+// this error, code the status every item of it gets: src/map.cpp).
+int chunk_fail(knit_value_t *ret, int code, const char *msg, size_t len)
+{
+	ret->type = KNIT_VALUE_ERROR;
+	ret->code = code;
+	ret->data = msg;
+	ret->len = len;
+	return 1;
+}
+
+// The map chunk task (src/chunk.h): run the items of a chunk in order, each
+// a run of the items' task on this call's context (its abort bit, its
+// allocations), and answer with their outcomes, written as they come into
+// one block freed with the run's knit_ctx_alloc blocks. Once the call's
+// abort bit is up (the map was cancelled) the items left are answered
+// -KNIT_ECANCELED, never run; after a malformed entry, -KNIT_EPROTO. An
+// outcome whose bytes do not fit what the chunk's earlier items left of
+// the per-call limit becomes -KNIT_ETOOBIG.
+int chunk_task(knit_ctx *ctx, const knit_value_t *arg, knit_value_t *ret)
+{
+	Pool *p = ctx->pool;
+	const uint64_t cap = p->cfg.max_payload_bytes;
+	ChunkReader r;
+	uint32_t task = 0;
+	const uint32_t max_count =
+		cap > kChunkHeadBytes ? (uint32_t)((cap - kChunkHeadBytes) / kChunkEntryBytes) : 0;
+	if (arg->type != KNIT_VALUE_BYTES ||
+	    chunk_open(&r, arg->data, arg->len, kChunkItems, max_count, &task) != 0 ||
+	    task >= p->ntasks)
+		return chunk_fail(ret, -KNIT_EPROTO, kChunkMalformed, sizeof kChunkMalformed - 1);
+	const uint32_t count = r.count;
+	const uint64_t fixed = chunk_bytes(count, 0);
+	uint64_t size = fixed; // the block's bytes (grown for payloads)
+	AllocHead *h = static_cast<AllocHead *>(malloc(sizeof(AllocHead) + size));
+	if (h == nullptr)
+		return chunk_fail(ret, -KNIT_ENOMEM, kChunkNoMemory, sizeof kChunkNoMemory - 1);
+	ChunkWriter w;
+	chunk_begin(&w, reinterpret_cast<uint8_t *>(h + 1), kChunkOutcomes, 0, count);
+	const TaskEntry &te = p->tasks[task];
+	const bool abortable = ctx->abort_bit >= 0;
+	int32_t rest = 0; // the status of the items left unrun, once one is set
+	for (uint32_t i = 0; i < count; i++) {
+		if (rest == 0 && abortable && knit_ctx_aborted(ctx) == 1)
+			rest = -KNIT_ECANCELED;
+		int32_t status;
+		knit_value_t v;
+		if (rest == 0 && chunk_next(&r, kChunkItems, &status, &v) != 0)
+			rest = -KNIT_EPROTO;
+		if (rest != 0) {
+			chunk_put_scalar(&w, rest, KNIT_VALUE_NONE, 0);
+			continue;
+		}
+		knit_value_t out;
+		memset(&out, 0, sizeof out);
+		out.type = KNIT_VALUE_NONE;
+		ctx->task_data = te.data; // t_task_pool is ours already (run_task)
+		const int rc = te.fn(ctx, &v, &out);
+		if (KNIT_LIKELY(rc == 0 && chunk_scalar_ok(out))) {
+			chunk_put_scalar(&w, 0, out.type, chunk_scalar_word(out));
+			continue;
+		}
+		TaskOutcome o;
+		task_outcome(p, ctx, rc, out, &o);
+		const uint64_t room = chunk_payload_bytes(o.value);
+		if (room != 0) {
+			if (w.data + room > cap) {
+				chunk_put_scalar(&w, -KNIT_ETOOBIG, KNIT_VALUE_NONE, 0);
+				continue;
+			}
+			if (w.data + room > size) {
+				uint64_t grown =
+					size * 2 > w.data + room ? size * 2 : w.data + room;
+				if (grown > cap)
+					grown = cap;
+				void *g = realloc(h, sizeof(AllocHead) + grown);
+				if (g == nullptr) {
+					chunk_put_scalar(&w, -KNIT_ENOMEM, KNIT_VALUE_NONE, 0);
+					continue;
+				}
+				h = static_cast<AllocHead *>(g);
+				w.base = reinterpret_cast<uint8_t *>(h + 1);
+				size = grown;
+			}
+		}
+		chunk_put(&w, o.status, o.value);
+	}
+	h->next = static_cast<AllocHead *>(ctx->allocs);
+	ctx->allocs = h;
+	ret->type = KNIT_VALUE_BYTES;
+	ret->data = h + 1;
+	ret->len = w.data;
+	return 0;
+}
+
 } // namespace
 
 __thread const Pool *t_task_pool;
@@ -124,6 +232,11 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	t_task_pool = p;
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
 	t_task_pool = outer;
+	task_outcome(p, ctx, rc, ret, out);
+}
+
+void task_outcome(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out)
+{
 	const uint64_t cap = p->cfg.max_payload_bytes;
 	if (rc == 0) {
 		int v = codec_value_check(ret, cap);

@@ -55,6 +55,11 @@ inline void ctx_init(knit_ctx *ctx, Pool *p, uint32_t lane, int32_t abort_bit, i
 // inline lane or a line) with *ctx, and classify what it returned (see
 // TaskOutcome).
 void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, TaskOutcome *out);
+// run_task's classification of what a task function returned (rc, *ret)
+// into *out: the result as it is when valid, else the documented
+// -KNIT_ETASK or -KNIT_ETOOBIG outcome (an error message over the cap cut,
+// in a block of ctx's).
+void task_outcome(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out);
 // Free every block knit_ctx_alloc handed out during this run.
 void ctx_free_allocs(knit_ctx *ctx);
 

@@ -357,6 +357,10 @@ void run_batch(Lane *l)
 		rh.flags = f.head.flags & kFrameAttemptMask; // the sending it answers (stealing)
 		rh.deadline_ns = f.head.deadline_ns;
 		const uint32_t abort_id = f.head.flags & kReqFlagsMask;
+		// A map chunk (many items): its outcomes go back at once when a
+		// task follows (below), so the host unpacks them while the next
+		// chunk runs.
+		const bool chunk = f.head.task == p->ntasks;
 		// The clock only for a deadline or the hard timeout.
 		const int64_t now = hard || f.head.deadline_ns != 0 ? knit_now_ns() : 0;
 		knit_ctx ctx;
@@ -430,9 +434,9 @@ void run_batch(Lane *l)
 		// what it enqueues meanwhile in its backlog.
 		group_n++;
 		if (l->wret.staged() != 0 && w->held_count != 0 && n + 1 < kWorkerBatch &&
-		    (group_n & 1) == 0) {
+		    (chunk || (group_n & 1) == 0)) {
 			const int64_t t = knit_now_ns();
-			if (group_n >= kResultFlushTasks ||
+			if (chunk || group_n >= kResultFlushTasks ||
 			    (group_t0 != 0 && t - group_t0 >= kResultFlushNs)) {
 				// The frames of the tasks that ran go back with their
 				// results: the host can refill the lane while the rest

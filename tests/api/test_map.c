@@ -155,7 +155,7 @@ static void *cancel_thread(void *arg)
 /* Cancelled from another thread while items block: each item ends with
  * exactly one status, 0 or -KNIT_ECANCELED, and the blocked ones and those
  * never started are cancelled. */
-static void cancels(uint32_t topology)
+static void cancels(uint32_t topology, uint32_t chunk)
 {
 	knit_pool_t *pool = pool_topo(2, topology, 0);
 	const uint32_t block = kt_id(pool, "block");
@@ -170,7 +170,7 @@ static void cancels(uint32_t topology)
 	knit_map_options_t o;
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
-	o.chunk = 16;
+	o.chunk = chunk;
 	o.cancel = &c.flag;
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, cancel_thread, &c), 0);
@@ -183,7 +183,7 @@ static void cancels(uint32_t topology)
 		cancelled += out[i].status == -KNIT_ECANCELED;
 	}
 	/* At most the two blocked items' windows ran; the rest never started. */
-	cr_expect_geq(cancelled, n - 2 * 16, "only %zu cancelled", cancelled);
+	cr_expect_geq(cancelled, n - 2 * chunk, "only %zu cancelled", cancelled);
 	kt_gate_open();
 	release_all(pool, out, n);
 	cr_expect_eq(kt_quiet(pool, 50), 0, "a cancelled map left a completion behind");
@@ -192,8 +192,11 @@ static void cancels(uint32_t topology)
 	kt_destroy(pool);
 }
 
-KT(map, cancel_lanes) { cancels(KNIT_TOPOLOGY_LANES); }
-KT(map, cancel_steal) { cancels(KNIT_TOPOLOGY_STEAL); }
+/* chunk 16: packed chunks (a cancel ends a chunk in flight whole); chunk
+ * 1: one call per item. */
+KT(map, cancel_lanes) { cancels(KNIT_TOPOLOGY_LANES, 16); }
+KT(map, cancel_steal) { cancels(KNIT_TOPOLOGY_STEAL, 16); }
+KT(map, cancel_calls) { cancels(KNIT_TOPOLOGY_LANES, 1); }
 
 /* A flag already up: nothing runs, every item cancelled. */
 KT(map, cancel_before)
@@ -250,7 +253,7 @@ KT(map, bytes_procs) { bytes_map(1); }
  * in flight beside it may share its fate (the call semantics: a worker's
  * taken calls die with it), at most the map's window of 2 * chunk; every
  * other item its echo, each once. */
-static void crash(uint32_t topology)
+static void crash(uint32_t topology, uint32_t chunk)
 {
 	knit_pool_t *pool = pool_topo(2, topology, 1);
 	const uint32_t segv = kt_id(pool, "segv_at");
@@ -260,7 +263,7 @@ static void crash(uint32_t topology)
 	knit_map_options_t o;
 	memset(&o, 0, sizeof o);
 	o.size = sizeof o;
-	o.chunk = 8;
+	o.chunk = chunk;
 	cr_assert_eq(knit_map(pool, segv, args, n, out, &o), 0);
 	cr_expect_eq(out[7].status, -KNIT_ECRASHED, "%d", out[7].status);
 	size_t crashed = 0;
@@ -272,7 +275,7 @@ static void crash(uint32_t topology)
 		cr_expect_eq(out[i].status, 0, "item %zu: %d", i, out[i].status);
 		cr_expect_eq(out[i].result.i64, (int64_t)i);
 	}
-	cr_expect_leq(crashed, 2 * 8, "%zu crashed", crashed);
+	cr_expect_leq(crashed, 2 * chunk, "%zu crashed", crashed);
 	/* The respawned worker serves the next map whole. */
 	echo_map(pool, kt_id(pool, "echo"), 500, 0);
 	release_all(pool, out, n);
@@ -281,8 +284,240 @@ static void crash(uint32_t topology)
 	kt_destroy(pool);
 }
 
-KT(map, crash_lanes) { crash(KNIT_TOPOLOGY_LANES); }
-KT(map, crash_steal) { crash(KNIT_TOPOLOGY_STEAL); }
+/* chunk 8: packed (the chunk that crashed, and one more of its lane's,
+ * end -KNIT_ECRASHED whole); chunk 1: one call per item. */
+KT(map, crash_lanes) { crash(KNIT_TOPOLOGY_LANES, 8); }
+KT(map, crash_steal) { crash(KNIT_TOPOLOGY_STEAL, 8); }
+KT(map, crash_calls) { crash(KNIT_TOPOLOGY_LANES, 1); }
+
+/* ---- packed chunks ------------------------------------------------------------------- */
+
+static uint64_t enqueued(knit_pool_t *pool)
+{
+	knit_pool_stats_t st;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	cr_assert_eq(knit_pool_stats(pool, &st, sizeof st), 0);
+	return st.enqueued;
+}
+
+/* A packed chunk is one call: 1000 items in chunks of 100 are 10 calls, in
+ * chunks of 1 (one call per item) 1000; a timeout makes every item its own
+ * call whatever the chunk. */
+KT(map, packed_calls)
+{
+	knit_pool_t *pool = kt_pool_n(2);
+	const uint32_t echo = kt_id(pool, "echo");
+	uint64_t e0 = enqueued(pool);
+	echo_map(pool, echo, 1000, 100);
+	cr_expect_eq(enqueued(pool) - e0, 10);
+	e0 = enqueued(pool);
+	echo_map(pool, echo, 1000, 1);
+	cr_expect_eq(enqueued(pool) - e0, 1000);
+	knit_value_t *args = i64_items(100, 0);
+	knit_completion_t out[100];
+	knit_map_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.chunk = 50;
+	o.timeout_ms = 60000;
+	e0 = enqueued(pool);
+	cr_assert_eq(knit_map(pool, echo, args, 100, out, &o), 0);
+	cr_expect_eq(enqueued(pool) - e0, 100);
+	for (size_t i = 0; i < 100; i++)
+		cr_expect_eq(out[i].result.i64, (int64_t)i);
+	release_all(pool, out, 100);
+	free(args);
+	kt_destroy(pool);
+}
+
+/* Every kind of value through a packed chunk, in and out, beside errors. */
+static void values_map(int procs)
+{
+	knit_pool_t *pool = pool_topo(2, KNIT_TOPOLOGY_AUTO, procs);
+	const uint32_t echo = kt_id(pool, "echo");
+	static const char msg[] = "an error value";
+	knit_value_t args[7];
+	args[0] = kt_none();
+	args[1] = kt_i64(-7);
+	args[2].type = KNIT_VALUE_BOOL;
+	args[2].i64 = 1;
+	memset(&args[3], 0, sizeof args[3]);
+	args[3].type = KNIT_VALUE_F64;
+	args[3].f64 = -0.5;
+	args[4] = kt_bytes(msg, 5);
+	memset(&args[5], 0, sizeof args[5]);
+	args[5].type = KNIT_VALUE_STRING;
+	args[5].data = msg;
+	args[5].len = sizeof msg - 1;
+	memset(&args[6], 0, sizeof args[6]);
+	args[6].type = KNIT_VALUE_ERROR;
+	args[6].code = 42;
+	args[6].data = msg;
+	args[6].len = sizeof msg - 1;
+	knit_completion_t out[7];
+	knit_map_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.chunk = 7;
+	cr_assert_eq(knit_map(pool, echo, args, 7, out, &o), 0);
+	for (size_t i = 0; i < 7; i++) {
+		cr_assert_eq(out[i].status, 0, "item %zu: %d", i, out[i].status);
+		cr_assert_eq(out[i].result.type, args[i].type, "item %zu", i);
+		cr_expect_eq((uintptr_t)out[i].user_data, i);
+	}
+	cr_expect_eq(out[1].result.i64, -7);
+	cr_expect_eq(out[2].result.i64, 1);
+	cr_expect(out[3].result.f64 == -0.5);
+	cr_expect_eq(out[4].result.len, 5);
+	cr_expect(memcmp(out[4].result.data, msg, 5) == 0);
+	for (size_t i = 5; i < 7; i++) {
+		cr_expect_eq(out[i].result.len, sizeof msg - 1);
+		cr_expect_str_eq((const char *)out[i].result.data, msg);
+	}
+	cr_expect_eq(out[6].result.code, 42);
+	release_all(pool, out, 7);
+	kt_destroy(pool);
+}
+
+KT(map, packed_values_threads) { values_map(0); }
+KT(map, packed_values_procs) { values_map(1); }
+
+/* A chunk's outcomes share one call's limit: an item whose result does
+ * not fit what the chunk's earlier items left ends -KNIT_ETOOBIG on its
+ * own; one call per item (chunk 1), each fits. */
+KT(map, packed_result_room)
+{
+	knit_pool_options_t po;
+	kt_opts(&po, 1);
+	po.payload_max_bytes = 1u << 20;
+	po.max_payload_bytes = 64u << 10;
+	knit_pool_t *pool = kt_pool(&po);
+	const uint32_t alloc = kt_id(pool, "alloc");
+	knit_value_t args[4] = {kt_i64(40000), kt_i64(40000), kt_i64(10), kt_i64(40000)};
+	knit_completion_t out[4];
+	knit_map_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.chunk = 4;
+	cr_assert_eq(knit_map(pool, alloc, args, 4, out, &o), 0);
+	static const int want[4] = {0, -KNIT_ETOOBIG, 0, -KNIT_ETOOBIG};
+	for (size_t i = 0; i < 4; i++) {
+		cr_expect_eq(out[i].status, want[i], "item %zu: %d", i, out[i].status);
+		if (want[i] == 0)
+			cr_expect_eq(out[i].result.len, (size_t)args[i].i64);
+		else
+			cr_expect_eq(out[i].result.type, KNIT_VALUE_NONE);
+	}
+	release_all(pool, out, 4);
+	o.chunk = 1;
+	cr_assert_eq(knit_map(pool, alloc, args, 4, out, &o), 0);
+	for (size_t i = 0; i < 4; i++)
+		cr_expect_eq(out[i].status, 0, "item %zu: %d", i, out[i].status);
+	release_all(pool, out, 4);
+	kt_destroy(pool);
+}
+
+/* ---- a pool with an inline lane: the caller helps ------------------------------------ */
+
+static knit_pool_t *pool_inline(uint32_t workers)
+{
+	knit_pool_options_t o;
+	kt_opts(&o, workers);
+	o.inline_lane = KNIT_INLINE_LAST;
+	return kt_pool(&o);
+}
+
+/* The caller runs items itself, on the inline lane (knit_ctx_lane is
+ * `workers`, the item's ticket 0): at least its first piece, and all of
+ * items cheaper than a hand-off; every item once, in order, whole. */
+KT(map, inline_helps)
+{
+	knit_pool_t *pool = pool_inline(1);
+	const uint32_t echo = kt_id(pool, "echo");
+	echo_map(pool, echo, 1000, 0);
+	echo_map(pool, echo, 100000, 0);
+	echo_map(pool, echo, 1000, 7);
+	const uint32_t lane = kt_id(pool, "lane");
+	const size_t n = 2000;
+	knit_value_t *args = i64_items(n, 0);
+	knit_completion_t *out = calloc(n, sizeof *out);
+	cr_assert_eq(knit_map(pool, lane, args, n, out, NULL), 0);
+	size_t caller = 0;
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(out[i].status, 0, "item %zu: %d", i, out[i].status);
+		cr_assert(out[i].result.i64 == 0 || out[i].result.i64 == 1, "item %zu ran on %lld",
+			  i, (long long)out[i].result.i64);
+		if (out[i].result.i64 == 1) {
+			caller++;
+			cr_expect_eq(out[i].ticket, 0, "item %zu", i);
+		} else {
+			cr_expect_neq(out[i].ticket, 0, "item %zu", i);
+		}
+	}
+	cr_expect_geq(caller, 64, "the caller ran %zu items", caller);
+	release_all(pool, out, n);
+	free(out);
+	free(args);
+	/* Items dearer than a hand-off: chunks go to the worker while the
+	 * caller runs pieces itself; both ran some, each item once. */
+	const uint32_t sleep = kt_id(pool, "sleep");
+	knit_value_t sargs[200];
+	knit_completion_t sout[200];
+	for (size_t i = 0; i < 200; i++)
+		sargs[i] = kt_i64(1);
+	cr_assert_eq(knit_map(pool, sleep, sargs, 200, sout, NULL), 0);
+	size_t by_caller = 0;
+	for (size_t i = 0; i < 200; i++) {
+		cr_assert_eq(sout[i].status, 0, "item %zu: %d", i, sout[i].status);
+		cr_expect_eq((uintptr_t)sout[i].user_data, i);
+		by_caller += sout[i].ticket == 0;
+	}
+	cr_expect(by_caller >= 64 && by_caller < 200, "the caller ran %zu of 200", by_caller);
+	release_all(pool, sout, 200);
+	cr_expect_eq(kt_quiet(pool, 20), 0, "a helping map left a completion behind");
+	kt_destroy(pool);
+}
+
+/* Failures, errors and bytes from items the caller ran are each item's own,
+ * as a worker's are. */
+KT(map, inline_outcomes)
+{
+	knit_pool_t *pool = pool_inline(2);
+	const uint32_t fail = kt_id(pool, "fail");
+	const size_t n = 300;
+	knit_value_t *args = calloc(n, sizeof *args);
+	for (size_t i = 0; i < n; i++)
+		args[i] = kt_i64(i % 3 == 0 ? 9 : 0);
+	knit_completion_t *out = calloc(n, sizeof *out);
+	cr_assert_eq(knit_map(pool, fail, args, n, out, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (i % 3 == 0) {
+			cr_expect_eq(out[i].status, -KNIT_ETASK, "item %zu", i);
+			cr_expect_eq(out[i].result.code, 9);
+		} else
+			cr_expect_eq(out[i].status, 0, "item %zu: %d", i, out[i].status);
+	}
+	release_all(pool, out, n);
+	free(out);
+	free(args);
+	const uint32_t echo = kt_id(pool, "echo");
+	uint8_t *pat = kt_pattern(5000);
+	knit_value_t b[64];
+	for (size_t i = 0; i < 64; i++)
+		b[i] = kt_bytes(pat, (i * 79) % 5000);
+	knit_completion_t bo[64];
+	cr_assert_eq(knit_map(pool, echo, b, 64, bo, NULL), 0);
+	for (size_t i = 0; i < 64; i++) {
+		cr_assert_eq(bo[i].status, 0, "item %zu: %d", i, bo[i].status);
+		cr_assert_eq(bo[i].result.len, (i * 79) % 5000);
+		cr_assert(bo[i].result.len == 0 ||
+			  memcmp(bo[i].result.data, pat, bo[i].result.len) == 0);
+	}
+	release_all(pool, bo, 64);
+	free(pat);
+	kt_destroy(pool);
+}
 
 /* ---- from a task of the same pool ---------------------------------------------- */
 
@@ -325,7 +560,69 @@ KT(map, ebusy_from_task)
 	cr_assert_eq(knit_map(own_pool, 0, &v, 1, &c, NULL), 0);
 	cr_expect_eq(c.status, 0);
 	kt_destroy(own_pool);
+	/* An item the map's caller runs itself (an inline lane) is in a task
+	 * of the pool too. */
+	kt_opts(&o, 1);
+	o.inline_lane = KNIT_INLINE_LAST;
+	cr_assert_eq(knit_pool_create(&o, own_tasks, 2, &own_pool), 0);
+	cr_assert_eq(knit_map(own_pool, 1, &v, 1, &c, NULL), 0);
+	cr_expect_eq(c.status, 0);
+	cr_expect_eq(c.ticket, 0, "the caller ran it");
+	cr_expect_eq(c.result.i64, -KNIT_EBUSY);
+	kt_destroy(own_pool);
 }
+
+/* Items that are not valid values, or over the per-call limit, end on
+ * their own, never run; the items beside them run: packed, one call per
+ * item, and with the caller helping. */
+static void bad_items(int inl, uint32_t chunk)
+{
+	knit_pool_options_t po;
+	kt_opts(&po, 1);
+	po.payload_max_bytes = 1u << 20;
+	po.max_payload_bytes = 64u << 10;
+	if (inl)
+		po.inline_lane = KNIT_INLINE_LAST;
+	knit_pool_t *pool = kt_pool(&po);
+	const uint32_t echo = kt_id(pool, "echo");
+	uint8_t *pat = kt_pattern(70000);
+	knit_value_t a[7];
+	a[0] = kt_i64(1);
+	memset(&a[1], 0, sizeof a[1]);
+	a[1].type = 99;
+	memset(&a[2], 0, sizeof a[2]);
+	a[2].type = KNIT_VALUE_BOOL;
+	a[2].i64 = 2;
+	memset(&a[3], 0, sizeof a[3]);
+	a[3].type = KNIT_VALUE_BYTES;
+	a[3].len = 5; /* NULL data */
+	a[4] = kt_i64(4);
+	a[5] = kt_bytes(pat, 70000);
+	a[6] = kt_bytes(pat, 100);
+	static const int want[7] = {0, -KNIT_EINVAL, -KNIT_EINVAL, -KNIT_EINVAL, 0, -KNIT_ETOOBIG,
+				    0};
+	knit_completion_t out[7];
+	knit_map_options_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.chunk = chunk;
+	cr_assert_eq(knit_map(pool, echo, a, 7, out, &o), 0);
+	for (size_t i = 0; i < 7; i++) {
+		cr_expect_eq(out[i].status, want[i], "item %zu: %d", i, out[i].status);
+		cr_expect_eq((uintptr_t)out[i].user_data, i);
+		if (want[i] != 0)
+			cr_expect_eq(out[i].result.type, KNIT_VALUE_NONE, "item %zu", i);
+	}
+	cr_expect_eq(out[4].result.i64, 4);
+	cr_expect_eq(out[6].result.len, 100);
+	release_all(pool, out, 7);
+	free(pat);
+	kt_destroy(pool);
+}
+
+KT(map, bad_items_packed) { bad_items(0, 0); }
+KT(map, bad_items_calls) { bad_items(0, 1); }
+KT(map, bad_items_helped) { bad_items(1, 0); }
 
 /* ---- bad arguments ------------------------------------------------------------------ */
 
