@@ -497,8 +497,7 @@ private:
 {
 	const uint32_t type = value.type;
 	const uint32_t free = free_cached();
-	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || steal_ctl_ != nullptr ||
-	    lock_ == nullptr)
+	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || lock_ == nullptr)
 		return stage_slow(head, value);
 	const uint32_t lane = ring_pick(free);
 	uint64_t scalar;
