@@ -391,11 +391,18 @@ $(foreach s,17 20,$(foreach e,exc noexc,$(eval $(call CXXT_RULE,gcc,$(CXX),$(s),
 check-cxx: $(CXXT_BINS)
 	$(call run-suite,cxx,$(CXXT_BINS))
 
-# model: every tests/model/*.pml checked exhaustively by spin.
+# model: every tests/model/*.pml checked exhaustively by spin, MODEL_JOBS
+# at a time (each pan is one thread of at most 2 GiB: -DMEMLIM, check.sh;
+# each model has its own result files and work folder). The three longest
+# go first, so that the runs end together instead of behind the last long
+# one.
 MODEL_SRCS := $(sort $(wildcard tests/model/*.pml))
+MODEL_LONG := $(filter $(addprefix tests/model/,syncline.pml steal_claim.pml steal_claim_death.pml),$(MODEL_SRCS))
+MODEL_JOBS ?= 2
 check-model:
 	$(Q)$(RUN) --clear $(SP)model
-	$(Q)for m in $(MODEL_SRCS); do $(RUN) $(SP)model $$(basename $$m .pml) -- tests/model/check.sh $$m $(B)/model; done
+	$(Q)printf '%s\n' $(MODEL_LONG) $(filter-out $(MODEL_LONG),$(MODEL_SRCS)) | \
+		xargs -P $(MODEL_JOBS) -I{} sh -c '$(RUN) $(SP)model "$$(basename "$$1" .pml)" -- tests/model/check.sh "$$1" $(B)/model' sh {}
 	$(Q)$(call SUMMARY,0,$(SP)model)
 
 # fuzz (libFuzzer, clang): each tests/fuzz/fuzz_*.cpp for a bounded time.

@@ -293,12 +293,16 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 // (value_take, take_arg and call_args are always inline: each is every
 // call's, in knit_enqueue and in a burst, and a call to them costs as much
 // as their common case.)
-// call_args_any also takes the map chunk task (id p->ntasks, not the
-// caller's to name).
-[[gnu::always_inline]] inline int call_args_any(Pool *p, uint32_t task,
-						const knit_call_options_t *opts, uint32_t flags,
-						void *user_data, int64_t timeout_ns, EnqueueArgs *a)
+[[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
+					    uint32_t flags, void *user_data, int64_t timeout_ns,
+					    EnqueueArgs *a)
 {
+	// The map's chunk task (id p->ntasks) is not the caller's to name:
+	// only a kCallChunk call (map_chunk_enqueue) reaches it.
+	if (task >= p->ntasks) [[unlikely]] {
+		if (task != p->ntasks || (flags & kCallChunk) == 0)
+			return -KNIT_ENOTASK;
+	}
 	// The options' members, 0 when absent (no options: no copy to make).
 	uint32_t oflags = 0, otimeout_ms = 0, olane = 0;
 	if (opts != nullptr) {
@@ -340,15 +344,6 @@ int enqueue(Pool *p, const EnqueueArgs &a, const knit_value_t *arg_in, Call **ou
 	else if (te.timeout_ms != 0)
 		a->deadline_ns = deadline_after_ms(te.timeout_ms);
 	return 0;
-}
-
-[[gnu::always_inline]] inline int call_args(Pool *p, uint32_t task, const knit_call_options_t *opts,
-					    uint32_t flags, void *user_data, int64_t timeout_ns,
-					    EnqueueArgs *a)
-{
-	if (task >= p->ntasks)
-		return -KNIT_ENOTASK;
-	return call_args_any(p, task, opts, flags, user_data, timeout_ns, a);
 }
 
 int enqueue_ex(knit_pool_t *pool, uint32_t task, const knit_value_t *arg, void *user_data,
@@ -525,14 +520,8 @@ int call_ticketed(knit_pool_t *pool, uint32_t task, const knit_value_t *arg,
 int knit::detail::map_chunk_enqueue(knit_pool_t *pool, const knit_value_t *arg, void *user_data,
 				    const knit_call_options_t *opts, knit_ticket_t *ticket)
 {
-	Pool *p = &pool->p;
-	if (pool_forked(p))
-		return -KNIT_ECLOSED;
-	EnqueueArgs a;
-	const int rc = call_args_any(p, p->ntasks, opts, 0, user_data, 0, &a);
-	if (rc != 0)
-		return rc;
-	return enqueue(p, a, arg, nullptr, ticket);
+	return enqueue_ex(pool, pool->p.ntasks, arg, user_data, opts, kCallChunk, nullptr, ticket,
+			  0);
 }
 
 namespace {

@@ -150,10 +150,8 @@ int LockProducer::pick_lane()
 		// The lanes the consumer gave back since the last refresh are the
 		// next frames' lines: ask for all of them now (prefetch_ahead then
 		// only keeps ahead), so each has several calls' time to arrive.
-		if (steal_ctl_ == nullptr)
-			for (uint32_t m = free; m != 0; m &= m - 1)
-				knit_prefetch_write(lock_ +
-						    lock_task_offset((uint32_t)__builtin_ctz(m)));
+		for (uint32_t m = free; m != 0; m &= m - 1)
+			knit_prefetch_write(lock_ + lock_task_offset((uint32_t)__builtin_ctz(m)));
 	}
 	// The ring's lane (steal: the first free lane at or below the ring
 	// cursor, wrapping), so the lanes a consumer walks down from its
@@ -194,8 +192,7 @@ int LockProducer::stage_slow(const FrameHead &head, const knit_value_t &value)
 	// Our own stores just made (same widths: forwarded, not re-fetched).
 	note_arena((uint32_t)lane, line->where == kWhereArena ? line->arena_slot : 0xFFu);
 	staged_ |= lane_bit((uint32_t)lane);
-	if (steal_ctl_ == nullptr)
-		prefetch_ahead(free_cached());
+	prefetch_ahead(free_cached());
 	return lane;
 }
 

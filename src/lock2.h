@@ -256,16 +256,16 @@ private:
 		line->status = head.status;
 		line->deadline = head.deadline_ns;
 	}
-	// Lanes topology, after a stage: start fetching the task lines of the
-	// lanes pick_lane() picks next from `free` (the cached free set, in
-	// ring order). The
+	// After a stage (either topology): start fetching the task lines of
+	// the lanes pick_lane() picks next from `free` (the cached free set,
+	// in ring order: under steal, the next two while the cursor's lane
+	// and the one below it are free, the usual case). The
 	// consumer read a free lane's task line when it took the lane's last
 	// frame, so our next store there must first take the line back from
 	// its cache: start that now, while the caller still has other work,
 	// instead of in the drain of the next publish's fence. Nobody reads the
-	// lane until we publish it again. A hint; steal's ring order is left
-	// alone. Two lanes ahead: one call's time is about one cache-line round
-	// trip, too short for a line the consumer may still hold.
+	// lane until we publish it again. A hint. Two lanes ahead: one call's time is about one
+	// cache-line round trip, too short for a line the consumer may still hold.
 	void prefetch_ahead(uint32_t free) const
 	{
 		if (free == 0)
@@ -488,8 +488,9 @@ private:
 // what it needs: no length or arena path, no call. Everything else goes
 // to the out-of-line paths, which are the complete ones.
 
-// The common stage: a scalar into the highest lane of a non-empty cached
-// free set (what pick_lane() picks then), not a steal producer. The same
+// The common stage: a scalar into the ring cursor's lane when the cached
+// free set holds it (what pick_lane() picks then, in either topology:
+// steal's first free lane at or below the cursor is the cursor's). The same
 // words as codec_encode() + write_head(): value words cleared but vtype and
 // scalar (BOOL normalised to 0/1, F64 as its bits), no arena allocation.
 [[gnu::always_inline]] inline int LockProducer::stage(const FrameHead &head,
@@ -497,8 +498,7 @@ private:
 {
 	const uint32_t type = value.type;
 	const uint32_t free = free_cached();
-	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || steal_ctl_ != nullptr ||
-	    lock_ == nullptr)
+	if (type > KNIT_VALUE_F64 || (free >> ring_ & 1u) == 0 || lock_ == nullptr)
 		return stage_slow(head, value);
 	const uint32_t lane = ring_pick(free);
 	uint64_t scalar;

@@ -69,29 +69,47 @@ struct MapRun {
 	uint32_t nin;
 };
 
-// Reaps what completed of the tickets in flight into out[] and drops them
-// from the list (complete_tickets hands them back in list order). Returns
-// the count, or a negative code from knit_complete_tickets.
-int reap(MapRun *m, int64_t timeout_ns)
+// Reap what completed of the n tickets in flight (knit_complete_tickets
+// hands them back in list order, so one walk pairs them): done(i, c) for
+// the completion c of tickets[i], keep(to, from) for each ticket still in
+// flight as the list closes up (tickets[] itself is moved here). *n
+// becomes the count left. Returns the count reaped, or a negative code
+// from knit_complete_tickets.
+template <class Done, class Keep>
+int reap_in_order(knit_pool_t *pool, knit_ticket_t *tickets, uint32_t *n, knit_completion_t *buf,
+		  int64_t timeout_ns, Done done, Keep keep)
 {
-	const int got =
-		knit_complete_tickets(m->pool, m->tickets, m->nin, m->buf, m->nin, timeout_ns);
+	const int got = knit_complete_tickets(pool, tickets, *n, buf, *n, timeout_ns);
 	if (got <= 0)
 		return got;
-	uint32_t keep = 0;
+	uint32_t kept = 0;
 	int j = 0;
-	for (uint32_t i = 0; i < m->nin; i++) {
-		if (j < got && m->buf[j].ticket == m->tickets[i]) {
-			const uintptr_t idx = reinterpret_cast<uintptr_t>(m->buf[j].user_data);
-			m->out[idx] = m->buf[j];
-			m->state[idx] = kEnded;
+	for (uint32_t i = 0; i < *n; i++) {
+		if (j < got && buf[j].ticket == tickets[i]) {
+			done(i, buf[j]);
 			j++;
 		} else {
-			m->tickets[keep++] = m->tickets[i];
+			tickets[kept] = tickets[i];
+			keep(kept, i);
+			kept++;
 		}
 	}
-	m->nin = keep;
+	*n = kept;
 	return got;
+}
+
+// Reaps what completed of the calls in flight into out[]. The count, or a
+// negative code.
+int reap(MapRun *m, int64_t timeout_ns)
+{
+	return reap_in_order(
+		m->pool, m->tickets, &m->nin, m->buf, timeout_ns,
+		[m](uint32_t, const knit_completion_t &c) {
+			const uintptr_t idx = reinterpret_cast<uintptr_t>(c.user_data);
+			m->out[idx] = c;
+			m->state[idx] = kEnded;
+		},
+		[](uint32_t, uint32_t) {});
 }
 
 // The items still in flight end with `status`: the pool no longer hands
@@ -253,35 +271,25 @@ void unpack(PackRun *m, const knit_completion_t &c, size_t first, uint32_t count
 		synth(&m->out[first + j], first + j, st, m->task);
 }
 
-// Reap what completed of the chunks in flight into out[] (knit_complete_
-// tickets hands them back in list order). The count, or a negative code.
+// Reap what completed of the chunks in flight into out[]. The count, or a
+// negative code.
 int pack_reap(PackRun *m, int64_t timeout_ns)
 {
-	const int got =
-		knit_complete_tickets(m->pool, m->tickets, m->nin, m->buf, m->nin, timeout_ns);
-	if (got <= 0)
-		return got;
-	uint32_t keep = 0;
-	int j = 0;
-	for (uint32_t i = 0; i < m->nin; i++) {
-		if (j < got && m->buf[j].ticket == m->tickets[i]) {
+	return reap_in_order(
+		m->pool, m->tickets, &m->nin, m->buf, timeout_ns,
+		[m](uint32_t i, knit_completion_t &c) {
 			const int64_t t0 = m->timed ? knit_now_ns() : 0;
-			unpack(m, m->buf[j], m->first[i], m->count[i]);
+			unpack(m, c, m->first[i], m->count[i]);
 			if (m->timed)
 				m->unpack_ns = cost_update(
 					m->unpack_ns, (knit_now_ns() - t0) / (int64_t)m->count[i]);
-			(void)knit_completion_release(m->pool, &m->buf[j]);
-			j++;
-		} else {
-			m->tickets[keep] = m->tickets[i];
-			m->first[keep] = m->first[i];
-			m->count[keep] = m->count[i];
-			m->lane[keep] = m->lane[i];
-			keep++;
-		}
-	}
-	m->nin = keep;
-	return got;
+			(void)knit_completion_release(m->pool, &c);
+		},
+		[m](uint32_t to, uint32_t from) {
+			m->first[to] = m->first[from];
+			m->count[to] = m->count[from];
+			m->lane[to] = m->lane[from];
+		});
 }
 
 // Every chunk still in flight ends with `status` for all of its items.

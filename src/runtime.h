@@ -227,6 +227,7 @@ enum CallFlag : uint32_t {
 	kCallPrivate = 1u << 0,  // knit_call: completion goes to the caller only
 	kCallPinned = 1u << 1,   // KNIT_CALL_LANE
 	kCallTicketed = 1u << 2, // knit_call_ex with a ticket: knit_cancel may reach it
+	kCallChunk = 1u << 3,    // knit_map's chunk task (id ntasks, src/map.cpp)
 	// Bits 8..9: the priority class as its rank, kClassHigh .. kClassLow
 	// (call_class). Normal is 1, set by call_args for every call.
 	kCallClassShift = 8,

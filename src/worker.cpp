@@ -513,6 +513,12 @@ bool spin(Lane *l, int64_t spin_ns)
 			return true;
 		if (knit_load_relaxed_32(l->stop) != kStopRunning)
 			return true;
+		// Results waiting for return-lock room go out as soon as the
+		// host's reap gives room back (a look at B every few rounds,
+		// publish_pending): until then a steal worker may not claim,
+		// and the host waits for them.
+		if ((i & 7) == 0 && l->local->pend_count != 0 && publish_pending(l))
+			return true;
 		knit_cpu_relax();
 		if ((i & 63) == 0) {
 			const int64_t t = knit_now_ns();
