@@ -264,8 +264,9 @@ private:
 	// frame, so our next store there must first take the line back from
 	// its cache: start that now, while the caller still has other work,
 	// instead of in the drain of the next publish's fence. Nobody reads the
-	// lane until we publish it again. A hint. Two lanes ahead: one call's time is about one
-	// cache-line round trip, too short for a line the consumer may still hold.
+	// lane until we publish it again. A hint. Two lanes ahead: one call's
+	// time is about one cache-line round trip, too short for a line the
+	// consumer may still hold.
 	void prefetch_ahead(uint32_t free) const
 	{
 		if (free == 0)

@@ -232,17 +232,10 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 	t_task_pool = p;
 	const int rc = p->tasks[task].fn(ctx, &arg, &ret);
 	t_task_pool = outer;
-	// task_outcome's common case here, where a call to it costs as much
-	// as the case (every no-op call's worker runs it).
-	if (KNIT_LIKELY(rc == 0) && codec_value_check(ret, p->cfg.max_payload_bytes) == 0) {
-		out->status = 0;
-		out->value = ret;
-		return;
-	}
 	task_outcome(p, ctx, rc, ret, out);
 }
 
-void task_outcome(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out)
+void task_outcome_slow(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out)
 {
 	const uint64_t cap = p->cfg.max_payload_bytes;
 	if (rc == 0) {

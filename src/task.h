@@ -10,6 +10,7 @@
 
 #include "src/common.h"
 
+#include "src/codec.h"
 #include "src/runtime.h"
 
 // The worker-side context of the C ABI (knit_ctx_t).
@@ -58,8 +59,19 @@ void run_task(Pool *p, knit_ctx *ctx, uint32_t task, const knit_value_t &arg, Ta
 // run_task's classification of what a task function returned (rc, *ret)
 // into *out: the result as it is when valid, else the documented
 // -KNIT_ETASK or -KNIT_ETOOBIG outcome (an error message over the cap cut,
-// in a block of ctx's).
-void task_outcome(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out);
+// in a block of ctx's). task_outcome_slow is the complete one;
+// task_outcome takes the common case (rc 0, a valid value) inline, where
+// a call would cost as much as the case (every no-op call runs it).
+void task_outcome_slow(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out);
+inline void task_outcome(Pool *p, knit_ctx *ctx, int rc, const knit_value_t &ret, TaskOutcome *out)
+{
+	if (KNIT_LIKELY(rc == 0) && codec_value_check(ret, p->cfg.max_payload_bytes) == 0) {
+		out->status = 0;
+		out->value = ret;
+		return;
+	}
+	task_outcome_slow(p, ctx, rc, ret, out);
+}
 // Free every block knit_ctx_alloc handed out during this run.
 void ctx_free_allocs(knit_ctx *ctx);
 

@@ -113,6 +113,19 @@ static void check_hitless(knit_pool_t *p, uint32_t workers, uint64_t at_least)
 {
 	knit_pool_stats_t s;
 	settle_at_least(p, workers, at_least, &s);
+	/* A recycled worker's exit and its ready successor's take-over are
+	 * two steps of the monitor: between them the lane has no worker (pid
+	 * 0, knit_pool_stats(3)). Wait (bounded) for the take-over that
+	 * follows at once, then check. */
+	for (int n = 0; n < 2000; n++) {
+		uint32_t in = 0;
+		for (uint32_t i = 0; i < workers; i++)
+			in += s.worker[i].pid > 0;
+		if (in == workers)
+			break;
+		kt_sleep_ms(1);
+		kt_stats(p, &s);
+	}
 	cr_assert_eq(s.crashes, 0);
 	cr_assert_eq(s.respawns, 0);
 	cr_assert_eq(s.hard_kills, 0);
