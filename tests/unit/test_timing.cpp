@@ -61,13 +61,24 @@ void test_pack_cannot_tell(void **)
 	assert_int_equal(e, 50);
 }
 
-CallNote note_at(int64_t enq)
+// A note left by an earlier use of the record (its generation 1, a death
+// told): the reap writes it whole for the call's use (generation 2).
+CallNote note_before()
 {
 	CallNote n;
 	memset(&n, 0, sizeof n);
 	n.gen = 1;
-	n.t_enq = enq;
+	n.flags = KNIT_INFO_LANE | KNIT_INFO_DEATH;
+	n.wait = 77;
 	return n;
+}
+
+Call call_of_gen(uint32_t gen)
+{
+	Call c;
+	memset(&c, 0, sizeof c);
+	c.gen = gen;
+	return c;
 }
 
 void test_clamp(void **)
@@ -83,9 +94,11 @@ void test_clamp(void **)
 		{1500, 1200, 500, 0},   // ended before it started
 		{0, INT64_MAX, 0, 1000},
 	};
+	const Call c = call_of_gen(2);
 	for (const auto &k : cases) {
-		CallNote n = note_at(enq);
-		info_ran_locked(&n, 3, 42, k.start, k.end, -1, now);
+		CallNote n = note_before();
+		info_ran_locked(&n, &c, 3, 42, enq, k.start, k.end, -1, now);
+		assert_int_equal(n.gen, 2);
 		assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING);
 		assert_int_equal(n.lane, 3);
 		assert_int_equal(n.pid, 42);
@@ -94,12 +107,13 @@ void test_clamp(void **)
 		assert_true(n.wait >= 0 && n.run >= 0 && n.wait + n.run <= now - enq);
 	}
 	// Not told: the lane only.
-	CallNote n = note_at(enq);
-	info_ran_locked(&n, 1, 0, -1, 0, -1, now);
+	CallNote n = note_before();
+	info_ran_locked(&n, &c, 1, 0, enq, -1, 0, -1, now);
+	assert_int_equal(n.gen, 2);
 	assert_int_equal(n.flags, KNIT_INFO_LANE);
 	// CPU time: flagged when measured.
-	n = note_at(enq);
-	info_ran_locked(&n, 1, 0, 1100, 1200, 7, now);
+	n = note_before();
+	info_ran_locked(&n, &c, 1, 0, enq, 1100, 1200, 7, now);
 	assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING | KNIT_INFO_CPU);
 	assert_int_equal(n.cpu_ns, 7);
 }
