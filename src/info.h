@@ -197,17 +197,18 @@ inline bool info_ran_packed_locked(CallNote *n, const Call *c, uint32_t lane, in
 	const uint32_t run = (uint32_t)(w >> 32);
 	if (KNIT_UNLIKELY((uint64_t)span >= (uint64_t)kPackedSpan || run == kRunSaturated))
 		return false;
-	// The start's offset, signed as in timing_unpack(); then the run
-	// within what is left of the span after the wait.
+	// The start's offset, signed as in timing_unpack(), and the end's;
+	// the start clamped to [0, span], the end to [the start, span].
 	const int64_t d = (int32_t)((uint32_t)w - (uint32_t)(uint64_t)enq);
 	const int64_t wait = d < 0 ? 0 : d > span ? span : d;
-	const int64_t room = span - wait;
+	const int64_t fin = d + (int64_t)run;
+	const int64_t end = fin < wait ? wait : fin > span ? span : fin;
 	n->gen = c->gen;
 	n->flags = KNIT_INFO_LANE | KNIT_INFO_TIMING;
 	n->lane = lane;
 	n->pid = pid;
 	n->wait = wait;
-	n->run = (int64_t)run < room ? (int64_t)run : room;
+	n->run = end - wait;
 	n->cpu_ns = -1;
 	return true;
 }
