@@ -178,7 +178,7 @@ void refused_pass(Pool *p)
 				break;
 			call_fill(p, c, a[na], v[na], buf[na]);
 			if (now != 0)
-				info_enqueue_locked(p, c, now);
+				info_enqueue_locked(c, now);
 			calls[na] = c;
 		}
 	}

@@ -590,9 +590,11 @@ uint32_t run_inline(Pool *p)
 			ran++;
 		}
 		pthread_mutex_lock(&p->mu);
-		if (t0 != 0) {
-			if (CallNote *n = info_timed_note_locked(p, c))
-				info_ran_locked(n, l->index, 0, t0, t1, cpu, t1);
+		// Timing, before the completion reuses t_enq (one that came
+		// meanwhile -- a cancel -- reused it already: no timing then).
+		if (t0 != 0 && !c->completed && c->t_enq != 0) {
+			if (CallNote *n = info_note_take_locked(p, c))
+				info_ran_locked(n, c, l->index, 0, c->t_enq, t0, t1, cpu, t1);
 		}
 		if (call_complete_locked(p, c, status, val, buf))
 			produced++;

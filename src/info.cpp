@@ -28,10 +28,7 @@ CallNote *note_take(Pool *p, const Call *c)
 }
 
 // Whether n holds something about c's current use.
-bool pending(const CallNote *n, const Call *c)
-{
-	return n->gen == c->gen && (n->flags != 0 || n->t_enq != 0);
-}
+bool pending(const CallNote *n, const Call *c) { return n->gen == c->gen && n->flags != 0; }
 
 // c's note for this use, started empty (and counted in notes) unless it
 // holds something about this use already; nullptr when memory cannot be
@@ -85,15 +82,7 @@ void info_fini(Pool *p)
 	memset(&r, 0, sizeof r);
 }
 
-void info_enqueue_slow_locked(Pool *p, const Call *c, int64_t now)
-{
-	CallNote *n = note_take(p, c);
-	if (n == nullptr)
-		return;
-	n->gen = c->gen;
-	n->flags = 0;
-	n->t_enq = now;
-}
+CallNote *info_note_take_slow_locked(Pool *p, const Call *c) { return note_take(p, c); }
 
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
 		       int32_t detail, uint32_t sys)
@@ -132,7 +121,6 @@ void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out)
 	e.note = *n;
 	// Spent: the record's next use starts a note of its own.
 	n->flags = 0;
-	n->t_enq = 0;
 }
 
 int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out)

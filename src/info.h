@@ -139,56 +139,50 @@ inline CallNote *info_note_at(Pool *p, const Call *c)
 	return chunk + c->index % kTicketChunk;
 }
 
-// info_enqueue_locked's first call on a record (its chunk allocated).
-void info_enqueue_slow_locked(Pool *p, const Call *c, int64_t now);
+// A timed pool's enqueue (under mu, the record just allocated): the
+// call's tick (the enqueue's, > 0) goes into its record (Call::t_enq),
+// whose lines the enqueue writes anyway; the note is not touched until
+// the reap, so that a call costs one note line (written at the reap, read
+// at the hand-out) rather than three visits to it.
+inline void info_enqueue_locked(Call *c, int64_t now) { c->t_enq = now; }
 
-// A timed pool's enqueue (under mu, the record just allocated): start the
-// call's note at `now` (the enqueue's tick, > 0). When no note can be had
-// (out of memory) the call runs untimed: its info says so (no
-// KNIT_INFO_TIMING).
-inline void info_enqueue_locked(Pool *p, const Call *c, int64_t now)
+// note_at()'s chunk allocated on first use (under mu): nullptr when memory
+// cannot be had (the call is then handed out untimed: no KNIT_INFO_TIMING).
+CallNote *info_note_take_slow_locked(Pool *p, const Call *c);
+
+// c's note, for the reap to write this use's timing into (under mu).
+inline CallNote *info_note_take_locked(Pool *p, const Call *c)
 {
 	CallNote *n = info_note_at(p, c);
-	if (KNIT_UNLIKELY(n == nullptr)) {
-		info_enqueue_slow_locked(p, c, now);
-		return;
-	}
+	return KNIT_LIKELY(n != nullptr) ? n : info_note_take_slow_locked(p, c);
+}
+
+// The worker's timing of call c (its note n), which lane `lane` ran
+// (under mu, at the reap of its frame, before c completes): enq its
+// enqueue's tick (Call::t_enq, read before the completion reused that
+// word), start and end ticks as the worker says (start < 0: not told, the
+// lane only), cpu its CPU time (ns; < 0: not measured), `now` the reap's
+// tick. The start is clamped to [the enqueue, now], the end to [the
+// start, now]. The note is this use's from here on, written whole, never
+// read: a death note of this use cannot be there, since a call whose
+// worker died (info_death_locked) was failed then and is not completed
+// by a reap.
+inline void info_ran_locked(CallNote *n, const Call *c, uint32_t lane, int32_t pid, int64_t enq,
+			    int64_t start, int64_t end, int64_t cpu, int64_t now)
+{
 	n->gen = c->gen;
-	n->flags = 0;
-	n->t_enq = now;
-}
-
-// c's note of its current use in a timed pool, started at its enqueue
-// (under mu), else nullptr.
-inline CallNote *info_timed_note_locked(Pool *p, const Call *c)
-{
-	CallNote *n = info_note_at(p, c);
-	if (n == nullptr || n->gen != c->gen || n->t_enq == 0)
-		return nullptr;
-	return n;
-}
-
-// The worker's timing of n's call, which lane `lane` ran (under mu, at the
-// reap of its frame, before its hand-out): start and end ticks as the
-// worker says (start < 0: not told, the lane only), cpu its CPU time (ns;
-// < 0: not measured), `now` the reap's tick. The start is clamped to
-// [the enqueue, now], the end to [the start, now].
-inline void info_ran_locked(CallNote *n, uint32_t lane, int32_t pid, int64_t start, int64_t end,
-			    int64_t cpu, int64_t now)
-{
 	n->lane = lane;
 	n->pid = pid;
 	if (KNIT_UNLIKELY(start < 0)) {
-		n->flags |= KNIT_INFO_LANE;
+		n->flags = KNIT_INFO_LANE;
 		return;
 	}
-	const int64_t enq = n->t_enq;
 	start = start < enq ? enq : start > now ? now : start;
 	end = end < start ? start : end > now ? now : end;
 	n->wait = start - enq;
 	n->run = end - start;
 	n->cpu_ns = cpu;
-	n->flags |= KNIT_INFO_LANE | KNIT_INFO_TIMING | (cpu >= 0 ? (uint32_t)KNIT_INFO_CPU : 0u);
+	n->flags = KNIT_INFO_LANE | KNIT_INFO_TIMING | (cpu >= 0 ? (uint32_t)KNIT_INFO_CPU : 0u);
 }
 
 // info_ran_locked() for a response's packed word w (timing_pack) and no
@@ -196,24 +190,26 @@ inline void info_ran_locked(CallNote *n, uint32_t lane, int32_t pid, int64_t sta
 // to [the enqueue, now], the end to [the start, now]) taken on the
 // offsets from the enqueue, in fewer steps (the reap's common case).
 // false, nothing written: w cannot tell (read the side words).
-inline bool info_ran_packed_locked(CallNote *n, uint32_t lane, int32_t pid, uint64_t w, int64_t now)
+inline bool info_ran_packed_locked(CallNote *n, const Call *c, uint32_t lane, int32_t pid,
+				   int64_t enq, uint64_t w, int64_t now)
 {
-	const int64_t enq = n->t_enq;
 	const int64_t span = now - enq;
 	const uint32_t run = (uint32_t)(w >> 32);
 	if (KNIT_UNLIKELY((uint64_t)span >= (uint64_t)kPackedSpan || run == kRunSaturated))
 		return false;
-	// The start's offset, signed as in timing_unpack(); then the run
-	// within what is left of the span after the wait.
+	// The start's offset, signed as in timing_unpack(), and the end's;
+	// the start clamped to [0, span], the end to [the start, span].
 	const int64_t d = (int32_t)((uint32_t)w - (uint32_t)(uint64_t)enq);
 	const int64_t wait = d < 0 ? 0 : d > span ? span : d;
-	const int64_t room = span - wait;
+	const int64_t fin = d + (int64_t)run;
+	const int64_t end = fin < wait ? wait : fin > span ? span : fin;
+	n->gen = c->gen;
+	n->flags = KNIT_INFO_LANE | KNIT_INFO_TIMING;
 	n->lane = lane;
 	n->pid = pid;
 	n->wait = wait;
-	n->run = (int64_t)run < room ? (int64_t)run : room;
+	n->run = end - wait;
 	n->cpu_ns = -1;
-	n->flags |= KNIT_INFO_LANE | KNIT_INFO_TIMING;
 	return true;
 }
 
@@ -252,9 +248,12 @@ void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out);
 // the ring (every completion of a timed pool gets an entry) and name its
 // entry in out->reserved[1] (out->reserved[0] set already). Only while
 // p->info.notes != 0 (always in a timed pool): a batch of hand-outs looks
-// at it once (src/calls.cpp). A timed pool's note is started at every
-// enqueue, so its generation alone says it is this use's; the ring's
-// entry takes it whole (one line, no member-by-member copy).
+// at it once (src/calls.cpp). A timed pool's note is written whole, its
+// generation with it, by the reap that completes the call or by its
+// death (info_death_locked), so its generation alone says it is this
+// use's (a call that completed otherwise -- cancelled, timed out on the
+// host -- finds an earlier use's and gets an entry with no info); the
+// ring's entry takes it whole (one line, no member-by-member copy).
 inline void info_hand_out_locked(Pool *p, const Call *c, knit_completion_t *out)
 {
 	if (KNIT_UNLIKELY(!p->info.timing)) {

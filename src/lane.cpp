@@ -156,23 +156,22 @@ bool status_from_worker_ok(int32_t s)
 }
 
 // A timed pool (src/info.h), for a frame of call c that handle_result()
-// just completed (under the same hold of mu: the completion is not handed
-// out yet, and its record is live): the timing the frame's deadline word
-// carries, or the side words the worker left beside it in `slot` when that
-// word cannot tell or the pool asked for CPU time (those count only when
-// they name the frame's own call); `now` the reap's tick, read after the
-// results' acquire, pid the lane's worker's.
-void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t now,
-		 int32_t pid)
+// is about to complete (under the same hold of mu: its record is live): the timing the frame's
+// deadline word carries, or the side words the worker left beside it in `slot` when that word
+// cannot tell or the pool asked for CPU time (those count only when they name the frame's own
+// call); enq the call's enqueue tick (read by handle_result() before the completion), `now` the
+// reap's tick, read after the results' acquire, pid the lane's worker's.
+void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t enq,
+		 int64_t now, int32_t pid)
 {
-	CallNote *n = info_timed_note_locked(p, c);
-	if (n == nullptr)
+	CallNote *n = info_note_take_locked(p, c);
+	if (KNIT_UNLIKELY(n == nullptr))
 		return;
 	if (KNIT_LIKELY(!p->cfg.cpu_time) &&
-	    info_ran_packed_locked(n, l->index, pid, h.deadline_ns, now))
+	    info_ran_packed_locked(n, c, l->index, pid, enq, h.deadline_ns, now))
 		return;
 	int64_t start = -1, end = -1, cpu = -1;
-	const bool packed = timing_unpack(h.deadline_ns, n->t_enq, now, &start, &end);
+	const bool packed = timing_unpack(h.deadline_ns, enq, now, &start, &end);
 	if (KNIT_UNLIKELY(!packed || p->cfg.cpu_time)) {
 		TimingWords tw;
 		l->ret.side_copy(slot, &tw, sizeof tw);
@@ -186,16 +185,18 @@ void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, i
 			start = -1; // not this frame's: the lane only
 		}
 	}
-	info_ran_locked(n, l->index, pid, start, end, cpu, now);
+	info_ran_locked(n, c, l->index, pid, enq, start, end, cpu, now);
 }
 
 // One frame of lane l's return lock (holder, under mu). *bad: the frame is
 // one the lane's worker could not have written honestly (the lane is to be
 // distrusted: lane_distrust). The completion's counts go into *batch
-// (complete_batch_end_locked() before mu is released). Returns the call
-// when the frame completed it, else nullptr.
+// (complete_batch_end_locked() before mu is released). A timed pool's
+// reap (now != 0: its tick; pid the lane's worker's) notes the call's
+// timing (note_timing, the frame in `slot`) just before completing it.
+// Returns the call when the frame completed it, else nullptr.
 Call *handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_value_t &v, bool *bad,
-		    CompleteBatch *batch, uint32_t *own)
+		    CompleteBatch *batch, uint32_t *own, uint32_t slot, int64_t now, int32_t pid)
 {
 	int32_t status;
 	knit_value_t val;
@@ -280,6 +281,10 @@ Call *handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_val
 			status = -KNIT_ENOMEM;
 		memset(&val, 0, sizeof val);
 	}
+	// Before the completion reuses t_enq (its cq link); c completes below
+	// (live, not completed: checked above).
+	if (KNIT_UNLIKELY(now != 0) && c->t_enq != 0)
+		note_timing(p, l, c, slot, h, c->t_enq, now, pid);
 	const bool done = call_complete_batch_locked(p, c, status, *result, buf, batch);
 	call_unhold_locked(p, c, kHoldHostQueue); // the frame is back
 	return done ? c : nullptr;
@@ -314,11 +319,8 @@ uint32_t lane_reap(Pool *p, Lane *l)
 		KNIT_DCHECK(rc != -KNIT_EINVAL); // "not in flight": our own snapshot says it is
 		if (rc == -KNIT_EINVAL)
 			continue;
-		if (Call *c = handle_result(p, l, rc, h, v, &bad, &batch, &own)) {
+		if (handle_result(p, l, rc, h, v, &bad, &batch, &own, (uint32_t)slot, now, pid))
 			produced++;
-			if (now != 0)
-				note_timing(p, l, c, (uint32_t)slot, h, now, pid);
-		}
 		l->ret.release((uint32_t)slot);
 	}
 	complete_batch_end_locked(p, &batch);

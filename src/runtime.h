@@ -239,11 +239,19 @@ inline uint32_t call_class(uint32_t flags) { return (flags >> kCallClassShift) &
 struct Call {
 	cds_wfcq_node qnode; // backlog link (the wait-free queue)
 	Call *next;          // private backlog list / inline FIFO (dispatcher-owned) / free list
-	Call *cq_next;       // completion queue (under mu)
-	uint32_t index;      // slot in the ticket table (never changes)
-	uint32_t gen;        // generation of the current use (under mu)
-	uint32_t pub;        // release-stored before the backlog push (TSan-visible handoff)
-	uint32_t done;       // private calls: 1 once completed (release store under mu)
+	// Under mu. Until the call completes, a timed pool's tick at its
+	// enqueue (src/info.h; 0 in an untimed pool); from the completion on
+	// (cq_append_locked), its link in the completion queue, which only
+	// completed calls are on. The reap reads the tick before it completes
+	// the call; nothing else reads either word out of its time.
+	union {
+		int64_t t_enq;
+		Call *cq_next;
+	};
+	uint32_t index; // slot in the ticket table (never changes)
+	uint32_t gen;   // generation of the current use (under mu)
+	uint32_t pub;   // release-stored before the backlog push (TSan-visible handoff)
+	uint32_t done;  // private calls: 1 once completed (release store under mu)
 	// Set by the enqueuing thread before the call becomes reachable, then
 	// read-only until the record is recycled.
 	uint32_t task;
@@ -489,10 +497,7 @@ struct CallNote {
 	uint32_t flags; // KNIT_INFO_* gathered so far
 	uint32_t lane;  // the lane that ran (or last held) the call
 	int32_t pid;    // its worker process, 0 for a thread or the inline lane
-	union {
-		int64_t t_enq; // tick at the enqueue (timing; src/tick.h), until
-		int64_t wait;  // the reap: then the wait in ticks, clamped
-	};                     // (KNIT_INFO_TIMING)
+	int64_t wait;   // in ticks, clamped (KNIT_INFO_TIMING; src/tick.h)
 	int64_t run;
 	int64_t cpu_ns; // KNIT_INFO_CPU (clamped to run at the lookup)
 	uint16_t death; // enum knit_death_cause (KNIT_INFO_DEATH)

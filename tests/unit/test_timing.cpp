@@ -61,13 +61,24 @@ void test_pack_cannot_tell(void **)
 	assert_int_equal(e, 50);
 }
 
-CallNote note_at(int64_t enq)
+// A note left by an earlier use of the record (its generation 1, a death
+// told): the reap writes it whole for the call's use (generation 2).
+CallNote note_before()
 {
 	CallNote n;
 	memset(&n, 0, sizeof n);
 	n.gen = 1;
-	n.t_enq = enq;
+	n.flags = KNIT_INFO_LANE | KNIT_INFO_DEATH;
+	n.wait = 77;
 	return n;
+}
+
+Call call_of_gen(uint32_t gen)
+{
+	Call c;
+	memset(&c, 0, sizeof c);
+	c.gen = gen;
+	return c;
 }
 
 void test_clamp(void **)
@@ -83,9 +94,11 @@ void test_clamp(void **)
 		{1500, 1200, 500, 0},   // ended before it started
 		{0, INT64_MAX, 0, 1000},
 	};
+	const Call c = call_of_gen(2);
 	for (const auto &k : cases) {
-		CallNote n = note_at(enq);
-		info_ran_locked(&n, 3, 42, k.start, k.end, -1, now);
+		CallNote n = note_before();
+		info_ran_locked(&n, &c, 3, 42, enq, k.start, k.end, -1, now);
+		assert_int_equal(n.gen, 2);
 		assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING);
 		assert_int_equal(n.lane, 3);
 		assert_int_equal(n.pid, 42);
@@ -94,14 +107,60 @@ void test_clamp(void **)
 		assert_true(n.wait >= 0 && n.run >= 0 && n.wait + n.run <= now - enq);
 	}
 	// Not told: the lane only.
-	CallNote n = note_at(enq);
-	info_ran_locked(&n, 1, 0, -1, 0, -1, now);
+	CallNote n = note_before();
+	info_ran_locked(&n, &c, 1, 0, enq, -1, 0, -1, now);
+	assert_int_equal(n.gen, 2);
 	assert_int_equal(n.flags, KNIT_INFO_LANE);
 	// CPU time: flagged when measured.
-	n = note_at(enq);
-	info_ran_locked(&n, 1, 0, 1100, 1200, 7, now);
+	n = note_before();
+	info_ran_locked(&n, &c, 1, 0, enq, 1100, 1200, 7, now);
 	assert_int_equal(n.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING | KNIT_INFO_CPU);
 	assert_int_equal(n.cpu_ns, 7);
+}
+
+// The reap's packed path (info_ran_packed_locked) writes what the general
+// one (timing_unpack, then info_ran_locked) writes, for every word it
+// takes, honest or not, and refuses the words that path reads the side
+// words for.
+void test_packed_as_general(void **)
+{
+	const Call c = call_of_gen(5);
+	const int64_t enqs[] = {1000, ((int64_t)1 << 32) - 10, ((int64_t)1 << 40) + 3};
+	const int64_t offs[] = {-300, -1, 0, 1, 50, 400, 999, 1000, 1001, 5000};
+	const int64_t runs[] = {0, 1, 100, 999, 1000, 100000, (int64_t)kRunSaturated - 1};
+	const int64_t spans[] = {1000, kPackedSpan - 1};
+	int compared = 0;
+	for (int64_t enq : enqs)
+		for (int64_t span : spans)
+			for (int64_t off : offs)
+				for (int64_t run : runs) {
+					const int64_t now = enq + span;
+					const uint64_t w = timing_pack(enq + off, enq + off + run);
+					CallNote a = note_before(), b = note_before();
+					int64_t s = 0, e = 0;
+					assert_true(timing_unpack(w, enq, now, &s, &e));
+					info_ran_locked(&a, &c, 2, 9, enq, s, e, -1, now);
+					assert_true(
+						info_ran_packed_locked(&b, &c, 2, 9, enq, w, now));
+					assert_int_equal(b.gen, a.gen);
+					assert_int_equal(b.flags, a.flags);
+					assert_int_equal(b.lane, a.lane);
+					assert_int_equal(b.pid, a.pid);
+					assert_int_equal(b.wait, a.wait);
+					assert_int_equal(b.run, a.run);
+					assert_int_equal(b.cpu_ns, -1);
+					compared++;
+				}
+	assert_int_equal(compared, 3 * 2 * 10 * 7);
+	// A span the low half cannot tell, and a saturated run: refused,
+	// the note untouched.
+	CallNote n = note_before();
+	assert_false(info_ran_packed_locked(&n, &c, 2, 9, 1000, timing_pack(1100, 1200),
+					    1000 + kPackedSpan));
+	assert_false(info_ran_packed_locked(
+		&n, &c, 2, 9, 1000, timing_pack(1100, 1100 + (int64_t)kRunSaturated), 5000));
+	assert_int_equal(n.gen, 1);
+	assert_int_equal(n.wait, 77);
 }
 
 void test_tick_ns(void **)
@@ -135,9 +194,8 @@ void test_tick_ns(void **)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pack_round_trip),
-		cmocka_unit_test(test_pack_cannot_tell),
-		cmocka_unit_test(test_clamp),
+		cmocka_unit_test(test_pack_round_trip), cmocka_unit_test(test_pack_cannot_tell),
+		cmocka_unit_test(test_clamp),           cmocka_unit_test(test_packed_as_general),
 		cmocka_unit_test(test_tick_ns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
