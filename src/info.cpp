@@ -11,11 +11,9 @@
 
 namespace knit::detail {
 
-namespace {
-
 // c's note, its chunk allocated on first use (under mu); nullptr when
-// memory cannot be had.
-CallNote *note_take(Pool *p, const Call *c)
+// memory cannot be had (src/info.h).
+CallNote *info_note_take_slow_locked(Pool *p, const Call *c)
 {
 	InfoRoom &r = p->info;
 	const uint32_t k = c->index / kTicketChunk;
@@ -27,6 +25,8 @@ CallNote *note_take(Pool *p, const Call *c)
 	return &r.chunks[k][c->index % kTicketChunk];
 }
 
+namespace {
+
 // Whether n holds something about c's current use.
 bool pending(const CallNote *n, const Call *c) { return n->gen == c->gen && n->flags != 0; }
 
@@ -35,7 +35,7 @@ bool pending(const CallNote *n, const Call *c) { return n->gen == c->gen && n->f
 // had.
 CallNote *note_for_use(Pool *p, const Call *c)
 {
-	CallNote *n = note_take(p, c);
+	CallNote *n = info_note_take_locked(p, c);
 	if (n == nullptr)
 		return nullptr;
 	if (!pending(n, c)) {
@@ -81,8 +81,6 @@ void info_fini(Pool *p)
 	free(r.ring);
 	memset(&r, 0, sizeof r);
 }
-
-CallNote *info_note_take_slow_locked(Pool *p, const Call *c) { return note_take(p, c); }
 
 void info_death_locked(Pool *p, const Call *c, uint32_t lane, int32_t pid, uint32_t cause,
 		       int32_t detail, uint32_t sys)

@@ -156,11 +156,13 @@ bool status_from_worker_ok(int32_t s)
 }
 
 // A timed pool (src/info.h), for a frame of call c that handle_result()
-// is about to complete (under the same hold of mu: its record is live): the timing the frame's
-// deadline word carries, or the side words the worker left beside it in `slot` when that word
-// cannot tell or the pool asked for CPU time (those count only when they name the frame's own
-// call); enq the call's enqueue tick (read by handle_result() before the completion), `now` the
-// reap's tick, read after the results' acquire, pid the lane's worker's.
+// is about to complete (under the same hold of mu: its record is live):
+// the timing the frame's deadline word carries, or the side words the
+// worker left beside it in `slot` when that word cannot tell or the pool
+// asked for CPU time (those count only when they name the frame's own
+// call); enq the call's enqueue tick (Call::t_enq, before the completion
+// reuses it), `now` the reap's tick, read after the results' acquire, pid
+// the lane's worker's.
 void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t enq,
 		 int64_t now, int32_t pid)
 {
