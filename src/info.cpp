@@ -141,6 +141,10 @@ int info_lookup(Pool *p, const knit_completion_t *c, knit_completion_info_t *out
 	// The members the flags name; the others 0. Ticks become ns here, off
 	// the calls' path (and outside mu: the first conversion may wait out
 	// the tick's calibration, src/tick.h).
+	if (e.flags & kInfoPacked) { // the packed path's words (src/info.h)
+		timing_packed_decode((uint64_t)e.wait, e.run, &e.wait, &e.run);
+		e.flags &= ~kInfoPacked;
+	}
 	const uint32_t f = e.flags;
 	out->flags = f;
 	out->lane = (f & KNIT_INFO_LANE) ? e.lane : 0;

@@ -2,9 +2,10 @@
 // src/info.h - the room for completion infos (knit_completion_info(3)):
 // what the pool learned about a call beyond its completion -- the lane and
 // worker that ran it, its timing (a pool with KNIT_POOL_INFO_TIMING), and
-// the death of its worker -- gathered in the call's note while the call is
-// in flight, moved into a bounded ring when its completion is handed out,
-// and found again from the completion. The types (CallNote, InfoEntry,
+// the death of its worker -- gathered while the call is in flight (in its
+// record's argument words, Call::ran, when the packed path timed it, else
+// in its note), moved into a bounded ring when its completion is handed
+// out, and found again from the completion. The types (CallNote, InfoEntry,
 // InfoRoom) are pool types (src/runtime.h). Every *_locked function runs
 // under the pool's mu.
 //
@@ -63,6 +64,14 @@ static_assert(sizeof(TimingWords) <= kSideBytes, "the timing fits the side words
 
 inline constexpr uint32_t kRunSaturated = 0xFFFFFFFFu;
 inline constexpr int64_t kPackedSpan = (int64_t)1 << 31;
+
+// An info entry's flag of the library's own (never handed to a caller):
+// its note's wait and run hold a call's CallRan word and span (the packed
+// path, below), which the lookup decodes (timing_packed_decode).
+inline constexpr uint32_t kInfoPacked = 1u << 31;
+static_assert((kInfoPacked & (KNIT_INFO_LANE | KNIT_INFO_TIMING | KNIT_INFO_DEATH | KNIT_INFO_CPU |
+			      KNIT_INFO_SYSCALL)) == 0,
+	      "the packed flag is none of the public ones");
 
 // The deadline word of a timed response: start's low half, the run's ticks.
 inline uint64_t timing_pack(int64_t start, int64_t end)
@@ -141,9 +150,8 @@ inline CallNote *info_note_at(Pool *p, const Call *c)
 
 // A timed pool's enqueue (under mu, the record just allocated): the
 // call's tick (the enqueue's, > 0) goes into its record (Call::t_enq),
-// whose lines the enqueue writes anyway; the note is not touched until
-// the reap, so that a call costs one note line (written at the reap, read
-// at the hand-out) rather than three visits to it.
+// whose lines the enqueue writes anyway; a call the packed path times
+// touches no note at all (info_ran_packed_locked).
 inline void info_enqueue_locked(Call *c, int64_t now) { c->t_enq = now; }
 
 // note_at()'s chunk allocated on first use (under mu): nullptr when memory
@@ -185,32 +193,52 @@ inline void info_ran_locked(CallNote *n, const Call *c, uint32_t lane, int32_t p
 	n->flags = KNIT_INFO_LANE | KNIT_INFO_TIMING | (cpu >= 0 ? (uint32_t)KNIT_INFO_CPU : 0u);
 }
 
-// info_ran_locked() for a response's packed word w (timing_pack) and no
-// CPU time, when timing_unpack() could read w: the same clamps (the start
-// to [the enqueue, now], the end to [the start, now]) taken on the
-// offsets from the enqueue, in fewer steps (the reap's common case).
-// false, nothing written: w cannot tell (read the side words).
-inline bool info_ran_packed_locked(CallNote *n, const Call *c, uint32_t lane, int32_t pid,
-				   int64_t enq, uint64_t w, int64_t now)
+// The packed path, the reap's common case (a response whose packed word
+// can tell, no CPU time asked): the reap keeps the worker's word
+// undecoded (its start's half made an offset from the enqueue), with the
+// span it saw, the lane and the pid, in the call's
+// record (Call::ran, ran_packed = 1: lines the reap and the hand-out
+// touch anyway), the hand-out moves them into the call's ring entry
+// (kInfoPacked), and only a lookup decodes them (timing_packed_decode):
+// a call pays neither the decode nor a note line. Under mu, c live and
+// not completed, its frame back. false, nothing written: w cannot tell
+// (the span is too long for its low half, or the run saturated): the
+// general path reads the side words.
+inline bool info_ran_packed_locked(Call *c, uint32_t lane, int32_t pid, int64_t enq, uint64_t w,
+				   int64_t now)
 {
 	const int64_t span = now - enq;
-	const uint32_t run = (uint32_t)(w >> 32);
-	if (KNIT_UNLIKELY((uint64_t)span >= (uint64_t)kPackedSpan || run == kRunSaturated))
+	if (KNIT_UNLIKELY((uint64_t)span >= (uint64_t)kPackedSpan ||
+			  (uint32_t)(w >> 32) == kRunSaturated))
 		return false;
-	// The start's offset, signed as in timing_unpack(), and the end's;
-	// the start clamped to [0, span], the end to [the start, span].
-	const int64_t d = (int32_t)((uint32_t)w - (uint32_t)(uint64_t)enq);
-	const int64_t wait = d < 0 ? 0 : d > span ? span : d;
-	const int64_t fin = d + (int64_t)run;
-	const int64_t end = fin < wait ? wait : fin > span ? span : fin;
-	n->gen = c->gen;
-	n->flags = KNIT_INFO_LANE | KNIT_INFO_TIMING;
-	n->lane = lane;
-	n->pid = pid;
-	n->wait = wait;
-	n->run = end - wait;
-	n->cpu_ns = -1;
+	// The start's low half made an offset from the enqueue's (the
+	// lookup has no enqueue tick); the run's half as it was.
+	c->ran.word =
+		(w & ~(uint64_t)0xFFFFFFFFu) | (uint32_t)((uint32_t)w - (uint32_t)(uint64_t)enq);
+	c->ran.span = span;
+	c->ran.lane = lane;
+	c->ran.pid = pid;
+	c->ran_packed = 1;
 	return true;
+}
+
+// The wait and run of a call from its CallRan words (the low half of
+// word the start's offset from the enqueue, the high half the run, span
+// below kPackedSpan ticks), with the clamps info_ran_locked() takes (the
+// start to [the enqueue, the reap], the end to [the start, the reap]), on
+// the offsets from the enqueue. Any word, a process worker's included,
+// gives a wait and a run inside the span.
+inline void timing_packed_decode(uint64_t word, int64_t span, int64_t *wait, int64_t *run)
+{
+	// The start's offset signed, as in timing_unpack() (a start read a
+	// little before the enqueue's tick stays a little before it, and is
+	// clamped), and the end's.
+	const int64_t d = (int32_t)(uint32_t)word;
+	const int64_t w = d < 0 ? 0 : d > span ? span : d;
+	const int64_t fin = d + (int64_t)(uint32_t)(word >> 32);
+	const int64_t end = fin < w ? w : fin > span ? span : fin;
+	*wait = w;
+	*run = end - w;
 }
 
 // Call c's worker died running it, or was killed for it (under mu, before
@@ -244,25 +272,36 @@ inline InfoEntry &info_entry_take(Pool *p, knit_completion_t *out)
 // info_hand_out_locked() in an untimed pool: a death note, if c has one.
 void info_hand_out_slow_locked(Pool *p, const Call *c, knit_completion_t *out);
 
-// Hand-out (under mu): move c's note, if it has one for this use, into
-// the ring (every completion of a timed pool gets an entry) and name its
-// entry in out->reserved[1] (out->reserved[0] set already). Only while
-// p->info.notes != 0 (always in a timed pool): a batch of hand-outs looks
-// at it once (src/calls.cpp). A timed pool's note is written whole, its
-// generation with it, by the reap that completes the call or by its
-// death (info_death_locked), so its generation alone says it is this
-// use's (a call that completed otherwise -- cancelled, timed out on the
-// host -- finds an earlier use's and gets an entry with no info); the
-// ring's entry takes it whole (one line, no member-by-member copy).
+// Hand-out (under mu): move c's timing or note, if it has one for this
+// use, into the ring (every completion of a timed pool gets an entry) and
+// name its entry in out->reserved[1] (out->reserved[0] set already). Only
+// while p->info.notes != 0 (always in a timed pool): a batch of hand-outs
+// looks at it once (src/calls.cpp). A call the packed path timed has its
+// words in its record (ran_packed), which the entry takes as they are
+// (kInfoPacked). Otherwise a timed pool's note is written whole, its
+// generation with it, by the reap that completes the call (the general
+// path), by the inline lane, or by its death (info_death_locked), so its
+// generation alone says it is this use's (a call that completed otherwise
+// -- cancelled, timed out on the host -- finds an earlier use's and gets
+// an entry with no info); the entry takes it whole (one line, no
+// member-by-member copy).
 inline void info_hand_out_locked(Pool *p, const Call *c, knit_completion_t *out)
 {
 	if (KNIT_UNLIKELY(!p->info.timing)) {
 		info_hand_out_slow_locked(p, c, out);
 		return;
 	}
-	const CallNote *n = info_note_at(p, c);
 	InfoEntry &e = info_entry_take(p, out);
-	if (KNIT_LIKELY(n != nullptr && n->gen == c->gen))
+	if (KNIT_LIKELY(c->ran_packed)) {
+		e.note.flags = KNIT_INFO_LANE | KNIT_INFO_TIMING | kInfoPacked;
+		e.note.lane = c->ran.lane;
+		e.note.pid = c->ran.pid;
+		e.note.wait = (int64_t)c->ran.word;
+		e.note.run = c->ran.span;
+		return;
+	}
+	const CallNote *n = info_note_at(p, c);
+	if (n != nullptr && n->gen == c->gen)
 		e.note = *n;
 	else
 		e.note.flags = 0; // no note could be had: no info but the entry

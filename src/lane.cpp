@@ -157,20 +157,20 @@ bool status_from_worker_ok(int32_t s)
 
 // A timed pool (src/info.h), for a frame of call c that handle_result()
 // is about to complete (under the same hold of mu: its record is live):
-// the timing the frame's deadline word carries, or the side words the
-// worker left beside it in `slot` when that word cannot tell or the pool
-// asked for CPU time (those count only when they name the frame's own
-// call); enq the call's enqueue tick (Call::t_enq, before the completion
-// reuses it), `now` the reap's tick, read after the results' acquire, pid
-// the lane's worker's.
+// the timing the frame's deadline word carries (kept in c's record: the
+// packed path, src/info.h), or, into c's note, the side words the worker
+// left beside it in `slot` when that word cannot tell or the pool asked
+// for CPU time (those count only when they name the frame's own call); enq the call's enqueue tick
+// (Call::t_enq, before the completion reuses it), `now` the reap's tick, read after the results'
+// acquire, pid the lane's worker's.
 void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t enq,
 		 int64_t now, int32_t pid)
 {
+	if (KNIT_LIKELY(!p->cfg.cpu_time) &&
+	    info_ran_packed_locked(c, l->index, pid, enq, h.deadline_ns, now))
+		return; // the packed path: the words in c's record
 	CallNote *n = info_note_take_locked(p, c);
 	if (KNIT_UNLIKELY(n == nullptr))
-		return;
-	if (KNIT_LIKELY(!p->cfg.cpu_time) &&
-	    info_ran_packed_locked(n, c, l->index, pid, enq, h.deadline_ns, now))
 		return;
 	int64_t start = -1, end = -1, cpu = -1;
 	const bool packed = timing_unpack(h.deadline_ns, enq, now, &start, &end);

@@ -236,6 +236,20 @@ enum CallFlag : uint32_t {
 inline constexpr uint32_t kClassHigh = 0, kClassNormal = 1, kClassLow = 2, kClasses = 3;
 inline uint32_t call_class(uint32_t flags) { return (flags >> kCallClassShift) & 3u; }
 
+// A timed reap's words for a call it completes (src/info.h, "the packed
+// path"): the response's packed timing word (timing_pack) with its
+// start's half made an offset from the call's enqueue tick (the worker's,
+// untrusted: decoded and clamped only at the lookup), the span from the
+// enqueue tick to the reap's, the lane that ran the call and its worker's
+// pid. Lives in the call's argument words (Call::ran).
+struct CallRan {
+	uint64_t word;
+	int64_t span;
+	uint32_t lane;
+	int32_t pid;
+};
+static_assert(sizeof(CallRan) <= sizeof(knit_value_t), "the timing fits the argument's words");
+
 struct Call {
 	cds_wfcq_node qnode; // backlog link (the wait-free queue)
 	Call *next;          // private backlog list / inline FIFO (dispatcher-owned) / free list
@@ -260,12 +274,22 @@ struct Call {
 	int32_t abort_bit;   // -1 = none
 	int64_t deadline_ns; // 0 = none
 	void *user_data;
-	knit_value_t arg; // data points into arg_buf (or is NULL)
+	// Until its frame is back (a re-run may stage it again, a lane_stage
+	// or steal_stage reads it), the argument; once a timed reap completed
+	// the call (ran_packed = 1), what that reap learned of its timing
+	// (CallRan, src/info.h), for the hand-out to move into the call's info
+	// entry. Nothing reads the argument of a call whose frame is back and
+	// which is completed: it is never staged or run again.
+	union {
+		knit_value_t arg; // data points into arg_buf (or is NULL)
+		CallRan ran;
+	};
 	uint8_t *arg_buf; // malloc'd copy; freed once published (dispatcher)
 	// Dispatcher-owned while queued/in flight.
 	uint32_t lane; // lane it was placed in (UINT32_MAX before)
 	// Under mu.
-	uint16_t live;      // allocated (not on the free list)
+	uint8_t live;       // allocated (not on the free list)
+	uint8_t ran_packed; // `ran` holds this use's timing (a timed reap; 0 at alloc)
 	uint16_t resends;   // times sent again after a worker's death (lane_lost; < kResendMax)
 	uint32_t holds;     // CallHold
 	uint32_t completed; // a completion was produced
@@ -372,7 +396,8 @@ private:
 		c->abort_bit = -1;
 		c->lane = kNoLane;
 		c->live = 1;
-		c->resends = 0; // beside live: one store with it
+		c->ran_packed = 0;
+		c->resends = 0; // beside live and ran_packed: one store with them
 		c->holds = 0;
 		c->completed = 0;
 		c->heap_pos = kNoHeap;

@@ -123,8 +123,12 @@ KT(info, timing_ordered_on_one_worker)
 /* The times sit inside what the caller saw: a task that sleeps 1 ms ran at
  * least 1 ms, and its wait plus its run fit between the caller's clock
  * readings around the enqueue and the reap (the tick's rate is calibrated:
- * 0.1% of slack for it). Back-to-back no-op calls are timed too, never 0:
- * a run counts the worker's own handling. */
+ * 0.1% of slack for it). Back-to-back no-op calls are timed too: a run
+ * counts the worker's own handling, tens of ns, so most read more than 0.
+ * ECHO_RUNS: not every one -- the counter is read unserialized, and on a
+ * loaded virtual machine (preempted, moved between CPUs) 1 to 5 of 300
+ * echo calls were seen to read a run of a tick or none; a timing that
+ * measured nothing would read 0 for all. */
 KT(info, timing_inside_the_callers_window)
 {
 	knit_pool_t *p = timed_pool(1, 0, KNIT_INLINE_OFF);
@@ -150,14 +154,17 @@ KT(info, timing_inside_the_callers_window)
 		kt_enq(p, kt_id(p, "echo"), kt_i64(i), NULL);
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(p, out, N), N);
+	int ran = 0;
 	for (int i = 0; i < N; i++) {
 		int rc;
 		knit_completion_info_t in = info_of(p, &out[i], &rc);
 		cr_assert_eq(rc, 0);
 		cr_assert_eq(in.flags, KNIT_INFO_LANE | KNIT_INFO_TIMING, "flags 0x%x", in.flags);
-		cr_assert_gt(in.run_ns, 0, "completion %d: run 0", i);
+		cr_assert_geq(in.run_ns, 0);
 		cr_assert_geq(in.wait_ns, 0);
+		ran += in.run_ns > 0;
 	}
+	cr_assert_geq(ran, N / 2, "%d of %d echo calls ran for more than 0 ns", ran, N);
 	kt_destroy(p);
 }
 
@@ -205,6 +212,7 @@ static void timed_everywhere(int procs, uint32_t topology)
 	knit_completion_t out[N];
 	cr_assert_eq(kt_reap(p, out, N), N);
 	const int64_t t1 = kt_now_ns();
+	int ran = 0;
 	for (int i = 0; i < N; i++) {
 		int rc;
 		knit_completion_info_t in = info_of(p, &out[i], &rc);
@@ -215,12 +223,15 @@ static void timed_everywhere(int procs, uint32_t topology)
 			cr_assert_gt(in.pid, 0, "a process worker's pid");
 		else
 			cr_assert_eq(in.pid, 0);
-		cr_assert_gt(in.run_ns, 0, "completion %d: run 0", i);
+		cr_assert_geq(in.run_ns, 0);
 		cr_assert_geq(in.wait_ns, 0);
 		cr_assert_leq((double)(in.wait_ns + in.run_ns), (double)(t1 - t0) * 1.001,
 			      "wait %lld + run %lld outside the caller's %lld ns",
 			      (long long)in.wait_ns, (long long)in.run_ns, (long long)(t1 - t0));
+		ran += in.run_ns > 0;
 	}
+	// Most, not every one (ECHO_RUNS, timing_inside_the_callers_window).
+	cr_assert_geq(ran, N / 2, "%d of %d echo calls ran for more than 0 ns", ran, N);
 	kt_destroy(p);
 }
 

@@ -118,13 +118,13 @@ void test_clamp(void **)
 	assert_int_equal(n.cpu_ns, 7);
 }
 
-// The reap's packed path (info_ran_packed_locked) writes what the general
-// one (timing_unpack, then info_ran_locked) writes, for every word it
-// takes, honest or not, and refuses the words that path reads the side
-// words for.
+// The reap's packed path (info_ran_packed_locked keeps the words in the
+// record, timing_packed_decode turns them into a wait and a run at the
+// lookup) gives what the general one (timing_unpack, then
+// info_ran_locked) writes, for every word it takes, honest or not, and
+// refuses the words that path reads the side words for.
 void test_packed_as_general(void **)
 {
-	const Call c = call_of_gen(5);
 	const int64_t enqs[] = {1000, ((int64_t)1 << 32) - 10, ((int64_t)1 << 40) + 3};
 	const int64_t offs[] = {-300, -1, 0, 1, 50, 400, 999, 1000, 1001, 5000};
 	const int64_t runs[] = {0, 1, 100, 999, 1000, 100000, (int64_t)kRunSaturated - 1};
@@ -136,31 +136,43 @@ void test_packed_as_general(void **)
 				for (int64_t run : runs) {
 					const int64_t now = enq + span;
 					const uint64_t w = timing_pack(enq + off, enq + off + run);
-					CallNote a = note_before(), b = note_before();
+					Call c = call_of_gen(5);
+					CallNote a = note_before();
 					int64_t s = 0, e = 0;
 					assert_true(timing_unpack(w, enq, now, &s, &e));
 					info_ran_locked(&a, &c, 2, 9, enq, s, e, -1, now);
-					assert_true(
-						info_ran_packed_locked(&b, &c, 2, 9, enq, w, now));
-					assert_int_equal(b.gen, a.gen);
-					assert_int_equal(b.flags, a.flags);
-					assert_int_equal(b.lane, a.lane);
-					assert_int_equal(b.pid, a.pid);
-					assert_int_equal(b.wait, a.wait);
-					assert_int_equal(b.run, a.run);
-					assert_int_equal(b.cpu_ns, -1);
+					assert_true(info_ran_packed_locked(&c, 2, 9, enq, w, now));
+					assert_int_equal(c.ran_packed, 1);
+					assert_int_equal(c.ran.lane, 2);
+					assert_int_equal(c.ran.pid, 9);
+					assert_int_equal(c.ran.span, span);
+					int64_t wait = -1, ran = -1;
+					timing_packed_decode(c.ran.word, c.ran.span, &wait, &ran);
+					assert_int_equal(wait, a.wait);
+					assert_int_equal(ran, a.run);
 					compared++;
 				}
 	assert_int_equal(compared, 3 * 2 * 10 * 7);
+	// Any word, a hostile worker's: a wait and a run inside the span.
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		const int64_t span = (int64_t)(x % (uint64_t)kPackedSpan);
+		int64_t wait = -1, ran = -1;
+		timing_packed_decode(x, span, &wait, &ran);
+		assert_true(wait >= 0 && ran >= 0 && wait + ran <= span);
+	}
 	// A span the low half cannot tell, and a saturated run: refused,
-	// the note untouched.
-	CallNote n = note_before();
-	assert_false(info_ran_packed_locked(&n, &c, 2, 9, 1000, timing_pack(1100, 1200),
+	// the record untouched.
+	Call c = call_of_gen(5);
+	assert_false(info_ran_packed_locked(&c, 2, 9, 1000, timing_pack(1100, 1200),
 					    1000 + kPackedSpan));
 	assert_false(info_ran_packed_locked(
-		&n, &c, 2, 9, 1000, timing_pack(1100, 1100 + (int64_t)kRunSaturated), 5000));
-	assert_int_equal(n.gen, 1);
-	assert_int_equal(n.wait, 77);
+		&c, 2, 9, 1000, timing_pack(1100, 1100 + (int64_t)kRunSaturated), 5000));
+	assert_int_equal(c.ran_packed, 0);
+	assert_int_equal(c.ran.span, 0);
 }
 
 void test_tick_ns(void **)
