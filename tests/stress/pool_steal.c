@@ -13,9 +13,14 @@
  * Exactly once: every call carries its sequence number; its completion must
  * be the first for that number, status 0, and its result the task's hash of
  * (sequence, cost) computed again on the host; the sum of all results is
- * compared with the sum expected (checksum). Per shape: every worker ran
- * calls and claimed regions, no park watchdog fired (a lost wake), and wakes
- * sent == wakes received per worker (exactly one futex wake per claimed park).
+ * compared with the sum expected (checksum). Per shape: no park watchdog
+ * fired (a lost wake), and wakes sent == wakes received per worker (exactly
+ * one futex wake per claimed park). Only the heavy shape must spread: a
+ * parked worker is woken when the pending calls hold more work than the
+ * awake workers finish before a wake lands (src/spin.h, "claims and
+ * wakes"), so the flat and random shapes' cheap calls may stay with one
+ * worker by design (a run on the 2-vCPU VM: 666634 calls on one worker, 32
+ * on another, none on two that never woke); their spread is printed.
  *
  * The issue's test, "no worker stays idle while calls wait", measured by
  * counts, not time (phase_blocked): one worker is held inside a gate task
@@ -30,8 +35,8 @@
  * stealing the blocked worker claims nothing while its run queue is busy, so
  * the three other workers take every region. Afterwards the share of calls
  * per worker over the whole heavy shape must not be degenerate: each of the
- * 4 workers ran at least 1/16 of them (a quarter of a fair share; the OS
- * scheduler time-slices the 4 threads fairly over 2 cores). Under
+ * 4 workers ran at least 1/32 of them (an eighth of a fair share: see
+ * SHARE_DIV for what the wake estimate leaves a worker). Under
  * ThreadSanitizer the bound is 1/64: each call costs far more there and the
  * shape has a twentieth of the calls, so one time slice is a larger part of
  * the run; a busy machine then left one worker with ~1/20 (1 run in 8 at
@@ -232,8 +237,13 @@ static long run_calls(knit_pool_t *pool, enum shape sh, long n, uint64_t seed, u
 	return done;
 }
 
-/* The least share of the heavy shape's calls each worker must run (1/N). */
-#define SHARE_DIV (STRESS_TSAN ? 64 : 16)
+/* The least share of the heavy shape's calls each worker must run (1/N):
+ * degenerate is a worker left out, not an uneven spread. The wake
+ * estimate keeps the shape's cheap calls (nine in ten) with the awake
+ * workers, so one worker runs most of them: over 30 native runs on the
+ * 2-vCPU VM the least-used worker ran 5.9% (min), 6.5% (p10) and 7.6%
+ * (median) of the calls, and 1/16 (6.25%) failed about one run in ten. */
+#define SHARE_DIV (STRESS_TSAN ? 64 : 32)
 
 /* Per-shape invariants from the stats (differences against before). */
 static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_t *before, long n,
@@ -261,10 +271,11 @@ static void check_shape(knit_pool_t *pool, enum shape sh, const knit_pool_stats_
 		printf("  w%u: %" PRIu64 " calls %" PRIu64 " claims %" PRIu64 " conflicts %" PRIu64
 		       " parks",
 		       w, wc, cl, b->steal_conflicts - a->steal_conflicts, b->parks - a->parks);
-		CHECK(wc > 0 && (cl > 0 || lanes_mode),
-		      "%s: worker %u ran %" PRIu64 " calls in %" PRIu64
-		      " claims (idle while calls waited)",
-		      shape_name[sh], w, wc, cl);
+		if (share)
+			CHECK(wc > 0 && (cl > 0 || lanes_mode),
+			      "%s: worker %u ran %" PRIu64 " calls in %" PRIu64
+			      " claims (idle while calls waited)",
+			      shape_name[sh], w, wc, cl);
 		CHECK(b->watchdog_expiries == 0, "%s: worker %u: park watchdog fired (a lost wake)",
 		      shape_name[sh], w);
 		CHECK(b->wakes_sent == b->wakes_received,
