@@ -592,6 +592,57 @@ Meas hot_call_2v1(int n)
 	return m;
 }
 
+// The process's CPU time (every thread: the pool's workers are threads), ns.
+double process_cpu_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+// An idle pool just after a burst, as a program that never pins sees it: 2
+// workers, every option at its default (AUTO: steal), unplaced; ten
+// batches of 1000 no-op calls, then what the process spends while it
+// sleeps: its CPU (as a share of one CPU) in the first 10 ms after the last
+// reap, where the spin windows end, and over the next `window_ns`, with
+// the wake-ups there.
+Meas idle_after_burst(uint64_t window_ns)
+{
+	Meas m;
+	run_unplaced([&] {
+		knit_pool_t *p = make_pool(unplaced(2, KNIT_TOPOLOGY_AUTO));
+		std::vector<uint8_t> seen;
+		for (int r = 0; r < 10; r++) {
+			for (int i = 0; i < 1000; i++)
+				enqueue(p, kNop, 0, (uint64_t)i);
+			reap_n(p, 1000, seen, "idle after a burst");
+		}
+		const double c0 = process_cpu_ns();
+		const uint64_t t0 = now_ns();
+		sleep_ns(10000000);
+		const double c1 = process_cpu_ns();
+		const uint64_t t1 = now_ns();
+		Snap a = snap(p);
+		sleep_ns(window_ns);
+		Snap b = snap(p);
+		const double c2 = process_cpu_ns();
+		const uint64_t t2 = now_ns();
+		double wakeups = 0;
+		for (uint32_t i = 0; i < b.s.lanes; i++)
+			wakeups +=
+				(double)(b.s.lane[i].wakes_received - a.s.lane[i].wakes_received +
+					 b.s.lane[i].watchdog_expiries -
+					 a.s.lane[i].watchdog_expiries);
+		m.extra["cpu_pct_first_10ms"] = (c1 - c0) / (double)(t1 - t0) * 100;
+		m.extra["cpu_pct_after_10ms"] = (c2 - c1) / (double)(t2 - t1) * 100;
+		m.extra["wakeups_per_s_after_10ms"] = wakeups / ((double)(t2 - t1) / 1e9);
+		check(b.s.completed == a.s.completed && b.s.pending == 0,
+		      "idle after a burst: nothing completes or waits while idle");
+		knit_pool_destroy(p);
+	});
+	return m;
+}
+
 // ---- scale: throughput against workers ----------------------------------------------------
 // Workers 1 .. CPUs - 1 (at least 2, so a 2-CPU machine shows the step from
 // one worker to two), the host on its own CPU, one worker per CPU.
@@ -935,6 +986,16 @@ void register_knit()
 		   {"ctxsw_per_s", "/s", Better::Lower, false}},
 		  [] { return idle(g_quick ? 200000000ull : 1000000000ull); },
 		  "an idle pool over 2 s (two parts of 1 s)"});
+	add_case({"knit.idle.after_burst",
+		  "idle_burst",
+		  "knit",
+		  "",
+		  {{"cpu_pct_first_10ms", "%", Better::Lower, false},
+		   {"cpu_pct_after_10ms", "%", Better::Lower, false},
+		   {"wakeups_per_s_after_10ms", "/s", Better::Lower, false}},
+		  [] { return idle_after_burst(g_quick ? 100000000ull : 1000000000ull); },
+		  "2 workers (defaults, unplaced) just after ten batches of 1000 no-op calls: the "
+		  "process's CPU in the first 10 ms and the next 1 s, wake-ups in that second"});
 	// Process pools (knit-worker over knit-bench-tasks.so), placed as the
 	// thread pools are: against the same cases, like for like.
 	PoolSpec proc1;
