@@ -96,19 +96,25 @@ static uint64_t worker_affinity(int w)
 	return bits;
 }
 
-/* Affinity seen by a task on lane w. */
-static uint64_t task_affinity(knit_pool_t *pool, uint32_t w)
+/* A call of `task` pinned to lane w: its I64 result. */
+static int64_t lane_call(knit_pool_t *pool, uint32_t task, uint32_t w)
 {
 	knit_call_options_t co = {.size = sizeof co, .flags = KNIT_CALL_LANE, .lane = w};
 	knit_ticket_t t;
-	cr_assert_eq(knit_enqueue_ex(pool, 1, NULL, NULL, &co, &t), 0);
+	cr_assert_eq(knit_enqueue_ex(pool, task, NULL, NULL, &co, &t), 0);
 	knit_completion_t c;
 	cr_assert_eq(knit_complete(pool, &c, 1, (int64_t)(KT_BOUND_S * 1e9)), 1);
-	cr_assert_eq(c.status, 0);
+	cr_assert_eq(c.status, 0, "lane %u: %s", w, knit_strerror(c.status));
 	cr_assert_eq(c.result.type, KNIT_VALUE_I64);
-	uint64_t bits = (uint64_t)c.result.i64;
+	const int64_t v = c.result.i64;
 	knit_completion_release(pool, &c);
-	return bits;
+	return v;
+}
+
+/* Affinity seen by a task on lane w. */
+static uint64_t task_affinity(knit_pool_t *pool, uint32_t w)
+{
+	return (uint64_t)lane_call(pool, 1, w);
 }
 
 KT(placement, one_cpu_for_all_workers)
@@ -219,8 +225,11 @@ KT(placement, errors) { placement_errors(opts_init, expect_einval); }
  * Only online CPUs - 1 may spin at once, so at least one worker parks every
  * round and the call that reaches it costs a futex wake. Without the cap
  * every worker would still be spinning when its next call came (rounds take
- * microseconds, the spin window a second) and no wake would be sent. */
-KT(placement, spinning_workers_capped_by_cpus)
+ * microseconds, the spin window a second) and no wake would be sent.
+ * Threads share the process's spin slots; worker processes cannot (each
+ * counts only its own spinners), so the pool's lanes from online CPUs - 1
+ * on never spin: the cap holds across the processes too. */
+static void spin_capped(int procs)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	cr_assert_gt(ncpu, 0);
@@ -232,13 +241,26 @@ KT(placement, spinning_workers_capped_by_cpus)
 	enum { ROUNDS = 40 };
 	const uint32_t workers = (uint32_t)ncpu;
 	knit_pool_options_t o;
-	opts_init(&o, workers);
-	o.spin_us = 1000000;
-	knit_pool_t *pool = make(&o);
+	knit_pool_t *pool = NULL;
+	if (procs) {
+		kt_proc_opts(&o, workers);
+		o.topology = KNIT_TOPOLOGY_LANES;
+		o.park_ms = KT_PARK_MS;
+		o.spin_us = 1000000;
+		cr_assert_eq(knit_pool_create(&o, NULL, 0, &pool), 0, "%s", knit_last_error());
+	} else {
+		opts_init(&o, workers);
+		o.spin_us = 1000000;
+		pool = make(&o);
+	}
+	/* Lane w's call: the placement's "where" task for threads, the task
+	 * library's "pid" (distinct per worker process) for processes. */
+	const uint32_t task = procs ? kt_id(pool, "pid") : 1;
+	int64_t pid_of[16] = {0};
 	knit_pool_stats_t before, after;
 	/* One warm-up round: workers start parked or spinning in any order. */
 	for (uint32_t w = 0; w < workers; w++)
-		(void)task_affinity(pool, w);
+		pid_of[w] = lane_call(pool, task, w);
 	kt_stats(pool, &before);
 	/* A pause before each call lets a worker that was denied a spin slot
 	 * finish parking, so the call that reaches it sends the wake the test
@@ -249,13 +271,17 @@ KT(placement, spinning_workers_capped_by_cpus)
 	for (int r = 0; r < ROUNDS; r++)
 		for (uint32_t w = 0; w < workers; w++) {
 			kt_sleep_ms(3);
-			(void)task_affinity(pool, w);
+			const int64_t v = lane_call(pool, task, w);
+			if (procs)
+				cr_assert_eq(v, pid_of[w], "lane %u changed worker process", w);
 		}
 	kt_stats(pool, &after);
 	uint64_t wakes = 0, calls = 0;
 	for (uint32_t w = 0; w < workers; w++) {
 		wakes += after.lane[w].wakes_sent - before.lane[w].wakes_sent;
 		calls += after.lane[w].calls - before.lane[w].calls;
+		for (uint32_t v = 0; procs && v < w; v++)
+			cr_assert_neq(pid_of[v], pid_of[w], "lanes %u and %u: one process", v, w);
 	}
 	cr_expect_eq(calls, (uint64_t)ROUNDS * workers);
 	/* With the cap, about one wake per round (the worker without a slot);
@@ -266,3 +292,6 @@ KT(placement, spinning_workers_capped_by_cpus)
 		      (unsigned long long)wakes, ROUNDS, ncpu - 1);
 	kt_destroy(pool);
 }
+
+KT(placement, spinning_workers_capped_by_cpus) { spin_capped(0); }
+KT(placement, spinning_worker_processes_capped_by_cpus) { spin_capped(1); }
