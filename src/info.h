@@ -196,11 +196,11 @@ inline void info_ran_locked(CallNote *n, const Call *c, uint32_t lane, int32_t p
 // The packed path, the reap's common case (a response whose packed word
 // can tell, no CPU time asked): the reap keeps the worker's word
 // undecoded (its start's half made an offset from the enqueue), with the
-// span it saw, the lane and the pid, in the call's
-// record (Call::ran, ran_packed = 1: lines the reap and the hand-out
-// touch anyway), the hand-out moves them into the call's ring entry
-// (kInfoPacked), and only a lookup decodes them (timing_packed_decode):
-// a call pays neither the decode nor a note line. Under mu, c live and
+// span it saw, the lane and the pid, in the call's record (Call::ran,
+// ran_packed = 1: lines the reap and the hand-out touch anyway), the
+// hand-out moves them into the call's ring entry (kInfoPacked), and only
+// a lookup decodes them (timing_packed_decode): a call pays neither the
+// decode nor a note line. Under mu, c live and
 // not completed, its frame back. false, nothing written: w cannot tell
 // (the span is too long for its low half, or the run saturated): the
 // general path reads the side words.

@@ -160,9 +160,10 @@ bool status_from_worker_ok(int32_t s)
 // the timing the frame's deadline word carries (kept in c's record: the
 // packed path, src/info.h), or, into c's note, the side words the worker
 // left beside it in `slot` when that word cannot tell or the pool asked
-// for CPU time (those count only when they name the frame's own call); enq the call's enqueue tick
-// (Call::t_enq, before the completion reuses it), `now` the reap's tick, read after the results'
-// acquire, pid the lane's worker's.
+// for CPU time (those count only when they name the frame's own call);
+// enq the call's enqueue tick (Call::t_enq, before the completion reuses
+// it), `now` the reap's tick, read after the results' acquire, pid the
+// lane's worker's.
 void note_timing(Pool *p, Lane *l, Call *c, uint32_t slot, const FrameHead &h, int64_t enq,
 		 int64_t now, int32_t pid)
 {
