@@ -326,7 +326,7 @@ class TicketTable {
 public:
 	// Allow `capacity` live records of calls and `carriers` live carriers
 	// (src/calls.h riders; allocated lazily). 0 or -KNIT_ENOMEM.
-	int init(uint32_t capacity, uint32_t carriers);
+	int init(uint32_t capacity, uint32_t carriers = 0);
 	// Free every chunk (records must hold no memory any more: see pool.cpp).
 	void fini();
 	// A free record (live = 1, gen bumped, its ticket in *ticket; every
