@@ -172,7 +172,7 @@ KNIT_AT(knit_lane_stats_t, arena_trims, 80);
 KNIT_AT(knit_lane_stats_t, cpu, 88);
 
 /* knit_pool_stats_t */
-KNIT_SIZE(knit_pool_stats_t, 9192);
+KNIT_SIZE(knit_pool_stats_t, 9208);
 KNIT_AT(knit_pool_stats_t, size, 0);
 KNIT_AT(knit_pool_stats_t, lanes, 4);
 KNIT_AT(knit_pool_stats_t, topology, 8);
@@ -208,6 +208,8 @@ KNIT_AT(knit_pool_stats_t, respawn_backoff_ms, 9168); /* 1.2 */
 KNIT_AT(knit_pool_stats_t, cancel_kills, 9176);       /* 1.2 */
 KNIT_AT(knit_pool_stats_t, landlock_abi, 9184);       /* 1.2 */
 KNIT_AT(knit_pool_stats_t, reserved5, 9188);          /* 1.2 */
+KNIT_AT(knit_pool_stats_t, shared_calls, 9192);       /* 1.2 */
+KNIT_AT(knit_pool_stats_t, shared_frames, 9200);      /* 1.2 */
 
 /* knit_worker_stats_t (an array element: frozen) */
 KNIT_SIZE(knit_worker_stats_t, 40);

@@ -685,6 +685,11 @@ typedef struct knit_pool_stats {
 	   Landlock not asked). */
 	uint32_t landlock_abi;
 	uint32_t reserved5; /* 0 */
+	/* 1.2 (a shorter struct omits them): knit_enqueue_many's calls that
+	   shared a frame with others of their burst (see knit_enqueue_many(3)),
+	   and the frames that carried them. */
+	uint64_t shared_calls;
+	uint64_t shared_frames;
 } knit_pool_stats_t;
 
 /* 1.2: knit_map's options (zero-initialise, set size, set what you need;

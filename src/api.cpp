@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 
 #include "src/calls.h"
+#include "src/chunk.h"
 #include "src/error.h"
 #include "src/info.h"
 #include "src/runtime.h"
@@ -471,6 +472,205 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 	return (int)acc;
 }
 
+// ---- calls that share a frame (riders, src/calls.h) ------------------------------
+
+// How many of reqs[0 .. m-1], from the first, ride in one frame: 0 (send
+// them as calls of their own), 1 (a probe of the task's run time, when one
+// is due: *probe), or a run of 2 or more calls of one task (at most what
+// the task's estimate lets one frame carry) with no options, each argument
+// valid, their chunk within the per-call limit; *len is that chunk's size.
+uint32_t ride_plan(Pool *p, const knit_request_t *reqs, uint32_t m, uint64_t *len, bool *probe)
+{
+	*probe = false;
+	const knit_request_t &r0 = reqs[0];
+	if (!p->ride_ok || r0.task >= p->ntasks || r0.opts != nullptr)
+		return 0;
+	TaskEntry &te = p->tasks[r0.task];
+	if (te.timeout_ms != 0 || (te.flags & KNIT_TASK_ABORTABLE))
+		return 0;
+	const uint64_t cap = p->cfg.max_payload_bytes;
+	uint32_t k = ride_take_size(knit_load_relaxed_64(&te.ride_ns),
+				    knit_load_relaxed_32(&te.ride_room), cap);
+	if (k < 2) {
+		// One call at a time travels alone in a carrier, to measure the
+		// task (ride_probing is set under mu when its records are taken).
+		if (knit_load_relaxed_32(&te.ride_probing) != 0)
+			return 0;
+		k = 1;
+		*probe = true;
+	} else if (m < 2) {
+		return 0;
+	}
+	uint64_t payload = 0;
+	uint32_t n = 0;
+	for (; n < m && n < k; n++) {
+		const knit_request_t &r = reqs[n];
+		if (r.task != r0.task || r.reserved != 0 || r.opts != nullptr)
+			break;
+		knit_value_t v;
+		value_take(r.arg, &v);
+		if (!chunk_scalar_ok(v)) {
+			if (codec_value_check(v, cap) != 0)
+				break;
+			const uint64_t room = chunk_payload_bytes(v);
+			if (chunk_bytes(n + 1, payload + room) > cap)
+				break;
+			payload += room;
+		} else if (chunk_bytes(n + 1, payload) > cap) {
+			break;
+		}
+	}
+	if (n < (*probe ? 1u : 2u))
+		return 0;
+	*len = chunk_bytes(n, payload);
+	return n;
+}
+
+// The riders of carrier c taken back: nobody else could reach them (its
+// refusal, under mu). Returns outstanding before the last undo.
+uint64_t ride_undo_locked(Pool *p, Call *c)
+{
+	Call *r = static_cast<Call *>(c->user_data);
+	const uint32_t n = c->pin_lane;
+	const uint32_t task = r != nullptr ? r->task : 0;
+	uint64_t before = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		Call *const next = r->next;
+		before = call_undo_locked(p, r);
+		r = next;
+	}
+	mu_counter_add_64(&p->st_shared_frames, (uint64_t)-1);
+	mu_counter_add_64(&p->st_shared_calls, (uint64_t)0 - n);
+	if (n == 1)
+		knit_store_relaxed_32(&p->tasks[task].ride_probing, 0);
+	// The carrier itself was never counted in.
+	c->holds = 0;
+	free(c->arg_buf);
+	c->arg_buf = nullptr;
+	p->tickets.free(c);
+	return before;
+}
+
+// Send reqs[0 .. ride_plan's count) as riders of one carrier: k > 0 when
+// all k were accepted (tickets filled), 0 when none rides (the caller
+// sends them as calls of their own: nothing was kept), or the code that
+// refused them all (closed, backlog full).
+int ride_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t *tickets)
+{
+	uint64_t len = 0;
+	bool probe = false;
+	const uint32_t n = ride_plan(p, reqs, m, &len, &probe);
+	if (n == 0)
+		return 0;
+	uint8_t *buf = static_cast<uint8_t *>(malloc(len));
+	if (buf == nullptr)
+		return 0; // each call's own enqueue tells
+	const uint32_t task = reqs[0].task;
+	ChunkWriter w;
+	chunk_begin(&w, buf, kChunkItems, task, n);
+	for (uint32_t i = 0; i < n; i++) {
+		knit_value_t v;
+		value_take(reqs[i].arg, &v);
+		chunk_put(&w, 0, v);
+	}
+	EnqueueArgs ra, ca;
+	if (call_args(p, task, nullptr, kCallRider, nullptr, 0, &ra) != 0 ||
+	    call_args(p, p->ntasks, nullptr, kCallChunk | kCallCarrier, nullptr, 0, &ca) != 0) {
+		free(buf); // cannot be: ride_plan checked the task, and no options
+		return 0;
+	}
+	knit_value_t carg;
+	memset(&carg, 0, sizeof carg);
+	carg.type = KNIT_VALUE_BYTES;
+	carg.data = buf;
+	carg.len = len;
+	knit_ticket_t t[kRideMax];
+	knit_ticket_t ct = 0;
+	int err = 0;
+	Call *c = nullptr;
+	pthread_mutex_lock(&p->mu);
+	if (knit_load_relaxed_32(&p->closed)) {
+		err = pool_closed_code(p);
+	} else if (p->tickets.room() >= n && (!probe || p->tasks[task].ride_probing == 0)) {
+		// The carrier's record counts apart (TicketTable::alloc_carrier);
+		// the riders' room was checked under this hold: only an index
+		// worn out for good fails below, and then each call's own
+		// enqueue tells.
+		c = p->tickets.alloc_carrier(&ct, &err);
+		if (c != nullptr) {
+			c->holds = kHoldHostQueue;
+			call_fill(p, c, ca, carg, buf); // nobody's to reap: no kHoldUser
+			Call *head = nullptr, **tail = &head;
+			uint32_t got = 0;
+			for (; got < n; got++) {
+				Call *r = call_alloc_locked(p, false, false, &t[got], &err);
+				if (r == nullptr)
+					break;
+				ra.user_data = reqs[got].user_data;
+				call_fill(p, r, ra, kValueNone, nullptr);
+				*tail = r;
+				tail = &r->next;
+			}
+			*tail = nullptr;
+			c->user_data = head;
+			c->pin_lane = got;
+			if (got != 0)
+				count_enqueued_locked(p, got);
+			mu_counter_add_64(&p->st_shared_frames, 1); // as ride_undo_locked takes out
+			mu_counter_add_64(&p->st_shared_calls, got);
+			if (got != n) {
+				ride_undo_locked(p, c); // not counted: nobody saw them
+				c = nullptr;
+			} else if (probe) {
+				knit_store_relaxed_32(&p->tasks[task].ride_probing, 1);
+			}
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (c == nullptr) {
+		free(buf);
+		return err != 0 && knit_load_relaxed_32(&p->closed) ? err : 0;
+	}
+
+	// Published: from here c may run, complete and be recycled, and its
+	// riders too (only the dispatcher's holder drops kHoldHostQueue, as in
+	// enqueue()); t[] is ours.
+	const int admitted = dispatch_submit(p, c);
+	if (admitted <= 0) {
+		// Refused (backlog full), or completed at once (never
+		// publishable): as enqueue() does for one call.
+		bool drained = false, produced = false;
+		pthread_mutex_lock(&p->mu);
+		if (admitted == -KNIT_EAGAIN && !c->completed) {
+			// A stop's cancel_all completes every live record in one
+			// hold of mu: if it ran, every rider is completed (and
+			// accepted); else none is, and nobody saw them.
+			bool any = false;
+			Call *r = static_cast<Call *>(c->user_data);
+			for (uint32_t i = 0; i < n; i++, r = r->next)
+				any |= r->completed != 0;
+			if (!any) {
+				drained = ride_undo_locked(p, c) == 1;
+				pthread_mutex_unlock(&p->mu);
+				if (drained)
+					host_event(p, true); // as in enqueue()
+				return -KNIT_EAGAIN;
+			}
+			produced = call_fail_locked(
+				p, c,
+				knit_load_relaxed_32(&p->closed) ? -KNIT_ECLOSED : -KNIT_ECANCELED);
+		}
+		call_unhold_locked(p, c, kHoldHostQueue); // no queue keeps it
+		pthread_mutex_unlock(&p->mu);
+		if (produced)
+			host_event(p, true);
+	}
+	if (tickets != nullptr)
+		for (uint32_t i = 0; i < n; i++)
+			tickets[i] = t[i];
+	return (int)n;
+}
+
 // ---- readiness predicates for host_wait ----------------------------------------------
 
 bool complete_ready(Pool *p, void *)
@@ -568,8 +768,28 @@ extern "C" KNIT_API int knit_enqueue_many(knit_pool_t *pool, const knit_request_
 	uint32_t done = 0;
 	while (done < n) {
 		const uint32_t m = n - done < kBurst ? n - done : kBurst;
-		const int k = enqueue_burst(p, reqs + done, m,
-					    tickets != nullptr ? tickets + done : nullptr);
+		knit_ticket_t *tk = tickets != nullptr ? tickets + done : nullptr;
+		// A run of cheap calls shares a frame (src/calls.h riders).
+		int k = ride_burst(p, reqs + done, m, tk);
+		if (k > 0) {
+			done += (uint32_t)k;
+			continue;
+		}
+		if (k == 0) {
+			// Requests with options never ride: only they go as calls
+			// of their own here when a run that may ride follows them.
+			uint32_t own = m;
+			if (reqs[done].opts != nullptr) {
+				own = 1;
+				while (own < m && reqs[done + own].opts != nullptr)
+					own++;
+			}
+			k = enqueue_burst(p, reqs + done, own, tk);
+			if (k > 0 && (uint32_t)k == own && own < m) {
+				done += own;
+				continue;
+			}
+		}
 		if (k < 0)
 			return done != 0 ? (int)done : refused(pool, k);
 		done += (uint32_t)k;

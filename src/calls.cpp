@@ -22,6 +22,7 @@
 #include <sys/timerfd.h>
 
 #include "src/calls.h"
+#include "src/chunk.h"
 #include "src/dcheck.h"
 #include "src/info.h"
 #include "src/trace.h"
@@ -147,7 +148,7 @@ uint64_t owned_register_locked(Pool *p, uint8_t *buf)
 
 } // namespace
 
-int TicketTable::init(uint32_t capacity)
+int TicketTable::init(uint32_t capacity, uint32_t carriers)
 {
 	// Where this table's generations start: 1 .. 2^31, a Weyl sequence over
 	// the tables of the process (golden-ratio steps), so that any two of
@@ -159,7 +160,9 @@ int TicketTable::init(uint32_t capacity)
 	const uint64_t k = knit_fetch_add_relaxed_64(&g_ticket_tables, 1);
 	gen_base_ = 1 + (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 33);
 	max_live_ = capacity;
-	uint64_t limit = (uint64_t)capacity + kRetireAllowance;
+	max_carriers_ = carriers;
+	carriers_ = 0;
+	uint64_t limit = (uint64_t)capacity + carriers + kRetireAllowance;
 	if (limit > kTicketIndexMax)
 		limit = kTicketIndexMax;
 	capacity_ = (uint32_t)limit;
@@ -185,9 +188,24 @@ void TicketTable::fini()
 	free_ = nullptr;
 }
 
-Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
+Call *TicketTable::alloc_carrier(uint64_t *ticket, int *err)
 {
-	if (live_ >= max_live_) {
+	if (carriers_ >= max_carriers_) {
+		*err = -KNIT_EAGAIN;
+		return nullptr;
+	}
+	Call *c = alloc_slow(ticket, err, true);
+	if (c == nullptr)
+		return nullptr;
+	live_--; // take() counted it as a call's
+	carriers_++;
+	c->flags = kCallCarrier;
+	return c;
+}
+
+Call *TicketTable::alloc_slow(uint64_t *ticket, int *err, bool carrier)
+{
+	if (!carrier && live_ >= max_live_) {
 		*err = -KNIT_EAGAIN;
 		return nullptr;
 	}
@@ -231,7 +249,10 @@ Call *TicketTable::alloc_slow(uint64_t *ticket, int *err)
 
 void TicketTable::free(Call *c)
 {
-	live_--;
+	if (KNIT_UNLIKELY(c->flags & kCallCarrier))
+		carriers_--;
+	else
+		live_--;
 	c->live = 0;
 	c->next = free_;
 	free_ = c;
@@ -372,12 +393,118 @@ void deadline_track_locked(Pool *p, Call *c)
 	update_earliest_locked(p);
 }
 
+namespace {
+
+// The status every rider of a carrier that ended with `status` and
+// `result` gets when the result tells none of theirs: the carrier's own,
+// or, for the chunk task's own failure (-KNIT_ETASK, src/task.cpp
+// chunk_fail), the code its error names; anything else a worker could
+// not have sent honestly is -KNIT_EPROTO.
+int32_t carrier_rest(int32_t status, const knit_value_t &result)
+{
+	if (status != -KNIT_ETASK)
+		return status;
+	if (result.type == KNIT_VALUE_ERROR &&
+	    (result.code == -KNIT_EPROTO || result.code == -KNIT_ENOMEM))
+		return result.code;
+	return -KNIT_EPROTO;
+}
+
+// Carrier c completed (under mu; marked completed, status set): each of
+// its riders not completed yet completes, in order, with its outcome from
+// the result (the host's own copy: chunk_next checks every entry of it),
+// or, once the result tells no more (malformed, short) or when the carrier
+// failed, with carrier_rest(); and each loses the hold c kept (it may be
+// recycled here). A status-0 result that is not the riders' outcomes is
+// counted as a protocol error, and its run time feeds the task's
+// estimate (src/calls.h).
+void carrier_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
+			     CompleteBatch *batch)
+{
+	Call *r = static_cast<Call *>(c->user_data);
+	const uint32_t n = c->pin_lane;
+	TaskEntry &te = p->tasks[r->task];
+	const uint64_t cap = p->cfg.max_payload_bytes;
+	if (n == 1)
+		knit_store_relaxed_32(&te.ride_probing, 0); // a probe is back
+	ChunkReader rd;
+	bool open = false;
+	int32_t rest = carrier_rest(status, result);
+	if (status == 0) {
+		uint32_t ns = 0;
+		if (result.type == KNIT_VALUE_BYTES &&
+		    chunk_open(&rd, result.data, result.len, kChunkOutcomes, n, &ns) == 0 &&
+		    rd.count == n) {
+			open = true;
+			const uint64_t per = ns / n;
+			knit_store_relaxed_64(&te.ride_ns,
+					      ride_estimate(knit_load_relaxed_64(&te.ride_ns),
+							    knit_load_relaxed_64(&te.ride_last),
+							    per));
+			knit_store_relaxed_64(&te.ride_last, per);
+		} else {
+			knit_add_relaxed_64(&p->st_proto_errors, 1);
+			rest = -KNIT_EPROTO;
+		}
+	}
+	uint32_t room = knit_load_relaxed_32(&te.ride_room);
+	const uint32_t room0 = room;
+	for (uint32_t i = 0; i < n; i++) {
+		Call *const next = r->next; // the unhold below may recycle r
+		int32_t s = rest;
+		knit_value_t v = kValueNone;
+		if (open) {
+			if (chunk_next(&rd, kChunkOutcomes, &s, &v) != 0) {
+				knit_add_relaxed_64(&p->st_proto_errors, 1);
+				open = false;
+				rest = -KNIT_EPROTO;
+				s = rest;
+				v = kValueNone;
+			} else if (KNIT_UNLIKELY(codec_has_bytes(v.type) || s == -KNIT_ETOOBIG)) {
+				const uint64_t b =
+					s == -KNIT_ETOOBIG ? cap : chunk_payload_bytes(v);
+				if (b > room)
+					room = b > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)b;
+			}
+		}
+		if (!r->completed) {
+			uint8_t *buf = nullptr;
+			knit_value_t val = v;
+			if (codec_has_bytes(v.type) && value_copy_bytes(v, &val, &buf) != 0) {
+				s = -KNIT_ENOMEM;
+				val = kValueNone;
+			}
+			if (batch != nullptr)
+				call_complete_batch_locked(p, r, s, val, buf, batch);
+			else
+				call_complete_locked(p, r, s, val, buf);
+		}
+		call_unhold_locked(p, r, kHoldHostQueue);
+		r = next;
+	}
+	if (room != room0)
+		knit_store_relaxed_32(&te.ride_room, room);
+}
+
+} // namespace
+
 bool call_complete_locked(Pool *p, Call *c, int32_t status, const knit_value_t &result,
 			  uint8_t *result_buf, CompleteBatch *batch)
 {
 	if (c->completed || !c->live) {
 		free(result_buf);
 		return false;
+	}
+	if (KNIT_UNLIKELY(c->flags & kCallCarrier)) {
+		// Never queued nor counted itself: its riders are (src/calls.h).
+		// Traced, as its frame was (enqueue, start, done: knit-trace
+		// pairs them by ticket).
+		KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
+		knit_store_relaxed_32(&c->completed, 1);
+		c->status = status;
+		carrier_complete_locked(p, c, status, result, batch);
+		free(result_buf);
+		return true;
 	}
 	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
 	knit_store_relaxed_32(&c->completed, 1);
@@ -452,8 +579,19 @@ uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclai
 		    (c->lane != w && !(unclaimed && c->lane == kStealLane)) ||
 		    (c->holds & kHoldHostQueue) == 0)
 			continue;
-		if (d != nullptr && d->cause != KNIT_DEATH_NONE && c->lane == w && !c->completed)
-			info_death_locked(p, c, w, d->pid, d->cause, d->detail, d->sys);
+		if (d != nullptr && d->cause != KNIT_DEATH_NONE && c->lane == w && !c->completed) {
+			if (c->flags & kCallCarrier) {
+				// Told to each rider it would fail (not the carrier:
+				// nobody reads its info).
+				Call *r = static_cast<Call *>(c->user_data);
+				for (uint32_t k = 0; k < c->pin_lane; k++, r = r->next)
+					if (!r->completed)
+						info_death_locked(p, r, w, d->pid, d->cause,
+								  d->detail, d->sys);
+			} else {
+				info_death_locked(p, c, w, d->pid, d->cause, d->detail, d->sys);
+			}
+		}
 		c->lane = kNoLane; // no frame of this lane counts for it any more
 		if (call_fail_locked(p, c, status))
 			n++;

@@ -82,7 +82,7 @@ inline bool call_complete_batch_locked(Pool *p, Call *c, int32_t status, const k
 				       uint8_t *result_buf, CompleteBatch *batch)
 {
 	if (c->completed || !c->live || c->heap_pos != kNoHeap || c->abort_bit >= 0 ||
-	    (c->flags & kCallPrivate))
+	    (c->flags & (kCallPrivate | kCallCarrier)))
 		return call_complete_locked(p, c, status, result, result_buf, batch);
 	KNIT_TRACE_TASK_COMPLETE(p, ticket_of(c), status);
 	knit_store_relaxed_32(&c->completed, 1);
@@ -122,6 +122,70 @@ uint32_t calls_fail_all_locked(Pool *p, int32_t status);
 // told why in its info (src/info.h info_death_locked).
 uint32_t calls_fail_lane_locked(Pool *p, uint32_t w, int32_t status, bool unclaimed,
 				const DeathNote *d = nullptr);
+// ---- riders: calls of a burst that share one frame -------------------------------
+// knit_enqueue_many sends a run of a burst's calls in one frame when they
+// are cheap (src/api.cpp ride_burst): one carrier, a call of the map chunk
+// task (src/chunk.h; flags kCallChunk | kCallCarrier), travels with their
+// arguments, and each call of the run is a rider (kCallRider): a record
+// with its own ticket, user data and completion, as any call's, that is
+// never placed itself. The carrier is nobody's to reap (no kHoldUser from
+// its enqueue on) and is counted as no call (outstanding, enqueued,
+// completed and a worker's served calls count its riders; a lane's frames
+// run, knit_lane_stats_t.calls, count it). It holds its riders' kHoldHostQueue,
+// chained from its user_data through Call::next (its rider count in
+// pin_lane), until it completes (call_complete_locked): then each rider not
+// completed yet completes, in order, with its own outcome from the
+// carrier's result, or with the carrier's status when the carrier failed
+// (its worker's death, a stop, a malformed result: -KNIT_EPROTO). A rider
+// completed before (knit_cancel, a stop) keeps that completion.
+//
+// Which runs ride: calls of one task with no options (so no timeout, no
+// abort bit, no lane, the normal class) in a pool that times no call and
+// has no hard timeout, while the task's estimate (TaskEntry::ride_ns, from
+// the run time carriers bring back: ride_estimate) says that
+// at least two of them fit kRideBudgetNs: a frame then takes up to that
+// much estimated work (at most kRideMax calls, and only as many as the
+// largest result a rider of the task returned lets fit the per-call limit
+// twice over), so a worker holds no unstarted call behind a long one it
+// knew to be long. Without an estimate, or with one too long to share,
+// the first call of a burst travels as a carrier of one, a probe, to learn
+// it (one probe of a task at a time): a carrier of one holds nothing back,
+// and probes bring a task that became cheap back to sharing within a few
+// bursts (the estimate halves its gap to each sample).
+inline constexpr int64_t kRideBudgetNs = 2000;
+inline constexpr uint32_t kRideMax = 64;
+
+// The calls one frame may carry (1: none share) for estimate ns (0: none)
+// and the largest rider result `room` seen, under the per-call limit cap.
+inline uint32_t ride_take_size(uint64_t ns, uint32_t room, uint64_t cap)
+{
+	if (ns == 0 || ns * 2 > (uint64_t)kRideBudgetNs)
+		return 1;
+	uint64_t k = (uint64_t)kRideBudgetNs / ns;
+	if (room != 0 && k > cap / 2 / room)
+		k = cap / 2 / room;
+	if (k > kRideMax)
+		k = kRideMax;
+	return k < 1 ? 1u : (uint32_t)k;
+}
+// The estimate ns after a carrier's sample of per_call ns that followed
+// one of last (0: none): the first sample as it is; then raised to the
+// smaller of the last two samples when both are slower (one preemption
+// or fault in a carrier would otherwise stop calls sharing frames for
+// many probes), else lowered by half the gap to the sample.
+inline uint64_t ride_estimate(uint64_t ns, uint64_t last, uint64_t per_call)
+{
+	if (per_call < 1)
+		per_call = 1;
+	if (ns == 0)
+		return per_call;
+	if (per_call >= ns) {
+		const uint64_t both = last != 0 && last < per_call ? last : per_call;
+		return both > ns ? both : ns;
+	}
+	return ns - (ns - per_call) / 2;
+}
+
 // Apply a batch's counts (under mu, the same hold as its completions).
 void complete_batch_end_locked(Pool *p, CompleteBatch *b);
 // Recycle a record whose last hold was just dropped (under mu): out of

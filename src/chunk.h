@@ -10,7 +10,8 @@
 //
 // Layout (native byte order: host and workers share one machine):
 //   head     16 bytes: magic (kChunkItems or kChunkOutcomes), task (items:
-//            the task every item runs; outcomes: 0), count, 0
+//            the task every item runs; outcomes: the items' run time in ns,
+//            saturated, a hint the host never trusts), count, 0
 //   entries  count * 16 bytes, ChunkEntry, in item order
 //   payload  the entries' bytes in entry order, each padded to 8 bytes; a
 //            STRING's or ERROR's bytes end with a NUL (in the padded room,

@@ -253,7 +253,8 @@ Call *handle_result(Pool *p, Lane *l, int rc, const FrameHead &h, const knit_val
 	}
 	if (l->inflight > 0)
 		l->inflight--; // its own frame is back
-	(*own)++;              // a call its worker served (lane_served)
+	// The calls its worker served (lane_served): a carrier's riders.
+	*own += KNIT_UNLIKELY(c->flags & kCallCarrier) ? c->pin_lane : 1u;
 	if (l->rerun)
 		drop_arg_copy(c); // kept for a re-run until now (lane_stage)
 	if (c->completed) {

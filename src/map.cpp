@@ -225,12 +225,10 @@ void unpack(PackRun *m, const knit_completion_t &c, size_t first, uint32_t count
 	uint32_t got = 0;
 	if (st == 0) {
 		ChunkReader r;
-		uint32_t zero = 1;
+		uint32_t ns; // the items' run time: not used here
 		bool bytes = false;
 		if (c.result.type == KNIT_VALUE_BYTES &&
-		    chunk_open(&r, c.result.data, c.result.len, kChunkOutcomes, count, &zero) ==
-			    0 &&
-		    zero == 0) {
+		    chunk_open(&r, c.result.data, c.result.len, kChunkOutcomes, count, &ns) == 0) {
 			for (; got < r.count; got++) {
 				const size_t i = first + got;
 				knit_completion_t *d = &m->out[i];

@@ -218,6 +218,7 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	Pool *p = &kp->p;
 	p->born_ns = knit_now_ns();
 	p->cfg = cfg;
+	p->ride_ok = !cfg.timing && cfg.hard_timeout_ms == 0;
 	p->fork_gen = knit_load_relaxed_32(&g_fork_gen);
 	p->efd = -1;
 	p->tfd = -1;
@@ -246,9 +247,13 @@ int pool_create(const knit_pool_options_t *opts, const knit_task_t *tasks, size_
 	p->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p ^ (uint64_t)knit_now_ns();
 	p->owned_salt = p->rng * 0xD6E8FEB86659FD93ull;
 
-	// Tickets: every lane's in-flight slots plus the backlog bound.
+	// Tickets: every lane's in-flight slots plus the backlog bound; as many
+	// again for carriers (src/calls.h riders: each takes a slot or a place
+	// in the backlog), which count apart, so that the calls' bound stays
+	// what knit_enqueue(3) says.
 	const uint64_t cap = (uint64_t)p->nlanes * kLaneInflightMax + cfg.max_pending;
-	if (p->tickets.init((uint32_t)cap) != 0 || p->heap.init((uint32_t)cap) != 0) {
+	if (p->tickets.init((uint32_t)cap, (uint32_t)cap) != 0 ||
+	    p->heap.init((uint32_t)cap) != 0) {
 		pool_free(kp);
 		return error_set(-KNIT_ENOMEM, "out of memory for %llu call records",
 				 (unsigned long long)cap);
@@ -494,6 +499,8 @@ extern "C" KNIT_API int knit_pool_stats(knit_pool_t *pool, knit_pool_stats_t *st
 	s.inline_calls = knit_load_relaxed_64(&p->st_inline_calls);
 	s.proto_errors = knit_load_relaxed_64(&p->st_proto_errors);
 	s.late_drops = knit_load_relaxed_64(&p->st_late_drops);
+	s.shared_calls = knit_load_relaxed_64(&p->st_shared_calls);
+	s.shared_frames = knit_load_relaxed_64(&p->st_shared_frames);
 	s.arena_committed_bytes = arena_committed_bytes(p);
 	// The supervisor's view (knit_worker_stats_t): the lane's own count and
 	// state; a worker thread lives as long as the pool. The kind fills in

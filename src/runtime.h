@@ -228,6 +228,12 @@ enum CallFlag : uint32_t {
 	kCallPinned = 1u << 1,   // KNIT_CALL_LANE
 	kCallTicketed = 1u << 2, // knit_call_ex with a ticket: knit_cancel may reach it
 	kCallChunk = 1u << 3,    // knit_map's chunk task (id ntasks, src/map.cpp)
+	// A burst's calls that share one frame (knit_enqueue_many, src/calls.h
+	// "riders"): the carrier is the one call that travels (a chunk task
+	// call, never handed out), each rider a call of the burst that never
+	// travels itself and completes when its carrier does.
+	kCallRider = 1u << 4,
+	kCallCarrier = 1u << 5,
 	// Bits 8..9: the priority class as its rank, kClassHigh .. kClassLow
 	// (call_class). Normal is 1, set by call_args for every call.
 	kCallClassShift = 8,
@@ -318,8 +324,9 @@ inline uint64_t ticket_of(const Call *c) { return ticket_pack(c->gen, c->index);
 // thread-safe except lookup(): callers hold the pool's mu.
 class TicketTable {
 public:
-	// Allow `capacity` live records (allocated lazily). 0 or -KNIT_ENOMEM.
-	int init(uint32_t capacity);
+	// Allow `capacity` live records of calls and `carriers` live carriers
+	// (src/calls.h riders; allocated lazily). 0 or -KNIT_ENOMEM.
+	int init(uint32_t capacity, uint32_t carriers = 0);
 	// Free every chunk (records must hold no memory any more: see pool.cpp).
 	void fini();
 	// A free record (live = 1, gen bumped, its ticket in *ticket; every
@@ -336,12 +343,19 @@ public:
 		prefetch_next();
 		return take(c, ticket);
 	}
+	// A record for a carrier (flags kCallCarrier set; the caller sets the
+	// rest as for alloc()), counted apart from the calls' records: nullptr
+	// with *err = -KNIT_EAGAIN when all carriers' room is in use (or every
+	// index worn out) or -KNIT_ENOMEM.
+	Call *alloc_carrier(uint64_t *ticket, int *err);
 	// Back to the free list (live = 0). Caller frees its buffers first.
 	void free(Call *c);
 	// The record at index, or nullptr when index was never handed out. Safe
 	// from any thread (acquire load of the chunk pointer); the record's
 	// fields are then read under mu.
 	Call *lookup(uint32_t index) const;
+	// Records that may still be allocated now (under mu).
+	uint32_t room() const { return live_ < max_live_ ? max_live_ - live_ : 0; }
 	// Exclusive bound of the indexes (what a frame's ticket is checked against).
 	uint32_t capacity() const { return capacity_; }
 	// Indexes handed out so far: every record that ever lived is below it.
@@ -350,7 +364,9 @@ public:
 	uint32_t high() const { return next_new_; }
 
 private:
-	Call *alloc_slow(uint64_t *ticket, int *err); // the rest of alloc()
+	// The rest of alloc(); a carrier's (alloc_carrier) skips the calls'
+	// bound.
+	Call *alloc_slow(uint64_t *ticket, int *err, bool carrier = false);
 	// The next allocation resets and fills the free list's new head: after
 	// a burst of completions its lines are usually out of L1 (a stream
 	// keeps thousands of records in flight), and its enqueuer would stall
@@ -391,6 +407,7 @@ private:
 		// (call_alloc_locked, calls.h).
 		c->next = nullptr;
 		c->cq_next = nullptr;
+		c->flags = 0; // free() reads kCallCarrier, even before the fill
 		c->pub = 0;
 		c->done = 0;
 		c->abort_bit = -1;
@@ -416,9 +433,11 @@ private:
 	uint32_t nchunks_ = 0;
 	uint32_t capacity_ = 0; // index bound
 	uint32_t gen_base_ = 1; // a fresh record's first generation (init)
-	uint32_t max_live_ = 0; // live record bound
+	uint32_t max_live_ = 0; // live record bound (calls)
 	uint32_t next_new_ = 0;
-	uint32_t live_ = 0;
+	uint32_t live_ = 0;         // live calls' records
+	uint32_t carriers_ = 0;     // live carriers' records
+	uint32_t max_carriers_ = 0; // and their bound
 	Call *free_ = nullptr;
 };
 
@@ -500,6 +519,13 @@ struct TaskEntry {
 	void *data; // knit_task_t.data, handed to the task as knit_ctx_task_data()
 	uint32_t timeout_ms;
 	uint32_t flags;
+	// Riders (src/calls.h): what carriers of this task measured, hints
+	// only (a worker process writes the run time they come from). Written
+	// under mu by a carrier's completion, read relaxed by an enqueue.
+	uint64_t ride_ns;      // a call's run, ns, estimated (0: none yet)
+	uint32_t ride_room;    // the most result bytes one rider's outcome took
+	uint32_t ride_probing; // 1 while a probe (a carrier of one) is in flight
+	uint64_t ride_last;    // the last carrier's sample (ns per call)
 };
 
 // Result bytes a completion handed out owns (knit_completion_release): a
@@ -687,6 +713,11 @@ struct alignas(128) Pool {
 	// written under mu only: mu_counter_add_64).
 	uint64_t st_enqueued, st_completed, st_doorbell_arms, st_doorbell_wakes, st_inline_calls;
 	uint64_t st_late_drops, st_proto_errors;
+	// Calls of a burst may share a frame here (src/calls.h riders): no
+	// call is timed and there is no hard timeout. Read-only after create.
+	bool ride_ok;
+	// Carriers accepted and the riders they took (mu_counter_add_64).
+	uint64_t st_shared_frames, st_shared_calls;
 	uint64_t st_backlogged; // the dispatcher holder's (counter_add), stats read
 };
 

@@ -165,6 +165,7 @@ int chunk_task(knit_ctx *ctx, const knit_value_t *arg, knit_value_t *ret)
 	const TaskEntry &te = p->tasks[task];
 	const bool abortable = ctx->abort_bit >= 0;
 	int32_t rest = 0; // the status of the items left unrun, once one is set
+	const int64_t t0 = knit_now_ns();
 	for (uint32_t i = 0; i < count; i++) {
 		if (rest == 0 && abortable && knit_ctx_aborted(ctx) == 1)
 			rest = -KNIT_ECANCELED;
@@ -210,6 +211,11 @@ int chunk_task(knit_ctx *ctx, const knit_value_t *arg, knit_value_t *ret)
 		}
 		chunk_put(&w, o.status, o.value);
 	}
+	// The items' run time, for the host's estimate of a burst's calls
+	// (src/calls.h riders): the head's second word, saturated.
+	const int64_t took = knit_now_ns() - t0;
+	const uint32_t ns = took <= 0 ? 0u : took >= 0xFFFFFFFFll ? 0xFFFFFFFFu : (uint32_t)took;
+	memcpy(reinterpret_cast<uint8_t *>(h + 1) + offsetof(ChunkHead, task), &ns, sizeof ns);
 	h->next = static_cast<AllocHead *>(ctx->allocs);
 	ctx->allocs = h;
 	ret->type = KNIT_VALUE_BYTES;

@@ -132,7 +132,8 @@ class PoolStats(C.Structure):
             "recycles_calls", "recycles_rss", "recycles_age", "recycle_failures")] + [
         ("worker", WorkerStats * KNIT_MAX_WORKERS)] + [
         (n, C.c_uint64) for n in ("respawn_backoffs", "respawn_backoff_ms", "cancel_kills")] + [
-        ("landlock_abi", C.c_uint32), ("reserved5", C.c_uint32)]  # 1.2
+        ("landlock_abi", C.c_uint32), ("reserved5", C.c_uint32),  # 1.2
+        ("shared_calls", C.c_uint64), ("shared_frames", C.c_uint64)]  # 1.2
 
 
 class CompletionInfo(C.Structure):  # 1.2
