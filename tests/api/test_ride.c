@@ -171,19 +171,29 @@ KT(ride, bytes_each_their_own)
 	kt_destroy(pool);
 }
 
+/* A one-worker lanes pool whose echo shares frames (warm), its worker held
+ * by a "block" call (user_data 0) until kt_gate_open(): what is enqueued
+ * next waits on the lane. */
+static knit_pool_t *blocked_pool(uint32_t *echo)
+{
+	knit_pool_t *pool = kt_pool_lanes(1);
+	*echo = kt_id(pool, "echo");
+	warm(pool, *echo);
+	kt_gate_close();
+	kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0,
+		  0);
+	cr_assert(kt_wait_started(1));
+	return pool;
+}
+
 /* Queued behind a blocker: a cancel takes one call of a shared frame
  * (completed at once, -KNIT_ECANCELED), its neighbours run; a reap by
  * ticket finds them; the frame's late outcome for the cancelled call is
  * dropped. */
 KT(ride, cancel_one_rider)
 {
-	knit_pool_t *pool = kt_pool_lanes(1);
-	const uint32_t echo = kt_id(pool, "echo");
-	warm(pool, echo);
-	kt_gate_close();
-	kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0,
-		  0);
-	cr_assert(kt_wait_started(1));
+	uint32_t echo;
+	knit_pool_t *pool = blocked_pool(&echo);
 	enum { M = 200 };
 	knit_request_t r[M];
 	knit_value_t v[M];
@@ -231,13 +241,8 @@ KT(ride, cancel_one_rider)
  * of them ends once, run or -KNIT_ECLOSED. */
 KT(ride, stop_cancel_each_once)
 {
-	knit_pool_t *pool = kt_pool_lanes(1);
-	const uint32_t echo = kt_id(pool, "echo");
-	warm(pool, echo);
-	kt_gate_close();
-	kt_enq_ex(pool, kt_id(pool, "block"), kt_i64(-1), (void *)(intptr_t)0, KNIT_CALL_LANE, 0,
-		  0);
-	cr_assert(kt_wait_started(1));
+	uint32_t echo;
+	knit_pool_t *pool = blocked_pool(&echo);
 	enum { M = 500 };
 	knit_request_t r[M];
 	knit_value_t v[M];

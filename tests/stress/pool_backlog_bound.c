@@ -5,7 +5,9 @@
  *
  * Four producer threads (twice the cores of a 2-core machine, so a producer
  * is often preempted inside an admission) enqueue with knit_enqueue_many in
- * bursts of 1..48 calls into a pool whose backlog holds MAX_PENDING = 64:
+ * bursts of 1..48 calls (each with options, so that no call shares a frame
+ * with another: knit_enqueue_many(3); the backlog then holds calls, one
+ * each) into a pool whose backlog holds MAX_PENDING = 64:
  * nearly every burst finds the backlog close to full and is accepted in
  * part, so admissions that overflow (and give back what did not fit) run
  * beside admissions that fit. The main thread reaps.
@@ -73,6 +75,9 @@ static void *producer(void *arg)
 	struct producer *pr = arg;
 	knit_request_t req[BURST_MAX];
 	knit_value_t val[BURST_MAX];
+	knit_call_options_t own;
+	memset(&own, 0, sizeof own);
+	own.size = sizeof own;
 	long done = 0;
 	const int64_t end = now_ns() + BOUND_NS;
 	while (done < per_producer && now_ns() < end) {
@@ -88,6 +93,7 @@ static void *producer(void *arg)
 			req[j].task = T_NEG;
 			req[j].arg = &val[j];
 			req[j].user_data = (void *)(intptr_t)(idx + 1);
+			req[j].opts = &own; /* the defaults, but a call of its own */
 		}
 		int k = knit_enqueue_many(pool, req, (uint32_t)m, NULL);
 		if (k == -KNIT_EAGAIN) {
@@ -186,6 +192,9 @@ static void round_run(int r, uint64_t *hw)
 	      "round %d: backlog_high_water %" PRIu64
 	      " above max_pending %d: more than was ever admitted",
 	      r, st.backlog_high_water, MAX_PENDING);
+	CHECK(st.shared_calls == 0,
+	      "round %d: %" PRIu64 " calls shared frames: the backlog held frames", r,
+	      st.shared_calls);
 	CHECK(st.backlog_high_water > MAX_PENDING / 2,
 	      "round %d: backlog_high_water %" PRIu64
 	      ": the backlog never filled, nothing was tested",
