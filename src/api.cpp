@@ -478,8 +478,10 @@ int enqueue_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t
 // them as calls of their own), 1 (a probe of the task's run time, when one
 // is due: *probe), or a run of 2 or more calls of one task (at most what
 // the task's estimate lets one frame carry) with no options, each argument
-// valid, their chunk within the per-call limit; *len is that chunk's size.
-uint32_t ride_plan(Pool *p, const knit_request_t *reqs, uint32_t m, uint64_t *len, bool *probe)
+// valid, their chunk within the per-call limit; *len is that chunk's size,
+// vals[0 .. count) the arguments as taken (value_take), for the chunk.
+uint32_t ride_plan(Pool *p, const knit_request_t *reqs, uint32_t m, uint64_t *len, bool *probe,
+		   knit_value_t *vals)
 {
 	*probe = false;
 	const knit_request_t &r0 = reqs[0];
@@ -507,7 +509,7 @@ uint32_t ride_plan(Pool *p, const knit_request_t *reqs, uint32_t m, uint64_t *le
 		const knit_request_t &r = reqs[n];
 		if (r.task != r0.task || r.reserved != 0 || r.opts != nullptr)
 			break;
-		knit_value_t v;
+		knit_value_t &v = vals[n];
 		value_take(r.arg, &v);
 		if (!chunk_scalar_ok(v)) {
 			if (codec_value_check(v, cap) != 0)
@@ -559,7 +561,8 @@ int ride_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t *t
 {
 	uint64_t len = 0;
 	bool probe = false;
-	const uint32_t n = ride_plan(p, reqs, m, &len, &probe);
+	knit_value_t vals[kRideMax];
+	const uint32_t n = ride_plan(p, reqs, m < kRideMax ? m : kRideMax, &len, &probe, vals);
 	if (n == 0)
 		return 0;
 	uint8_t *buf = static_cast<uint8_t *>(malloc(len));
@@ -568,11 +571,8 @@ int ride_burst(Pool *p, const knit_request_t *reqs, uint32_t m, knit_ticket_t *t
 	const uint32_t task = reqs[0].task;
 	ChunkWriter w;
 	chunk_begin(&w, buf, kChunkItems, task, n);
-	for (uint32_t i = 0; i < n; i++) {
-		knit_value_t v;
-		value_take(reqs[i].arg, &v);
-		chunk_put(&w, 0, v);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		chunk_put(&w, 0, vals[i]);
 	EnqueueArgs ra, ca;
 	if (call_args(p, task, nullptr, kCallRider, nullptr, 0, &ra) != 0 ||
 	    call_args(p, p->ntasks, nullptr, kCallChunk | kCallCarrier, nullptr, 0, &ca) != 0) {

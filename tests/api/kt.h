@@ -191,6 +191,9 @@ int kt_is_pattern(const void *p, size_t n);
 
 /* ---- calls and completions ---------------------------------------------- */
 /* Enqueue, asserting it returned 0; returns the ticket. */
+/* A burst of n requests of task: request i takes argument I64 base + i
+ * (in v[i]) and user_data i + 1, no options. */
+void kt_fill_reqs(knit_request_t *r, knit_value_t *v, int n, uint32_t task, int64_t base);
 knit_ticket_t kt_enq(knit_pool_t *pool, uint32_t task, knit_value_t arg, void *ud);
 knit_ticket_t kt_enq_ex(knit_pool_t *pool, uint32_t task, knit_value_t arg, void *ud,
 			uint32_t flags, uint32_t timeout_ms, uint32_t lane);

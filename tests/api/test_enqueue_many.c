@@ -33,17 +33,6 @@ static int reap_check(knit_pool_t *pool, int n, char *seen, int64_t arg_base)
 	return ok;
 }
 
-static void fill_reqs(knit_request_t *r, knit_value_t *v, int n, uint32_t task, int64_t base)
-{
-	memset(r, 0, (size_t)n * sizeof *r);
-	for (int i = 0; i < n; i++) {
-		v[i] = kt_i64(base + i);
-		r[i].task = task;
-		r[i].arg = &v[i];
-		r[i].user_data = (void *)(intptr_t)(i + 1);
-	}
-}
-
 KT(enqueue_many, argument_errors)
 {
 	knit_pool_t *pool = kt_pool_n(1);
@@ -110,7 +99,7 @@ KT(enqueue_many, refused_in_the_middle)
 	knit_value_t v[N];
 	knit_ticket_t t[N];
 	memset(t, 0, sizeof t);
-	fill_reqs(r, v, N, echo, 1000);
+	kt_fill_reqs(r, v, N, echo, 1000);
 	r[BAD].reserved = 1;
 	int k = knit_enqueue_many(pool, r, N, t);
 	cr_assert_eq(k, BAD, "accepted %d, want %d", k, BAD);
@@ -144,7 +133,7 @@ KT(enqueue_many, large_burst_exactly_once)
 	knit_request_t *r = calloc(N, sizeof *r);
 	knit_value_t *v = calloc(N, sizeof *v);
 	knit_ticket_t *t = calloc(N, sizeof *t);
-	fill_reqs(r, v, N, echo, 0);
+	kt_fill_reqs(r, v, N, echo, 0);
 	int k = knit_enqueue_many(pool, r, N, t);
 	cr_assert_eq(k, N, "accepted %d of %d", k, N);
 	char *seen = calloc(N, 1);
@@ -214,7 +203,7 @@ static void full_partial(uint32_t workers, uint32_t max_pending)
 	knit_request_t *r = calloc((size_t)n, sizeof *r);
 	knit_value_t *v = calloc((size_t)n, sizeof *v);
 	knit_ticket_t *t = calloc((size_t)n, sizeof *t);
-	fill_reqs(r, v, n, echo, 0);
+	kt_fill_reqs(r, v, n, echo, 0);
 	int k = knit_enqueue_many(pool, r, (uint32_t)n, t);
 	cr_assert_eq(k, room, "accepted %d, room for %d", k, room);
 	for (int i = 0; i < n; i++)
@@ -285,7 +274,7 @@ KT(enqueue_many, stop_cancel_exactly_once)
 	enum { N = 500 };
 	knit_request_t r[N];
 	knit_value_t v[N];
-	fill_reqs(r, v, N, block, 0);
+	kt_fill_reqs(r, v, N, block, 0);
 	int k = knit_enqueue_many(pool, r, N, NULL);
 	cr_assert_eq(k, N);
 	cr_assert(kt_wait_started(1));
@@ -327,7 +316,7 @@ KT(enqueue_many, cancel_exactly_once)
 	knit_request_t r[N];
 	knit_value_t v[N];
 	knit_ticket_t t[N];
-	fill_reqs(r, v, N, block, 0);
+	kt_fill_reqs(r, v, N, block, 0);
 	cr_assert_eq(knit_enqueue_many(pool, r, N, t), N);
 	cr_assert(kt_wait_started(1));
 	int cancelled = 0;
@@ -367,7 +356,7 @@ KT(enqueue_many, deadlines)
 	enum { N = 40 };
 	knit_request_t r[N];
 	knit_value_t v[N];
-	fill_reqs(r, v, N, block_t50, 0);
+	kt_fill_reqs(r, v, N, block_t50, 0);
 	knit_call_options_t nt;
 	memset(&nt, 0, sizeof nt);
 	nt.size = sizeof nt;

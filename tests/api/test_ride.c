@@ -18,17 +18,6 @@
 
 #define N 1000
 
-static void fill(knit_request_t *r, knit_value_t *v, int n, uint32_t task, int64_t base)
-{
-	memset(r, 0, (size_t)n * sizeof *r);
-	for (int i = 0; i < n; i++) {
-		v[i] = kt_i64(base + i);
-		r[i].task = task;
-		r[i].arg = &v[i];
-		r[i].user_data = (void *)(intptr_t)(i + 1);
-	}
-}
-
 static uint64_t shared_calls(knit_pool_t *pool)
 {
 	knit_pool_stats_t s;
@@ -43,7 +32,7 @@ static void warm(knit_pool_t *pool, uint32_t task)
 	knit_request_t r[64];
 	knit_value_t v[64];
 	knit_completion_t out[64];
-	fill(r, v, 64, task, 0);
+	kt_fill_reqs(r, v, 64, task, 0);
 	for (int i = 0; i < 64; i++)
 		v[i] = kt_i64(0);
 	for (int round = 0; round < 200; round++) {
@@ -72,7 +61,7 @@ KT(ride, shared_in_order)
 	knit_value_t *v = calloc(N, sizeof *v);
 	knit_ticket_t *t = calloc(N, sizeof *t);
 	knit_completion_t *out = calloc(N, sizeof *out);
-	fill(r, v, N, echo, 5000);
+	kt_fill_reqs(r, v, N, echo, 5000);
 	cr_assert_eq(knit_enqueue_many(pool, r, N, t), N);
 	for (int i = 0; i < N; i++) {
 		cr_expect_neq(t[i], 0);
@@ -115,7 +104,7 @@ KT(ride, each_fails_alone)
 	knit_request_t r[N];
 	knit_value_t v[N];
 	knit_completion_t out[N];
-	fill(r, v, N, fail, 0);
+	kt_fill_reqs(r, v, N, fail, 0);
 	for (int i = 0; i < N; i++)
 		v[i] = kt_i64(i % 3 == 0 ? 1 : 0);
 	cr_assert_eq(knit_enqueue_many(pool, r, N, NULL), N);
@@ -148,7 +137,7 @@ KT(ride, bytes_each_their_own)
 	knit_request_t r[M];
 	knit_value_t v[M];
 	knit_completion_t out[M];
-	fill(r, v, M, echo, 0);
+	kt_fill_reqs(r, v, M, echo, 0);
 	for (int i = 0; i < M; i++)
 		v[i] = kt_bytes(pat, (size_t)i);
 	const uint64_t before = shared_calls(pool);
@@ -198,7 +187,7 @@ KT(ride, cancel_one_rider)
 	knit_request_t r[M];
 	knit_value_t v[M];
 	knit_ticket_t t[M];
-	fill(r, v, M, echo, 0);
+	kt_fill_reqs(r, v, M, echo, 0);
 	const uint64_t before = shared_calls(pool);
 	cr_assert_eq(knit_enqueue_many(pool, r, M, t), M);
 	cr_assert_gt(shared_calls(pool) - before, 0, "no call of the burst shared a frame");
@@ -246,7 +235,7 @@ KT(ride, stop_cancel_each_once)
 	enum { M = 500 };
 	knit_request_t r[M];
 	knit_value_t v[M];
-	fill(r, v, M, echo, 0);
+	kt_fill_reqs(r, v, M, echo, 0);
 	cr_assert_eq(knit_enqueue_many(pool, r, M, NULL), M);
 	kt_gate_open();
 	cr_expect_eq(knit_stop(pool, KNIT_STOP_CANCEL, (int64_t)KT_BOUND_S * 1000000000), 0);
@@ -278,7 +267,7 @@ KT(ride, long_calls_travel_alone)
 	knit_request_t r[8];
 	knit_value_t v[8];
 	knit_completion_t out[8];
-	fill(r, v, 8, sl, 0);
+	kt_fill_reqs(r, v, 8, sl, 0);
 	for (int i = 0; i < 8; i++)
 		v[i] = kt_i64(2); /* 2 ms */
 	for (int round = 0; round < 3; round++) {
@@ -309,7 +298,7 @@ KT(ride, inline_lane)
 	knit_value_t *v = calloc(N, sizeof *v);
 	knit_completion_t *out = calloc(N, sizeof *out);
 	char seen[N] = {0};
-	fill(r, v, N, echo, 0);
+	kt_fill_reqs(r, v, N, echo, 0);
 	const uint64_t before = shared_calls(pool);
 	cr_assert_eq(knit_enqueue_many(pool, r, N, NULL), N);
 	cr_assert_eq(kt_reap(pool, out, N), N);
@@ -346,7 +335,7 @@ KT(ride, process_dies_mid_frame)
 	knit_request_t r[M];
 	knit_value_t v[M];
 	knit_completion_t out[M];
-	fill(r, v, M, segv_at, 0);
+	kt_fill_reqs(r, v, M, segv_at, 0);
 	for (int i = 0; i < M; i++)
 		v[i] = kt_i64(i == 100 ? 7 : 1000 + i);
 	const uint64_t before = shared_calls(pool);

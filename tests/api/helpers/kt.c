@@ -492,6 +492,17 @@ int kt_is_pattern(const void *p, size_t n)
 
 /* ---- calls and completions ------------------------------------------------ */
 
+void kt_fill_reqs(knit_request_t *r, knit_value_t *v, int n, uint32_t task, int64_t base)
+{
+	memset(r, 0, (size_t)n * sizeof *r);
+	for (int i = 0; i < n; i++) {
+		v[i] = kt_i64(base + i);
+		r[i].task = task;
+		r[i].arg = &v[i];
+		r[i].user_data = (void *)(intptr_t)(i + 1);
+	}
+}
+
 knit_ticket_t kt_enq(knit_pool_t *pool, uint32_t task, knit_value_t arg, void *ud)
 {
 	knit_ticket_t t = 0;
